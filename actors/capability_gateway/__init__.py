@@ -1,0 +1,14 @@
+"""The capability_gateway actor: capability requests, consent and audit of seed 6.3.
+
+For now it runs under the supervisor and answers the kernel's statistics requests; its
+handlers arrive with the issue named above.
+"""
+
+from actors.kernel import Actor
+
+
+class CapabilityGatewayActor(Actor):
+    pass
+
+
+__all__ = ["CapabilityGatewayActor"]

@@ -1,0 +1,191 @@
+"""Stable rejection and outcome codes, and the one exception that carries them.
+
+A code is a promise: peers, apps and tests match on its string, so a value never changes
+meaning and is never reused. The filter chain of seed §5.3 has one code per kind of failure
+at each step (`FILTER_CHAIN` lists them in the order the steps run); the tool errors of
+§7.3 and the capability outcomes of §6.3 are in the same enum so that a rejection anywhere
+in the runtime has exactly one vocabulary.
+
+`completed` is a capability *result*, not an error, so it is not a `Code`: it lives in
+`CapabilityResult`, whose other members have the same strings as their `Code` twins.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final, NamedTuple
+
+
+class Code(StrEnum):
+    """Every definite rejection or failure the runtime reports."""
+
+    # §5.3 step 1: decoding, version, type, routing keys, size, schema.
+    INVALID_JSON = "invalid_json"
+    TOO_LARGE = "too_large"
+    TOO_DEEP = "too_deep"
+    INVALID_ENVELOPE = "invalid_envelope"
+    UNSUPPORTED_VERSION = "unsupported_version"
+    UNKNOWN_TYPE = "unknown_type"
+    SCOPE_MISSING = "scope_missing"
+    SCOPE_INVALID = "scope_invalid"
+    SCOPE_MISMATCH = "scope_mismatch"
+    CORRELATION_MISSING = "correlation_missing"
+    INVALID_PAYLOAD = "invalid_payload"
+    # §5.3 step 2: sender identity and conversation association (§5.1 entry kinds).
+    SENDER_NOT_ALLOWED = "sender_not_allowed"
+    AGENT_NOT_ASSOCIATED = "agent_not_associated"
+    # §5.3 step 3: id / sequence / cursor deduplication and order.
+    DUPLICATE = "duplicate"
+    OUT_OF_ORDER = "out_of_order"
+    # §5.3 step 4: app installed, enabled, version, host compatibility.
+    APP_NOT_INSTALLED = "app_not_installed"
+    APP_DISABLED = "app_disabled"
+    APP_VERSION_MISMATCH = "app_version_mismatch"
+    APP_INCOMPATIBLE = "app_incompatible"
+    UNSUPPORTED_ON_HOST = "unsupported_on_host"
+    # §5.3 step 5: tool / capability, inventory, arguments, policy, launch and foreground.
+    TOOL_NOT_VISIBLE = "tool_not_visible"
+    STALE_INVENTORY_REVISION = "stale_inventory_revision"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    PERMISSION_DENIED = "permission_denied"
+    POLICY_DENIED = "policy_denied"
+    RATE_LIMITED = "rate_limited"
+    FOREGROUND_REQUIRED = "foreground_required"
+    # §5.3 step 6: conversation / instance / operation ownership.
+    OWNERSHIP_MISMATCH = "ownership_mismatch"
+    # §5.3 step 7: manifest subscriptions ∩ SDK subscription filter (§5.4).
+    NOT_SUBSCRIBED = "not_subscribed"
+    # §5.3 step 8: persistence before delivery.
+    STORE_UNAVAILABLE = "store_unavailable"
+    # Outcomes of tool calls (§7.3) and capability requests (§6.3).
+    CANCELLED_BY_USER = "cancelled_by_user"
+    OPERATION_EXPIRED = "operation_expired"
+    HANDLER_FAILED = "handler_failed"
+    EXPIRED = "expired"
+    FAILED = "failed"
+    # Contracts outside the message path: manifests (§9), the wire (docs/protocol.md),
+    # and envelopes that have no legacy form (§5.2).
+    INVALID_MANIFEST = "invalid_manifest"
+    INVALID_TOOL_DESCRIPTOR = "invalid_tool_descriptor"
+    INVALID_FRAME = "invalid_frame"
+    UNAUTHORIZED = "unauthorized"
+    PROTOCOL_ERROR = "protocol_error"
+    LEGACY_UNMAPPABLE = "legacy_unmappable"
+
+
+class CapabilityResult(StrEnum):
+    """The only outcomes a capability request can have (seed §6.3)."""
+
+    COMPLETED = "completed"
+    CANCELLED_BY_USER = "cancelled_by_user"
+    PERMISSION_DENIED = "permission_denied"
+    UNSUPPORTED_ON_HOST = "unsupported_on_host"
+    POLICY_DENIED = "policy_denied"
+    EXPIRED = "expired"
+    FAILED = "failed"
+
+
+class FilterStep(NamedTuple):
+    """One step of the runtime filter chain (seed §5.3) and the codes it may reject with."""
+
+    name: str
+    codes: tuple[Code, ...]
+
+
+FILTER_CHAIN: Final = (
+    FilterStep(
+        "envelope",
+        (
+            Code.TOO_LARGE,
+            Code.INVALID_JSON,
+            Code.TOO_DEEP,
+            Code.INVALID_ENVELOPE,
+            Code.UNSUPPORTED_VERSION,
+            Code.UNKNOWN_TYPE,
+            Code.SCOPE_MISSING,
+            Code.SCOPE_INVALID,
+            Code.SCOPE_MISMATCH,
+            Code.CORRELATION_MISSING,
+            Code.INVALID_PAYLOAD,
+        ),
+    ),
+    FilterStep("sender", (Code.SENDER_NOT_ALLOWED, Code.AGENT_NOT_ASSOCIATED)),
+    FilterStep("dedup_order", (Code.DUPLICATE, Code.OUT_OF_ORDER)),
+    FilterStep(
+        "app_state",
+        (
+            Code.APP_NOT_INSTALLED,
+            Code.APP_DISABLED,
+            Code.APP_VERSION_MISMATCH,
+            Code.APP_INCOMPATIBLE,
+            Code.UNSUPPORTED_ON_HOST,
+        ),
+    ),
+    FilterStep(
+        "tool_capability",
+        (
+            Code.TOOL_NOT_VISIBLE,
+            Code.STALE_INVENTORY_REVISION,
+            Code.INVALID_ARGUMENTS,
+            Code.PERMISSION_DENIED,
+            Code.POLICY_DENIED,
+            Code.RATE_LIMITED,
+            Code.FOREGROUND_REQUIRED,
+        ),
+    ),
+    FilterStep("ownership", (Code.OWNERSHIP_MISMATCH,)),
+    FilterStep("subscription", (Code.NOT_SUBSCRIBED,)),
+    FilterStep("persistence", (Code.STORE_UNAVAILABLE,)),
+)
+
+# The error codes §7.3 requires every tool call to be able to end with.
+TOOL_ERROR_CODES: Final = frozenset(
+    {
+        Code.CANCELLED_BY_USER,
+        Code.PERMISSION_DENIED,
+        Code.APP_DISABLED,
+        Code.APP_NOT_INSTALLED,
+        Code.APP_VERSION_MISMATCH,
+        Code.TOOL_NOT_VISIBLE,
+        Code.INVALID_ARGUMENTS,
+        Code.FOREGROUND_REQUIRED,
+        Code.OPERATION_EXPIRED,
+        Code.HANDLER_FAILED,
+    }
+)
+# What an app's own handler may fail a call with (SDK `tools.fail`, §6.2). The others are
+# the runtime's verdicts; an app claiming "app_disabled" would be lying about the runtime.
+APP_TOOL_ERROR_CODES: Final = frozenset(
+    {
+        Code.CANCELLED_BY_USER,
+        Code.PERMISSION_DENIED,
+        Code.INVALID_ARGUMENTS,
+        Code.FOREGROUND_REQUIRED,
+        Code.OPERATION_EXPIRED,
+        Code.HANDLER_FAILED,
+    }
+)
+# Capability results other than `completed`, as codes.
+CAPABILITY_FAILURE_CODES: Final = frozenset(
+    Code(result.value) for result in CapabilityResult if result is not CapabilityResult.COMPLETED
+)
+
+
+class ContractError(Exception):
+    """A message, manifest or frame broke the contract; `code` says how, `detail` where.
+
+    The only exception the validation functions of this package raise for bad input, so a
+    caller can turn any rejection into a definite reply with one `except` clause.
+    """
+
+    def __init__(self, code: Code, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+
+    def __reduce__(self) -> tuple[type[ContractError], tuple[Code, str]]:
+        return (type(self), (self.code, self.detail))
+
+    def to_dict(self) -> dict[str, str]:
+        """The rejection as it is reported on the wire and by `lineup protocol validate`."""
+        return {"code": self.code.value, "detail": self.detail}

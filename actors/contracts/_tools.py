@@ -1,0 +1,314 @@
+"""Tool descriptors (seed §7.1, §9), tool-call payloads and receipts (§7.3), the inventory (§7.2).
+
+A descriptor is the non-executable public contract an app's SDK generates from its source;
+the runtime publishes the visible ones to the agent as a revisioned inventory. Where the
+seed leaves a shape open it follows MCP's tool descriptor (`title`, `description`,
+`input_schema`, `output_schema`, hint `annotations`); where the seed is stricter (a
+revisioned inventory, one final result per call, an output schema) the seed wins.
+
+JSON Schema validation is ~50 µs per document, so it happens only at trust boundaries:
+when a descriptor is accepted and when a call's arguments or a handler's output cross into
+or out of an app. Validators are compiled once per distinct schema and reused.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from jsonschema import Draft202012Validator, SchemaError
+from jsonschema.exceptions import best_match
+from pydantic import AfterValidator, Field, StringConstraints, ValidationError, model_validator
+
+from actors.contracts._codes import Code, ContractError
+from actors.contracts._ids import (
+    AppScope,
+    CapabilityName,
+    EntrypointId,
+    InventoryRevision,
+    SemVer,
+    ToolMethod,
+)
+from actors.contracts._json import decode_json
+from actors.contracts._model import (
+    ContractModel,
+    JsonObject,
+    Label,
+    Text,
+    first_violation,
+    format_loc,
+    rule,
+)
+from actors.contracts._payloads import Percent
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+ContractVersion = Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]{0,5}$")]
+CallModel = Literal["query", "command", "interactive", "operation"]
+RiskLevel = Literal["low", "medium", "high"]
+ActivationRequirement = Literal["app_ready", "foreground_required", "activation_not_required"]
+Handling = Literal["direct", "interaction", "runtime_operation"]
+Delivery = Literal["miniapp_sdk", "surface_bridge", "runtime"]
+CodeField = Annotated[Code, Field(strict=False)]  # strict enums would refuse plain strings
+
+
+def _remote_refs(schema: Mapping[str, Any]) -> str | None:
+    stack: list[tuple[object, str]] = [(schema, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                here = f"{path}/{key}"
+                is_ref = key in {"$ref", "$dynamicRef"} and isinstance(value, str)
+                if is_ref and not str(value).startswith("#"):
+                    return here
+                stack.append((value, here))
+        elif isinstance(node, list):
+            stack.extend((value, f"{path}/{i}") for i, value in enumerate(node))
+    return None
+
+
+def _check_json_schema(schema: JsonObject) -> JsonObject:
+    """A tool's input or output schema: a valid draft 2020-12 schema of a JSON object."""
+    dialect: object = schema.get("$schema", JSON_SCHEMA_DIALECT)
+    if dialect != JSON_SCHEMA_DIALECT:
+        raise rule("$schema", f"must be {JSON_SCHEMA_DIALECT}")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        inside = format_loc(list(exc.path)) or "(root)"
+        raise rule(inside, f"not a valid JSON Schema: {exc.message}") from None
+    if schema.get("type") != "object":
+        raise rule("type", "the root of a tool schema must be {'type': 'object'}")
+    where = _remote_refs(schema)
+    if where is not None:
+        # A schema must be self-contained: resolving a remote $ref would be network access.
+        raise rule(where.lstrip("/").replace("/", "."), "only local '#...' references")
+    return schema
+
+
+ToolSchema = Annotated[JsonObject, AfterValidator(_check_json_schema)]
+
+
+class LaunchPolicy(ContractModel):
+    """Whether the runtime may start the app for a call, where it puts it, and after.
+
+    `focus` left out means: foreground when the tool's activation requirement is
+    `foreground_required`, background otherwise (see `ToolDescriptor.launch_focus`).
+    """
+
+    launch: Literal["if_needed", "never"] = "if_needed"
+    focus: Literal["foreground", "background"] | None = None
+    restore_focus: bool = True
+
+
+class ToolAnnotations(ContractModel):
+    """MCP-style hints for the agent. Hints only: the runtime never enforces by them."""
+
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+
+class ToolDescriptor(ContractModel):
+    """One agent-callable method of an app, located by `app_scope / method / contract_version`."""
+
+    method: ToolMethod
+    contract_version: ContractVersion
+    title: Label | None = None
+    description: Text = ""
+    input_schema: ToolSchema
+    output_schema: ToolSchema
+    call_model: CallModel = "command"
+    timeout_ms: Annotated[int, Field(ge=100, le=86_400_000)] = 30_000
+    idempotent: bool = False
+    risk: RiskLevel = "medium"
+    activation_requirement: ActivationRequirement = "app_ready"
+    launch_policy: LaunchPolicy = Field(default_factory=LaunchPolicy)
+    handling: Handling = "direct"
+    delivery: Delivery = "miniapp_sdk"
+    capabilities: Annotated[list[CapabilityName], Field(max_length=32)] = Field(
+        default_factory=list
+    )
+    annotations: ToolAnnotations | None = None
+
+    @property
+    def requires_foreground(self) -> bool:
+        """The call runs only while the app's instance is in the foreground."""
+        return self.activation_requirement == "foreground_required"
+
+    @property
+    def launch_focus(self) -> Literal["foreground", "background"]:
+        """Where a launched instance goes, after applying the default."""
+        if self.launch_policy.focus is not None:
+            return self.launch_policy.focus
+        return "foreground" if self.requires_foreground else "background"
+
+    @model_validator(mode="after")
+    def _coherent(self) -> ToolDescriptor:
+        # Checked in a fixed order, so an invalid descriptor always names the same rule.
+        if self.requires_foreground and self.launch_policy.focus == "background":
+            raise rule(
+                "launch_policy.focus",
+                "a foreground_required tool cannot launch its app in the background",
+            )
+        if self.call_model == "query":
+            if self.annotations is not None and self.annotations.destructive_hint:
+                raise rule("annotations.destructive_hint", "a query tool is read-only")
+            if self.annotations is not None and self.annotations.read_only_hint is False:
+                raise rule("annotations.read_only_hint", "a query tool is read-only")
+        if len(set(self.capabilities)) != len(self.capabilities):
+            raise rule("capabilities", "listed twice")
+        return self
+
+
+def validate_tool_descriptor(
+    raw: bytes | bytearray | memoryview | str | Mapping[str, Any],
+) -> ToolDescriptor:
+    """A checked `ToolDescriptor`, or `ContractError(invalid_tool_descriptor)` naming the
+    first violation."""
+    value = decode_json(raw)
+    try:
+        return ToolDescriptor.model_validate(value)
+    except ValidationError as exc:
+        raise ContractError(Code.INVALID_TOOL_DESCRIPTOR, first_violation(exc)) from None
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(schema_text: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(schema_text))
+
+
+def _schema_validator(schema: JsonObject) -> Draft202012Validator:
+    return _compiled(json.dumps(schema, sort_keys=True, separators=(",", ":")))
+
+
+def _check_against(schema: JsonObject, value: object, code: Code, what: str) -> None:
+    error = best_match(_schema_validator(schema).iter_errors(value))
+    if error is not None:
+        where = format_loc(list(error.absolute_path)) or "(root)"
+        raise ContractError(code, f"{what}.{where}: {error.message}")
+
+
+def check_tool_arguments(tool: ToolDescriptor, arguments: object) -> None:
+    """Raises `ContractError(invalid_arguments)` unless `arguments` fit the input schema."""
+    _check_against(tool.input_schema, arguments, Code.INVALID_ARGUMENTS, "arguments")
+
+
+def check_tool_output(tool: ToolDescriptor, output: object) -> None:
+    """Raises `ContractError(handler_failed)` unless a final result fits the output schema.
+
+    Only the final result is held to the output schema; accepted, starting and progress are
+    protocol facts outside it (§7.3).
+    """
+    _check_against(tool.output_schema, output, Code.HANDLER_FAILED, "output")
+
+
+# --- payloads of the tool call and its receipts (§7.3) ------------------------------------
+
+
+class ToolInvoke(ContractModel):
+    """`lineup.tool.invoke`: the agent calls `method` of the app in `target.app_scope`.
+
+    `correlation.call_id` names the call; `correlation.inventory_revision` is the inventory
+    the agent chose it from, and a call against an older revision is refused (§7.2).
+    """
+
+    method: ToolMethod
+    contract_version: ContractVersion
+    arguments: JsonObject
+
+
+class ToolAccepted(ContractModel):
+    """The runtime has durably taken the call; it will end with exactly one result or error."""
+
+
+class ToolStarting(ContractModel):
+    """The call needs the app started (or brought forward) first; activation has begun."""
+
+
+class ToolActivationReady(ContractModel):
+    """The app instance in `scope.instance_id` is ready; waiting calls now run in order."""
+
+
+class ToolActivationFailed(ContractModel):
+    """The app could not be activated; calls waiting on it are refused with this code."""
+
+    code: CodeField
+    detail: Text | None = None
+
+
+class ToolActivationCancelled(ContractModel):
+    """Activation was cancelled (by the user, or by an `activation_not_required` call)."""
+
+    code: CodeField = Code.CANCELLED_BY_USER
+    detail: Text | None = None
+
+
+class ToolProgress(ContractModel):
+    """Business progress: a replayable protocol fact, not held to the output schema.
+
+    `stage: "started"` is the moment the work really began (e.g. a timer is running), the
+    only point at which the agent may tell the user so (§7.3).
+    """
+
+    stage: Label | None = None
+    percent: Percent | None = None
+    message: Text | None = None
+
+
+class ToolResult(ContractModel):
+    """The one final business result of a call; `output` must fit the output schema."""
+
+    output: JsonObject
+
+
+class ToolError(ContractModel):
+    """The one final failure of a call."""
+
+    code: CodeField
+    message: Text | None = None
+    retryable: bool = False
+
+
+# --- the inventory (§7.2) -----------------------------------------------------------------
+
+
+class InventoryTool(ToolDescriptor):
+    """A visible tool, with the app that owns it."""
+
+    app_scope: AppScope
+
+
+class InventoryApp(ContractModel):
+    app_scope: AppScope
+    version: SemVer
+    title: Label | None = None
+    entrypoints: list[EntrypointId] = Field(default_factory=list)
+
+
+StandardComponent = Literal[
+    "text", "markdown", "image", "link", "status", "task", "choice", "confirm", "input",
+    "artifact",
+]  # fmt: skip
+
+
+class Inventory(ContractModel):
+    """`lineup.inventory`: what the agent may use in this conversation, at `revision`.
+
+    Never carries bundle code, tokens, file paths or user content (§7.2).
+    """
+
+    revision: InventoryRevision
+    tools: list[InventoryTool] = Field(default_factory=list)
+    apps: list[InventoryApp] = Field(default_factory=list)
+    components: list[StandardComponent] = Field(default_factory=list)
+    capabilities: list[CapabilityName] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_tools(self) -> Inventory:
+        keys = [(tool.app_scope, tool.method) for tool in self.tools]
+        if len(set(keys)) != len(keys):
+            raise rule("tools", "an app_scope/method pair is listed twice")
+        return self

@@ -1,0 +1,65 @@
+"""The actor kernel, shared by the supervisor and every actor process.
+
+Layers, bottom up: `_frames` (length-prefixed msgpack), `_channel` (one socketpair end,
+one writer task), `_mailbox` (the durable mailbox file), `_switchboard` (group commit and
+delivery with credits), `_supervisor` (processes, OTP restart rules), `_control` (the
+debug socket). Actors see only `Actor`, `handles`, `Message`, the call errors and
+`applied_once`.
+"""
+
+from ._actor import (
+    Actor,
+    ActorStatistics,
+    CallFailed,
+    CallTimeout,
+    Message,
+    ReplyError,
+    handles,
+)
+from ._applied import applied_once, ensure_applied_table
+from ._channel import Channel, ChannelClosed, ChannelStatistics
+from ._control import ControlError, control_request, control_stream
+from ._frames import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, decode_body, encode
+from ._ids import derive_id, id_timestamp, is_valid_id, new_id
+from ._inspect import mailbox_counts, mailbox_listing
+from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
+from ._specs import ChildSpec, Restart, RuntimeConfig
+from ._supervisor import Supervisor, supervisor_pid_alive
+
+__all__ = [
+    "DEFAULT_MAX_FRAME",
+    "Actor",
+    "ActorStatistics",
+    "CallFailed",
+    "CallTimeout",
+    "Channel",
+    "ChannelClosed",
+    "ChannelStatistics",
+    "ChildSpec",
+    "ControlError",
+    "FrameDecoder",
+    "FrameError",
+    "MailboxCounts",
+    "MailboxStore",
+    "Message",
+    "MessageRow",
+    "ReplyError",
+    "Restart",
+    "RuntimeConfig",
+    "State",
+    "Supervisor",
+    "applied_once",
+    "control_request",
+    "control_stream",
+    "decode_body",
+    "derive_id",
+    "encode",
+    "ensure_applied_table",
+    "handles",
+    "id_timestamp",
+    "is_valid_id",
+    "mailbox_counts",
+    "mailbox_listing",
+    "new_id",
+    "supervisor_pid_alive",
+]

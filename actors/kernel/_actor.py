@@ -1,0 +1,355 @@
+"""The actor base class: a handler per message type, `cast`, `call`, and a start hook.
+
+Handlers run one at a time, in mailbox order. A message is acked only after its handler
+returned, so a crash mid-handler means redelivery; every message a handler emits gets an
+id derived from the message being handled, so a replayed handler re-emits the same ids and
+the mailbox ignores them the second time (issue 2, item 4).
+
+    class Counter(Actor):
+        async def on_start(self) -> None:
+            self.total = load_total()           # rebuild state from the actor's own store
+
+        @handles("count.add")
+        async def add(self, msg: Message) -> int:
+            self.total += msg.body["n"]
+            await self.cast("audit", "count.changed", {"total": self.total})
+            return self.total                   # the reply, when the sender used `call`
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+import trio
+
+from ._channel import Channel, ChannelClosed
+from ._faults import crash_point
+from ._frames import Frame
+from ._ids import derive_id, new_id
+
+log = logging.getLogger("lineup.actor")
+
+_ACK_BATCH = 64
+
+
+@dataclass(frozen=True)
+class Message:
+    id: str
+    sender: str
+    type: str
+    body: Any
+    seq: int
+    attempt: int
+    wants_reply: bool = False
+    corr: str | None = None
+
+
+class ReplyError(Exception):
+    """Raise in a handler to answer a `call` with a definite error; the message is done."""
+
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(f"{code}: {detail}" if detail else code)
+        self.code = code
+        self.detail = detail
+
+
+class CallFailed(Exception):
+    """A `call` got a definite error back (the callee's ReplyError, or a dead letter)."""
+
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(f"{code}: {detail}" if detail else code)
+        self.code = code
+        self.detail = detail
+
+
+class CallTimeout(CallFailed):
+    def __init__(self, to: str, type: str, timeout: float) -> None:
+        super().__init__("timeout", f"no reply from {to} to {type} within {timeout} s")
+
+
+Handler = Callable[[Any, Message], Awaitable[Any]]
+H = TypeVar("H", bound=Handler)
+
+
+# Kernel notices arrive as ordinary mailbox messages (sender "supervisor"), so an actor
+# may handle them; every other `kernel.` type is channel protocol, never a message.
+KERNEL_NOTICES = frozenset({"kernel.actor_failed"})
+
+
+def handles(message_type: str) -> Callable[[H], H]:
+    """Mark an async method as the handler of `message_type`."""
+    if not message_type or (
+        message_type.startswith("kernel.") and message_type not in KERNEL_NOTICES
+    ):
+        raise ValueError(
+            "handled types must be non-empty and outside `kernel.` (except its notices:"
+            f" {', '.join(sorted(KERNEL_NOTICES))})"
+        )
+
+    def mark(fn: H) -> H:
+        fn._lineup_handles = message_type  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+@dataclass
+class _Emitting:
+    """What the running handler has emitted so far, for deterministic output ids."""
+
+    parent: str
+    position: int = 0
+
+    def next_id(self) -> str:
+        message_id = derive_id(self.parent, self.position)
+        self.position += 1
+        return message_id
+
+
+_emitting: contextvars.ContextVar[_Emitting | None] = contextvars.ContextVar(
+    "lineup_emitting", default=None
+)
+
+
+@dataclass(frozen=True)
+class ActorStatistics:
+    name: str
+    pid: int
+    handled: int
+    failed: int
+    queued: int
+    pending_calls: int
+    uptime_s: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Actor:
+    """Subclass, add `@handles` methods and optionally `on_start`; the kernel does the rest."""
+
+    _handlers: ClassVar[dict[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers = dict(getattr(cls, "_handlers", {}))
+        for attr, value in vars(cls).items():
+            message_type = getattr(value, "_lineup_handles", None)
+            if message_type is not None:
+                handlers[message_type] = attr
+        cls._handlers = handlers
+
+    def __init__(self) -> None:
+        self.name = ""
+        self.config: dict[str, Any] = {}
+        self._channel: Channel | None = None
+        self._calls: dict[str, tuple[trio.Event, list[Frame]]] = {}
+        self._handled = 0
+        self._failed = 0
+        self._queue: deque[Message] = deque()
+        self._started = time.monotonic()
+        self.nursery: trio.Nursery
+
+    # -- for subclasses --------------------------------------------------------------
+
+    async def on_start(self) -> None:
+        """Rebuild in-memory state from the actor's own store. Runs before any delivery."""
+
+    def statistics_extra(self) -> dict[str, Any]:
+        """Actor-specific figures for `lineup debug actors`."""
+        return {}
+
+    async def cast(self, to: str, type: str, body: Any = None, *, id: str | None = None) -> str:
+        """Send a durable message and return its id; do not wait for it to be handled."""
+        message_id = id or self._next_id()
+        await self._send({"v": 1, "id": message_id, "to": to, "type": type, "body": body})
+        return message_id
+
+    async def call(
+        self,
+        to: str,
+        type: str,
+        body: Any = None,
+        *,
+        timeout: float,
+        id: str | None = None,
+    ) -> Any:
+        """Send a durable request and wait up to `timeout` seconds for its reply.
+
+        The request survives the callee's crashes; a request that dies (max_deliver
+        failures) is answered with CallFailed("dead_letter"). A timeout does not withdraw
+        the request: it will still be handled.
+        """
+        if timeout <= 0:
+            raise ValueError("`timeout` must be positive")
+        message_id = id or self._next_id()
+        done = trio.Event()
+        slot: list[Frame] = []
+        self._calls[message_id] = (done, slot)
+        try:
+            await self._send(
+                {"v": 1, "id": message_id, "to": to, "type": type, "body": body, "call": True}
+            )
+            with trio.move_on_after(timeout):
+                await done.wait()
+        finally:
+            self._calls.pop(message_id, None)
+        if not slot:
+            raise CallTimeout(to, type, timeout)
+        reply = slot[0]
+        if "error" in reply:
+            error = reply["error"]
+            raise CallFailed(str(error.get("code")), str(error.get("detail", "")))
+        return reply.get("body")
+
+    def statistics(self) -> ActorStatistics:
+        return ActorStatistics(
+            name=self.name,
+            pid=os.getpid(),
+            handled=self._handled,
+            failed=self._failed,
+            queued=len(self._queue),
+            pending_calls=len(self._calls),
+            uptime_s=round(time.monotonic() - self._started, 3),
+            extra=self.statistics_extra(),
+        )
+
+    # -- kernel plumbing -------------------------------------------------------------
+
+    def _next_id(self) -> str:
+        emitting = _emitting.get()
+        return emitting.next_id() if emitting is not None else new_id()
+
+    async def _send(self, frame: Frame) -> None:
+        if self._channel is None:
+            raise RuntimeError("the actor is not connected to its supervisor yet")
+        await self._channel.send(frame)
+
+    async def _handle(self, msg: Message) -> tuple[str, Any]:
+        """Run the handler; ('ok', reply body) or ('error', {code, detail})."""
+        attr = self._handlers.get(msg.type)
+        if attr is None:
+            if msg.type.startswith("kernel."):
+                return "ok", None  # kernel notices an actor does not care about
+            log.warning("%s: no handler for %s (message %s)", self.name, msg.type, msg.id)
+            return "error", {"code": "unknown_type", "detail": f"no handler for {msg.type}"}
+        token = _emitting.set(_Emitting(msg.id))
+        try:
+            return "ok", await getattr(self, attr)(msg)
+        except ReplyError as exc:
+            return "error", {"code": exc.code, "detail": exc.detail}
+        finally:
+            _emitting.reset(token)
+
+
+def message_from_frame(frame: Frame) -> Message:
+    return Message(
+        id=frame["id"],
+        sender=frame.get("from", ""),
+        type=frame["type"],
+        body=frame.get("body"),
+        seq=frame["seq"],
+        attempt=frame.get("attempt", 1),
+        wants_reply=bool(frame.get("call")),
+        corr=frame.get("corr"),
+    )
+
+
+class _Session:
+    """One incarnation of an actor on its channel: a reader task and the handler loop."""
+
+    def __init__(self, actor: Actor, channel: Channel) -> None:
+        self.actor = actor
+        self.channel = channel
+        self.wake = trio.lowlevel.ParkingLot()
+        self.awaiting_reset = False
+        self.acks: list[int] = []
+
+    async def read(self, frames: AsyncIterator[Frame], nursery: trio.Nursery) -> None:
+        actor = self.actor
+        async for frame in frames:
+            kind = frame["type"]
+            if "seq" in frame:
+                if not self.awaiting_reset:
+                    actor._queue.append(message_from_frame(frame))
+                    self.wake.unpark_all()
+            elif kind == "kernel.reply":
+                waiting = actor._calls.get(frame.get("corr", ""))
+                if waiting is not None and not waiting[0].is_set():
+                    waiting[1].append(frame)
+                    waiting[0].set()
+            elif kind == "kernel.reset":
+                self.awaiting_reset = False
+            elif kind == "kernel.stats_request":
+                stats = vars(actor.statistics())
+                await self.channel.send(
+                    {"type": "kernel.stats", "nonce": frame.get("nonce"), "stats": stats}
+                )
+        nursery.cancel_scope.cancel()
+
+    async def flush_acks(self) -> None:
+        if self.acks:
+            acks, self.acks = self.acks, []
+            await self.channel.send({"type": "kernel.ack", "seqs": acks})
+
+    async def handle_forever(self) -> None:
+        actor = self.actor
+        while True:
+            if not actor._queue:
+                await self.flush_acks()  # group acks: flush when there is nothing to do
+                await self.wake.park()
+                continue
+            msg = actor._queue.popleft()
+            crash_point("actor.after_receive")
+            try:
+                outcome, value = await actor._handle(msg)
+            except Exception as exc:
+                await self.failed(msg, exc)
+                continue
+            if msg.wants_reply:
+                reply: Frame = {"type": "kernel.reply", "corr": msg.id, "to": msg.sender}
+                reply["body" if outcome == "ok" else "error"] = value
+                await self.channel.send(reply)
+            elif outcome == "error":
+                log.warning("%s: %s from %s: %s", actor.name, msg.type, msg.sender, value)
+            crash_point("actor.after_emit")
+            actor._handled += 1
+            self.acks.append(msg.seq)
+            if len(self.acks) >= _ACK_BATCH:
+                await self.flush_acks()
+
+    async def failed(self, msg: Message, exc: Exception) -> None:
+        """Report a failed handler, drop what is queued behind it, and wait for the reset
+        after which the supervisor redelivers everything from `msg` on, in order."""
+        log.exception("%s: handler for %s failed", self.actor.name, msg.type)
+        self.actor._failed += 1
+        self.actor._queue.clear()
+        self.awaiting_reset = True
+        await self.flush_acks()
+        error = f"{exc.__class__.__name__}: {exc}"
+        await self.channel.send({"type": "kernel.fail", "seq": msg.seq, "error": error})
+
+
+async def serve(actor: Actor, channel: Channel) -> None:
+    """Run `actor` on `channel` until the channel closes (the supervisor went away)."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(channel.run_writer)
+        await channel.send({"type": "kernel.hello", "pid": os.getpid()})
+        frames = channel.frames()
+        welcome = await anext(frames)
+        if welcome.get("type") != "kernel.welcome":
+            raise ChannelClosed(f"expected kernel.welcome, got {welcome.get('type')!r}")
+        actor.name = welcome["name"]
+        actor.config = welcome.get("config") or {}
+        actor._channel = channel
+        actor.nursery = nursery
+        session = _Session(actor, channel)
+        nursery.start_soon(session.read, frames, nursery)
+        await actor.on_start()
+        await channel.send({"type": "kernel.ready"})
+        await session.handle_forever()

@@ -1,0 +1,247 @@
+"""The supervisor's control socket, for the debug CLI: a Unix socket, mode 0600.
+
+One request frame per connection, one response frame (`{"ok": true, ...}` or
+`{"ok": false, "error": ...}`), except `trace`, which streams records until the client
+hangs up. The frames use the kernel codec.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ._frames import FrameDecoder, FrameError, encode
+from ._ids import new_id
+from ._inspect import mailbox_counts, mailbox_listing
+from ._specs import ChildSpec
+from ._switchboard import TraceRecord
+from ._wire import ProtocolViolation, classify
+
+if TYPE_CHECKING:
+    from ._supervisor import Supervisor
+
+log = logging.getLogger("lineup.control")
+
+CONTROL_SOCKET = "control.sock"
+
+
+async def serve_control(
+    supervisor: Supervisor, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    path = supervisor.data_dir / CONTROL_SOCKET
+    path.unlink(missing_ok=True)
+    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)  # created 0600: the socket can kill actors
+    try:
+        await sock.bind(str(path))
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    sock.listen(16)
+    listener = trio.SocketListener(sock)
+    task_status.started()
+    try:
+        await trio.serve_listeners(partial(_serve_one, supervisor), [listener])
+    finally:
+        path.unlink(missing_ok=True)
+
+
+async def _serve_one(supervisor: Supervisor, stream: trio.SocketStream) -> None:
+    decoder = FrameDecoder()
+    async with stream:
+        request = None
+        while request is None:
+            data = await stream.receive_some(65536)
+            if not data:
+                return
+            try:
+                frames = decoder.feed(data)
+            except FrameError as exc:
+                await stream.send_all(encode({"type": "error", "ok": False, "error": str(exc)}))
+                return
+            request = frames[0] if frames else None
+        if request["type"] == "trace":
+            await _stream_trace(supervisor, stream, request)
+            return
+        try:
+            response = await _dispatch(supervisor, request)
+            response.setdefault("ok", True)
+        except (KeyError, ValueError, ProcessLookupError, ProtocolViolation) as exc:
+            response = {"ok": False, "error": f"{exc.__class__.__name__}: {exc}"}
+        response["type"] = "response"
+        await stream.send_all(encode(response))
+
+
+async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str, Any]:
+    kind = request["type"]
+    store = supervisor.store
+    assert store is not None and supervisor.switchboard is not None
+    if kind == "status":
+        return {
+            "state": supervisor.state,
+            "pid": os.getpid(),
+            "uptime_s": round(supervisor.uptime_s, 3),
+            "started_at": supervisor.started_wall,
+            "degraded": supervisor.degraded,
+            "strategy": supervisor.config.strategy,
+            "actors": len(supervisor.children),
+            "batches": supervisor.switchboard.batches,
+            "frames": supervisor.switchboard.frames,
+        }
+    if kind == "actors":
+        counts = mailbox_counts(store)
+        actors: list[dict[str, Any]] = []
+        for name, child in supervisor.children.items():
+            c = counts.get(name, {})
+            record: dict[str, Any] = {
+                "name": name,
+                "pid": child.pid,
+                "state": child.state,
+                "restarts": child.restarts,
+                "uptime_s": round(time.monotonic() - child.started_at, 3) if child.pid else None,
+                "pending": c.get("pending", 0),
+                "inflight": c.get("inflight", 0),
+                "dead": c.get("dead", 0),
+                "last_exit": child.last_exit,
+            }
+            if request.get("stats"):
+                record["statistics"] = await supervisor.actor_statistics(name)
+            actors.append(record)
+        return {"actors": actors}
+    if kind == "mailbox":
+        box: str | None = request.get("name")
+        if box is not None and box not in supervisor.children and box not in mailbox_counts(store):
+            raise KeyError(f"no actor or mailbox named {box!r}")
+        messages = mailbox_listing(
+            store,
+            box,
+            body=bool(request.get("body")),
+            limit=int(request.get("limit", 100)),
+            dead_only=bool(request.get("dead")),
+        )
+        return {"messages": messages}
+    if kind == "redrive":
+        done = await supervisor.switchboard.request("redrive", "", str(request["id"]))
+        if not done:
+            raise KeyError(f"no dead message with id {request['id']!r}")
+        return {"redriven": request["id"]}
+    if kind == "kill":
+        return {"name": request["name"], "pid": supervisor.kill_child(str(request["name"]))}
+    if kind == "start_child":
+        spec = ChildSpec.model_validate(request["spec"])
+        child = await supervisor.start_child(spec)
+        return {"name": spec.name, "pid": child.pid, "state": child.state}
+    if kind == "stop_child":
+        await supervisor.stop_child(str(request["name"]))
+        return {"name": request["name"]}
+    if kind == "send":
+        # Inject a message as the operator ("debug"): it goes through the same checks.
+        frame = {
+            "v": 1,
+            "id": request.get("id") or new_id(),
+            "to": request["to"],
+            "type": request["message_type"],
+            "body": request.get("body"),
+        }
+        op, payload = classify(frame)
+        await supervisor.switchboard.request(op, "debug", payload)
+        return {"id": frame["id"]}
+    if kind == "stop":
+        supervisor.request_stop()
+        return {}
+    raise ValueError(f"unknown request {kind!r}")
+
+
+async def _stream_trace(
+    supervisor: Supervisor, stream: trio.SocketStream, request: dict[str, Any]
+) -> None:
+    actor = request.get("actor")
+    type_prefix = request.get("type_prefix") or ""
+    send, receive = trio.open_memory_channel[TraceRecord](4096)
+    dropped = 0
+
+    def tracer(record: TraceRecord) -> None:
+        nonlocal dropped
+        if actor and actor not in (record.sender, record.to):
+            return
+        if not record.type.startswith(type_prefix):
+            return
+        try:
+            send.send_nowait(record)
+        except trio.WouldBlock:
+            dropped += 1  # a slow reader loses trace lines, never slows the runtime
+
+    assert supervisor.switchboard is not None
+    supervisor.switchboard.tracers.append(tracer)
+    try:
+        await stream.send_all(encode({"type": "response", "ok": True}))
+        async for record in receive:
+            line = {**vars(record), "message_type": record.type, "dropped": dropped}
+            line["type"] = "trace"
+            await stream.send_all(encode(line))
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    finally:
+        supervisor.switchboard.tracers.remove(tracer)
+
+
+# -- the client side, blocking, for the CLI ------------------------------------------------
+
+
+class ControlError(Exception):
+    pass
+
+
+def _connect(data_dir: Path, timeout: float) -> socket.socket:
+    path = data_dir / CONTROL_SOCKET
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(str(path))
+    except OSError as exc:
+        sock.close()
+        raise ControlError(f"no runtime answering on {path}: {exc.strerror or exc}") from None
+    return sock
+
+
+def _read_frames(sock: socket.socket) -> Iterator[dict[str, Any]]:
+    decoder = FrameDecoder()
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            return
+        yield from decoder.feed(data)
+
+
+def control_request(
+    data_dir: Path, request: dict[str, Any], *, timeout: float = 10.0
+) -> dict[str, Any]:
+    with _connect(data_dir, timeout) as sock:
+        sock.sendall(encode(request))
+        for frame in _read_frames(sock):
+            if not frame.get("ok"):
+                raise ControlError(str(frame.get("error")))
+            frame.pop("type", None)
+            frame.pop("ok", None)
+            return frame
+    raise ControlError("the runtime closed the control connection without answering")
+
+
+def control_stream(data_dir: Path, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    sock = _connect(data_dir, 10.0)
+    sock.settimeout(None)
+    with sock:
+        sock.sendall(encode(request))
+        frames = _read_frames(sock)
+        first = next(frames, None)
+        if first is None or not first.get("ok"):
+            raise ControlError(str(first.get("error") if first else "no answer"))
+        yield from frames

@@ -1,0 +1,44 @@
+"""Crash points for recovery tests, switched on by the environment.
+
+`LINEUP_CRASH="actor.after_emit@3,supervisor.after_commit@50"` makes a process SIGKILL
+itself the 3rd time it reaches `actor.after_emit`, the 50th time it reaches
+`supervisor.after_commit`. Counts are per process, so a restarted actor counts afresh.
+Unset (the normal case), `crash_point` costs one dict lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+POINTS = (
+    "actor.after_receive",  # a delivery arrived, its handler has not run
+    "actor.after_emit",  # the handler ran and emitted its outputs, the ack is not sent
+    "supervisor.after_commit",  # a batch is committed, nothing of it forwarded
+    "supervisor.after_forward",  # deliveries forwarded, the acks read are not yet marked
+)
+
+
+def _parse(spec: str) -> dict[str, int]:
+    points: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        name, _, count = item.partition("@")
+        if name not in POINTS:
+            raise ValueError(f"unknown crash point {name!r}; known: {', '.join(POINTS)}")
+        points[name] = int(count or "1")
+    return points
+
+
+_armed = _parse(os.environ.get("LINEUP_CRASH", ""))
+_hits: dict[str, int] = {}
+
+
+def crash_point(name: str) -> None:
+    if not _armed:
+        return
+    target = _armed.get(name)
+    if target is None:
+        return
+    _hits[name] = _hits.get(name, 0) + 1
+    if _hits[name] == target:
+        os.kill(os.getpid(), signal.SIGKILL)

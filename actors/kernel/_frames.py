@@ -1,0 +1,79 @@
+"""The kernel's frame codec: a 4-byte big-endian length, then one msgpack map.
+
+Every byte that crosses a supervised channel is a frame. The decoder is incremental and
+strict: a length over the limit, bytes that are not msgpack, or a value that is not a map
+with a string `type` is a `FrameError`, and the channel that carried it is closed.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import msgpack
+
+DEFAULT_MAX_FRAME = 1 << 20  # 1 MiB; envelopes are capped far below this by the contracts
+_HEADER = struct.Struct(">I")
+
+Frame = dict[str, Any]
+
+
+class FrameError(Exception):
+    """A peer sent bytes that are not a valid frame; the reason says which rule it broke."""
+
+
+_packer = msgpack.Packer(use_bin_type=True)
+
+
+def encode(frame: Frame) -> bytes:
+    body: bytes = _packer.pack(frame)
+    return _HEADER.pack(len(body)) + body
+
+
+def encode_many(frames: list[Frame]) -> bytes:
+    """Frames joined for one `send_all` (4x the throughput of one call per frame)."""
+    return b"".join(encode(f) for f in frames)
+
+
+def decode_body(body: bytes) -> Frame:
+    try:
+        frame = msgpack.unpackb(body, raw=False, strict_map_key=True, use_list=True)
+    except Exception as exc:  # msgpack raises several unrelated types for garbage
+        raise FrameError(f"undecodable msgpack body: {exc.__class__.__name__}") from None
+    if not isinstance(frame, dict):
+        raise FrameError(f"frame is a {type(frame).__name__}, not a map")
+    if not isinstance(frame.get("type"), str):
+        raise FrameError("frame has no string `type`")
+    return frame
+
+
+class FrameDecoder:
+    """Feeds on received bytes, yields whole frames; keeps at most one partial frame."""
+
+    def __init__(self, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        if max_frame <= 0:
+            raise ValueError("`max_frame` must be positive")
+        self._max_frame = max_frame
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[Frame]:
+        self._buffer += data
+        frames: list[Frame] = []
+        buffer = self._buffer
+        offset = 0
+        while len(buffer) - offset >= 4:
+            (length,) = _HEADER.unpack_from(buffer, offset)
+            if length > self._max_frame:
+                raise FrameError(f"frame length {length} exceeds the limit {self._max_frame}")
+            end = offset + 4 + length
+            if end > len(buffer):
+                break
+            frames.append(decode_body(bytes(buffer[offset + 4 : end])))
+            offset = end
+        if offset:
+            del buffer[:offset]
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)

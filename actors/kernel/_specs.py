@@ -1,0 +1,89 @@
+"""Child specs and runtime settings, in the shape of Erlang/OTP's supervisor contract.
+
+| field      | meaning                                                                      |
+|------------|------------------------------------------------------------------------------|
+| restart    | permanent: always restarted; transient: only after an abnormal exit;         |
+|            | temporary: never restarted                                                   |
+| shutdown   | seconds between SIGTERM and SIGKILL when stopping; 0 means brutal kill        |
+| window     | deliveries in flight to the actor at once (credits); the rest waits on disk   |
+| max_deliver| failures (crash or exception while handling) before a message is dead        |
+
+Strategies: one_for_one restarts only the child that died; rest_for_one also stops the
+children started after it (in reverse order) and starts them again after it. Restart
+intensity: more than `max_restarts` restarts within `max_seconds` escalates: the child is
+marked failed, the runtime degraded, and the other children told.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ACTOR_NAME = re.compile(r"^[a-z][a-z0-9_]*(?:[.:-][a-z0-9_]+)*$")
+
+
+class Restart(StrEnum):
+    PERMANENT = "permanent"
+    TRANSIENT = "transient"
+    TEMPORARY = "temporary"
+
+
+class ChildSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(max_length=128)
+    target: str = Field(description="'module:ActorClass' run in the child process")
+    restart: Restart = Restart.PERMANENT
+    shutdown: float = Field(default=5.0, ge=0)
+    window: int = Field(default=64, ge=1, le=65536)
+    max_deliver: int = Field(default=3, ge=1)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name_grammar(cls, value: str) -> str:
+        if not ACTOR_NAME.match(value) or value == "supervisor":
+            raise ValueError(f"{value!r} is not a valid actor name")
+        return value
+
+    @field_validator("target")
+    @classmethod
+    def _target_shape(cls, value: str) -> str:
+        module, _, attr = value.partition(":")
+        if not module or not attr.isidentifier():
+            raise ValueError(f"{value!r} is not 'module:Class'")
+        return value
+
+
+class RuntimeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    children: list[ChildSpec] = Field(default_factory=list)
+    strategy: Literal["one_for_one", "rest_for_one"] = "one_for_one"
+    max_restarts: int = Field(default=5, ge=0)
+    max_seconds: float = Field(default=10.0, gt=0)
+    backoff_base: float = Field(default=0.05, ge=0)
+    backoff_max: float = Field(default=2.0, ge=0)
+    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
+    batch_max: int = Field(default=256, ge=1, description="group commit: most frames a txn")
+    inbound_queue: int = Field(default=4096, ge=1)
+    max_frame: int = Field(default=1 << 20, ge=1024)
+    dedup_window_s: float = Field(default=24 * 3600, gt=0)
+    hello_timeout: float = Field(default=15.0, gt=0)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> RuntimeConfig:
+        names = [child.name for child in self.children]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate child names: {', '.join(duplicates)}")
+        return self
+
+    @classmethod
+    def load(cls, path: str | Path) -> RuntimeConfig:
+        return cls.model_validate(json.loads(Path(path).read_text()))

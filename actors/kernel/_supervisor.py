@@ -1,0 +1,405 @@
+"""The supervisor: starts actors as processes, restarts them by OTP rules, stops them in order.
+
+Each child has a keeper task that runs one incarnation after another: spawn, read its
+channel into the switchboard until EOF, reap, tell the switchboard (which requeues what was
+in flight and blames the message being handled), then decide by the child's `restart`
+policy, the restart intensity and the strategy whether and when to start it again.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import signal
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import trio
+
+from ._channel import Channel
+from ._control import serve_control
+from ._frames import FrameError
+from ._ids import new_id
+from ._mailbox import MailboxStore
+from ._process import ChildProcess, describe_exit
+from ._specs import ChildSpec, Restart, RuntimeConfig
+from ._switchboard import Switchboard
+from ._wire import ProtocolViolation, classify
+
+log = logging.getLogger("lineup.supervisor")
+
+
+class RestartHistory:
+    """Restarts within the last `period` seconds, for intensity and backoff."""
+
+    def __init__(self, limit: int, period: float) -> None:
+        self.limit = limit
+        self.period = period
+        self.times: deque[float] = deque()
+
+    def record(self, now: float) -> bool:
+        """Note a restart; False if it exceeds the intensity (then escalate instead)."""
+        self.times.append(now)
+        while self.times and now - self.times[0] > self.period:
+            self.times.popleft()
+        return len(self.times) <= self.limit
+
+    def backoff(self, base: float, cap: float) -> float:
+        """0 for the first restart in the period, then base, 2*base, 4*base ... up to cap."""
+        n = len(self.times)
+        return 0.0 if n <= 1 else min(cap, base * 2 ** (n - 2))
+
+
+@dataclass
+class Child:
+    spec: ChildSpec
+    history: RestartHistory
+    dynamic: bool = False
+    state: str = "starting"
+    process: ChildProcess | None = None
+    restarts: int = 0
+    started_at: float = field(default_factory=time.monotonic)
+    stopping: bool = False
+    kill_requested: bool = False
+    last_exit: str = ""
+    stopped: trio.Event = field(default_factory=trio.Event)
+    stats_waiters: dict[str, tuple[trio.Event, list[dict[str, Any]]]] = field(default_factory=dict)
+    on_ready: list[Any] = field(default_factory=list)  # run once at the next ready
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process and self.process.returncode is None else None
+
+
+class Supervisor:
+    def __init__(self, config: RuntimeConfig, data_dir: str | Path) -> None:
+        self.config = config
+        self.data_dir = Path(data_dir)
+        self.state = "created"
+        self.children: dict[str, Child] = {}
+        self.started_wall = time.time()
+        self._started = time.monotonic()
+        self._stop_requested = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self.store: MailboxStore | None = None
+        self.switchboard: Switchboard | None = None
+        self.child_env: dict[str, str] | None = None  # None: children inherit ours
+
+    @property
+    def uptime_s(self) -> float:
+        return time.monotonic() - self._started
+
+    @property
+    def degraded(self) -> list[str]:
+        return [name for name, child in self.children.items() if child.state == "failed"]
+
+    def request_stop(self) -> None:
+        self._stop_requested.set()
+
+    # -- running -------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        lock = _lock_data_dir(self.data_dir)
+        self.store = MailboxStore(self.data_dir / "mailbox.db", synchronous=self.config.synchronous)
+        self.store.begin()
+        recovered = self.store.recover()
+        pruned = self.store.prune(
+            done_before_ms=int((time.time() - self.config.dedup_window_s) * 1000)
+        )
+        self.store.commit()
+        log.info("mailbox open: %d in flight handed back, %d old done pruned", recovered, pruned)
+        self.switchboard = Switchboard(
+            self.store, batch_max=self.config.batch_max, queue_size=self.config.inbound_queue
+        )
+        self.state = "starting"
+        try:
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    nursery.start_soon(self.switchboard.run)
+                    nursery.start_soon(self._stop_on_signal, signals)
+                    await nursery.start(serve_control, self)
+                    for spec in self.config.children:
+                        await self.start_child(spec, dynamic=False)
+                    if self.state == "starting":
+                        self.state = "running"
+                    log.info("runtime %s with %d actors", self.state, len(self.children))
+                    task_status.started()
+                    await self._stop_requested.wait()
+                    await self.shutdown()
+                    nursery.cancel_scope.cancel()
+        finally:
+            self.state = "stopped"
+            self.store.close()
+            lock.close()
+
+    async def _stop_on_signal(self, signals: Any) -> None:
+        async for signum in signals:
+            log.info("received %s, stopping", signal.Signals(signum).name)
+            self.request_stop()
+
+    async def shutdown(self) -> None:
+        """Stop every child in reverse start order, each by its own shutdown rule."""
+        self.state = "stopping"
+        for child in reversed(list(self.children.values())):
+            await self._stop(child)
+
+    # -- children ------------------------------------------------------------------------
+
+    async def start_child(self, spec: ChildSpec, *, dynamic: bool = True) -> Child:
+        """Start a child and wait until it is ready (or has given up)."""
+        if spec.name in self.children and self.children[spec.name].state not in (
+            "stopped",
+            "failed",
+        ):
+            raise ValueError(f"a child named {spec.name!r} is already running")
+        assert self._nursery is not None
+        child = Child(spec, RestartHistory(self.config.max_restarts, self.config.max_seconds))
+        child.dynamic = dynamic
+        self.children[spec.name] = child
+        await self._nursery.start(self._keep, child)
+        return child
+
+    async def stop_child(self, name: str, *, remove: bool = True) -> None:
+        child = self.children.get(name)
+        if child is None:
+            raise KeyError(name)
+        await self._stop(child)
+        if remove:
+            del self.children[name]
+
+    def kill_child(self, name: str) -> int:
+        """SIGKILL a child now (recovery testing). It restarts like after any crash."""
+        child = self.children[name]
+        pid = child.pid
+        if pid is None or child.process is None:
+            raise ProcessLookupError(f"{name} has no running process")
+        child.kill_requested = True
+        child.process.signal(signal.SIGKILL)
+        return pid
+
+    async def _stop(self, child: Child) -> None:
+        if child.state in ("stopped", "failed") and child.process is None:
+            return
+        child.stopping = True
+        child.state = "stopping"
+        if child.process is not None and child.process.returncode is None:
+            code = await child.process.stop(child.spec.shutdown)
+            log.info("%s stopped: %s", child.spec.name, describe_exit(code))
+        await child.stopped.wait()
+
+    async def _keep(self, child: Child, task_status: trio.TaskStatus[None]) -> None:
+        name = child.spec.name
+        announced = False
+
+        def on_ready() -> None:
+            nonlocal announced
+            callbacks, child.on_ready = child.on_ready, []
+            for callback in callbacks:
+                callback()
+            if not announced:
+                announced = True
+                task_status.started()
+
+        try:
+            while True:
+                code, reason, attributed = await self._incarnation(child, on_ready)
+                child.last_exit = reason
+                if child.stopping:
+                    child.state = "stopped"
+                    return
+                abnormal = code != 0
+                if child.spec.restart is Restart.TEMPORARY or (
+                    child.spec.restart is Restart.TRANSIENT and not abnormal
+                ):
+                    log.info(
+                        "%s ended (%s); its restart policy is %s",
+                        name,
+                        reason,
+                        child.spec.restart.value,
+                    )
+                    child.state = "stopped"
+                    return
+                # A crash blamed on the message being handled is bounded by max_deliver
+                # instead: a poison message alone must not exhaust the intensity.
+                if not attributed and not child.history.record(time.monotonic()):
+                    await self._escalate(child, reason)
+                    return
+                child.restarts += 1
+                child.state = "restarting"
+                delay = (
+                    0.0
+                    if attributed
+                    else child.history.backoff(self.config.backoff_base, self.config.backoff_max)
+                )
+                log.warning("%s %s; restart %d in %.2f s", name, reason, child.restarts, delay)
+                later = self._later_siblings(child)
+                for sibling in reversed(later):
+                    await self._stop(sibling)
+                if delay:
+                    await trio.sleep(delay)
+                if later:
+                    self._restart_after_ready(child, later)
+        finally:
+            child.process = None
+            if not announced:
+                task_status.started()
+            child.stopped.set()
+
+    def _later_siblings(self, child: Child) -> list[Child]:
+        if self.config.strategy != "rest_for_one":
+            return []
+        names = list(self.children)
+        later = names[names.index(child.spec.name) + 1 :]
+        return [self.children[n] for n in later if self.children[n].state not in ("failed",)]
+
+    def _restart_after_ready(self, child: Child, later: list[Child]) -> None:
+        """rest_for_one: once `child` is back, start the later siblings again, in order."""
+        assert self._nursery is not None
+
+        nursery = self._nursery
+
+        async def restart_later() -> None:
+            for sibling in later:
+                if sibling.spec.name in self.children and not self._stop_requested.is_set():
+                    again = await self.start_child(sibling.spec, dynamic=sibling.dynamic)
+                    again.restarts = sibling.restarts + 1
+
+        child.on_ready.append(lambda: nursery.start_soon(restart_later))
+
+    async def _escalate(self, child: Child, reason: str) -> None:
+        name = child.spec.name
+        child.state = "failed"
+        self.state = "degraded"
+        log.error(
+            "%s exceeded %d restarts in %.1f s (%s): marked failed, runtime degraded",
+            name,
+            self.config.max_restarts,
+            self.config.max_seconds,
+            reason,
+        )
+        assert self.switchboard is not None
+        for other in self.children:
+            if other != name:
+                await self.switchboard.submit(
+                    "message",
+                    "supervisor",
+                    {
+                        "v": 1,
+                        "id": new_id(),
+                        "to": other,
+                        "type": "kernel.actor_failed",
+                        "body": {"name": name, "reason": reason},
+                    },
+                )
+
+    async def _incarnation(self, child: Child, on_ready: Any) -> tuple[int, str, bool]:
+        """Run one process of `child` to its end: (exit status, reason, message blamed)."""
+        assert self.switchboard is not None
+        spec = child.spec
+        process = ChildProcess(spec, log_dir=self.data_dir / "logs", env=self.child_env)
+        child.process = process
+        child.kill_requested = False
+        child.started_at = time.monotonic()
+        channel = Channel(process.sock, max_frame=self.config.max_frame)
+        violation = ""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(channel.run_writer)
+            try:
+                await self._read(child, channel, on_ready)
+            except (FrameError, ProtocolViolation) as exc:
+                violation = f"sent a bad frame ({exc})"
+                log.error("%s %s: closing its channel", spec.name, violation)  # noqa: TRY400 (expected, no traceback)
+                process.signal(signal.SIGKILL)
+            nursery.cancel_scope.cancel()
+        channel.close()
+        with trio.move_on_after(2.0):  # EOF came first; the exit follows at once
+            await process.wait()
+        if process.returncode is None:
+            process.signal(signal.SIGKILL)
+        code = await process.wait()
+        reason = violation or describe_exit(code)
+        blame = code != 0 and not child.kill_requested and not child.stopping
+        attributed = await self.switchboard.request(
+            "down", spec.name, {"blame": blame, "reason": reason}
+        )
+        return code, reason, bool(attributed and blame)
+
+    async def _read(self, child: Child, channel: Channel, on_ready: Any) -> None:
+        assert self.switchboard is not None
+        spec = child.spec
+        frames = channel.frames()
+        hello = None
+        with trio.move_on_after(self.config.hello_timeout):
+            hello = await anext(frames, None)
+        if hello is None:
+            return
+        if hello["type"] != "kernel.hello":
+            raise ProtocolViolation(f"first frame is {hello['type']!r}, not kernel.hello")
+        channel.send_nowait({"type": "kernel.welcome", "name": spec.name, "config": spec.config})
+        async for frame in frames:
+            kind = frame["type"]
+            if kind == "kernel.ready":
+                await self.switchboard.request(
+                    "up",
+                    spec.name,
+                    {"channel": channel, "window": spec.window, "max_deliver": spec.max_deliver},
+                )
+                child.state = "running"
+                on_ready()
+            elif kind == "kernel.stats":
+                waiter = child.stats_waiters.get(str(frame.get("nonce")))
+                if waiter is not None:
+                    waiter[1].append(frame.get("stats") or {})
+                    waiter[0].set()
+            else:
+                op, payload = classify(frame)
+                await self.switchboard.submit(op, spec.name, payload)
+
+    async def actor_statistics(self, name: str, timeout: float = 0.5) -> dict[str, Any] | None:
+        """Ask a running actor for its `statistics()` record; None if it does not answer."""
+        child = self.children.get(name)
+        ep = self.switchboard.endpoints.get(name) if self.switchboard else None
+        if child is None or ep is None or ep.channel is None:
+            return None
+        nonce = new_id()
+        waiter: tuple[trio.Event, list[dict[str, Any]]] = (trio.Event(), [])
+        child.stats_waiters[nonce] = waiter
+        try:
+            ep.channel.send_nowait({"type": "kernel.stats_request", "nonce": nonce})
+            with trio.move_on_after(timeout):
+                await waiter[0].wait()
+        except Exception:
+            return None
+        finally:
+            child.stats_waiters.pop(nonce, None)
+        return waiter[1][0] if waiter[1] else None
+
+
+def _lock_data_dir(data_dir: Path) -> IO[str]:
+    """Hold the data dir's lock for the whole run: one runtime per data dir."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    lock = open(data_dir / "supervisor.lock", "w")  # noqa: SIM115 (held for the run)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise RuntimeError(f"another runtime is running on {data_dir}") from None
+    return lock
+
+
+def supervisor_pid_alive(data_dir: Path) -> bool:
+    """True while some runtime holds the data dir's lock."""
+    path = data_dir / "supervisor.lock"
+    if not path.exists():
+        return False
+    with open(path) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False

@@ -1,0 +1,333 @@
+"""The supervisor's switchboard: one task that owns the mailbox file and every delivery.
+
+Readers of the actors' channels hand it operations through one bounded queue. It takes
+whatever has arrived (up to `batch_max`), applies it in one transaction, commits, and only
+then forwards what the batch made deliverable: group commit when the input drains, never
+on a timer, and never a frame forwarded before its commit (issue 2, item 3). Because one
+task does all of this, the credit and backlog bookkeeping needs no locks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+import trio
+
+from ._channel import Channel, ChannelClosed
+from ._faults import crash_point
+from ._frames import Frame
+from ._mailbox import MailboxStore
+
+log = logging.getLogger("lineup.supervisor")
+
+_pack = msgpack.Packer(use_bin_type=True).pack
+
+
+@dataclass
+class Endpoint:
+    """The delivery side of one mailbox: credits and what is in flight to its actor."""
+
+    name: str
+    window: int = 64
+    max_deliver: int = 3
+    channel: Channel | None = None
+    credits: int = 0
+    inflight: set[int] = field(default_factory=set)
+    backlog: bool = True  # pending rows may wait on disk; deliver from there first
+    delivered: int = 0
+    acked: int = 0
+    # Seqs that were in flight when the actor died holding several deliveries. Acks are
+    # batched, so the oldest unacked one is not necessarily the one being handled; until
+    # each suspect is acked or dead, deliveries go one at a time, so that the next crash
+    # names its message exactly and no innocent message is counted as poison.
+    suspects: set[int] = field(default_factory=set)
+
+    @property
+    def room(self) -> int:
+        """How many more deliveries the actor may have in flight now."""
+        if self.suspects:
+            return min(self.credits, 1 - len(self.inflight))
+        return self.credits
+
+
+@dataclass
+class Outcome:
+    """Filled in by the switchboard for an operation that someone awaits."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    value: Any = None
+
+
+# What a batch forwards after its commit, in order.
+Outbox = list[tuple[Channel, Frame]]
+
+# Operations: (kind, actor name, payload, outcome or None)
+Op = tuple[str, str, Any, Outcome | None]
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    at: float
+    sender: str
+    to: str
+    type: str
+    id: str
+    event: str
+
+
+class Switchboard:
+    def __init__(self, store: MailboxStore, *, batch_max: int, queue_size: int) -> None:
+        self.store = store
+        self.batch_max = batch_max
+        self.endpoints: dict[str, Endpoint] = {}
+        self._send, self._receive = trio.open_memory_channel[Op](queue_size)
+        self.tracers: list[Callable[[TraceRecord], None]] = []
+        self.batches = 0
+        self.frames = 0
+
+    def endpoint(self, name: str) -> Endpoint:
+        ep = self.endpoints.get(name)
+        if ep is None:
+            ep = self.endpoints[name] = Endpoint(name)
+        return ep
+
+    async def submit(self, kind: str, name: str, payload: Any = None) -> None:
+        await self._send.send((kind, name, payload, None))
+
+    async def request(self, kind: str, name: str, payload: Any = None) -> Any:
+        """Submit an operation and wait for the switchboard to have committed it."""
+        outcome = Outcome()
+        await self._send.send((kind, name, payload, outcome))
+        await outcome.done.wait()
+        return outcome.value
+
+    async def run(self) -> None:
+        while True:
+            ops = [await self._receive.receive()]
+            while len(ops) < self.batch_max:
+                try:
+                    ops.append(self._receive.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            self._apply_batch(ops)
+
+    # -- one batch ---------------------------------------------------------------------
+
+    def _apply_batch(self, ops: list[Op]) -> None:
+        out: list[tuple[Channel, Frame]] = []
+        touched: set[str] = set()
+        self.store.begin()
+        try:
+            for kind, name, payload, outcome in ops:
+                value = getattr(self, f"_op_{kind}")(name, payload, out, touched)
+                if outcome is not None:
+                    outcome.value = value
+            for name in touched:
+                self._pump(self.endpoints[name], out)
+            self.store.commit()
+        except BaseException:
+            self.store.rollback()
+            raise
+        crash_point("supervisor.after_commit")
+        self.batches += 1
+        self.frames += len(ops)
+        for channel, frame in out:
+            # A closed channel: its actor is down, and the down op requeues what was inflight.
+            with contextlib.suppress(ChannelClosed):
+                channel.send_nowait(frame)
+        for _, _, _, outcome in ops:
+            if outcome is not None:
+                outcome.done.set()
+
+    def _pump(self, ep: Endpoint, out: list[tuple[Channel, Frame]]) -> None:
+        """Hand out backlog from disk while the actor has credits."""
+        room = ep.room
+        if ep.channel is None or not ep.backlog or room <= 0:
+            return
+        batch = self.store.take(ep.name, room)
+        if len(batch) < room:
+            ep.backlog = False
+        for delivery in batch:
+            frame = msgpack.unpackb(delivery.frame, raw=False)
+            frame["seq"] = delivery.seq
+            frame["attempt"] = delivery.attempts
+            self._hand_out(ep, delivery.seq, frame, out)
+
+    def _hand_out(
+        self, ep: Endpoint, seq: int, frame: Frame, out: list[tuple[Channel, Frame]]
+    ) -> None:
+        assert ep.channel is not None
+        ep.credits -= 1
+        ep.inflight.add(seq)
+        ep.delivered += 1
+        out.append((ep.channel, frame))
+        if self.tracers:
+            self._trace(frame, "deliver")
+
+    def _trace(self, frame: Frame, event: str) -> None:
+        record = TraceRecord(
+            time.time(),
+            str(frame.get("from", "")),
+            str(frame.get("to", "")),
+            str(frame.get("type", "")),
+            str(frame.get("id", frame.get("corr", ""))),
+            event,
+        )
+        for tracer in list(self.tracers):
+            tracer(record)
+
+    # -- operations ----------------------------------------------------------------------
+
+    def _op_message(self, sender: str, frame: Frame, out: Outbox, touched: set[str]) -> None:
+        frame["from"] = sender  # an actor cannot speak for another
+        to = frame["to"]
+        ep = self.endpoint(to)
+        direct = ep.channel is not None and not ep.backlog and ep.room > 0
+        seq = self.store.insert(
+            message_id=frame["id"],
+            recipient=to,
+            sender=sender,
+            type=frame["type"],
+            frame=_pack(frame),
+            inflight=direct,
+        )
+        if self.tracers:
+            self._trace(frame, "send" if seq is not None else "duplicate")
+        if seq is None:
+            if frame.get("call"):
+                self._resend_reply(frame["id"], sender, out)
+            return
+        if direct:
+            frame["seq"] = seq
+            frame["attempt"] = 1
+            self._hand_out(ep, seq, frame, out)
+        else:
+            ep.backlog = True
+            touched.add(to)
+
+    def _resend_reply(self, request_id: str, caller: str, out: Outbox) -> None:
+        stored = self.store.reply_for(request_id)
+        ep = self.endpoints.get(caller)
+        if stored is not None and ep is not None and ep.channel is not None:
+            out.append((ep.channel, msgpack.unpackb(stored, raw=False)))
+
+    def _op_reply(self, callee: str, frame: Frame, out: Outbox, touched: set[str]) -> None:
+        request = self.store.message(frame["corr"])
+        if request is None or request.recipient != callee:
+            log.warning("%s replied to %s, which is not its request", callee, frame["corr"])
+            return
+        reply: Frame = {"type": "kernel.reply", "corr": request.id, "from": callee}
+        reply.update({k: frame[k] for k in ("body", "error") if k in frame})
+        self._deliver_reply(request.sender, reply, out)
+
+    def _deliver_reply(self, caller: str, reply: Frame, out: Outbox) -> None:
+        if not self.store.store_reply(reply["corr"], caller, _pack(reply)):
+            return  # replayed handler: the first reply stands
+        if self.tracers:
+            self._trace({**reply, "to": caller}, "reply")
+        ep = self.endpoints.get(caller)
+        if ep is not None and ep.channel is not None:
+            out.append((ep.channel, reply))
+
+    def _op_ack(self, name: str, seqs: list[int], out: Outbox, touched: set[str]) -> None:
+        crash_point("supervisor.after_forward")
+        ep = self.endpoint(name)
+        mine = [seq for seq in seqs if seq in ep.inflight]
+        if len(mine) != len(seqs):
+            log.warning("%s acked %d seqs it does not hold", name, len(seqs) - len(mine))
+        if not mine:
+            return
+        self.store.ack(name, mine)
+        ep.inflight.difference_update(mine)
+        ep.suspects.difference_update(mine)
+        ep.credits += len(mine)
+        ep.acked += len(mine)
+        touched.add(name)
+
+    def _op_fail(self, name: str, payload: dict[str, Any], out: Outbox, touched: set[str]) -> None:
+        """The handler raised: count it, then redeliver everything from the failed message."""
+        ep = self.endpoint(name)
+        seq = payload["seq"]
+        if seq in ep.inflight:
+            self._count_failure(ep, seq, str(payload.get("error", "")), out)
+        self.store.requeue(name)
+        ep.inflight.clear()
+        ep.credits = ep.window
+        ep.backlog = True
+        if ep.channel is not None:
+            out.append((ep.channel, {"type": "kernel.reset"}))
+        touched.add(name)
+
+    def _count_failure(self, ep: Endpoint, seq: int, error: str, out: Outbox) -> bool:
+        dead = self.store.fail(seq, error, max_deliver=ep.max_deliver)
+        if dead:
+            ep.suspects.discard(seq)
+            row = self.store.message_by_seq(seq)
+            log.error(
+                "message %s to %s is dead after %d failures: %s",
+                row.id if row else seq,
+                ep.name,
+                ep.max_deliver,
+                error,
+            )
+            if row is not None and msgpack.unpackb(row.frame, raw=False).get("call"):
+                reply = {
+                    "type": "kernel.reply",
+                    "corr": row.id,
+                    "from": ep.name,
+                    "error": {"code": "dead_letter", "detail": error},
+                }
+                self._deliver_reply(row.sender, reply, out)
+        return dead
+
+    def _op_up(self, name: str, payload: dict[str, Any], out: Outbox, touched: set[str]) -> None:
+        """An actor's new incarnation is ready: give it a full window, from disk."""
+        ep = self.endpoint(name)
+        ep.channel = payload["channel"]
+        ep.window = payload["window"]
+        ep.max_deliver = payload["max_deliver"]
+        ep.credits = ep.window
+        ep.inflight.clear()
+        ep.backlog = True
+        touched.add(name)
+
+    def _op_down(self, name: str, payload: dict[str, Any], out: Outbox, touched: set[str]) -> bool:
+        """An actor's incarnation ended. Returns True if a message was being handled.
+
+        With `blame` and a single delivery in flight, that delivery (the one its handler was
+        running) is counted as a failure: that is how a poison message that crashes the
+        process reaches the dead letters. With several in flight the one being handled is
+        unknown (acks are batched), so none is blamed; they become suspects and are
+        redelivered one at a time, where the next crash names its message exactly.
+        """
+        ep = self.endpoint(name)
+        attributed = bool(ep.inflight) and ep.channel is not None
+        if attributed and payload.get("blame"):
+            if len(ep.inflight) == 1:
+                (seq,) = ep.inflight
+                self._count_failure(ep, seq, str(payload.get("reason", "")), out)
+            else:
+                ep.suspects.update(ep.inflight)
+        self.store.requeue(name)
+        ep.channel = None
+        ep.inflight.clear()
+        ep.credits = 0
+        ep.backlog = True
+        return attributed
+
+    def _op_redrive(self, name: str, message_id: str, out: Outbox, touched: set[str]) -> bool:
+        recipient = self.store.redrive(message_id)
+        if recipient is None:
+            return False
+        self.endpoint(recipient).backlog = True
+        touched.add(recipient)
+        return True
+
+    def _op_prune(self, name: str, before_ms: int, out: Outbox, touched: set[str]) -> int:
+        return self.store.prune(done_before_ms=before_ms)

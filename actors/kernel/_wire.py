@@ -1,0 +1,69 @@
+"""What a child may say to the supervisor, checked before anything reaches the mailbox.
+
+A frame that breaks these rules closes the child's channel with the reason logged, and
+the child is restarted; nothing it sent after that frame is taken (issue 2, tests).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._frames import Frame
+from ._specs import ACTOR_NAME
+
+MAX_TYPE = 128
+MAX_ID = 128
+MAX_ACKS = 65536
+_MESSAGE_KEYS = frozenset({"v", "id", "to", "type", "body", "call", "corr"})
+
+
+class ProtocolViolation(Exception):
+    """A child sent a well-framed but meaningless or forbidden frame."""
+
+
+def _short_str(value: Any, limit: int) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= limit
+
+
+def classify(frame: Frame) -> tuple[str, Any]:
+    """Map a child's frame to a switchboard operation (kind, payload), or raise."""
+    kind = frame["type"]
+    if kind == "kernel.ack":
+        seqs = frame.get("seqs")
+        if (
+            not isinstance(seqs, list)
+            or not 0 < len(seqs) <= MAX_ACKS
+            or not all(type(s) is int for s in seqs)
+        ):
+            raise ProtocolViolation("kernel.ack needs a non-empty list of integer seqs")
+        return "ack", seqs
+    if kind == "kernel.fail":
+        if type(frame.get("seq")) is not int or not isinstance(frame.get("error"), str):
+            raise ProtocolViolation("kernel.fail needs an integer seq and a string error")
+        return "fail", {"seq": frame["seq"], "error": frame["error"][:2000]}
+    if kind == "kernel.reply":
+        if not _short_str(frame.get("corr"), MAX_ID):
+            raise ProtocolViolation("kernel.reply needs the request id in `corr`")
+        error = frame.get("error")
+        if error is not None and not (
+            isinstance(error, dict) and isinstance(error.get("code"), str)
+        ):
+            raise ProtocolViolation("kernel.reply `error` must be a map with a string code")
+        return "reply", frame
+    if kind.startswith("kernel."):
+        raise ProtocolViolation(f"{kind} is not a frame a child may send here")
+    if frame.get("v") != 1:
+        raise ProtocolViolation(f"message version {frame.get('v')!r} is not 1")
+    extra = set(frame) - _MESSAGE_KEYS
+    if extra:
+        raise ProtocolViolation(f"unknown message fields: {', '.join(sorted(map(str, extra)))}")
+    if not _short_str(frame.get("id"), MAX_ID):
+        raise ProtocolViolation("message needs a string `id` of at most 128 characters")
+    if not _short_str(kind, MAX_TYPE):
+        raise ProtocolViolation("message `type` too long")
+    to = frame.get("to")
+    if not isinstance(to, str) or not ACTOR_NAME.match(to):
+        raise ProtocolViolation(f"message `to` {to!r} is not an actor name")
+    if "call" in frame and not isinstance(frame["call"], bool):
+        raise ProtocolViolation("message `call` must be a boolean")
+    return "message", frame

@@ -1,0 +1,71 @@
+"""Entry point of every actor process: `python -m actors.kernel.child TARGET FD PARENT_PID`.
+
+The process ties its life to the supervisor twice over: a parent-death signal (Linux) and
+EOF on its channel. It runs in its own session, so a terminal's Ctrl-C reaches only the
+supervisor, which then stops the actors in order.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import logging
+import os
+import signal
+import sys
+
+import trio
+
+from ._actor import Actor, serve
+from ._channel import Channel
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # The parent may have died before prctl took effect; then we were re-parented.
+    if os.getppid() != parent_pid:
+        os._exit(0)
+
+
+def load_actor(target: str) -> Actor:
+    module_name, _, class_name = target.partition(":")
+    if not module_name or not class_name:
+        raise ValueError(f"actor target {target!r} is not 'module:Class'")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    if not (isinstance(cls, type) and issubclass(cls, Actor)):
+        raise TypeError(f"{target} is not an Actor subclass")
+    return cls()
+
+
+async def _run(actor: Actor, fd: int) -> None:
+    channel = Channel.from_fd(fd)
+    with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def stop_on_signal() -> None:
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(stop_on_signal)
+            await serve(actor, channel)
+            nursery.cancel_scope.cancel()
+
+
+def main(argv: list[str]) -> int:
+    target, fd, parent_pid = argv[0], int(argv[1]), int(argv[2])
+    _die_with_parent(parent_pid)
+    logging.basicConfig(
+        level=os.environ.get("LINEUP_LOG_LEVEL", "WARNING"),
+        format=f"%(asctime)s {target.rpartition(':')[2]}[{os.getpid()}] %(levelname)s %(message)s",
+    )
+    actor = load_actor(target)
+    trio.run(_run, actor, fd)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,14 @@
+"""The tool_router actor: the tool inventory and call lifecycle of seed 7 (issue 6 and later).
+
+For now it runs under the supervisor and answers the kernel's statistics requests; its
+handlers arrive with the issue named above.
+"""
+
+from actors.kernel import Actor
+
+
+class ToolRouterActor(Actor):
+    pass
+
+
+__all__ = ["ToolRouterActor"]

@@ -1,0 +1,1 @@
+"""The `lineup` command: run the runtime, inspect it, and measure it."""

@@ -1,0 +1,81 @@
+"""`lineup`: the LineUp Runtime's command line.
+
+lineup run                 run the runtime in the foreground (Ctrl-C stops it)
+lineup debug ...           inspect actors, mailboxes, dead letters; kill, redrive, trace
+lineup protocol ...        validate messages against the contracts, export JSON Schemas
+lineup bench ...           measure the runtime beside a bare baseline
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from actors.kernel import ControlError
+
+from . import debug_cmd, protocol_cmd
+from ._common import add_data_dir, data_dir_of, fail
+
+
+def _run(args: argparse.Namespace) -> int:
+    import trio
+
+    import supervisor
+    from actors.kernel import RuntimeConfig, Supervisor
+
+    data_dir = data_dir_of(args)
+    config = RuntimeConfig.load(args.config) if args.config else supervisor.default_config()
+    if args.synchronous:
+        config.synchronous = args.synchronous
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    print(f"LineUp Runtime on {data_dir} (Ctrl-C stops it)", file=sys.stderr)
+    try:
+        trio.run(Supervisor(config, data_dir).run)
+    except RuntimeError as exc:
+        return fail(str(exc))
+    print("stopped", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lineup", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser(
+        "run",
+        help="run the runtime in the foreground until Ctrl-C or SIGTERM",
+        description="Run the supervisor and its actors in the foreground. Ctrl-C or SIGTERM "
+        "stops the actors in reverse start order.",
+    )
+    add_data_dir(run)
+    run.add_argument("--headless", action="store_true", help="start no terminal UI")
+    run.add_argument("--config", type=Path, help="a RuntimeConfig JSON file replacing the defaults")
+    run.add_argument(
+        "--synchronous",
+        choices=["OFF", "NORMAL", "FULL", "EXTRA"],
+        help="SQLite durability of the mailbox (default FULL: an ack means on disk)",
+    )
+    run.add_argument("--log-level", default="INFO", help="supervisor log level (default INFO)")
+    run.set_defaults(func=_run)
+    debug_cmd.register(commands)
+    protocol_cmd.register(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ControlError as exc:
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""`lineup protocol`: check messages against the contracts and export their JSON Schemas.
+
+`validate` is the contracts' validators behind a pipe: whoever implements a peer (an
+AppServer, an agent, an app SDK) can feed it what their code produces and get the runtime's
+verdict, the same code and detail the runtime itself would reply with. `schemas` writes the
+JSON Schemas that docs/protocol.md points at; the committed copies are regenerated with
+`lineup protocol schemas actors/contracts/schemas`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from actors.contracts import (
+    MAX_FRAME_BYTES,
+    MAX_MANIFEST_BYTES,
+    ContractError,
+    LegacyContext,
+    diff_schemas,
+    encode_frame,
+    validate_frame,
+    validate_manifest,
+    validate_message,
+    validate_tool_descriptor,
+    write_schemas,
+)
+
+# Reading one byte past the largest limit is enough to tell "too large" from "fits".
+_READ_LIMIT = max(MAX_FRAME_BYTES, MAX_MANIFEST_BYTES) + 1
+
+
+def _emit(value: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def _check(kind: str, raw: bytes, conversation: str | None) -> dict[str, Any]:
+    checks: dict[str, Callable[[], Any]] = {
+        "message": lambda: validate_message(
+            raw, legacy_context=LegacyContext(conversation_id=conversation)
+        ).to_dict(),
+        "frame": lambda: json.loads(encode_frame(validate_frame(raw))),
+        "manifest": lambda: validate_manifest(raw).model_dump(mode="json", exclude_none=True),
+        "tool": lambda: validate_tool_descriptor(raw).model_dump(mode="json", exclude_none=True),
+    }
+    key = "envelope" if kind == "message" else kind
+    return {"ok": True, key: checks[kind]()}
+
+
+def _validate(args: argparse.Namespace) -> int:
+    raw = sys.stdin.buffer.read(_READ_LIMIT)
+    try:
+        result = _check(args.kind, raw, args.conversation)
+    except ContractError as exc:
+        _emit({"ok": False, **exc.to_dict()})
+        return 1
+    _emit(result)
+    return 0
+
+
+def _schemas(args: argparse.Namespace) -> int:
+    directory = Path(args.dir)
+    if args.check:
+        problems = diff_schemas(directory)
+        for problem in problems:
+            print(problem)
+        if problems:
+            print(f"regenerate with: lineup protocol schemas {args.dir}", file=sys.stderr)
+        return 1 if problems else 0
+    written = write_schemas(directory)
+    print(f"wrote {len(written)} schemas to {directory}")
+    stale = [line for line in diff_schemas(directory) if line.startswith("unexpected")]
+    for line in stale:
+        print(f"{line} (no longer generated; delete it)", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Adds `protocol validate` and `protocol schemas` to the `lineup` command."""
+    protocol = subparsers.add_parser(
+        "protocol",
+        help="validate messages against the contracts; export the JSON Schemas",
+        description="Check messages, frames, manifests and tool descriptors against the "
+        "contracts the runtime enforces, and export those contracts as JSON Schemas.",
+    )
+    commands = protocol.add_subparsers(dest="protocol_command", required=True, metavar="COMMAND")
+    validate = commands.add_parser(
+        "validate",
+        help="validate one JSON document read from stdin",
+        description="Read one JSON document on stdin and print the verdict as JSON: "
+        '{"ok": true, "envelope": {...}} with the canonical form, or '
+        '{"ok": false, "code": "...", "detail": "..."}. A message may be a RuntimeEnvelope '
+        "or a legacy lineup.v1.* message, which is mapped to its canonical form. "
+        "Exit status: 0 valid, 1 rejected.",
+    )
+    validate.add_argument(
+        "--kind",
+        choices=["message", "frame", "manifest", "tool"],
+        default="message",
+        help="what stdin holds: an envelope or legacy message (default), a wire frame, an "
+        "app manifest, or a tool descriptor",
+    )
+    validate.add_argument(
+        "--conversation",
+        metavar="ID",
+        help="the current conversation, used for legacy messages that name none",
+    )
+    validate.set_defaults(func=_validate)
+    schemas = commands.add_parser(
+        "schemas",
+        help="write every JSON Schema into DIR",
+        description="Write the JSON Schema (draft 2020-12) of every envelope, payload, "
+        "manifest, tool descriptor, legacy message and wire frame into DIR, one file each.",
+    )
+    schemas.add_argument("dir", metavar="DIR", help="the directory to write (created if needed)")
+    schemas.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; list files in DIR that differ from the generated schemas and "
+        "exit 1 if any do",
+    )
+    schemas.set_defaults(func=_schemas)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs `protocol` on its own, as `python -m lineup.protocol_cmd ...`."""
+    parser = argparse.ArgumentParser(prog="lineup")
+    register(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    args = parser.parse_args(["protocol", *(sys.argv[1:] if argv is None else argv)])
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""The code vocabulary: stable, complete for §5.3, §6.3 and §7.3, and unambiguous."""
+
+from __future__ import annotations
+
+import pickle
+import re
+
+from actors.contracts import (
+    APP_TOOL_ERROR_CODES,
+    CAPABILITY_FAILURE_CODES,
+    FILTER_CHAIN,
+    TOOL_ERROR_CODES,
+    CapabilityResult,
+    Code,
+    ContractError,
+)
+
+SEED_TOOL_ERRORS = [
+    "cancelled_by_user",
+    "permission_denied",
+    "app_disabled",
+    "app_not_installed",
+    "app_version_mismatch",
+    "tool_not_visible",
+    "invalid_arguments",
+    "foreground_required",
+    "operation_expired",
+    "handler_failed",
+]
+SEED_CAPABILITY_RESULTS = [
+    "completed",
+    "cancelled_by_user",
+    "permission_denied",
+    "unsupported_on_host",
+    "policy_denied",
+    "expired",
+    "failed",
+]
+
+
+def test_codes_are_unique_snake_case_strings() -> None:
+    values = [code.value for code in Code]
+    assert len(values) == len(set(values))
+    assert all(re.fullmatch(r"[a-z][a-z0-9_]*", value) for value in values)
+
+
+def test_tool_errors_are_exactly_those_of_the_seed() -> None:
+    assert {code.value for code in TOOL_ERROR_CODES} == set(SEED_TOOL_ERRORS)
+    assert APP_TOOL_ERROR_CODES < TOOL_ERROR_CODES
+
+
+def test_capability_results_are_exactly_those_of_the_seed() -> None:
+    assert [result.value for result in CapabilityResult] == SEED_CAPABILITY_RESULTS
+    # `completed` is a result, never an error code; every other result is one.
+    assert "completed" not in {code.value for code in Code}
+    assert {code.value for code in CAPABILITY_FAILURE_CODES} == set(SEED_CAPABILITY_RESULTS[1:])
+
+
+def test_each_filter_step_has_its_own_codes() -> None:
+    seen: list[Code] = [code for step in FILTER_CHAIN for code in step.codes]
+    assert len(seen) == len(set(seen))
+    assert len(FILTER_CHAIN) == 8  # the eight checks of seed §5.3
+    required = "unsupported_version scope_missing scope_mismatch too_large unknown_type"
+    required += " duplicate stale_inventory_revision not_subscribed"
+    assert {Code(value) for value in required.split()} <= set(seen)
+
+
+def test_contract_error_carries_code_and_detail_and_pickles() -> None:
+    error = ContractError(Code.SCOPE_MISMATCH, "target.app_scope: differs")
+    assert error.to_dict() == {"code": "scope_mismatch", "detail": "target.app_scope: differs"}
+    clone = pickle.loads(pickle.dumps(error))
+    assert (clone.code, clone.detail) == (error.code, error.detail)

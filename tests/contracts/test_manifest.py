@@ -1,0 +1,140 @@
+"""App manifests (§9) and tool descriptors (§7.1): valid samples pass, invalid ones name
+their first violation, and SDK features are checked against what this runtime offers."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from actors.contracts import (
+    RUNTIME_SDK_FEATURES,
+    Code,
+    ContractError,
+    ToolDescriptor,
+    check_sdk_compatibility,
+    check_tool_arguments,
+    check_tool_output,
+    validate_manifest,
+    validate_tool_descriptor,
+)
+from tests.contracts._data import files, ids, load
+
+VALID_MANIFESTS = files("manifests/valid/*.json")
+INVALID_MANIFESTS = files("manifests/invalid/*.json")
+VALID_TOOLS = files("tools/valid/*.json")
+INVALID_TOOLS = files("tools/invalid/*.json")
+
+
+@pytest.mark.parametrize("path", VALID_MANIFESTS, ids=ids(VALID_MANIFESTS))
+def test_valid_manifest_passes_and_round_trips(path: Path) -> None:
+    manifest = validate_manifest(path.read_bytes())
+    dumped = manifest.model_dump(mode="json", exclude_none=True)
+    assert validate_manifest(dumped) == manifest
+    assert check_sdk_compatibility(manifest).compatible
+
+
+def test_the_seed_example_is_valid_as_written() -> None:
+    manifest = validate_manifest(files("manifests/valid/whiteboard.json")[0].read_bytes())
+    tool = manifest.tool("board.create")
+    assert tool is not None
+    assert (tool.activation_requirement, tool.handling, tool.delivery) == (
+        "app_ready", "direct", "miniapp_sdk",
+    )  # fmt: skip
+    assert manifest.tool("board.delete") is None
+
+
+@pytest.mark.parametrize("path", INVALID_MANIFESTS, ids=ids(INVALID_MANIFESTS))
+def test_invalid_manifest_names_its_first_violation(path: Path) -> None:
+    case = load(path)
+    with pytest.raises(ContractError) as caught:
+        validate_manifest(case["manifest"])
+    assert caught.value.code is Code(case["code"])
+    assert caught.value.detail.startswith(case["violation"]), caught.value.detail
+
+
+def test_first_violation_is_stable_under_field_order() -> None:
+    case = load(files("manifests/invalid/first-of-two-violations.json")[0])
+    reordered = dict(reversed(list(case["manifest"].items())))
+    details = set()
+    for manifest in (case["manifest"], reordered):
+        with pytest.raises(ContractError) as caught:
+            validate_manifest(manifest)
+        details.add(caught.value.detail)
+    assert len(details) == 1
+
+
+def test_missing_features_are_all_named() -> None:
+    manifest = validate_manifest(files("manifests/valid/pomodoro.json")[0].read_bytes())
+    offered = RUNTIME_SDK_FEATURES - {"app.tools.v1", "app.session-data.v1"}
+    verdict = check_sdk_compatibility(manifest, offered_features=offered)
+    assert not verdict.compatible
+    assert verdict.missing_required == ("app.tools.v1", "app.session-data.v1")
+    with pytest.raises(ContractError) as caught:
+        validate_manifest(manifest.model_dump(mode="json"), offered_features=offered)
+    assert caught.value.code is Code.APP_INCOMPATIBLE
+    assert "app.tools.v1, app.session-data.v1" in caught.value.detail
+
+
+def test_a_missing_optional_feature_is_compatible_but_reported() -> None:
+    manifest = validate_manifest(files("manifests/valid/whiteboard.json")[0].read_bytes())
+    verdict = check_sdk_compatibility(
+        manifest, offered_features=RUNTIME_SDK_FEATURES - {"artifact.create.v1"}
+    )
+    assert verdict.compatible
+    assert verdict.unavailable_optional == ("artifact.create.v1",)
+
+
+@pytest.mark.parametrize("path", VALID_TOOLS, ids=ids(VALID_TOOLS))
+def test_valid_tool_descriptor_passes(path: Path) -> None:
+    tool = validate_tool_descriptor(path.read_bytes())
+    assert validate_tool_descriptor(tool.model_dump(mode="json", exclude_none=True)) == tool
+
+
+@pytest.mark.parametrize("path", INVALID_TOOLS, ids=ids(INVALID_TOOLS))
+def test_invalid_tool_descriptor_names_its_first_violation(path: Path) -> None:
+    case = load(path)
+    with pytest.raises(ContractError) as caught:
+        validate_tool_descriptor(case["tool"])
+    assert caught.value.code is Code.INVALID_TOOL_DESCRIPTOR
+    assert caught.value.detail.startswith(case["violation"]), caught.value.detail
+
+
+def test_descriptor_defaults_are_the_documented_ones() -> None:
+    tool = validate_tool_descriptor(load(files("tools/valid/minimal.json")[0]))
+    assert (tool.call_model, tool.timeout_ms, tool.idempotent, tool.risk) == (
+        "command", 30_000, False, "medium",
+    )  # fmt: skip
+    assert tool.activation_requirement == "app_ready"
+    assert not tool.requires_foreground
+    assert tool.launch_focus == "background"
+    foreground = validate_tool_descriptor(load(files("tools/valid/focus-start.json")[0]))
+    assert foreground.requires_foreground
+    implicit = copy.deepcopy(load(files("tools/valid/focus-start.json")[0]))
+    del implicit["launch_policy"]
+    assert validate_tool_descriptor(implicit).launch_focus == "foreground"
+
+
+def _focus_start() -> ToolDescriptor:
+    return validate_tool_descriptor(load(files("tools/valid/focus-start.json")[0]))
+
+
+def test_arguments_are_checked_against_the_input_schema() -> None:
+    tool = _focus_start()
+    check_tool_arguments(tool, {"minutes": 25})
+    for bad, where in (({"minutes": 0}, "arguments.minutes"), ({}, "arguments"),
+                       ({"minutes": 25, "x": 1}, "arguments")):  # fmt: skip
+        with pytest.raises(ContractError) as caught:
+            check_tool_arguments(tool, bad)
+        assert caught.value.code is Code.INVALID_ARGUMENTS
+        assert caught.value.detail.startswith(where), caught.value.detail
+
+
+def test_a_result_is_checked_against_the_output_schema() -> None:
+    tool = _focus_start()
+    check_tool_output(tool, {"completed": True})
+    with pytest.raises(ContractError) as caught:
+        check_tool_output(tool, {"completed": "yes"})
+    assert caught.value.code is Code.HANDLER_FAILED
+    assert caught.value.detail.startswith("output.completed")

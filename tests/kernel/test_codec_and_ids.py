@@ -1,0 +1,72 @@
+"""The frame codec and the id scheme: the two things every other kernel rule leans on."""
+
+from __future__ import annotations
+
+import struct
+
+import msgpack
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from actors.kernel import (
+    FrameDecoder,
+    FrameError,
+    derive_id,
+    encode,
+    id_timestamp,
+    is_valid_id,
+    new_id,
+)
+
+
+def test_ids_are_time_ordered_and_unique() -> None:
+    ids = [new_id() for _ in range(10_000)]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == len(ids)
+    assert all(is_valid_id(i) for i in ids)
+
+
+def test_derived_ids_are_deterministic_and_distinct() -> None:
+    parent = new_id()
+    first = [derive_id(parent, n) for n in range(100)]
+    assert first == [derive_id(parent, n) for n in range(100)]
+    assert len(set(first)) == 100
+    assert derive_id(new_id(), 0) != first[0]
+    assert id_timestamp(first[7]) == id_timestamp(parent)
+
+
+@given(
+    st.lists(
+        st.dictionaries(
+            st.text(max_size=5),
+            st.integers(min_value=-(2**63), max_value=2**64 - 1) | st.text(),
+            max_size=4,
+        ),
+        max_size=20,
+    ),
+    st.integers(min_value=1, max_value=64),
+)
+def test_frames_survive_any_split(bodies: list[dict[str, object]], chunk: int) -> None:
+    frames = [{"type": "t", **body} for body in bodies]
+    wire = b"".join(encode(f) for f in frames)
+    decoder = FrameDecoder()
+    got = []
+    for i in range(0, len(wire), chunk):
+        got.extend(decoder.feed(wire[i : i + chunk]))
+    assert got == frames
+    assert decoder.buffered == 0
+
+
+@pytest.mark.parametrize(
+    ("wire", "reason"),
+    [
+        (struct.pack(">I", 2_000_000), "exceeds the limit"),
+        (struct.pack(">I", 3) + b"\xc1\xc1\xc1", "undecodable"),
+        (struct.pack(">I", 2) + msgpack.packb([1]), "not a map"),
+        (struct.pack(">I", 1) + msgpack.packb({}), "no string `type`"),
+    ],
+)
+def test_bad_frames_have_definite_reasons(wire: bytes, reason: str) -> None:
+    with pytest.raises(FrameError, match=reason):
+        FrameDecoder().feed(wire)
