@@ -7,6 +7,9 @@ debug socket). Actors see only `Actor`, `handles`, `Message`, the call errors an
 `applied_once`.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._actor import (
     Actor,
     ActorStatistics,
@@ -18,13 +21,43 @@ from ._actor import (
 )
 from ._applied import applied_once, ensure_applied_table
 from ._channel import Channel, ChannelClosed, ChannelStatistics
-from ._control import ControlError, control_request, control_stream
 from ._frames import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, decode_body, encode
 from ._ids import derive_id, id_timestamp, is_valid_id, new_id
-from ._inspect import mailbox_counts, mailbox_listing
-from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
-from ._specs import ChildSpec, Restart, RuntimeConfig
-from ._supervisor import Supervisor, supervisor_pid_alive
+
+# The supervisor's side (pydantic specs, SQLite, the control socket) loads on first use:
+# every actor process imports this package, and restart time is mostly import time.
+_LAZY = {
+    "ControlError": "._control",
+    "control_request": "._control",
+    "control_stream": "._control",
+    "mailbox_counts": "._inspect",
+    "mailbox_listing": "._inspect",
+    "MailboxCounts": "._mailbox",
+    "MailboxStore": "._mailbox",
+    "MessageRow": "._mailbox",
+    "State": "._mailbox",
+    "ChildSpec": "._specs",
+    "Restart": "._specs",
+    "RuntimeConfig": "._specs",
+    "Supervisor": "._supervisor",
+    "supervisor_pid_alive": "._supervisor",
+}
+
+if TYPE_CHECKING:
+    from ._control import ControlError, control_request, control_stream
+    from ._inspect import mailbox_counts, mailbox_listing
+    from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
+    from ._specs import ChildSpec, Restart, RuntimeConfig
+    from ._supervisor import Supervisor, supervisor_pid_alive
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_MAX_FRAME",

@@ -226,7 +226,7 @@ class MailboxStore:
         if row is None:
             return None
         self._db.execute(
-            "UPDATE messages SET state = 3, failures = 0, error = NULL WHERE id = ?",
+            "UPDATE messages SET state = 0, failures = 0, error = NULL WHERE id = ?",
             (message_id,),
         )
         return str(row[0])
