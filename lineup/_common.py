@@ -43,10 +43,13 @@ def print_json(value: Any) -> None:
 def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     table = Table(title=title, title_justify="left")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, no_wrap=True)
     for row in rows:
         table.add_row(*("" if cell is None else str(cell) for cell in row))
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # piped: do not squeeze tables into 80 columns
+        console = Console(width=240)
+    console.print(table)
 
 
 def fail(message: str, code: int = 2) -> int:

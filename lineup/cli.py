@@ -3,6 +3,8 @@
 lineup run                 run the runtime in the foreground (Ctrl-C stops it)
 lineup debug ...           inspect actors, mailboxes, dead letters; kill, redrive, trace
 lineup protocol ...        validate messages against the contracts, export JSON Schemas
+lineup appserver           run the reference AppServer (the embedded default's peer)
+lineup agent ...           send agent messages, run the demo agent
 lineup bench ...           measure the runtime beside a bare baseline
 """
 
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from actors.kernel import ControlError
 
-from . import debug_cmd, protocol_cmd
+from . import agent, appserver, bench, debug_cmd, protocol_cmd
 from ._common import add_data_dir, data_dir_of, fail
 
 
@@ -64,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
     debug_cmd.register(commands)
     protocol_cmd.register(commands)
+    appserver.register(commands)
+    agent.register(commands)
+    bench.register(commands)
     return parser
 
 
@@ -75,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(exc))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `lineup debug actors | head`: the reader left, not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

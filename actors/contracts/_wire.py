@@ -19,13 +19,23 @@ from actors.contracts import _ids
 from actors.contracts._codes import Code, ContractError
 from actors.contracts._envelope import MAX_SEQUENCE
 from actors.contracts._ids import IdempotencyKey, Timestamp
-from actors.contracts._json import MAX_ENVELOPE_BYTES, MAX_FRAME_BYTES, decode_json, encode_json
+from actors.contracts._json import (
+    MAX_ENVELOPE_BYTES,
+    MAX_FRAME_BYTES,
+    MAX_JSON_DEPTH,
+    decode_json,
+    encode_json,
+)
 from actors.contracts._model import ContractModel, JsonObject, Label, Text, first_violation, rule
 from actors.contracts._tools import CodeField
 
 PROTOCOL_VERSION: Final = 1
 SUPPORTED_PROTOCOL_VERSIONS: Final = (1,)
 MAX_BATCH_ITEMS: Final = 256
+# A message sits at most 3 levels inside its frame (batch → items → item → message), so a
+# frame may nest that much deeper than the messages it carries; each message's own depth
+# is checked again when the receiver validates it.
+FRAME_NESTING: Final = 3
 PeerRole = Literal["runtime", "agent"]
 # Which sender kinds a session of each role may submit (§5.1: the agent is only ever an agent).
 ROLE_SENDER_KINDS: Final = {
@@ -238,7 +248,7 @@ def validate_frame(
 ) -> Frame:
     """The frame, or `ContractError`: `invalid_frame` for a malformed one, `protocol_error`
     for a frame the given side never sends."""
-    value = decode_json(raw, max_bytes=MAX_FRAME_BYTES)
+    value = decode_json(raw, max_bytes=MAX_FRAME_BYTES, max_depth=MAX_JSON_DEPTH + FRAME_NESTING)
     try:
         frame = FRAME_ADAPTER.validate_python(value)
     except ValidationError as exc:

@@ -47,7 +47,7 @@ class Channel:
         sock.setblocking(False)
         self._stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
         self._decoder = FrameDecoder(max_frame=max_frame)
-        self._queue: deque[Frame] = deque()
+        self._queue: deque[Frame | bytes] = deque()  # bytes: an already encoded frame
         self._high_water = high_water
         self._writer_lot = trio.lowlevel.ParkingLot()
         self._space_lot = trio.lowlevel.ParkingLot()
@@ -66,7 +66,7 @@ class Channel:
     def closed(self) -> bool:
         return self._closed
 
-    def send_nowait(self, frame: Frame) -> None:
+    def send_nowait(self, frame: Frame | bytes) -> None:
         """Queue a frame without waiting. For senders whose volume is already bounded."""
         if self._closed:
             raise ChannelClosed(self.close_reason or "closed")
@@ -91,7 +91,8 @@ class Channel:
                 size = 0
                 count = 0
                 while self._queue and size < _BATCH_BYTES:
-                    chunk = encode(self._queue.popleft())
+                    item = self._queue.popleft()
+                    chunk = item if isinstance(item, bytes) else encode(item)
                     chunks.append(chunk)
                     size += len(chunk)
                     count += 1

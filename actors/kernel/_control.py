@@ -7,6 +7,7 @@ hangs up. The frames use the kernel codec.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -55,6 +56,13 @@ async def serve_control(
 
 
 async def _serve_one(supervisor: Supervisor, stream: trio.SocketStream) -> None:
+    # A failure here would end `serve_listeners`, and the whole runtime with it; a client
+    # that hangs up before its answer is no failure.
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        await _answer(supervisor, stream)
+
+
+async def _answer(supervisor: Supervisor, stream: trio.SocketStream) -> None:
     decoder = FrameDecoder()
     async with stream:
         request = None
@@ -76,13 +84,18 @@ async def _serve_one(supervisor: Supervisor, stream: trio.SocketStream) -> None:
             response.setdefault("ok", True)
         except (KeyError, ValueError, ProcessLookupError, ProtocolViolation) as exc:
             response = {"ok": False, "error": f"{exc.__class__.__name__}: {exc}"}
+        except Exception as exc:  # a malformed request (wrong field types) is the client's
+            log.warning("bad control request %r", request, exc_info=True)
+            response = {"ok": False, "error": f"bad request: {exc.__class__.__name__}: {exc}"}
         response["type"] = "response"
         await stream.send_all(encode(response))
 
 
 async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str, Any]:
     kind = request["type"]
-    store = supervisor.store
+    # Reads go through a read-only connection of their own: the switchboard's connection
+    # may be in the middle of a commit on a worker thread.
+    store = supervisor.inspector
     assert store is not None and supervisor.switchboard is not None
     if kind == "status":
         return {
@@ -225,13 +238,16 @@ def control_request(
     data_dir: Path, request: dict[str, Any], *, timeout: float = 10.0
 ) -> dict[str, Any]:
     with _connect(data_dir, timeout) as sock:
-        sock.sendall(encode(request))
-        for frame in _read_frames(sock):
-            if not frame.get("ok"):
-                raise ControlError(str(frame.get("error")))
-            frame.pop("type", None)
-            frame.pop("ok", None)
-            return frame
+        try:
+            sock.sendall(encode(request))
+            for frame in _read_frames(sock):
+                if not frame.get("ok"):
+                    raise ControlError(str(frame.get("error")))
+                frame.pop("type", None)
+                frame.pop("ok", None)
+                return frame
+        except OSError as exc:  # reset by a runtime that died mid-request, or a timeout
+            raise ControlError(f"the control connection failed: {exc}") from None
     raise ControlError("the runtime closed the control connection without answering")
 
 

@@ -1,20 +1,24 @@
 """Time-ordered message ids and the deterministic ids of derived messages.
 
 Ids are 26-character Crockford base32 strings of 128 bits: 48 bits of Unix milliseconds,
-then 80 bits that are random (fresh ids) or a hash of the parent id and the output position
-(derived ids). Time-ordered keys keep the mailbox's unique index append-mostly, which the
-hardware baseline shows is worth +44 % insert throughput over random uuid4 keys.
+then 80 bits that are random (fresh ids) or, for derived ids, 56 bits of a hash of the
+parent id and 24 bits of output position. Time-ordered keys keep the mailbox's unique index
+append-mostly, which the hardware baseline shows is worth +44 % insert throughput over
+random uuid4 keys; the outputs of one handler are adjacent in the index for the same reason.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 import time
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_DECODE = {c: i for i, c in enumerate(_ALPHABET)}
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]  # 10 bits at a time: 13 lookups
+_TO_PYTHON_BASE32 = str.maketrans(_ALPHABET, "0123456789abcdefghijklmnopqrstuv")
+MAX_POSITION = (1 << 24) - 1
 ID_PATTERN = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
 _last_ms = 0
@@ -22,18 +26,12 @@ _last_rand = 0
 
 
 def _encode(value: int) -> str:
-    chars = []
-    for _ in range(26):
-        chars.append(_ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    # 13 pairs carry 130 bits; the first character of a 128-bit value is at most "7".
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in range(120, -1, -10)])
 
 
 def _decode(text: str) -> int:
-    value = 0
-    for c in text:
-        value = (value << 5) | _DECODE[c]
-    return value
+    return int(text.translate(_TO_PYTHON_BASE32), 32)
 
 
 def new_id() -> str:
@@ -56,11 +54,18 @@ def derive_id(parent: str, position: int) -> str:
     inserts by id and ignores duplicates) delivers each output once (issue 2, item 4).
     The timestamp half is the parent's, so derived ids stay near their parent in the index.
     """
-    if position < 0:
-        raise ValueError("`position` must be non-negative")
-    timestamp = _decode(parent) >> 80
-    digest = hashlib.blake2b(f"{parent}/{position}".encode(), digest_size=10).digest()
-    return _encode((timestamp << 80) | int.from_bytes(digest, "big"))
+    if not 0 <= position <= MAX_POSITION:
+        raise ValueError(f"`position` must be in 0..{MAX_POSITION}")
+    return _encode(_derived_base(parent) | position)
+
+
+@functools.lru_cache(maxsize=4096)
+def _derived_base(parent: str) -> int:
+    # A message born outside may carry an outside identity (an idempotency key) as its
+    # id; it has no timestamp to inherit, and a deterministic id must not read the clock.
+    timestamp = _decode(parent) >> 80 if ID_PATTERN.match(parent) else 0
+    prefix = int.from_bytes(hashlib.blake2b(parent.encode(), digest_size=7).digest(), "big")
+    return (timestamp << 80) | (prefix << 24)
 
 
 def id_timestamp(message_id: str) -> float:

@@ -63,6 +63,7 @@ class Child:
     restarts: int = 0
     started_at: float = field(default_factory=time.monotonic)
     stopping: bool = False
+    stop_requested: trio.Event = field(default_factory=trio.Event)  # cuts a backoff short
     kill_requested: bool = False
     last_exit: str = ""
     stopped: trio.Event = field(default_factory=trio.Event)
@@ -85,6 +86,7 @@ class Supervisor:
         self._stop_requested = trio.Event()
         self._nursery: trio.Nursery | None = None
         self.store: MailboxStore | None = None
+        self.inspector: MailboxStore | None = None  # read-only, for the control socket
         self.switchboard: Switchboard | None = None
         self.child_env: dict[str, str] | None = None  # None: children inherit ours
 
@@ -114,12 +116,17 @@ class Supervisor:
         self.switchboard = Switchboard(
             self.store, batch_max=self.config.batch_max, queue_size=self.config.inbound_queue
         )
+        self.inspector = MailboxStore(self.data_dir / "mailbox.db", readonly=True)
+        checkpointer = MailboxStore(
+            self.data_dir / "mailbox.db", synchronous=self.config.synchronous
+        )
         self.state = "starting"
         try:
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
                     nursery.start_soon(self.switchboard.run)
+                    nursery.start_soon(self.switchboard.run_checkpoints, checkpointer)
                     nursery.start_soon(self._stop_on_signal, signals)
                     await nursery.start(serve_control, self)
                     for spec in self.config.children:
@@ -134,6 +141,8 @@ class Supervisor:
         finally:
             self.state = "stopped"
             self.store.close()
+            checkpointer.close()
+            self.inspector.close()
             lock.close()
 
     async def _stop_on_signal(self, signals: Any) -> None:
@@ -185,6 +194,7 @@ class Supervisor:
         if child.state in ("stopped", "failed") and child.process is None:
             return
         child.stopping = True
+        child.stop_requested.set()
         child.state = "stopping"
         if child.process is not None and child.process.returncode is None:
             code = await child.process.stop(child.spec.shutdown)
@@ -240,7 +250,11 @@ class Supervisor:
                 for sibling in reversed(later):
                     await self._stop(sibling)
                 if delay:
-                    await trio.sleep(delay)
+                    with trio.move_on_after(delay):
+                        await child.stop_requested.wait()
+                if child.stopping:  # stopped while it waited: do not start it again
+                    child.state = "stopped"
+                    return
                 if later:
                     self._restart_after_ready(child, later)
         finally:

@@ -1,0 +1,291 @@
+"""`lineup agent send|demo`: talk to an AppServer as an agent, from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._common import fail
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    url: str
+    agent_id: str
+    token: str
+    data_dir: Path
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
+
+
+def _add_connection(parser: argparse.ArgumentParser) -> None:
+    from ..appserver._cli import DEFAULT_PORT, add_appserver_dir
+
+    parser.add_argument(
+        "--appserver",
+        metavar="URL",
+        help="the AppServer's WebSocket URL (default: the one recorded in the data dir by "
+        f"a running `lineup appserver`, else ws://127.0.0.1:{DEFAULT_PORT}/v1/ws)",
+    )
+    add_appserver_dir(parser, "the AppServer's data dir, where the agent token is read")
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="read the token from FILE instead: an AppServer credentials.json, or a file "
+        "holding the bare token",
+    )
+    parser.add_argument(
+        "--agent",
+        metavar="ID",
+        help="the agent id to speak as (default: the AppServer's default agent, `demo`)",
+    )
+
+
+def register(subparsers: Any) -> None:
+    agent = subparsers.add_parser(
+        "agent",
+        help="act as a remote agent against an AppServer (send messages, run the demo agent)",
+        description="Speak to an AppServer as a remote agent (docs/protocol.md §5).",
+    )
+    commands = agent.add_subparsers(dest="agent_command", required=True, metavar="COMMAND")
+    send = commands.add_parser(
+        "send",
+        help="send N agent messages into a conversation",
+        description="Send agent messages (lineup.message) into a conversation and wait until "
+        "the AppServer has accepted each, exactly once, in order. With --count N > 1 the "
+        "messages read 'TEXT #1' … 'TEXT #N'.",
+    )
+    _add_connection(send)
+    send.add_argument("--conversation", required=True, metavar="ID", help="the conversation id")
+    send.add_argument("--text", required=True, help="the message text")
+    send.add_argument(
+        "--count", type=_positive_int, default=1, metavar="N", help="how many (default 1)"
+    )
+    send.add_argument(
+        "--format",
+        choices=["plain", "markdown"],
+        default="plain",
+        help="how the chat renders the text (default plain)",
+    )
+    send.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=30.0,
+        metavar="S",
+        help="give up when the AppServer has not answered for S seconds (default 30)",
+    )
+    send.add_argument("--json", action="store_true", help="print each message's id and seq")
+    send.set_defaults(func=_send)
+    demo = commands.add_parser(
+        "demo",
+        help="run the deterministic demo agent in the foreground",
+        description="Run the demo agent until Ctrl-C: it answers every user message in "
+        "Markdown, shows a task with progress, asks a choice, a confirm and an input, and "
+        "reacts to the answers.",
+    )
+    _add_connection(demo)
+    demo.add_argument(
+        "--state-dir",
+        type=Path,
+        metavar="DIR",
+        help="where the agent keeps its cursor (default: DIR/agents/ID, DIR being the data dir)",
+    )
+    demo.set_defaults(func=_demo)
+
+
+def _token(args: argparse.Namespace, data_dir: Path) -> tuple[str, str]:
+    """The agent id and its token, from --token-file or the AppServer's data dir."""
+    from ..appserver import load_credentials, read_credentials
+
+    if args.token_file is None:
+        credentials = read_credentials(data_dir)
+    else:
+        path = Path(args.token_file)
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+        if not text:
+            raise ValueError(f"{path} is empty")
+        if not text.startswith("{"):  # a bare token
+            return args.agent or "demo", text
+        credentials = load_credentials(path)
+    agent_id = args.agent or credentials.agent_id
+    return agent_id, credentials.token_for_agent(agent_id)
+
+
+def _resolve(args: argparse.Namespace) -> _Target:
+    """The URL, agent id and token from the options; `ValueError` with a definite reason."""
+    from ..appserver import CREDENTIALS_FILE, CredentialsError, read_endpoint
+    from ..appserver._cli import DEFAULT_PORT, default_appserver_dir
+
+    data_dir = Path(args.data_dir) if args.data_dir else default_appserver_dir()
+    try:
+        agent_id, token = _token(args, data_dir)
+    except CredentialsError as exc:
+        missing = args.token_file is None and not (data_dir / CREDENTIALS_FILE).exists()
+        hint = " (start `lineup appserver --data-dir DIR` first, or pass --token-file)"
+        raise ValueError(f"{exc}{hint if missing else ''}") from None
+    url = args.appserver or read_endpoint(data_dir) or f"ws://127.0.0.1:{DEFAULT_PORT}/v1/ws"
+    if not url.startswith(("ws://", "wss://")):
+        raise ValueError(f"--appserver: {url!r} is not a ws:// or wss:// URL")
+    return _Target(url, agent_id, token, data_dir)
+
+
+class _GaveUp(Exception):
+    pass
+
+
+def _run_agent(target: _Target, body: Callable[..., Awaitable[int]], **options: Any) -> int:
+    """Runs `body(client)` beside a running `AgentClient`; turns failures into messages."""
+    import trio
+
+    from actors.contracts import ContractError
+
+    from ..appserver._cli import first_error
+    from ._client import AgentClient, AgentError
+    from ._link import LinkFailed
+
+    try:
+        client = AgentClient(target.url, agent_id=target.agent_id, token=target.token, **options)
+    except (ValueError, AgentError) as exc:
+        return fail(str(exc))
+
+    async def main() -> int:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(client.run)
+            result = await body(client)
+            nursery.cancel_scope.cancel()
+        return result
+
+    try:
+        return trio.run(main)
+    except BaseException as exc:  # unwrap the nursery's group, then decide
+        error = first_error(exc)
+        if isinstance(error, LinkFailed):
+            return fail(f"the AppServer refused agent {target.agent_id!r}: {error}", 1)
+        if isinstance(error, ContractError):
+            return fail(f"invalid message: {error}")
+        if isinstance(error, AgentError | _GaveUp):
+            return fail(str(error), 1)
+        if isinstance(error, KeyboardInterrupt):
+            return 130
+        raise
+
+
+def _send(args: argparse.Namespace) -> int:
+    import trio
+
+    from actors.contracts import ContractError, SubmitResult, is_conversation_id
+
+    try:
+        target = _resolve(args)
+    except ValueError as exc:
+        return fail(str(exc))
+    if not is_conversation_id(args.conversation):
+        return fail(f"--conversation: {args.conversation!r} is not a conversation id")
+
+    async def body(client: Any) -> int:
+        texts = (
+            [args.text]
+            if args.count == 1
+            else [f"{args.text} #{index}" for index in range(1, args.count + 1)]
+        )
+        try:
+            envelopes = [
+                client.envelope(
+                    "lineup.message", args.conversation, {"text": text, "format": args.format}
+                )
+                for text in texts
+            ]
+        except ContractError as exc:
+            return fail(f"invalid message: {exc}")
+        submissions = [client.enqueue(envelope) for envelope in envelopes]
+        verdicts: list[SubmitResult] = []
+        for submission in submissions:
+            # --timeout bounds the silence between two verdicts, not the whole run.
+            with trio.move_on_after(args.timeout):
+                verdicts.append(await submission.verdict())
+                continue
+            error = client.statistics().last_error
+            raise _GaveUp(
+                f"gave up: no answer from the AppServer at {target.url} for {args.timeout:g} s"
+                f" ({len(verdicts)} of {len(submissions)} accepted"
+                + (f"; last error: {error})" if error else ")")
+            )
+        return _report(args, envelopes, verdicts)
+
+    return _run_agent(target, body, receive=False)
+
+
+def _report(args: argparse.Namespace, envelopes: list[dict[str, Any]], verdicts: list[Any]) -> int:
+    pairs = list(zip(envelopes, verdicts, strict=True))
+    rejected = [(env, verdict) for env, verdict in pairs if verdict.status != "accepted"]
+    if args.json:
+        rows = [
+            {
+                "id": env["id"],
+                "text": env["payload"]["text"],
+                **verdict.model_dump(
+                    mode="json", exclude_none=True, exclude={"frame", "idempotency_key"}
+                ),
+            }
+            for env, verdict in pairs
+        ]
+        json.dump({"conversation": args.conversation, "messages": rows}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    for env, verdict in rejected:
+        print(f"rejected {env['id']}: {verdict.code}: {verdict.detail}", file=sys.stderr)
+    if rejected:
+        return 1
+    if not args.json:
+        seqs = [verdict.seq for verdict in verdicts]
+        span = f"seq {seqs[0]}" if len(seqs) == 1 else f"seq {seqs[0]}…{seqs[-1]}"
+        print(f"sent {len(seqs)} message(s) to {args.conversation} ({span})")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    try:
+        target = _resolve(args)
+    except ValueError as exc:
+        return fail(str(exc))
+    state_dir = (
+        Path(args.state_dir) if args.state_dir else (target.data_dir / "agents" / target.agent_id)
+    )
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    async def body(client: Any) -> int:
+        from ._demo import DemoAgent
+
+        log(f"demo agent {target.agent_id!r} on {target.url} (Ctrl-C stops it)")
+        await DemoAgent(client, log=log).run()
+        return 0
+
+    return _run_agent(target, body, state_dir=state_dir)

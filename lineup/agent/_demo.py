@@ -1,0 +1,157 @@
+"""The demo agent: a fixed, deterministic conversation script on `AgentClient`.
+
+When a user says something in a conversation, it answers in Markdown, runs a small task
+with progress steps, then asks a choice (a colour), a confirm (create the board?) and an
+input (its name), and reacts to each answer. No randomness, no network beyond the
+AppServer, no state beyond the interaction ids: each step's id carries what the next step
+needs, so a restarted demo agent picks any conversation up where it was. Every message it
+sends has an id derived from the message it reacts to (`derive_message_id`), so handling a
+message twice (a crash before the cursor was saved) re-sends the same ids and the
+AppServer keeps the first copy: the user sees each step once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from actors.contracts import derive_message_id
+
+from ._client import AgentClient, AgentMessage, TaskStatus
+
+COLOURS: Final = {"red": "Red", "green": "Green", "blue": "Blue"}
+TASK_STEPS: Final[tuple[tuple[TaskStatus, int, str], ...]] = (
+    ("running", 0, "Reading your message"),
+    ("running", 50, "Thinking it over"),
+    ("succeeded", 100, "Done"),
+)
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" for line in text.splitlines() or [""])
+
+
+class DemoAgent:
+    """Reacts to user messages and interaction answers; ignores everything else.
+
+    The interaction ids: `colour.<trigger>` (choice), `create.<trigger>.<colour>` (confirm),
+    `name.<trigger>.<colour>` or `note.<trigger>` (input), where `<trigger>` is the id of
+    the user's message that started the script.
+    """
+
+    def __init__(self, client: AgentClient, *, log: Callable[[str], None] | None = None) -> None:
+        self.client = client
+        self._log = log or (lambda _line: None)
+
+    async def run(self) -> None:
+        """Handles messages until cancelled."""
+        while True:
+            await self.handle(await self.client.receive())
+
+    async def handle(self, message: AgentMessage) -> None:
+        if message.type == "lineup.message" and message.sender.kind == "user":
+            await self._start(message)
+        elif message.type == "lineup.interaction.response":
+            await self._answer(message)
+
+    async def _start(self, message: AgentMessage) -> None:
+        client, conversation, trigger = self.client, message.conversation_id, message.id
+        text = message.payload().text
+        self._log(f"{conversation}: user said {text!r}")
+        await client.send_markdown(
+            conversation,
+            f"**Hello!** You wrote:\n\n{_quote(text)}\n\nLet me show you what I can do.",
+            reply_to=trigger,
+            message_id=derive_message_id(trigger, 0),
+        )
+        for index, (status, percent, label) in enumerate(TASK_STEPS, start=1):
+            await client.send_task_progress(
+                conversation,
+                f"demo.{trigger}",
+                status,
+                percent=percent,
+                label=label,
+                message_id=derive_message_id(trigger, index),
+            )
+        await client.ask_choice(
+            conversation,
+            "Which colour should the board be?",
+            COLOURS,
+            interaction_id=f"colour.{trigger}",
+            reply_to=trigger,
+            message_id=derive_message_id(trigger, len(TASK_STEPS) + 1),
+        )
+
+    async def _say(self, reply_to: AgentMessage, text: str) -> None:
+        """The first reaction to `reply_to`: a Markdown message (derived index 0)."""
+        await self.client.send_markdown(
+            reply_to.conversation_id,
+            text,
+            reply_to=reply_to.id,
+            message_id=derive_message_id(reply_to.id, 0),
+        )
+
+    async def _answer(self, message: AgentMessage) -> None:
+        answer = message.payload()
+        step, _, rest = answer.interaction_id.partition(".")
+        trigger, _, colour = rest.partition(".")
+        conversation, follow_up = message.conversation_id, derive_message_id(message.id, 1)
+        self._log(f"{conversation}: answer to {answer.interaction_id}")
+        if step == "colour" and answer.kind == "choice":
+            choice = answer.selected[0]
+            if choice not in COLOURS:
+                await self._say(message, f"I don't know the colour `{choice}`.")
+                return
+            await self._say(message, f"You picked **{COLOURS[choice]}**.")
+            await self.client.ask_confirm(
+                conversation,
+                f"Shall I create a {choice} board now?",
+                confirm_label="Create it",
+                cancel_label="Not now",
+                interaction_id=f"create.{trigger}.{choice}",
+                reply_to=message.id,
+                message_id=follow_up,
+            )
+        elif step == "create" and answer.kind == "confirm" and colour in COLOURS:
+            if answer.confirmed:
+                await self._say(message, "Great, let's do it.")
+                prompt, ask_id = "What should the board be called?", f"name.{trigger}.{colour}"
+            else:
+                await self._say(message, "No problem, no board then.")
+                prompt, ask_id = "Anything I should remember?", f"note.{trigger}"
+            await self.client.ask_input(
+                conversation,
+                prompt,
+                placeholder="Sprint 12" if answer.confirmed else None,
+                interaction_id=ask_id,
+                reply_to=message.id,
+                message_id=follow_up,
+            )
+        elif step == "name" and answer.kind == "input" and colour in COLOURS:
+            name = answer.text.strip() or "Untitled"
+            await self._say(message, f"Done: the {colour} board **{name}** is ready.")
+        elif step == "note" and answer.kind == "input":
+            note = answer.text.strip()
+            await self._say(message, f"Noted:\n\n{_quote(note)}" if note else "Nothing to note.")
+
+
+async def run_demo_agent(
+    url: str,
+    *,
+    agent_id: str,
+    token: str,
+    state_dir: Path | None = None,
+    log: Callable[[str], None] | None = None,
+    task_status: trio.TaskStatus[AgentClient] = trio.TASK_STATUS_IGNORED,
+    **options: Any,
+) -> None:
+    """The demo agent with its own connection, until cancelled: what `lineup run` starts
+    beside an embedded AppServer. `nursery.start` returns the running `AgentClient`."""
+    client = AgentClient(url, agent_id=agent_id, token=token, state_dir=state_dir, **options)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(client.run)
+        nursery.start_soon(DemoAgent(client, log=log).run)
+        task_status.started(client)

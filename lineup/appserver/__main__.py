@@ -1,0 +1,23 @@
+"""`python -m lineup.appserver [options]`: the same as `lineup appserver [options]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import register
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lineup")
+    commands = parser.add_subparsers(dest="command", required=True)
+    register(commands)
+    args = parser.parse_args(["appserver", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""`lineup bench`: measurements of the runtime beside bare baselines rebuilt in the same run.
+
+Speed is measured here, never asserted in the test suite (DESIGN.md §7). Each benchmark
+runs the raw baseline (the same bytes over a bare socket, the same rows into bare SQLite)
+next to the runtime's path and prints the ratio, because absolute figures on shared
+machines drift between runs. The heavy imports wait until a benchmark actually runs, so
+`lineup --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _run_kernel(args: argparse.Namespace) -> int:
+    from .kernel import run
+
+    return run(args)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add `bench` and its subcommands to the `lineup` command line."""
+    from ._options import add_arguments
+
+    bench = subparsers.add_parser(
+        "bench",
+        help="measure the runtime beside bare baselines",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    benches = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    kernel = benches.add_parser(
+        "kernel",
+        help="durable actor→actor throughput, latency, restart time and memory of the kernel",
+        description="Measures (a) a bare socketpair, (b) a bare durable relay and (c) the"
+        " kernel's durable actor→actor path side by side, then restart time after SIGKILL"
+        " and idle actor memory, and checks them against issue 2's targets.",
+    )
+    add_arguments(kernel)
+    kernel.set_defaults(func=_run_kernel)

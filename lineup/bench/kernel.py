@@ -1,0 +1,223 @@
+"""`lineup bench kernel`: the kernel's durable actor→actor path beside its bare baselines.
+
+One run measures, on the same machine at the same time (issue 2, "Benchmark"):
+(a) a bare A→B socketpair, (b) a bare durable relay (SQLite WAL, group commit, forward
+after commit, batched acks) and (c) the kernel itself: a real supervisor process with a
+producer and a sink actor. Throughputs are medians over interleaved rounds (a, b, c, a, b,
+c, ...), so drift on a shared machine hits all three alike; latency is one-way at a paced
+1,000 msg/s; then restart after SIGKILL and the memory of an idle actor. All files live in
+one fresh temp dir, removed at the end, and every process started is stopped at the end,
+on Ctrl-C too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import signal
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from ._envelope import ENVELOPE_BYTES
+from ._options import MAX_PACED, PACED_RATE, add_arguments, check_arguments
+from ._paths import BarePaths, KernelPath, Run
+from ._procs import BenchError, Processes
+from ._report import print_table, result_record
+
+
+def _filesystem(path: Path) -> str:
+    """The type of the file system `path` is on (ext4, tmpfs, ...), from /proc/self/mounts."""
+    best, kind = "", "unknown"
+    try:
+        with open("/proc/self/mounts") as mounts:
+            for line in mounts:
+                fields = line.split()
+                mount = fields[1]
+                inside = str(path) == mount or str(path).startswith(mount.rstrip("/") + "/")
+                if inside and len(mount) > len(best):
+                    best, kind = mount, fields[2]
+    except OSError:
+        pass
+    return kind
+
+
+def _memory(pid: int) -> dict[str, float | None]:
+    """VmRSS from /proc/PID/status and, when readable, PSS from smaps_rollup, in MiB."""
+    rss = pss = None
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) / 1024
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    pss = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    if rss is None:
+        raise BenchError(f"no VmRSS for pid {pid}")
+    return {"rss_mib": rss, "pss_mib": pss}
+
+
+class _Steps:
+    """One progress line on stderr: which measurement runs, how far along the run is."""
+
+    def __init__(self, console: Console, total: float) -> None:
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self.task = self.progress.add_task("starting", total=total)
+
+    @contextmanager
+    def step(self, description: str, weight: float = 1.0) -> Iterator[None]:
+        self.progress.update(self.task, description=description)
+        yield
+        self.progress.advance(self.task, weight)
+
+    def advance(self, amount: float) -> None:
+        self.progress.advance(self.task, amount)
+
+
+def measure(
+    args: argparse.Namespace, work: Path, procs: Processes, steps: _Steps
+) -> dict[str, Any]:
+    sync = args.synchronous
+    load_before = os.getloadavg()[0]
+    paced_count = args.paced or max(100, min(MAX_PACED, args.messages // 4))
+    bare_paths = BarePaths(procs, work, synchronous=sync)
+    kernel = KernelPath(procs, work, synchronous=sync, kills=args.kills)
+    n = args.messages
+    with steps.step("(c) starting the supervisor and its actors"):
+        kernel.start()
+    bare: list[Run] = []
+    relay: list[Run] = []
+    kernel_runs: list[Run] = []
+    try:
+        for r in range(1, args.rounds + 1):
+            of = f"round {r}/{args.rounds}, {n:,} messages"
+            with steps.step(f"(a) bare socketpair throughput, {of}"):
+                bare.append(bare_paths.socketpair(n))
+            with steps.step(f"(b) durable relay throughput, {of}"):
+                relay.append(bare_paths.relay(n))
+            with steps.step(f"(c) kernel throughput, {of}"):
+                kernel_runs.append(kernel.run(n))
+        paced: dict[str, Run] = {}
+        at = f"{paced_count:,} messages at {PACED_RATE:,.0f} msg/s"
+        with steps.step(f"(a) bare socketpair latency, {at}"):
+            paced["bare"] = bare_paths.socketpair(paced_count, PACED_RATE)
+        with steps.step(f"(b) durable relay latency, {at}"):
+            paced["relay"] = bare_paths.relay(paced_count, PACED_RATE)
+        with steps.step(f"(c) kernel latency, {at}"):
+            paced["kernel"] = kernel.run(paced_count, PACED_RATE)
+        with steps.step("idle actor memory"):
+            memory = _memory(kernel.actor_pid("idle"))
+        with steps.step(f"restart after SIGKILL, {args.kills} kills", weight=0):
+            restarts, replayed = kernel.restarts(
+                args.kills, on_kill=lambda: steps.advance(1 / args.kills)
+            )
+    finally:
+        kernel.stop()
+    settings = {
+        "synchronous": sync,
+        "messages": n,
+        "rounds": args.rounds,
+        "paced_messages": paced_count,
+        "paced_rate": PACED_RATE,
+        "kills": args.kills,
+        "envelope_bytes": ENVELOPE_BYTES,
+        "date": datetime.date.today().isoformat(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "filesystem": _filesystem(work),
+        # Other work on a shared 2-core machine shows up in every figure; say how much.
+        "loadavg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+    }
+    return result_record(
+        settings=settings,
+        bare=bare,
+        relay=relay,
+        kernel=kernel_runs,
+        paced=paced,
+        restarts_ms=restarts,
+        replayed=replayed,
+        memory=memory,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `lineup bench kernel` command; 0 when it measured, whatever the verdicts."""
+    err = Console(stderr=True)
+    problem = check_arguments(args)
+    if problem:
+        err.print(f"[red]error:[/red] {problem}")
+        return 2
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # cleaned up like a Ctrl-C
+    try:
+        return _run_in(Path(tempfile.mkdtemp(prefix="lineup-bench-", dir=args.work_dir)), args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _run_in(work: Path, args: argparse.Namespace) -> int:
+    err = Console(stderr=True)
+    procs = Processes(work / "logs")
+    steps = _Steps(err, total=2 + 3 * args.rounds + 3 + 1)
+    interrupted = False
+    try:
+        with steps.progress:
+            record = measure(args, work, procs, steps)
+    except BenchError as exc:
+        err.print(f"[red]bench failed:[/red] {exc}", highlight=False)
+        return 1
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        impatient = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a 2nd Ctrl-C: still clean
+        try:
+            procs.stop_all()
+            shutil.rmtree(work, ignore_errors=True)
+        finally:
+            signal.signal(signal.SIGINT, impatient)
+    if interrupted:
+        err.print("interrupted; every process the bench started is stopped")
+        return 130
+    if args.json:
+        json.dump(record, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_table(record, Console())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lineup bench kernel", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""The demo agent's conversation script, seen from the user's side of the AppServer."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from actors.contracts import validate_message
+from lineup.agent import AgentClient, Link, run_demo_agent
+from lineup.appserver import AppServer
+
+from .conftest import StartAppServer
+from .helpers import collect, runtime_link, user_answer, user_text
+
+
+@contextlib.asynccontextmanager
+async def _demo(server: AppServer, state_dir: Path | None = None) -> AsyncIterator[None]:
+    credentials = server.credentials
+    async with trio.open_nursery() as nursery:
+        client = await nursery.start(
+            partial(
+                run_demo_agent,
+                server.url,
+                agent_id=credentials.agent_id,
+                token=credentials.agent_token,
+                state_dir=state_dir,
+                backoff_initial=0.01,
+            )
+        )
+        assert isinstance(client, AgentClient)
+        yield
+        nursery.cancel_scope.cancel()
+
+
+def _summary(message: dict[str, Any]) -> tuple[Any, ...]:
+    envelope = validate_message(message)
+    payload: Any = envelope.payload
+    if envelope.type == "lineup.message":
+        return ("say", payload["text"])
+    if envelope.type == "lineup.task.progress":
+        return ("task", payload["status"], payload["percent"], payload["label"])
+    extra = [option["id"] for option in payload.get("options", [])]
+    return ("ask", payload["kind"], payload["interaction_id"], payload["prompt"], *extra)
+
+
+async def _from_agent(link: Link, count: int) -> list[tuple[Any, ...]]:
+    got = await collect(link, count, keep=lambda m: m["sender"]["kind"] == "agent")
+    return [_summary(received.message) for received in got]
+
+
+async def test_the_demo_answers_shows_a_task_asks_three_questions_and_reacts(
+    start_appserver: StartAppServer,
+) -> None:
+    server = await start_appserver()
+    async with _demo(server), runtime_link(server) as user:
+        hello = user_text("Hi there", conversation="conv-demo")
+        await user.submit(hello)
+        trigger = hello["id"]
+        assert await _from_agent(user, 5) == [
+            ("say", "**Hello!** You wrote:\n\n> Hi there\n\nLet me show you what I can do."),
+            ("task", "running", 0, "Reading your message"),
+            ("task", "running", 50, "Thinking it over"),
+            ("task", "succeeded", 100, "Done"),
+            (
+                "ask",
+                "choice",
+                f"colour.{trigger}",
+                "Which colour should the board be?",
+                "red",
+                "green",
+                "blue",
+            ),
+        ]
+        await user.submit(
+            user_answer(f"colour.{trigger}", "choice", "conv-demo", selected=["green"])
+        )
+        assert await _from_agent(user, 2) == [
+            ("say", "You picked **Green**."),
+            ("ask", "confirm", f"create.{trigger}.green", "Shall I create a green board now?"),
+        ]
+        await user.submit(
+            user_answer(f"create.{trigger}.green", "confirm", "conv-demo", confirmed=True)
+        )
+        assert await _from_agent(user, 2) == [
+            ("say", "Great, let's do it."),
+            ("ask", "input", f"name.{trigger}.green", "What should the board be called?"),
+        ]
+        await user.submit(
+            user_answer(f"name.{trigger}.green", "input", "conv-demo", text="Sprint 12")
+        )
+        assert await _from_agent(user, 1) == [
+            ("say", "Done: the green board **Sprint 12** is ready."),
+        ]
+
+
+async def test_the_demo_takes_no_for_an_answer(start_appserver: StartAppServer) -> None:
+    server = await start_appserver()
+    async with _demo(server), runtime_link(server) as user:
+        hello = user_text("Hello")
+        await user.submit(hello)
+        trigger = hello["id"]
+        await _from_agent(user, 5)
+        await user.submit(user_answer(f"colour.{trigger}", "choice", "conv-1", selected=["red"]))
+        await _from_agent(user, 2)
+        await user.submit(
+            user_answer(f"create.{trigger}.red", "confirm", "conv-1", confirmed=False)
+        )
+        assert await _from_agent(user, 2) == [
+            ("say", "No problem, no board then."),
+            ("ask", "input", f"note.{trigger}", "Anything I should remember?"),
+        ]
+        await user.submit(user_answer(f"note.{trigger}", "input", "conv-1", text="Buy milk"))
+        assert await _from_agent(user, 1) == [("say", "Noted:\n\n> Buy milk")]
+
+
+async def test_a_restarted_demo_repeats_nothing(
+    start_appserver: StartAppServer, tmp_path: Path
+) -> None:
+    server = await start_appserver()
+    state = tmp_path / "demo-state"
+    async with runtime_link(server) as user:
+        async with _demo(server, state):
+            await user.submit(user_text("Hi"))
+            first = await _from_agent(user, 5)
+        accepted = server.statistics().accepted
+        # As if the demo had crashed before saving its cursor: it handles "Hi" again.
+        (state / "cursor.json").unlink()
+        async with _demo(server, state):
+            await user.submit(user_text("Again"))
+            again = await _from_agent(user, 5)
+        stats = server.statistics()
+    assert first[0][1].endswith("> Hi\n\nLet me show you what I can do.")
+    assert again[0][1].endswith("> Again\n\nLet me show you what I can do.")
+    # The replayed reactions to "Hi" were the same ids: recognised, not accepted again.
+    assert stats.accepted == accepted + 1 + 5
+    assert stats.duplicates >= 5
