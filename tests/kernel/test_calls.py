@@ -1,0 +1,54 @@
+"""`call` between actor processes: replies, definite errors, timeouts, repeated request ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from actors.kernel import new_id
+
+from .conftest import MakeRuntime
+from .helpers import child, outcomes, wait_until
+
+
+def test_call_reply_error_and_duplicate_request_ids(
+    make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    calls_db = tmp_path / "caller.db"
+    config = {
+        "children": [
+            child("caller", "Caller", config={"db": str(calls_db)}),
+            child("echo", "Echo"),
+            child("stalled", "Stalled", config={"resume_file": str(tmp_path / "never")}),
+        ]
+    }
+    rt = make_runtime(config).start()
+    repeated_id = new_id()  # a request id the caller sends twice
+
+    def call(key: str, to: str, type: str, body: object = None, **extra: object) -> None:
+        rt.send("caller", "do_call", {"key": key, "to": to, "type": type, "body": body, **extra})
+
+    def outcome(key: str) -> tuple[str, object, str | None]:
+        return wait_until(lambda: outcomes(calls_db).get(key), 20, f"the outcome of {key}")
+
+    call("reply", "echo", "echo", {"nested": [1, 2, {"x": "y"}], "bytes": b"\x00\xff"})
+    assert outcome("reply") == ("ok", {"nested": [1, 2, {"x": "y"}], "bytes": b"\x00\xff"}, None)
+
+    call("refused", "echo", "echo", "refuse")
+    assert outcome("refused") == ("failed", None, "refused")
+
+    call("unknown", "echo", "no.such.type")
+    assert outcome("unknown") == ("failed", None, "unknown_type")
+
+    # the same request id twice: the second gets the stored reply, not a second handling
+    call("first", "echo", "tick", id=repeated_id)
+    assert outcome("first") == ("ok", 1, None)
+    call("again", "echo", "tick", id=repeated_id)
+    assert outcome("again") == ("ok", 1, None)
+    call("fresh", "echo", "tick")
+    assert outcome("fresh") == ("ok", 2, None), "the repeated request was handled twice"
+
+    # no reply within the deadline: a timeout, and the caller goes on
+    call("late", "stalled", "item", {"n": 0, "sender": "caller"}, timeout=0.5)
+    assert outcome("late") == ("failed", None, "timeout")
+    call("after", "echo", "echo", "still here")
+    assert outcome("after") == ("ok", "still here", None)
