@@ -31,7 +31,7 @@ import trio
 
 from ._channel import Channel, ChannelClosed
 from ._faults import crash_point
-from ._frames import Frame
+from ._frames import Frame, pack_body, unpack_body
 from ._ids import derive_id, new_id
 
 log = logging.getLogger("lineup.actor")
@@ -167,7 +167,8 @@ class Actor:
     async def cast(self, to: str, type: str, body: Any = None, *, id: str | None = None) -> str:
         """Send a durable message and return its id; do not wait for it to be handled."""
         message_id = id or self._next_id()
-        await self._send({"v": 1, "id": message_id, "to": to, "type": type, "body": body})
+        frame = {"v": 1, "id": message_id, "to": to, "type": type, "body": pack_body(body)}
+        await self._send(frame)
         return message_id
 
     async def call(
@@ -193,7 +194,14 @@ class Actor:
         self._calls[message_id] = (done, slot)
         try:
             await self._send(
-                {"v": 1, "id": message_id, "to": to, "type": type, "body": body, "call": True}
+                {
+                    "v": 1,
+                    "id": message_id,
+                    "to": to,
+                    "type": type,
+                    "body": pack_body(body),
+                    "call": True,
+                }
             )
             with trio.move_on_after(timeout):
                 await done.wait()
@@ -205,7 +213,7 @@ class Actor:
         if "error" in reply:
             error = reply["error"]
             raise CallFailed(str(error.get("code")), str(error.get("detail", "")))
-        return reply.get("body")
+        return unpack_body(reply["body"]) if "body" in reply else None
 
     def statistics(self) -> ActorStatistics:
         return ActorStatistics(
@@ -252,7 +260,7 @@ def message_from_frame(frame: Frame) -> Message:
         id=frame["id"],
         sender=frame.get("from", ""),
         type=frame["type"],
-        body=frame.get("body"),
+        body=unpack_body(frame["body"]) if "body" in frame else None,
         seq=frame["seq"],
         attempt=frame.get("attempt", 1),
         wants_reply=bool(frame.get("call")),
@@ -313,7 +321,10 @@ class _Session:
                 continue
             if msg.wants_reply:
                 reply: Frame = {"type": "kernel.reply", "corr": msg.id, "to": msg.sender}
-                reply["body" if outcome == "ok" else "error"] = value
+                if outcome == "ok":
+                    reply["body"] = pack_body(value)
+                else:
+                    reply["error"] = value
                 await self.channel.send(reply)
             elif outcome == "error":
                 log.warning("%s: %s from %s: %s", actor.name, msg.type, msg.sender, value)

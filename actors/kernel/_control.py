@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ._frames import FrameDecoder, FrameError, encode
+from ._frames import FrameDecoder, FrameError, encode, pack_body
 from ._ids import new_id
 from ._inspect import mailbox_counts, mailbox_listing
 from ._specs import ChildSpec
@@ -162,7 +162,7 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
             "id": request.get("id") or new_id(),
             "to": request["to"],
             "type": request["message_type"],
-            "body": request.get("body"),
+            "body": pack_body(request.get("body")),
         }
         op, payload = classify(frame)
         await supervisor.switchboard.request(op, "debug", payload)

@@ -30,6 +30,17 @@ def encode(frame: Frame) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
+def pack_body(value: Any) -> bytes:
+    """Message bodies cross the supervisor as opaque msgpack bytes: it routes by the
+    frame's few header fields and never decodes (or re-encodes) what the actors say."""
+    body: bytes = _packer.pack(value)
+    return body
+
+
+def unpack_body(data: bytes) -> Any:
+    return msgpack.unpackb(data, raw=False, strict_map_key=False)
+
+
 def with_fields(packed: bytes, **fields: Any) -> bytes:
     """A whole frame (length prefix included) of the packed map `packed` plus `fields`.
 

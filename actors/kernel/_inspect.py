@@ -7,6 +7,7 @@ from typing import Any
 
 import msgpack
 
+from ._frames import unpack_body
 from ._mailbox import MailboxStore, MessageRow, State
 
 
@@ -35,7 +36,8 @@ def describe_message(row: MessageRow, *, body: bool = False) -> dict[str, Any]:
         "error": row.error,
     }
     if body:
-        record["body"] = _plain(msgpack.unpackb(row.frame, raw=False).get("body"))
+        packed = msgpack.unpackb(row.frame, raw=False).get("body")
+        record["body"] = _plain(unpack_body(packed) if isinstance(packed, bytes) else packed)
     return record
 
 

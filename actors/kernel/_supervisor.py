@@ -21,7 +21,7 @@ import trio
 
 from ._channel import Channel
 from ._control import serve_control
-from ._frames import FrameError
+from ._frames import FrameError, pack_body
 from ._ids import new_id
 from ._mailbox import MailboxStore
 from ._process import ChildProcess, describe_exit
@@ -306,7 +306,7 @@ class Supervisor:
                         "id": new_id(),
                         "to": other,
                         "type": "kernel.actor_failed",
-                        "body": {"name": name, "reason": reason},
+                        "body": pack_body({"name": name, "reason": reason}),
                     },
                 )
 

@@ -49,6 +49,8 @@ def classify(frame: Frame) -> tuple[str, Any]:
             isinstance(error, dict) and isinstance(error.get("code"), str)
         ):
             raise ProtocolViolation("kernel.reply `error` must be a map with a string code")
+        if "body" in frame and not isinstance(frame["body"], bytes):
+            raise ProtocolViolation("kernel.reply `body` must be packed msgpack bytes")
         return "reply", frame
     if kind.startswith("kernel."):
         raise ProtocolViolation(f"{kind} is not a frame a child may send here")
@@ -64,6 +66,8 @@ def classify(frame: Frame) -> tuple[str, Any]:
     to = frame.get("to")
     if not isinstance(to, str) or not ACTOR_NAME.match(to):
         raise ProtocolViolation(f"message `to` {to!r} is not an actor name")
+    if "body" in frame and not isinstance(frame["body"], bytes):
+        raise ProtocolViolation("message `body` must be packed msgpack bytes")
     if "call" in frame and not isinstance(frame["call"], bool):
         raise ProtocolViolation("message `call` must be a boolean")
     return "message", frame

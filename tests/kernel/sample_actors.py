@@ -25,13 +25,18 @@ from actors.kernel import (
 
 
 class Producer(Actor):
-    """Sends `count` numbered messages to `to` on `produce`, in order."""
+    """Sends `count` numbered messages to `to` on `produce`, in order; with `rate`, at
+    about that many messages per second."""
 
     @handles("produce")
     async def produce(self, msg: Message) -> int:
         body = msg.body
-        for n in range(body["start"], body["start"] + body["count"]):
+        rate = body.get("rate")
+        started = trio.current_time()
+        for i, n in enumerate(range(body["start"], body["start"] + body["count"])):
             await self.cast(body["to"], "item", {"n": n, "sender": self.name})
+            if rate and i % 50 == 49:
+                await trio.sleep_until(started + (i + 1) / rate)
         return int(body["count"])
 
 

@@ -48,7 +48,7 @@ def test_derived_ids_are_deterministic_and_distinct() -> None:
     st.integers(min_value=1, max_value=64),
 )
 def test_frames_survive_any_split(bodies: list[dict[str, object]], chunk: int) -> None:
-    frames = [{"type": "t", **body} for body in bodies]
+    frames = [{**body, "type": "t"} for body in bodies]
     wire = b"".join(encode(f) for f in frames)
     decoder = FrameDecoder()
     got = []
