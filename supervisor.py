@@ -24,12 +24,43 @@ RUNTIME_CHILDREN = [
     ChildSpec(name="app_manager", target="actors.app_manager:AppManagerActor"),
     ChildSpec(name="tool_router", target="actors.tool_router:ToolRouterActor"),
     ChildSpec(name="capability_gateway", target="actors.capability_gateway:CapabilityGatewayActor"),
+    # The chat core app (seed §4.5): its mailbox is its App Inbox (§5.4).
+    ChildSpec(name="app.chat", target="apps.chat:ChatApp"),
     ChildSpec(name="transport", target="actors.transport:TransportActor"),
 ]
 
+# Where the runtime's AppServer token lives in the data dir (mode 0600, transport only).
+TOKEN_FILE = ".runtime_token"
 
-def default_config() -> RuntimeConfig:
-    return RuntimeConfig(children=RUNTIME_CHILDREN, strategy="one_for_one")
+
+def default_config(
+    data_dir: str | Path | None = None,
+    *,
+    appserver_url: str | None = None,
+    token_file: str | Path | None = None,
+) -> RuntimeConfig:
+    """The runtime's children; with `data_dir`, each gets the settings it needs.
+
+    The store gets the data dir; an app gets only its private directory
+    (`DATA_DIR/apps/<scope>`), never the data dir, the token or the AppServer's address;
+    the transport gets the AppServer URL and the token file's path.
+    """
+    if data_dir is None:
+        return RuntimeConfig(children=RUNTIME_CHILDREN, strategy="one_for_one")
+    root = Path(data_dir).resolve()
+    settings: dict[str, dict[str, object]] = {
+        "store": {"data_dir": str(root)},
+        "app.chat": {"app_scope": "chat", "app_dir": str(root / "apps" / "chat")},
+        "transport": {
+            "appserver_url": appserver_url,
+            "token_file": str(Path(token_file).resolve() if token_file else root / TOKEN_FILE),
+        },
+    }
+    children = [
+        child.model_copy(update={"config": {**child.config, **settings.get(child.name, {})}})
+        for child in RUNTIME_CHILDREN
+    ]
+    return RuntimeConfig(children=children, strategy="one_for_one")
 
 
 def run(data_dir: Path, config: RuntimeConfig) -> None:
@@ -44,9 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--config", type=Path, help="a RuntimeConfig JSON file (children, strategy, ...)"
     )
+    parser.add_argument("--appserver", help="the AppServer's ws:// URL (default: none, offline)")
     args = parser.parse_args(argv)
     logging.basicConfig(level="INFO", format="%(asctime)s supervisor %(levelname)s %(message)s")
-    config = RuntimeConfig.load(args.config) if args.config else default_config()
+    config = (
+        RuntimeConfig.load(args.config)
+        if args.config
+        else default_config(args.data_dir, appserver_url=args.appserver)
+    )
     run(args.data_dir, config)
     return 0
 

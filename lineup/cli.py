@@ -1,6 +1,7 @@
 """`lineup`: the LineUp Runtime's command line.
 
 lineup run                 run the runtime in the foreground (Ctrl-C stops it)
+lineup chat ...            the chat app's timeline; type into it from the shell
 lineup debug ...           inspect actors, mailboxes, dead letters; kill, redrive, trace
 lineup protocol ...        validate messages against the contracts, export JSON Schemas
 lineup appserver           run the reference AppServer (the embedded default's peer)
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from actors.kernel import ControlError
 
-from . import agent, appserver, bench, debug_cmd, protocol_cmd
+from . import agent, appserver, bench, chat_cmd, debug_cmd, protocol_cmd
 from ._common import add_data_dir, data_dir_of, fail
 
 
@@ -27,16 +28,34 @@ def _run(args: argparse.Namespace) -> int:
     import supervisor
     from actors.kernel import RuntimeConfig, Supervisor
 
+    from ._embedded import embedded_appserver
+
     data_dir = data_dir_of(args)
-    config = RuntimeConfig.load(args.config) if args.config else supervisor.default_config()
-    if args.synchronous:
-        config.synchronous = args.synchronous
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
+
+    def configure(url: str | None) -> RuntimeConfig:
+        if args.config:
+            config = RuntimeConfig.load(args.config)
+        else:
+            config = supervisor.default_config(data_dir, appserver_url=url)
+        if args.synchronous:
+            config.synchronous = args.synchronous
+        return config
+
+    async def main() -> None:
+        if args.appserver:
+            await Supervisor(configure(args.appserver), data_dir).run()
+            return
+        # Seed F1: one command shows the whole system, on an AppServer of its own.
+        async with embedded_appserver(data_dir, demo_agent=not args.no_demo_agent) as url:
+            print(f"embedded AppServer on {url}", file=sys.stderr)
+            await Supervisor(configure(url), data_dir).run()
+
     print(f"LineUp Runtime on {data_dir} (Ctrl-C stops it)", file=sys.stderr)
     try:
-        trio.run(Supervisor(config, data_dir).run)
+        trio.run(main)
     except RuntimeError as exc:
         return fail(str(exc))
     print("stopped", file=sys.stderr)
@@ -56,6 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_data_dir(run)
     run.add_argument("--headless", action="store_true", help="start no terminal UI")
+    run.add_argument(
+        "--appserver",
+        metavar="URL",
+        help="the AppServer to use (ws://...); without it, an embedded one on loopback",
+    )
+    run.add_argument(
+        "--no-demo-agent",
+        action="store_true",
+        help="with the embedded AppServer, do not start the demo agent",
+    )
     run.add_argument("--config", type=Path, help="a RuntimeConfig JSON file replacing the defaults")
     run.add_argument(
         "--synchronous",
@@ -64,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--log-level", default="INFO", help="supervisor log level (default INFO)")
     run.set_defaults(func=_run)
+    chat_cmd.register(commands)
     debug_cmd.register(commands)
     protocol_cmd.register(commands)
     appserver.register(commands)

@@ -82,6 +82,24 @@ def _offline_store(data_dir: Path) -> MailboxStore:
     return MailboxStore(path, readonly=True)
 
 
+def _lifecycle(data_dir: Path, status: dict[str, Any]) -> str:
+    """The runtime lifecycle of seed §3.3: the supervisor's own states, else the connection
+    state the transport last reported to the store."""
+    from actors.store import read_lifecycle
+
+    if status.get("state") in ("stopping", "stopped"):
+        return str(status["state"])
+    if status.get("state") == "starting":
+        return "created"
+    record = read_lifecycle(data_dir)
+    if record is None:
+        return "created"
+    started = status.get("started_at")
+    if isinstance(started, int | float) and record["at_ms"] < started * 1000:
+        return "restoring"  # a report of the previous run: this one has not said more yet
+    return str(record["state"])
+
+
 def _status(args: argparse.Namespace) -> int:
     data_dir = data_dir_of(args)
     if _live(data_dir):
@@ -97,6 +115,7 @@ def _status(args: argparse.Namespace) -> int:
             "degraded": [],
             "mailboxes": len(counts),
         }
+    status["lifecycle"] = _lifecycle(data_dir, status)
     if args.json:
         print_json(status)
     else:

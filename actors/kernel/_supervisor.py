@@ -354,6 +354,7 @@ class Supervisor:
         if hello["type"] != "kernel.hello":
             raise ProtocolViolation(f"first frame is {hello['type']!r}, not kernel.hello")
         channel.send_nowait({"type": "kernel.welcome", "name": spec.name, "config": spec.config})
+        await self.switchboard.request("attach", spec.name, channel)
         async for frame in frames:
             kind = frame["type"]
             if kind == "kernel.ready":

@@ -36,7 +36,8 @@ class Endpoint:
     name: str
     window: int = 64
     max_deliver: int = 3
-    channel: Channel | None = None
+    channel: Channel | None = None  # set once the incarnation is ready: deliveries
+    reply_channel: Channel | None = None  # set at its hello: replies to calls in on_start
     credits: int = 0
     inflight: set[int] = field(default_factory=set)
     backlog: bool = True  # pending rows may wait on disk; deliver from there first
@@ -232,8 +233,8 @@ class Switchboard:
     def _resend_reply(self, request_id: str, caller: str, out: Outbox) -> None:
         stored = self.store.reply_for(request_id)
         ep = self.endpoints.get(caller)
-        if stored is not None and ep is not None and ep.channel is not None:
-            out.append((ep.channel, msgpack.unpackb(stored, raw=False)))
+        if stored is not None and ep is not None and ep.reply_channel is not None:
+            out.append((ep.reply_channel, msgpack.unpackb(stored, raw=False)))
 
     def _op_reply(self, callee: str, frame: Frame, out: Outbox, touched: set[str]) -> None:
         request = self.store.message(frame["corr"])
@@ -250,8 +251,8 @@ class Switchboard:
         if self.tracers:
             self._trace({**reply, "to": caller}, "reply")
         ep = self.endpoints.get(caller)
-        if ep is not None and ep.channel is not None:
-            out.append((ep.channel, reply))
+        if ep is not None and ep.reply_channel is not None:
+            out.append((ep.reply_channel, reply))
 
     def _op_ack(self, name: str, seqs: list[int], out: Outbox, touched: set[str]) -> None:
         crash_point("supervisor.after_forward")
@@ -306,10 +307,15 @@ class Switchboard:
                 self._deliver_reply(row.sender, reply, out)
         return dead
 
+    def _op_attach(self, name: str, channel: Channel, out: Outbox, touched: set[str]) -> None:
+        """An actor's new incarnation said hello: replies can reach it from now on, while
+        its `on_start` runs; deliveries wait for its ready."""
+        self.endpoint(name).reply_channel = channel
+
     def _op_up(self, name: str, payload: dict[str, Any], out: Outbox, touched: set[str]) -> None:
         """An actor's new incarnation is ready: give it a full window, from disk."""
         ep = self.endpoint(name)
-        ep.channel = payload["channel"]
+        ep.channel = ep.reply_channel = payload["channel"]
         ep.window = payload["window"]
         ep.max_deliver = payload["max_deliver"]
         ep.credits = ep.window
@@ -336,7 +342,7 @@ class Switchboard:
                 ep.suspects.update(ep.inflight)
             ep.probe = 1
         self.store.requeue(name)
-        ep.channel = None
+        ep.channel = ep.reply_channel = None
         ep.inflight.clear()
         ep.credits = 0
         ep.backlog = True

@@ -1,14 +1,30 @@
-"""The router actor: the filter chain of seed 5.3 and delivery to app inboxes (issue 4).
+"""The router actor: the filter chain of seed §5.3 and delivery to app inboxes (issue 4).
 
-For now it runs under the supervisor and answers the kernel's statistics requests; its
-handlers arrive with the issue named above.
+`_filter_chain` holds the steps (pure functions over one message); `_delivery` the shapes
+that leave the router (app projections, rejection envelopes, the user's envelopes);
+`_actor` the handlers. Messages:
+
+- `router.inbound` (from the transport) `items` [[seq, JSON text]]: filter, persist
+  (`store.inbound.persist`), `app.deliver` to each app, then `transport.persisted`;
+- `router.action` (from an app) `action`, `id`, `conversation_id`, `text` / `response`: the
+  envelope into the outbox (`store.outbox.enqueue`), then `transport.outbox.wake`;
+- `router.outbox.verdict` (from the transport) `key`, `status`, `seq` / `code` / `detail`:
+  `store.outbox.settle`, then `app.action.state` to the app that sent it.
+
+It sends `app.deliver` {`messages`: [projection]} and `app.action.state` {`id`, `state`,
+`seq`? `code`?} to `app.<scope>`, the app's process (its mailbox is its App Inbox).
 """
 
-from actors.kernel import Actor
+from ._actor import RouterActor
+from ._delivery import app_actor, project
+from ._filter_chain import Accepted, FilterContext, Rejected, check_inbound
 
-
-class RouterActor(Actor):
-    pass
-
-
-__all__ = ["RouterActor"]
+__all__ = [
+    "Accepted",
+    "FilterContext",
+    "Rejected",
+    "RouterActor",
+    "app_actor",
+    "check_inbound",
+    "project",
+]

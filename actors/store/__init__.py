@@ -1,14 +1,63 @@
-"""The store actor: runtime.db persistence (issue 4).
+"""The store actor: `runtime.db`, the runtime's own facts (seed §3.2, issue 4 item 4).
 
-For now it runs under the supervisor and answers the kernel's statistics requests; its
-handlers arrive with the issue named above.
+`_schema` creates the tables (sqlite-utils) and opens the connection; `_actor` holds the
+handlers. Messages it answers (all bodies are msgpack maps; "call" means it replies):
+
+| type | kind | body → reply |
+|---|---|---|
+| `store.inbound.persist` | call | items, rejections, outbox, cursor → `fresh`, `duplicates` |
+| `store.cursor.get` | call | → `cursor` (highest AppServer seq durably stored) |
+| `store.conversations` | call | → `conversations` {id: agent} |
+| `store.outbox.enqueue` | call | `items` [{key, envelope, origin, conversation_id}] → `orders` |
+| `store.outbox.pending` | call | `after`, `limit` → `items` [{order, key, envelope}] |
+| `store.outbox.settle` | call | `key`, `status`, `seq`/`code`/`detail` → `changed`, `origin` |
+| `store.inbox.ack` | cast | `ids`: the sending app's inbox entries are acknowledged |
+| `store.inbox.list` | call | `after`, `conversation_id`?, `limit` → the sending app's inbox |
+| `store.audit` | cast | `code`, `detail`, `message_id`?, `seq`? |
+| `store.lifecycle.set` | cast | `state`, `detail` (seed §3.3, from the transport) |
+
+`read_lifecycle` and `read_outbox` read the file directly (read-only), for the CLI.
 """
 
-from actors.kernel import Actor
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ._actor import StoreActor
+from ._schema import DB_FILE, open_db
 
 
-class StoreActor(Actor):
-    pass
+def _read(data_dir: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if not (Path(data_dir) / DB_FILE).exists():
+        return []
+    db = open_db(data_dir, readonly=True)
+    try:
+        return db.execute(query, params).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        db.close()
 
 
-__all__ = ["StoreActor"]
+def read_lifecycle(data_dir: Path) -> dict[str, Any] | None:
+    """The last lifecycle state the transport reported, or None."""
+    rows = _read(data_dir, "SELECT state, detail, at_ms FROM lifecycle WHERE name = 'runtime'")
+    return {"state": rows[0][0], "detail": rows[0][1], "at_ms": rows[0][2]} if rows else None
+
+
+def read_outbox(data_dir: Path) -> list[dict[str, Any]]:
+    rows = _read(
+        data_dir, "SELECT local_order, key, state, seq, code FROM outbox ORDER BY local_order"
+    )
+    return [dict(zip(("order", "key", "state", "seq", "code"), row, strict=True)) for row in rows]
+
+
+def read_audit(data_dir: Path) -> list[dict[str, Any]]:
+    rows = _read(data_dir, "SELECT code, detail, message_id, seq, source FROM audit ORDER BY pos")
+    keys = ("code", "detail", "message_id", "seq", "source")
+    return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+__all__ = ["DB_FILE", "StoreActor", "read_audit", "read_lifecycle", "read_outbox"]

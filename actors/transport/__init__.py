@@ -1,14 +1,28 @@
-"""The transport actor: the AppServer link (issue 4).
+"""The transport actor: the AppServer link (issue 4, item 3; seed §3.2, §3.3).
 
-For now it runs under the supervisor and answers the kernel's statistics requests; its
-handlers arrive with the issue named above.
+`_actor` runs the link; `_lifecycle` maps link states to the runtime lifecycle; `_token`
+reads the runtime's token file. Messages:
+
+| type | from | body | effect |
+|---|---|---|---|
+| `transport.persisted` | router | `cursor` | ack it to the AppServer; frees the window |
+| `transport.outbox.wake` | router | `{}` | read newly queued outbox items and submit them |
+
+It sends `router.inbound` {`items`: [[seq, JSON text]]}, `router.outbox.verdict` {`key`,
+`status`, `seq` / `code` / `detail`} and `store.lifecycle.set` {`state`, `detail`}, and
+calls `store.cursor.get` and `store.outbox.pending`.
 """
 
-from actors.kernel import Actor
+from ._actor import TransportActor
+from ._lifecycle import Lifecycle, lifecycle_of
+from ._token import TOKEN_FILE, TokenError, read_token, write_token
 
-
-class TransportActor(Actor):
-    pass
-
-
-__all__ = ["TransportActor"]
+__all__ = [
+    "TOKEN_FILE",
+    "Lifecycle",
+    "TokenError",
+    "TransportActor",
+    "lifecycle_of",
+    "read_token",
+    "write_token",
+]

@@ -114,6 +114,18 @@ class Echo(Actor):
         return self.ticks
 
 
+class CallsOnStart(Actor):
+    """Calls `echo` from `on_start`, before it is ready, and answers `started` with the reply:
+    rebuilding state by asking another actor is what start hooks are for."""
+
+    async def on_start(self) -> None:
+        self.greeting = await self.call("echo", "echo", "hello from on_start", timeout=20)
+
+    @handles("started")
+    async def started(self, msg: Message) -> Any:
+        return self.greeting
+
+
 class Caller(Actor):
     """On `do_call`, calls another actor and records the outcome under `key` in its db.
 

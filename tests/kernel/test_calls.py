@@ -52,3 +52,18 @@ def test_call_reply_error_and_duplicate_request_ids(
     assert outcome("late") == ("failed", None, "timeout")
     call("after", "echo", "echo", "still here")
     assert outcome("after") == ("ok", "still here", None)
+
+
+def test_a_call_from_on_start_gets_its_reply(make_runtime: MakeRuntime, tmp_path: Path) -> None:
+    calls_db = tmp_path / "caller.db"
+    config = {
+        "children": [
+            child("echo", "Echo"),
+            child("starter", "CallsOnStart"),
+            child("caller", "Caller", config={"db": str(calls_db)}),
+        ]
+    }
+    rt = make_runtime(config).start()  # returns once every child is ready
+    rt.send("caller", "do_call", {"key": "k", "to": "starter", "type": "started"})
+    got = wait_until(lambda: outcomes(calls_db).get("k"), 20, "the starter's answer")
+    assert got == ("ok", "hello from on_start", None)

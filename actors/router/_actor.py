@@ -1,0 +1,241 @@
+"""The router actor: every inbound envelope through the filter chain, every outbound action.
+
+Effects are made replay-safe by deterministic ids: everything a handler sends gets
+`derive_id(handled message id, n)` in a fixed order, and what it delivers is decided by
+the store's reply (recorded with the persist transaction), not by what the router happens
+to remember. A replayed handler therefore sends the same messages with the same ids, and
+the mailbox keeps the first of each.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import trio
+
+from actors.contracts import Code, ContractError
+from actors.kernel import Actor, CallTimeout, Message, ReplyError, derive_id, handles, new_id
+
+from ._delivery import app_actor, chunks, project, rejection_envelope, user_envelope
+from ._filter_chain import Accepted, FilterContext, Rejected, check_inbound
+
+log = logging.getLogger("lineup.router")
+
+
+class _Ids:
+    """The ids of what one handler emits, in emission order."""
+
+    def __init__(self, parent: str) -> None:
+        self.parent = parent
+        self.position = 0
+
+    def next(self) -> str:
+        value = derive_id(self.parent, self.position)
+        self.position += 1
+        return value
+
+
+def _only_from(msg: Message, sender: str) -> None:
+    """The AppServer stream and its verdicts come from the transport, nobody else."""
+    if msg.sender != sender:
+        raise ReplyError("sender_not_allowed", f"{msg.type} is the {sender}'s, not {msg.sender}'s")
+
+
+def _check_user_side(app: str) -> None:
+    if app != "chat":  # only the Interaction App speaks for the user (seed §4.5)
+        raise ContractError(Code.SENDER_NOT_ALLOWED, f"{app!r} cannot send as the user")
+
+
+class RouterActor(Actor):
+    """Filter chain (seed §5.3), persistence through the store, delivery to app inboxes."""
+
+    async def on_start(self) -> None:
+        self.ctx = FilterContext.from_config(self.config.get("apps"))
+        self.user_id = str(self.config.get("user_id", "user"))
+        self.call_timeout = float(self.config.get("call_timeout", 2.0))
+        self.floor = 0
+        self.delivered = 0
+        self.rejected = 0
+        # A call made inside on_start never gets its reply: the supervisor learns where to
+        # send replies at `kernel.ready`, which on_start's return sends. So the router
+        # loads what it needs from the store right after, and handlers wait for it.
+        self.loaded = trio.Event()
+        self.nursery.start_soon(self._load)
+
+    async def _load(self) -> None:
+        reply = await self._store("store.conversations", {}, new_id())
+        self.ctx.conversations.update(reply["conversations"])
+        self.floor = (await self._store("store.cursor.get", {}, new_id()))["cursor"]
+        self.loaded.set()
+
+    def statistics_extra(self) -> dict[str, Any]:
+        return {"delivered": self.delivered, "rejected": self.rejected, "floor": self.floor}
+
+    async def _store(self, type: str, body: Any, id: str) -> Any:
+        """A call to the store that outlives the store's restarts (same id, same reply)."""
+        timeout = 0.25  # short at first: a call sent before `kernel.ready` is answered late
+        while True:
+            try:
+                return await self.call("store", type, body, timeout=timeout, id=id)
+            except CallTimeout:
+                timeout = min(timeout * 2, self.call_timeout)
+                log.debug("store did not answer %s %s yet; asking again", type, id)
+
+    # -- inbound ---------------------------------------------------------------------------
+
+    @handles("router.inbound")
+    async def inbound(self, msg: Message) -> None:
+        """A run of the AppServer stream: `items` [[seq, message JSON text], ...], in order."""
+        _only_from(msg, "transport")
+        await self.loaded.wait()
+        ids = _Ids(msg.id)
+        accepted: list[Accepted] = []
+        rejected: list[Rejected] = []
+        associate: dict[str, str] = {}
+        cursor = 0
+        for seq, text in msg.body["items"]:
+            cursor = max(cursor, seq)
+            verdict = check_inbound(seq, text, self.ctx)
+            if isinstance(verdict, Accepted):
+                accepted.append(verdict)
+                if verdict.associates:
+                    conversation = verdict.env.scope.conversation_id
+                    associate[conversation] = verdict.associates
+                    self.ctx.conversations[conversation] = verdict.associates
+            elif seq > self.floor:  # below the floor it was audited when first seen
+                rejected.append(verdict)
+        outbox = []
+        for rejection in rejected:
+            answer = (
+                rejection_envelope(rejection.env, rejection.code, rejection.detail)
+                if rejection.env is not None and rejection.env.sender.kind == "agent"
+                else None
+            )
+            if answer is not None:
+                outbox.append(
+                    {
+                        "key": answer["id"],
+                        "envelope": json.dumps(answer, separators=(",", ":")),
+                        "origin": None,
+                        "conversation_id": answer["scope"]["conversation_id"],
+                    }
+                )
+        request = {
+            "items": [
+                {
+                    "seq": a.seq,
+                    "id": a.env.id,
+                    "conversation_id": a.env.scope.conversation_id,
+                    "app_scope": a.env.scope.app_scope,
+                    "type": a.env.type,
+                    "sender_kind": a.env.sender.kind,
+                    "sender_id": a.env.sender.id,
+                    "envelope": a.text,
+                    "deliver_to": a.deliver_to,
+                }
+                for a in accepted
+            ],
+            "rejections": [
+                {
+                    "seq": r.seq,
+                    "message_id": r.env.id if r.env is not None else r.message_id,
+                    "code": str(r.code),
+                    "detail": r.detail,
+                }
+                for r in rejected
+            ],
+            "outbox": outbox,
+            "associate": associate,
+            "cursor": cursor,
+        }
+        reply = await self._store("store.inbound.persist", request, ids.next())
+        self.floor = max(self.floor, int(reply["cursor"]))
+        self.rejected += len(rejected)
+        await self._deliver(accepted, set(reply["fresh"]), ids)
+        if reply["duplicates"]:
+            await self._reject_duplicates(accepted, reply["duplicates"], ids)
+        if outbox or reply["duplicates"]:
+            await self.cast("transport", "transport.outbox.wake", {}, id=ids.next())
+        await self.cast("transport", "transport.persisted", {"cursor": cursor}, id=ids.next())
+
+    async def _deliver(self, accepted: list[Accepted], fresh: set[str], ids: _Ids) -> None:
+        """Step 9: the fresh messages, projected, into each app's inbox, in stream order."""
+        by_app: dict[str, list[dict[str, Any]]] = {}
+        for item in accepted:
+            if item.deliver_to is not None and item.env.id in fresh:
+                by_app.setdefault(item.deliver_to, []).append(project(item.env, item.seq))
+        for app in sorted(by_app):
+            for chunk in chunks(by_app[app]):
+                await self.cast(app_actor(app), "app.deliver", {"messages": chunk}, id=ids.next())
+                self.delivered += len(chunk)
+
+    async def _reject_duplicates(
+        self, accepted: list[Accepted], duplicates: list[dict[str, Any]], ids: _Ids
+    ) -> None:
+        by_id = {a.env.id: a for a in accepted}
+        items = []
+        for dup in duplicates:
+            item = by_id.get(dup["id"])
+            if item is None or item.env.sender.kind != "agent":
+                continue
+            answer = rejection_envelope(item.env, "duplicate", f"id already stored ({dup['seq']})")
+            if answer is not None:
+                items.append(
+                    {
+                        "key": answer["id"],
+                        "envelope": json.dumps(answer, separators=(",", ":")),
+                        "origin": None,
+                        "conversation_id": answer["scope"]["conversation_id"],
+                    }
+                )
+        if items:
+            await self._store("store.outbox.enqueue", {"items": items}, ids.next())
+
+    # -- outbound: the user's actions, into the outbox (docs/protocol.md §4.5) ---------------
+
+    @handles("router.action")
+    async def action(self, msg: Message) -> None:
+        """A declarative action from an app: `action` (send_text | answer), `id` (the envelope
+        id the app minted for its local echo), `conversation_id`, `text` / `response`."""
+        ids = _Ids(msg.id)
+        app = msg.sender.removeprefix("app.")
+        body = dict(msg.body or {})
+        try:
+            _check_user_side(app)
+            envelope = user_envelope(body, user_id=self.user_id)
+        except ContractError as exc:
+            await self.cast(
+                msg.sender,
+                "app.action.state",
+                {
+                    "id": body.get("id"),
+                    "state": "rejected",
+                    "code": str(exc.code),
+                    "detail": exc.detail,
+                },
+                id=ids.next(),
+            )
+            return
+        item = {
+            "key": envelope["id"],
+            "envelope": json.dumps(envelope, separators=(",", ":")),
+            "origin": app,
+            "conversation_id": envelope["scope"]["conversation_id"],
+        }
+        await self._store("store.outbox.enqueue", {"items": [item]}, ids.next())
+        await self.cast("transport", "transport.outbox.wake", {}, id=ids.next())
+
+    @handles("router.outbox.verdict")
+    async def outbox_verdict(self, msg: Message) -> None:
+        """The AppServer's verdict on an outbox item: record it, tell the app that sent it."""
+        _only_from(msg, "transport")
+        ids = _Ids(msg.id)
+        reply = await self._store("store.outbox.settle", msg.body, ids.next())
+        if reply["changed"] and reply.get("origin"):
+            state = {"id": msg.body["key"], "state": reply["state"]}
+            for extra in ("seq", "code", "detail"):
+                if msg.body.get(extra) is not None:
+                    state[extra] = msg.body[extra]
+            await self.cast(app_actor(reply["origin"]), "app.action.state", state, id=ids.next())

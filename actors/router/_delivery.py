@@ -1,0 +1,138 @@
+"""What the router sends on: app projections, rejection envelopes, the user's envelopes.
+
+Apps never see a raw agent envelope (seed §5.3 "Runtime 不广播原始 Agent 消息"): they get a
+projection for their own scope — id, type, conversation, sender, payload, sequence — with
+no target, no routing fields of other apps, and no legacy fields (§5.2).
+
+One kernel message may carry many projections (the catch-up target is >= 10,000 msg/s end
+to end), cut into chunks that stay well under the kernel's 1 MiB frame.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any, Final
+
+from actors.contracts import (
+    Code,
+    ContractError,
+    RuntimeEnvelope,
+    utc_timestamp,
+    validate_envelope,
+)
+from actors.kernel import derive_id
+
+CHUNK_BYTES: Final = 512 * 1024
+ROUTER_SENDER: Final = {"kind": "runtime", "id": "runtime:router"}
+
+
+def app_actor(app_scope: str) -> str:
+    """The kernel name of an app's process, whose durable mailbox is its App Inbox (§5.4)."""
+    return f"app.{app_scope}"
+
+
+def project(env: RuntimeEnvelope, seq: int) -> dict[str, Any]:
+    """The app-facing form of an accepted agent message."""
+    view: dict[str, Any] = {
+        "id": env.id,
+        "type": env.type,
+        "conversation_id": env.scope.conversation_id,
+        "sender": {"kind": env.sender.kind, "id": env.sender.id},
+        "timestamp": env.timestamp,
+        "payload": env.payload,
+        "seq": seq,
+    }
+    if env.scope.instance_id:
+        view["instance_id"] = env.scope.instance_id
+    if env.correlation and env.correlation.reply_to:
+        view["reply_to"] = env.correlation.reply_to
+    return view
+
+
+def chunks(
+    views: Iterable[dict[str, Any]], limit: int = CHUNK_BYTES
+) -> Iterator[list[dict[str, Any]]]:
+    """Consecutive runs of `views` whose encoded size stays under `limit`."""
+    chunk: list[dict[str, Any]] = []
+    size = 0
+    for view in views:
+        cost = len(json.dumps(view["payload"], ensure_ascii=False)) + 512
+        if chunk and size + cost > limit:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(view)
+        size += cost
+    if chunk:
+        yield chunk
+
+
+def rejection_envelope(env: RuntimeEnvelope, code: str, detail: str) -> dict[str, Any] | None:
+    """The answer an agent gets for a rejected message (issue 4, item 5), or None if the
+    rejected message names no conversation it could go to.
+
+    A tool call is answered like any refused call, with `lineup.tool.error` (§7.3); any
+    other message with a runtime `lineup.message` replying to it whose text starts with the
+    code. The id derives from the rejected message's, so the rejection is queued once.
+    """
+    base: dict[str, Any] = {
+        "v": 1,
+        "id": derive_id(env.id, 0x7E),
+        "timestamp": utc_timestamp(),
+        "sender": ROUTER_SENDER,
+        "target": {"kind": "runtime", "app_scope": env.scope.app_scope},
+        "scope": {"app_scope": env.scope.app_scope, "conversation_id": env.scope.conversation_id},
+    }
+    call_id = env.correlation.call_id if env.correlation else None
+    if env.type == "lineup.tool.invoke" and call_id:
+        candidate = {
+            **base,
+            "type": "lineup.tool.error",
+            "correlation": {"call_id": call_id, "reply_to": env.id},
+            "payload": {"code": code, "message": detail[:500], "retryable": False},
+        }
+    else:
+        candidate = {
+            **base,
+            "type": "lineup.message",
+            "correlation": {"reply_to": env.id},
+            "payload": {"text": f"{code}: {detail}"[:2000], "format": "plain"},
+        }
+    try:
+        return validate_envelope(candidate).to_dict()
+    except ContractError:
+        return None
+
+
+def user_envelope(action: dict[str, Any], *, user_id: str) -> dict[str, Any]:
+    """The envelope of a declarative chat action (seed §6.2: apps never build envelopes).
+
+    `send_text` → `lineup.message`; `answer` → `lineup.interaction.response`. Raises
+    `ContractError` (with its code) when the action does not make a valid envelope.
+    """
+    kind = action.get("action")
+    common = {
+        "v": 1,
+        "id": action.get("id"),
+        "timestamp": utc_timestamp(),
+        "sender": {"kind": "user", "id": user_id},
+        "target": {"kind": "runtime", "app_scope": "chat"},
+        "scope": {"app_scope": "chat", "conversation_id": action.get("conversation_id")},
+    }
+    if kind == "send_text":
+        envelope = {
+            **common,
+            "type": "lineup.message",
+            "payload": {"text": action.get("text"), "format": "plain"},
+        }
+    elif kind == "answer":
+        envelope = {
+            **common,
+            "type": "lineup.interaction.response",
+            "payload": action.get("response"),
+        }
+    else:
+        raise ContractError(Code.INVALID_PAYLOAD, f"action: unknown action {kind!r}")
+    if action.get("reply_to"):
+        envelope["correlation"] = {"reply_to": action["reply_to"]}
+    return validate_envelope(envelope).to_dict()

@@ -1,0 +1,306 @@
+"""The store actor: the only writer of `runtime.db` (seed §3.2).
+
+Every mutating request is applied inside `applied_once` on the request's kernel message id,
+and its reply is written in the same transaction (`requests`). A request redelivered after
+a crash (the kernel's at-least-once) finds its record and gets the very same reply, so the
+caller's next steps, whose ids derive from its own message, are the same too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Any
+
+from actors.kernel import Actor, Message, ReplyError, applied_once, handles
+
+from ._schema import open_db
+
+log = logging.getLogger("lineup.store")
+
+_CURSOR = "appserver"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class StoreActor(Actor):
+    """Owns `runtime.db`: conversations, messages, cursor, outbox, App Inbox, audit."""
+
+    db: sqlite3.Connection
+
+    async def on_start(self) -> None:
+        data_dir = self.config.get("data_dir")
+        if not data_dir:
+            raise RuntimeError("the store needs `data_dir` in its config")
+        self.db = open_db(data_dir, synchronous=str(self.config.get("synchronous", "FULL")))
+        self.persisted = 0
+
+    def statistics_extra(self) -> dict[str, Any]:
+        return {"persisted": self.persisted, "cursor": self._cursor()}
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _cursor(self) -> int:
+        row = self.db.execute("SELECT value FROM cursor WHERE name = ?", (_CURSOR,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def _once(self, msg: Message, apply: Callable[[], Any]) -> Any:
+        """Apply `msg` once; a replay gets the reply recorded with the first application."""
+        with applied_once(self.db, msg.id) as fresh:
+            if fresh:
+                reply = apply()
+                self.db.execute(
+                    "INSERT INTO requests (id, reply) VALUES (?, ?)", (msg.id, json.dumps(reply))
+                )
+                return reply
+            row = self.db.execute("SELECT reply FROM requests WHERE id = ?", (msg.id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def _audit(
+        self, code: str, detail: str, message_id: str | None, seq: int | None, source: str
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO audit (at_ms, code, detail, message_id, seq, source)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (_now_ms(), code, detail[:500], message_id, seq, source),
+        )
+
+    def _enqueue(self, items: list[dict[str, Any]]) -> list[int]:
+        orders = []
+        now = _now_ms()
+        for item in items:
+            self.db.execute(
+                "INSERT INTO outbox (key, envelope, origin, conversation_id, state, created_ms)"
+                " VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT(key) DO NOTHING",
+                (item["key"], item["envelope"], item.get("origin"), item["conversation_id"], now),
+            )
+            row = self.db.execute(
+                "SELECT local_order FROM outbox WHERE key = ?", (item["key"],)
+            ).fetchone()
+            orders.append(int(row[0]))
+        return orders
+
+    # -- inbound: the persist step of the filter chain (seed §5.3) ----------------------------
+
+    @handles("store.inbound.persist")
+    async def inbound_persist(self, msg: Message) -> Any:
+        """Persist what the router accepted, its rejections and the cursor, in one commit.
+
+        Body: `items` [{seq, id, conversation_id, app_scope, type, sender_kind, sender_id,
+        envelope, deliver_to?}], `rejections` [{seq, message_id, code, detail}], `outbox`
+        [{key, envelope, origin, conversation_id}] (rejection envelopes), `associate`
+        {conversation_id: agent_id}, `cursor`. Reply: `fresh` (ids stored now, in order),
+        `duplicates` [{id, seq}] (an id already stored under another seq: §5.3 step 3),
+        `cursor`.
+        """
+        body = msg.body
+
+        def apply() -> dict[str, Any]:
+            now = _now_ms()
+            fresh: list[str] = []
+            duplicates: list[dict[str, Any]] = []
+            for conversation, agent in body.get("associate", {}).items():
+                self.db.execute(
+                    "INSERT INTO conversations (conversation_id, agent_id, first_seq, created_ms)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT(conversation_id) DO NOTHING",
+                    (conversation, agent, body.get("cursor"), now),
+                )
+            for item in body.get("items", []):
+                inserted = self.db.execute(
+                    "INSERT INTO messages (id, seq, conversation_id, app_scope, type,"
+                    " sender_kind, sender_id, envelope, received_ms)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                    (
+                        item["id"],
+                        item["seq"],
+                        item["conversation_id"],
+                        item["app_scope"],
+                        item["type"],
+                        item["sender_kind"],
+                        item["sender_id"],
+                        item["envelope"],
+                        now,
+                    ),
+                ).rowcount
+                if not inserted:
+                    row = self.db.execute(
+                        "SELECT seq FROM messages WHERE id = ?", (item["id"],)
+                    ).fetchone()
+                    if row and row[0] != item["seq"]:  # else: a redelivery, silently dropped
+                        duplicates.append({"id": item["id"], "seq": item["seq"]})
+                        self._audit(
+                            "duplicate",
+                            f"id already stored at seq {row[0]}",
+                            item["id"],
+                            item["seq"],
+                            "router",
+                        )
+                    continue
+                fresh.append(item["id"])
+                if item.get("deliver_to"):
+                    self.db.execute(
+                        "INSERT INTO app_inbox (app_scope, message_id, conversation_id)"
+                        " VALUES (?, ?, ?) ON CONFLICT(app_scope, message_id) DO NOTHING",
+                        (item["deliver_to"], item["id"], item["conversation_id"]),
+                    )
+            for rejection in body.get("rejections", []):
+                self._audit(
+                    rejection["code"],
+                    rejection.get("detail", ""),
+                    rejection.get("message_id"),
+                    rejection.get("seq"),
+                    "router",
+                )
+            self._enqueue(body.get("outbox", []))
+            cursor = max(self._cursor(), int(body.get("cursor") or 0))
+            self.db.execute(
+                "INSERT INTO cursor (name, value) VALUES (?, ?)"
+                " ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                (_CURSOR, cursor),
+            )
+            self.persisted += len(fresh)
+            return {"fresh": fresh, "duplicates": duplicates, "cursor": cursor}
+
+        return self._once(msg, apply)
+
+    @handles("store.cursor.get")
+    async def cursor_get(self, msg: Message) -> Any:
+        return {"cursor": self._cursor()}
+
+    @handles("store.conversations")
+    async def conversations(self, msg: Message) -> Any:
+        rows = self.db.execute("SELECT conversation_id, agent_id FROM conversations")
+        return {"conversations": dict(rows.fetchall())}
+
+    # -- outbox (docs/protocol.md §4.5) ----------------------------------------------------
+
+    @handles("store.outbox.enqueue")
+    async def outbox_enqueue(self, msg: Message) -> Any:
+        """Body `items` [{key, envelope, origin, conversation_id}]; reply `orders`."""
+        return self._once(msg, lambda: {"orders": self._enqueue(msg.body["items"])})
+
+    @handles("store.outbox.pending")
+    async def outbox_pending(self, msg: Message) -> Any:
+        """Items still waiting for a verdict, in local order after `after`."""
+        rows = self.db.execute(
+            "SELECT local_order, key, envelope FROM outbox"
+            " WHERE state = 'pending' AND local_order > ? ORDER BY local_order LIMIT ?",
+            (int(msg.body.get("after", 0)), int(msg.body.get("limit", 256))),
+        )
+        return {"items": [{"order": o, "key": k, "envelope": e} for o, k, e in rows]}
+
+    @handles("store.outbox.settle")
+    async def outbox_settle(self, msg: Message) -> Any:
+        """Record the AppServer's verdict once: `key`, `status`, `seq`?, `code`?, `detail`?.
+
+        Reply `changed` (False when the item was settled already), `origin`."""
+        body = msg.body
+
+        def apply() -> dict[str, Any]:
+            row = self.db.execute(
+                "SELECT state, origin FROM outbox WHERE key = ?", (body["key"],)
+            ).fetchone()
+            if row is None:
+                raise ReplyError("unknown_key", body["key"])
+            if row[0] != "pending":
+                return {"changed": False, "origin": row[1]}
+            status = "accepted" if body["status"] == "accepted" else "rejected"
+            self.db.execute(
+                "UPDATE outbox SET state = ?, seq = ?, code = ?, detail = ?, settled_ms = ?"
+                " WHERE key = ?",
+                (
+                    status,
+                    body.get("seq"),
+                    body.get("code"),
+                    body.get("detail"),
+                    _now_ms(),
+                    body["key"],
+                ),
+            )
+            if status == "rejected":
+                self._audit(
+                    body.get("code") or "rejected",
+                    body.get("detail") or "",
+                    body["key"],
+                    None,
+                    "appserver",
+                )
+            return {"changed": True, "origin": row[1], "state": status}
+
+        return self._once(msg, apply)
+
+    # -- App Inbox metadata (seed §5.4) ----------------------------------------------------
+
+    @handles("store.inbox.ack")
+    async def inbox_ack(self, msg: Message) -> None:
+        """An app acknowledged messages of its inbox; only its own (the sender is the app)."""
+        app = msg.sender.removeprefix("app.")
+        ids = list(msg.body.get("ids", []))
+
+        def apply() -> None:
+            now = _now_ms()
+            for message_id in ids:
+                self.db.execute(
+                    "UPDATE app_inbox SET acked_ms = ? WHERE app_scope = ? AND message_id = ?"
+                    " AND acked_ms IS NULL",
+                    (now, app, message_id),
+                )
+
+        self._once(msg, apply)
+
+    @handles("store.inbox.list")
+    async def inbox_list(self, msg: Message) -> Any:
+        """The app's inbox after `after` (pos): message projections' envelopes and acks."""
+        app = msg.sender.removeprefix("app.")
+        body = msg.body or {}
+        query = (
+            "SELECT i.pos, i.message_id, i.acked_ms, m.envelope, m.seq FROM app_inbox i"
+            " JOIN messages m ON m.id = i.message_id WHERE i.app_scope = ? AND i.pos > ?"
+        )
+        params: list[Any] = [app, int(body.get("after", 0))]
+        if body.get("conversation_id"):
+            query += " AND i.conversation_id = ?"
+            params.append(body["conversation_id"])
+        query += " ORDER BY i.pos LIMIT ?"
+        params.append(min(int(body.get("limit", 100)), 500))
+        rows = self.db.execute(query, params).fetchall()
+        return {
+            "messages": [
+                {"pos": p, "id": i, "acked": a is not None, "envelope": e, "seq": s}
+                for p, i, a, e, s in rows
+            ]
+        }
+
+    # -- audit and lifecycle -----------------------------------------------------------------
+
+    @handles("store.audit")
+    async def audit(self, msg: Message) -> None:
+        body = msg.body
+        self._once(
+            msg,
+            lambda: self._audit(
+                body["code"],
+                body.get("detail", ""),
+                body.get("message_id"),
+                body.get("seq"),
+                msg.sender,
+            ),
+        )
+
+    @handles("store.lifecycle.set")
+    async def lifecycle_set(self, msg: Message) -> None:
+        """The runtime's connection lifecycle (seed §3.3), reported by the transport."""
+        self._set_lifecycle(msg.body["state"], msg.body.get("detail", ""))
+
+    def _set_lifecycle(self, state: str, detail: str) -> None:
+        self.db.execute(
+            "INSERT INTO lifecycle (name, state, detail, at_ms) VALUES ('runtime', ?, ?, ?)"
+            " ON CONFLICT(name) DO UPDATE SET state = excluded.state, detail = excluded.detail,"
+            " at_ms = excluded.at_ms",
+            (state, detail, _now_ms()),
+        )

@@ -1,0 +1,122 @@
+"""The tables of `runtime.db` and how the store opens it.
+
+Every table is keyed so that applying the same message twice changes nothing (issue 4,
+item 4): messages by envelope id, the outbox by idempotency key, the App Inbox by (app,
+message id), requests by the kernel message id that asked. The schema is created through
+sqlite-utils; writes are plain SQL on the same connection, because sqlite-utils commits
+on its own (`with conn:`) and would end the `applied_once` transaction early.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Final
+
+import sqlite_utils
+
+from actors.kernel import ensure_applied_table
+
+DB_FILE: Final = "runtime.db"
+
+# Seed §3.2 "connection" and "conversations": what the runtime must find again after a crash.
+_TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
+    "conversations": (
+        {"conversation_id": str, "agent_id": str, "first_seq": int, "created_ms": int},
+        "conversation_id",
+    ),
+    "messages": (
+        {
+            "id": str,
+            "seq": int,
+            "conversation_id": str,
+            "app_scope": str,
+            "type": str,
+            "sender_kind": str,
+            "sender_id": str,
+            "envelope": str,
+            "received_ms": int,
+        },
+        "id",
+    ),
+    "cursor": ({"name": str, "value": int}, "name"),
+    "outbox": (
+        {
+            "local_order": int,
+            "key": str,
+            "envelope": str,
+            "origin": str,
+            "conversation_id": str,
+            "state": str,  # pending | accepted | rejected (docs/protocol.md §4.5)
+            "seq": int,
+            "code": str,
+            "detail": str,
+            "created_ms": int,
+            "settled_ms": int,
+        },
+        "local_order",
+    ),
+    "app_inbox": (
+        {
+            "pos": int,
+            "app_scope": str,
+            "message_id": str,
+            "conversation_id": str,
+            "acked_ms": int,
+        },
+        "pos",
+    ),
+    "audit": (
+        {
+            "pos": int,
+            "at_ms": int,
+            "code": str,
+            "detail": str,
+            "message_id": str,
+            "seq": int,
+            "source": str,
+        },
+        "pos",
+    ),
+    "lifecycle": ({"name": str, "state": str, "detail": str, "at_ms": int}, "name"),
+    "requests": ({"id": str, "reply": str}, "id"),
+}
+
+_UNIQUE: Final = [
+    ("outbox", ("key",)),
+    ("app_inbox", ("app_scope", "message_id")),
+]
+_INDEXES: Final = [
+    ("messages", ("conversation_id", "seq")),
+    ("outbox", ("state", "local_order")),
+    ("app_inbox", ("app_scope", "conversation_id", "pos")),
+]
+
+
+def open_db(
+    data_dir: str | Path, *, synchronous: str = "FULL", readonly: bool = False
+) -> sqlite3.Connection:
+    """The store's connection: autocommit (so `applied_once` owns each transaction), WAL."""
+    path = Path(data_dir) / DB_FILE
+    if readonly:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=10)
+        return db
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, isolation_level=None, timeout=10)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA synchronous={synchronous}")
+    create_schema(db)
+    return db
+
+
+def create_schema(db: sqlite3.Connection) -> None:
+    database = sqlite_utils.Database(db)
+    for name, (columns, pk) in _TABLES.items():
+        table = database.table(name)
+        if not table.exists():
+            table.create(columns, pk=pk, not_null=set(), if_not_exists=True)
+    for name, unique in _UNIQUE:
+        database.table(name).create_index(unique, unique=True, if_not_exists=True)
+    for name, indexed in _INDEXES:
+        database.table(name).create_index(indexed, if_not_exists=True)
+    ensure_applied_table(db)

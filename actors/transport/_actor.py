@@ -1,0 +1,229 @@
+"""The transport actor: the runtime's link to the AppServer (docs/protocol.md §4).
+
+It reuses `lineup.agent.Link`, the role-neutral connection layer (hello, sync from a
+cursor, live delivery, cumulative acks, submissions resent with their idempotency key until
+their verdict, heartbeats, reconnects with exponential backoff and jitter), as a `runtime`.
+
+- **Cursor.** The link starts from the store's cursor, the highest seq persisted. It acks
+  a seq to the server only when the router reports (`transport.persisted`) that the store
+  committed every message up to it (§4.4).
+- **Batching.** Whatever the link has received is cut into `router.inbound` messages of up
+  to `batch_items` items / `batch_bytes` bytes; at most `inflight_batches` are unpersisted
+  at once, which is the back-pressure of a catch-up.
+- **Outbox.** Pending items are read from the store in local order and enqueued on the
+  link with the envelope id as key (§4.5); each verdict goes to the router
+  (`router.outbox.verdict`), which settles it. After a restart every pending item is
+  enqueued again with the same key: the server returns its first verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from typing import Any
+
+import trio
+
+from actors.contracts import ContractError
+from actors.kernel import Actor, CallTimeout, Message, derive_id, handles, new_id
+from lineup.agent import Link, LinkFailed, Submission
+from lineup.agent._link import LinkState
+
+from ._lifecycle import Lifecycle, lifecycle_of
+from ._token import TokenError, read_token
+
+log = logging.getLogger("lineup.transport")
+
+_LINK_STATES: tuple[LinkState, ...] = ("connecting", "syncing", "live", "backoff", "failed")
+
+
+class TransportActor(Actor):
+    async def on_start(self) -> None:
+        config = self.config
+        self.url: str | None = config.get("appserver_url")
+        self.token_file: str | None = config.get("token_file")
+        self.device_id = str(config.get("device_id", "lineup-device"))
+        self.batch_items = int(config.get("batch_items", 512))
+        self.batch_bytes = int(config.get("batch_bytes", 600 * 1024))
+        self.inflight_batches = int(config.get("inflight_batches", 8))
+        self.call_timeout = float(config.get("call_timeout", 2.0))
+        self.link: Link | None = None
+        self.lifecycle: Lifecycle | None = None
+        self.persisted = 0
+        self.inflight: deque[int] = deque()  # last seq of each batch not yet persisted
+        self.room = trio.Event()
+        self.outbox_wake = trio.Event()
+        self.forwarded = 0
+        self.nursery.start_soon(self._main)
+
+    def statistics_extra(self) -> dict[str, Any]:
+        stats: dict[str, Any] = {
+            "lifecycle": self.lifecycle,
+            "persisted": self.persisted,
+            "forwarded": self.forwarded,
+            "inflight_batches": len(self.inflight),
+        }
+        if self.link is not None:
+            link = self.link.statistics()
+            stats.update(
+                link_state=link.state,
+                connects=link.connects,
+                acked=link.acked,
+                pending_submits=link.pending_submits,
+                last_error=link.last_error,
+            )
+        return stats
+
+    # -- messages from the router ---------------------------------------------------------
+
+    @handles("transport.persisted")
+    async def persisted_upto(self, msg: Message) -> None:
+        """The store committed everything up to `cursor`: ack it to the server (§4.4)."""
+        cursor = int(msg.body["cursor"])
+        self.persisted = max(self.persisted, cursor)
+        while self.inflight and self.inflight[0] <= self.persisted:
+            self.inflight.popleft()
+        self.room.set()
+        if self.link is not None:
+            self.link.ack(self.persisted)
+
+    @handles("transport.outbox.wake")
+    async def wake(self, msg: Message) -> None:
+        self.outbox_wake.set()
+
+    # -- the link -----------------------------------------------------------------------
+
+    async def _report(self, state: Lifecycle, detail: str = "") -> None:
+        if state != self.lifecycle:
+            self.lifecycle = state
+            log.info("lifecycle: %s %s", state, detail)
+            await self.cast("store", "store.lifecycle.set", {"state": state, "detail": detail})
+
+    async def _store(self, type: str, body: Any) -> Any:
+        request_id = new_id()
+        timeout = 0.25  # short at first: a call sent before `kernel.ready` is answered late
+        while True:
+            try:
+                return await self.call("store", type, body, timeout=timeout, id=request_id)
+            except CallTimeout:
+                timeout = min(timeout * 2, self.call_timeout)
+                log.debug("store did not answer %s yet; asking again", type)
+
+    async def _main(self) -> None:
+        await self._report("restoring")
+        cursor = int((await self._store("store.cursor.get", {}))["cursor"])
+        self.persisted = cursor
+        if not self.url or not self.token_file:
+            await self._report("offline_degraded", "no AppServer configured")
+            return
+        try:
+            token = read_token(self.token_file)
+        except TokenError as exc:
+            await self._report("offline_degraded", str(exc))
+            return
+        self.link = Link(
+            self.url,
+            role="runtime",
+            peer_id=self.device_id,
+            token=token,
+            cursor=cursor,
+            client_name="lineup-runtime",
+            backoff_initial=float(self.config.get("backoff_initial", 0.05)),
+            backoff_max=float(self.config.get("backoff_max", 2.0)),
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._run_link, self.link)
+            nursery.start_soon(self._watch, self.link)
+            nursery.start_soon(self._pump, self.link)
+            nursery.start_soon(self._drain_outbox, self.link, nursery)
+
+    async def _run_link(self, link: Link) -> None:
+        try:
+            await link.run()
+        except LinkFailed as exc:  # refused for good: stay up, offline, and say why
+            await self._report("offline_degraded", str(exc))
+
+    async def _watch(self, link: Link) -> None:
+        """Turn link states into lifecycle reports (seed §3.3)."""
+        was_online = False
+        failures = 0
+        while True:
+            state = link.state
+            if state == "live":
+                was_online, failures = True, 0
+            elif state == "backoff":
+                failures += 1
+            await self._report(lifecycle_of(state, was_online=was_online, failures=failures))
+            if state == "failed":
+                return
+            try:
+                await link.wait_state(*(s for s in _LINK_STATES if s != state))
+            except LinkFailed:
+                continue
+
+    async def _pump(self, link: Link) -> None:
+        """The link's messages, in order, cut into batches for the router."""
+        async for first in link.messages:
+            items: list[tuple[int, str]] = [(first.seq, _text(first.message))]
+            size = len(items[0][1])
+            while len(items) < self.batch_items and size < self.batch_bytes:
+                try:
+                    more = link.messages.receive_nowait()
+                except trio.WouldBlock:
+                    break
+                text = _text(more.message)
+                items.append((more.seq, text))
+                size += len(text)
+            while len(self.inflight) >= self.inflight_batches:
+                self.room = trio.Event()
+                await self.room.wait()
+            last = items[-1][0]
+            self.inflight.append(last)
+            await self.cast("router", "router.inbound", {"items": items})
+            self.forwarded += len(items)
+
+    async def _drain_outbox(self, link: Link, nursery: trio.Nursery) -> None:
+        """Pending outbox items, in local order, onto the link; verdicts to the router."""
+        after = 0
+        while True:
+            self.outbox_wake = trio.Event()
+            reply = await self._store("store.outbox.pending", {"after": after, "limit": 256})
+            for item in reply["items"]:
+                after = max(after, int(item["order"]))
+                try:
+                    submission = link.enqueue(
+                        json.loads(item["envelope"]), idempotency_key=item["key"]
+                    )
+                except ContractError as exc:
+                    await self._verdict(
+                        item["key"],
+                        {"status": "rejected", "code": str(exc.code), "detail": exc.detail},
+                    )
+                    continue
+                nursery.start_soon(self._await_verdict, item["key"], submission)
+            if len(reply["items"]) < 256:
+                await self.outbox_wake.wait()
+
+    async def _await_verdict(self, key: str, submission: Submission) -> None:
+        try:
+            result = await submission.verdict()
+        except LinkFailed:
+            return  # the link is refused for good; the item stays pending for next time
+        verdict: dict[str, Any] = {"status": result.status}
+        if result.seq is not None:
+            verdict["seq"] = result.seq
+        if result.code is not None:
+            verdict["code"] = str(result.code)
+            verdict["detail"] = result.detail or ""
+        await self._verdict(key, verdict)
+
+    async def _verdict(self, key: str, verdict: dict[str, Any]) -> None:
+        # The id derives from the key: a verdict reported twice is delivered once.
+        await self.cast(
+            "router", "router.outbox.verdict", {"key": key, **verdict}, id=derive_id(key, 0x5E)
+        )
+
+
+def _text(message: dict[str, Any]) -> str:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,45 @@
+"""The Runtime SDK (seed §6): the only door between an app and the runtime.
+
+An app is a process: a subclass of `RuntimeApp` run by the supervisor as `app.<scope>`.
+It reads and acts only through `self.sdk` (`app`, `state`, `agent_messages`, `actions`);
+it never sees the AppServer, the agent, the token, another app or the runtime's files.
+
+- `_runtime_app`: `RuntimeApp` and the SDK object;
+- `_log`: the app's local event log (its App Inbox mirror and its actions);
+- `_view`: the view model folded from that log (timeline, tasks, pending interactions).
+
+Kernel messages an app process answers: `app.deliver` {`messages`: [projection]} from the
+router, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.input`
+{...} from the user's side. It sends `router.action` and `store.inbox.ack` {`ids`}.
+"""
+
+from pathlib import Path
+from typing import Any
+
+from ._log import LOG_FILE, EventLog
+from ._runtime_app import SDK, AppContext, RuntimeApp
+from ._view import ConversationView, ViewModel
+
+
+def read_view(app_dir: str | Path, conversation_id: str) -> dict[str, Any]:
+    """An app's view of a conversation, read from its log (read-only, runtime up or not)."""
+    view = ConversationView(conversation_id)
+    if (Path(app_dir) / LOG_FILE).exists():
+        log = EventLog(app_dir, readonly=True)
+        try:
+            for event in log.events(conversation_id=conversation_id):
+                view.apply(event)
+        finally:
+            log.close()
+    return view.to_dict()
+
+
+__all__ = [
+    "SDK",
+    "AppContext",
+    "ConversationView",
+    "EventLog",
+    "RuntimeApp",
+    "ViewModel",
+    "read_view",
+]

@@ -1,0 +1,164 @@
+"""The app's local event log: its mirror of the App Inbox and of its own actions.
+
+Each app process keeps `app.db` in its private directory (given by the runtime; never the
+runtime's data dir). One table, `events`, in arrival order: agent messages delivered to the
+app (keyed by message id) and the actions it dispatched (keyed by envelope id) with their
+state. A delivery is applied with `applied_once` on its kernel message id, so a replayed
+delivery adds nothing; a message delivered twice under different kernel messages is still
+stored once (its id is the key). The view model (`_view`) is a fold over this log.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+from actors.kernel import applied_once, ensure_applied_table
+
+LOG_FILE: Final = "app.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    pos INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,              -- 'agent' (delivered) or 'action' (dispatched)
+    conversation_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    body TEXT NOT NULL,
+    state TEXT NOT NULL,             -- received | acked (agent); pending | accepted | rejected
+    seq INTEGER,
+    code TEXT
+);
+CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, pos);
+"""
+
+
+class EventLog:
+    def __init__(self, app_dir: str | Path, *, readonly: bool = False) -> None:
+        path = Path(app_dir) / LOG_FILE
+        if readonly:
+            self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+            return
+        Path(app_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.db = sqlite3.connect(path, isolation_level=None, timeout=10)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(_SCHEMA)
+        ensure_applied_table(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def add_agent_messages(
+        self, kernel_id: str, messages: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Store the delivered messages once; the ones new to the log, in order."""
+        new: list[dict[str, Any]] = []
+        with applied_once(self.db, kernel_id) as fresh:
+            if not fresh:
+                return new
+            for message in messages:
+                inserted = self.db.execute(
+                    "INSERT INTO events (id, kind, conversation_id, type, body, state, seq)"
+                    " VALUES (?, 'agent', ?, ?, ?, 'received', ?) ON CONFLICT(id) DO NOTHING",
+                    (
+                        message["id"],
+                        message["conversation_id"],
+                        message["type"],
+                        json.dumps(message, ensure_ascii=False),
+                        message.get("seq"),
+                    ),
+                ).rowcount
+                if inserted:
+                    new.append(message)
+        return new
+
+    def add_action(self, kernel_id: str, action: dict[str, Any]) -> bool:
+        """Record a dispatched action as pending (the local echo); False if already there."""
+        with applied_once(self.db, kernel_id) as fresh:
+            if not fresh:
+                return False
+            return bool(
+                self.db.execute(
+                    "INSERT INTO events (id, kind, conversation_id, type, body, state)"
+                    " VALUES (?, 'action', ?, ?, ?, 'pending') ON CONFLICT(id) DO NOTHING",
+                    (
+                        action["id"],
+                        action.get("conversation_id", ""),
+                        action["action"],
+                        json.dumps(action, ensure_ascii=False),
+                    ),
+                ).rowcount
+            )
+
+    def set_action_state(self, kernel_id: str, update: dict[str, Any]) -> bool:
+        with applied_once(self.db, kernel_id) as fresh:
+            if not fresh:
+                return False
+            return bool(
+                self.db.execute(
+                    "UPDATE events SET state = ?, seq = ?, code = ? WHERE id = ?"
+                    " AND kind = 'action' AND state = 'pending'",
+                    (update["state"], update.get("seq"), update.get("code"), update["id"]),
+                ).rowcount
+            )
+
+    def mark_acked(self, ids: list[str]) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        self.db.executemany(
+            "UPDATE events SET state = 'acked' WHERE id = ? AND kind = 'agent'", [(i,) for i in ids]
+        )
+        self.db.execute("COMMIT")
+
+    def unacked(self, ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            f"SELECT id FROM events WHERE state = 'received' AND id IN ({marks})", ids
+        )
+        return {row[0] for row in rows}
+
+    def events_by_id(self, event_id: str) -> Iterator[dict[str, Any]]:
+        pos = self.db.execute("SELECT pos FROM events WHERE id = ?", (event_id,)).fetchone()
+        if pos is not None:
+            yield from self.events(after=pos[0] - 1, limit=1)
+
+    def events(
+        self,
+        *,
+        conversation_id: str | None = None,
+        after: int = 0,
+        kind: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        query = (
+            "SELECT pos, id, kind, conversation_id, type, body, state, seq, code FROM events"
+            " WHERE pos > ?"
+        )
+        params: list[Any] = [after]
+        if conversation_id is not None:
+            query += " AND conversation_id = ?"
+            params.append(conversation_id)
+        if kind is not None:
+            query += " AND kind = ?"
+            params.append(kind)
+        query += " ORDER BY pos"
+        if limit is not None:
+            query += " LIMIT ?"
+            params.append(limit)
+        for pos, id_, kind_, conv, type_, body, state, seq, code in self.db.execute(query, params):
+            yield {
+                "pos": pos,
+                "id": id_,
+                "kind": kind_,
+                "conversation_id": conv,
+                "type": type_,
+                "body": json.loads(body),
+                "state": state,
+                "seq": seq,
+                "code": code,
+            }

@@ -1,0 +1,244 @@
+"""`RuntimeApp`: the process side of an app, and the SDK object (seed §6) it hands the app.
+
+An app subclasses `RuntimeApp` and uses only `self.sdk`:
+
+- `sdk.app`: its context (scope, kind, version);
+- `sdk.state.snapshot(conversation_id)` / `sdk.state.subscribe(listener)`: the view model;
+- `sdk.agent_messages.list(...)`, `.subscribe(handler, ...)`, `.acknowledge(id)` (§5.4):
+  display messages (`lineup.message`, `lineup.task.progress`) are acknowledged once the
+  subscribers have run; interaction requests wait for an explicit `acknowledge`;
+- `sdk.actions.dispatch(action)`: a declarative action (`send_text`, `answer`) into the
+  runtime's outbox, shown at once as a pending local echo.
+
+The process's kernel mailbox is the app's App Inbox (§5.4): what the router delivers while
+the app is not running waits there and is replayed, in order, when it starts. Deliveries
+are applied to the local log once; subscribers are called for every message not yet
+acknowledged, so after a crash they may see a message again (seed §5.4 rule 2: apps handle
+messages idempotently, by id).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from actors.kernel import Actor, Message, derive_id, handles, new_id
+
+from ._log import EventLog
+from ._view import ConversationView, ViewModel
+
+log = logging.getLogger("lineup.app")
+
+AUTO_ACK_TYPES: Final = frozenset({"lineup.message", "lineup.task.progress"})
+ROUTER: Final = "router"
+STORE: Final = "store"
+
+MessageHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
+StateListener = Callable[[ConversationView, dict[str, Any]], Awaitable[None] | None]
+
+
+@dataclass(frozen=True)
+class AppContext:
+    app_scope: str
+    kind: str  # core | installed
+    version: str
+
+
+async def _maybe_await(value: Awaitable[None] | None) -> None:
+    if inspect.isawaitable(value):
+        await value
+
+
+class _Ids:
+    """Deterministic ids inside a handler (derived from the message handled), else fresh."""
+
+    def __init__(self) -> None:
+        self.parent: str | None = None
+        self.position = 0
+
+    def next(self) -> str:
+        if self.parent is None:
+            return new_id()
+        value = derive_id(self.parent, self.position)
+        self.position += 1
+        return value
+
+
+class StateAPI:
+    def __init__(self, app: RuntimeApp) -> None:
+        self._app = app
+        self._listeners: list[StateListener] = []
+
+    def snapshot(self, conversation_id: str) -> dict[str, Any]:
+        view = self._app._views.conversations.get(conversation_id) or ConversationView(
+            conversation_id
+        )
+        return view.to_dict()
+
+    def conversations(self) -> list[str]:
+        return list(self._app._views.conversations)
+
+    def subscribe(self, listener: StateListener) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    async def _changed(self, view: ConversationView, change: dict[str, Any]) -> None:
+        for listener in list(self._listeners):
+            await _maybe_await(listener(view, change))
+
+
+class AgentMessagesAPI:
+    def __init__(self, app: RuntimeApp) -> None:
+        self._app = app
+        self._subscribers: list[tuple[MessageHandler, str | None, frozenset[str] | None]] = []
+
+    def list(
+        self, *, conversation_id: str | None = None, after: int = 0, limit: int = 100
+    ) -> dict[str, Any]:
+        """A page of the app's inbox (the reliable mirror), in arrival order."""
+        events = list(
+            self._app._log.events(
+                conversation_id=conversation_id, after=after, kind="agent", limit=limit
+            )
+        )
+        return {
+            "messages": [{**e["body"], "acked": e["state"] == "acked"} for e in events],
+            "next": events[-1]["pos"] if events else after,
+        }
+
+    def subscribe(
+        self,
+        handler: MessageHandler,
+        *,
+        conversation_id: str | None = None,
+        types: tuple[str, ...] | None = None,
+    ) -> Callable[[], None]:
+        entry = (handler, conversation_id, frozenset(types) if types else None)
+        self._subscribers.append(entry)
+        return lambda: self._subscribers.remove(entry)
+
+    async def acknowledge(self, message_id: str) -> None:
+        await self._app._ack([message_id])
+
+    async def _dispatch(self, message: dict[str, Any]) -> None:
+        for handler, conversation, types in list(self._subscribers):
+            if conversation is not None and message["conversation_id"] != conversation:
+                continue
+            if types is not None and message["type"] not in types:
+                continue
+            await _maybe_await(handler(message))
+
+
+class ActionsAPI:
+    def __init__(self, app: RuntimeApp) -> None:
+        self._app = app
+
+    async def dispatch(self, action: dict[str, Any]) -> dict[str, Any]:
+        """Queue `action` for the agent; returns its receipt {id, state: pending}.
+
+        The envelope id is minted here so that the local echo and the AppServer's verdict
+        name the same message. Called from a handler, every id derives from the handled
+        message: a replay dispatches nothing twice.
+        """
+        app = self._app
+        action = {**action, "id": app._ids.next()}
+        kernel_id = app._ids.next()
+        if app._log.add_action(kernel_id, action):
+            event = {
+                "kind": "action",
+                "conversation_id": action.get("conversation_id", ""),
+                "body": action,
+                "state": "pending",
+            }
+            await app._apply(event)
+        await app.cast(ROUTER, "router.action", action, id=app._ids.next())
+        return {"id": action["id"], "state": "pending"}
+
+
+class SDK:
+    def __init__(self, app: RuntimeApp, context: AppContext) -> None:
+        self.app = context
+        self.state = StateAPI(app)
+        self.agent_messages = AgentMessagesAPI(app)
+        self.actions = ActionsAPI(app)
+
+
+class RuntimeApp(Actor):
+    """Base class of an app process. Subclasses override `on_app_start` and `on_input`."""
+
+    app_kind = "core"
+    app_version = "0.1.0"
+
+    async def on_start(self) -> None:
+        scope = str(self.config.get("app_scope") or self.name.removeprefix("app."))
+        self._log = EventLog(self.config["app_dir"])
+        self._views = ViewModel()
+        self._ids = _Ids()
+        for event in self._log.events():
+            self._views.apply(event)
+        self.sdk = SDK(self, AppContext(scope, self.app_kind, self.app_version))
+        await self.on_app_start()
+
+    async def on_app_start(self) -> None:
+        """The app's own start: subscribe, draw. The view model is already restored."""
+
+    async def on_input(self, body: dict[str, Any]) -> None:
+        """Input from the user's side (the host, or `lineup chat send`)."""
+
+    async def _apply(self, event: dict[str, Any]) -> None:
+        view = self._views.apply(event)
+        await self.sdk.state._changed(view, event)
+
+    async def _ack(self, ids: list[str]) -> None:
+        if ids:
+            self._log.mark_acked(ids)
+            await self.cast(STORE, "store.inbox.ack", {"ids": ids}, id=self._ids.next())
+
+    def _enter(self, msg: Message) -> None:
+        self._ids.parent, self._ids.position = msg.id, 0
+
+    def _leave(self) -> None:
+        self._ids.parent = None
+
+    @handles("app.deliver")
+    async def _deliver(self, msg: Message) -> None:
+        self._enter(msg)
+        try:
+            messages = msg.body["messages"]
+            for message in self._log.add_agent_messages(msg.id, messages):
+                await self._apply(
+                    {
+                        "kind": "agent",
+                        "conversation_id": message["conversation_id"],
+                        "body": message,
+                        "state": "received",
+                    }
+                )
+            waiting = self._log.unacked([m["id"] for m in messages])
+            auto = []
+            for message in messages:
+                if message["id"] in waiting:
+                    await self.sdk.agent_messages._dispatch(message)
+                    if message["type"] in AUTO_ACK_TYPES:
+                        auto.append(message["id"])
+            await self._ack(auto)
+        finally:
+            self._leave()
+
+    @handles("app.action.state")
+    async def _action_state(self, msg: Message) -> None:
+        body = msg.body
+        if self._log.set_action_state(msg.id, body):
+            for event in self._log.events_by_id(body["id"]):
+                await self._apply({**event, "state": body["state"], "code": body.get("code")})
+
+    @handles("app.input")
+    async def _input(self, msg: Message) -> None:
+        self._enter(msg)
+        try:
+            await self.on_input(dict(msg.body or {}))
+        finally:
+            self._leave()

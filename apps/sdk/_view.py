@@ -1,0 +1,134 @@
+"""The view model an app reads (seed §6.1 `AppStateAPI`): a fold over its event log.
+
+Per conversation: the timeline (agent messages, the user's own messages with their
+delivery state, interaction requests and answers), the tasks' latest progress, and the
+interactions still waiting for an answer. It is rebuilt from the log at start and updated
+event by event afterwards; both paths run the same `apply`, so what a restarted app shows
+is what it showed before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _sender(message: dict[str, Any]) -> str:
+    sender = message.get("sender") or {}
+    return f"{sender.get('kind', '?')}:{sender.get('id', '?')}"
+
+
+@dataclass
+class ConversationView:
+    conversation_id: str
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pending_interactions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _index: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def apply(self, event: dict[str, Any]) -> None:
+        """Fold one event (a row of the log, or a state change of an action)."""
+        body = event["body"]
+        if event["kind"] == "agent":
+            self._agent(event, body)
+        else:
+            self._action(event, body)
+
+    def _add(self, item: dict[str, Any]) -> None:
+        if item["id"] in self._index:
+            return
+        self._index[item["id"]] = len(self.timeline)
+        self.timeline.append(item)
+
+    def _agent(self, event: dict[str, Any], message: dict[str, Any]) -> None:
+        payload = message.get("payload") or {}
+        type_ = message["type"]
+        base = {"id": message["id"], "sender": _sender(message), "seq": message.get("seq")}
+        if type_ == "lineup.message":
+            self._add(
+                {
+                    **base,
+                    "kind": "message",
+                    "text": payload.get("text", ""),
+                    "format": payload.get("format", "markdown"),
+                    "state": "received",
+                }
+            )
+        elif type_ == "lineup.task.progress":
+            self.tasks[payload["task_id"]] = {
+                key: payload[key] for key in ("status", "percent", "label") if key in payload
+            }
+        elif type_ == "lineup.interaction.request":
+            interaction = {**payload, "message_id": message["id"]}
+            self.pending_interactions[payload["interaction_id"]] = interaction
+            self._add(
+                {
+                    **base,
+                    "kind": "interaction",
+                    "text": payload.get("prompt", ""),
+                    "interaction": interaction,
+                    "state": "waiting",
+                }
+            )
+
+    def _action(self, event: dict[str, Any], action: dict[str, Any]) -> None:
+        state = event["state"]
+        position = self._index.get(action["id"])
+        if position is not None:  # a state change of an action already shown
+            self.timeline[position]["state"] = state
+            if event.get("code"):
+                self.timeline[position]["code"] = event["code"]
+            return
+        if action["action"] == "send_text":
+            text = action.get("text", "")
+        else:
+            response = action.get("response") or {}
+            interaction_id = str(response.get("interaction_id"))
+            self.pending_interactions.pop(interaction_id, None)
+            for item in self.timeline:
+                if item.get("interaction", {}).get("interaction_id") == interaction_id:
+                    item["state"] = "answered"
+            text = _answer_text(response)
+        item = {
+            "id": action["id"],
+            "sender": "user",
+            "kind": "message",
+            "text": text,
+            "format": "plain",
+            "state": state,
+        }
+        if event.get("code"):
+            item["code"] = event["code"]
+        self._add(item)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "conversation_id": self.conversation_id,
+            "timeline": self.timeline,
+            "tasks": self.tasks,
+            "pending_interactions": list(self.pending_interactions.values()),
+        }
+
+
+def _answer_text(response: dict[str, Any]) -> str:
+    kind = response.get("kind")
+    if kind == "choice":
+        return "chose " + ", ".join(response.get("selected", []))
+    if kind == "confirm":
+        return "confirmed" if response.get("confirmed") else "declined"
+    return str(response.get("text", ""))
+
+
+class ViewModel:
+    """Every conversation's view, for one app."""
+
+    def __init__(self) -> None:
+        self.conversations: dict[str, ConversationView] = {}
+
+    def apply(self, event: dict[str, Any]) -> ConversationView:
+        conversation = event["conversation_id"]
+        view = self.conversations.get(conversation)
+        if view is None:
+            view = self.conversations[conversation] = ConversationView(conversation)
+        view.apply(event)
+        return view

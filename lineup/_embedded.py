@@ -1,0 +1,57 @@
+"""`lineup run` without `--appserver`: the reference AppServer and the demo agent on
+loopback, in the supervisor's own process and nursery.
+
+Why in-process and not as supervised children: they are not actors (they speak WebSocket,
+not kernel frames), they stand for the outside world (a real deployment has neither), and
+they must outlive any actor's crash the way a remote server would. They stop with the
+runtime. The AppServer keeps its files in `DATA_DIR/appserver` (so `lineup agent send`
+finds it with the default options); the runtime's token is copied to
+`DATA_DIR/.runtime_token` (0600), which only the transport reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import trio
+
+log = logging.getLogger("lineup.embedded")
+
+
+@contextlib.asynccontextmanager
+async def embedded_appserver(data_dir: Path, *, demo_agent: bool = True) -> AsyncIterator[str]:
+    """Serve an AppServer (and the demo agent) for the block; yields its URL."""
+    import supervisor
+    from actors.transport import write_token
+    from lineup.agent import run_demo_agent
+    from lineup.appserver import AppServer
+    from lineup.appserver._server import write_endpoint
+
+    appserver_dir = data_dir / "appserver"
+    server = AppServer(appserver_dir)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        endpoint = write_endpoint(appserver_dir, server.url)
+        data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, at start)
+        write_token(data_dir / supervisor.TOKEN_FILE, server.credentials.runtime_token)
+        if demo_agent:
+            credentials = server.credentials
+            await nursery.start(
+                lambda task_status: run_demo_agent(
+                    server.url,
+                    agent_id=credentials.agent_id,
+                    token=credentials.agent_token,
+                    state_dir=appserver_dir / "agents" / credentials.agent_id,
+                    log=lambda line: log.info("demo agent: %s", line),
+                    task_status=task_status,
+                )
+            )
+        try:
+            yield server.url
+        finally:
+            with contextlib.suppress(OSError):
+                endpoint.unlink()
+            nursery.cancel_scope.cancel()

@@ -1,0 +1,174 @@
+"""The whole path with real pieces: a reference AppServer and an agent in the test process
+(real WebSockets on loopback), the runtime as a real supervisor process tree.
+
+Waiting is always on a condition with a deadline (`wait_for`): the test's trio loop keeps
+running the AppServer and the agent meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import trio
+
+import supervisor
+from actors.kernel import ControlError, control_request
+from actors.store import read_audit, read_lifecycle, read_outbox
+from actors.transport import write_token
+from apps.chat import history
+from lineup.agent import AgentClient
+from lineup.appserver import AppServer
+from tests.kernel.helpers import Runtime
+
+T = TypeVar("T")
+CONVERSATION = "conv-1"
+
+
+async def wait_for(predicate: Callable[[], T | None], timeout: float, what: str) -> T:
+    """Poll `predicate` (cheap, non-blocking) until truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await trio.sleep(0.02)
+
+
+def runtime_config(data_dir: Path, url: str, **transport: Any) -> dict[str, Any]:
+    config = supervisor.default_config(data_dir, appserver_url=url).model_dump(mode="json")
+    # Kill tests restart actors many times within a few seconds: that is the point.
+    config.update(max_restarts=1000, max_seconds=1.0, backoff_max=0.2)
+    for child in config["children"]:
+        if child["name"] == "transport":
+            child["config"].update({"backoff_initial": 0.02, "backoff_max": 0.3, **transport})
+    return config
+
+
+class Stack:
+    """One AppServer, one runtime on it, one agent (`demo`)."""
+
+    def __init__(self, base: Path, nursery: trio.Nursery) -> None:
+        self.base = base
+        self.nursery = nursery
+        self.appserver_dir = base / "appserver"
+        self.data_dir = base / "runtime"
+        self.server: AppServer | None = None
+        self.server_scope: trio.CancelScope | None = None
+        self.port = 0
+        self.runtime: Runtime | None = None
+        self.agent: AgentClient | None = None
+
+    # -- the AppServer -------------------------------------------------------------------
+
+    async def start_appserver(self, **options: Any) -> AppServer:
+        server = AppServer(self.appserver_dir, port=self.port, **options)
+
+        async def serve(task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+            with trio.CancelScope() as scope:
+                self.server_scope = scope
+                await server.serve(task_status=task_status)
+
+        self.port = await self.nursery.start(serve)
+        self.server = server
+        return server
+
+    async def stop_appserver(self) -> None:
+        assert self.server_scope is not None
+        self.server_scope.cancel()
+        await wait_for(lambda: self.server is not None and self.server.port is None, 10, "stop")
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/v1/ws"
+
+    # -- the runtime ---------------------------------------------------------------------
+
+    async def start_runtime(self, **transport: Any) -> Runtime:
+        assert self.server is not None
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        write_token(self.data_dir / supervisor.TOKEN_FILE, self.server.credentials.runtime_token)
+        if self.runtime is None:
+            self.runtime = Runtime(
+                self.data_dir,
+                runtime_config(self.data_dir, self.url, **transport),
+                log_dir=self.base,
+            )
+        self.runtime.start(wait=False)
+        await self.wait_lifecycle("online")
+        return self.runtime
+
+    def lifecycle(self) -> str | None:
+        record = read_lifecycle(self.data_dir)
+        return record["state"] if record else None
+
+    async def wait_lifecycle(self, state: str, timeout: float = 30) -> None:
+        def reached() -> bool:
+            assert self.runtime is not None
+            if not self.runtime.alive:
+                raise AssertionError(f"the runtime exited:\n{self.runtime.log()[-3000:]}")
+            return self.lifecycle() == state
+
+        await wait_for(reached, timeout, f"the runtime to be {state}")
+
+    def control(self, request: dict[str, Any]) -> dict[str, Any]:
+        return control_request(self.data_dir, request, timeout=10)
+
+    def kill(self, name: str) -> bool:
+        """SIGKILL an actor through the control socket; False if it had no process then."""
+        try:
+            self.control({"type": "kill", "name": name})
+        except ControlError:
+            return False
+        return True
+
+    def user_says(self, text: str, conversation: str = CONVERSATION) -> str:
+        """The user types `text` in the chat (a durable input to `app.chat`)."""
+        body = {"kind": "send", "conversation_id": conversation, "text": text}
+        return self.control(
+            {"type": "send", "to": "app.chat", "message_type": "app.input", "body": body}
+        )["id"]
+
+    def timeline(self, conversation: str = CONVERSATION) -> list[dict[str, Any]]:
+        return list(history(self.data_dir, conversation)["timeline"])
+
+    def audit(self) -> list[dict[str, Any]]:
+        return read_audit(self.data_dir)
+
+    def outbox(self) -> list[dict[str, Any]]:
+        return read_outbox(self.data_dir)
+
+    # -- the agent -------------------------------------------------------------------------
+
+    async def start_agent(self, agent_id: str = "demo") -> AgentClient:
+        assert self.server is not None
+        agent = AgentClient(
+            self.url,
+            agent_id=agent_id,
+            token=self.server.credentials.token_for_agent(agent_id),
+            backoff_initial=0.02,
+            backoff_max=0.3,
+        )
+        await self.nursery.start(agent.run)
+        if agent_id == "demo":
+            self.agent = agent
+        return agent
+
+    def cleanup(self) -> list[int]:
+        return self.runtime.cleanup() if self.runtime is not None else []
+
+
+def texts(timeline: list[dict[str, Any]], sender: str | None = None) -> list[str]:
+    return [item["text"] for item in timeline if sender is None or item["sender"] == sender]
+
+
+def dump(value: Any) -> str:
+    with contextlib.suppress(TypeError):
+        return json.dumps(value, indent=1)[:3000]
+    return repr(value)[:3000]

@@ -1,0 +1,93 @@
+"""`lineup run` on its own: the embedded AppServer and demo agent on loopback, the runtime
+online, the demo agent's greeting in `lineup chat history`, and a fresh and a reused data
+dir both coming up to `online` in `lineup debug status`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.kernel.helpers import REPO_ROOT, actor_processes
+
+from .helpers import wait_for
+
+
+def _lineup(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lineup.cli", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def _status(data_dir: Path) -> dict[str, Any] | None:
+    done = _lineup("debug", "status", "--json", "--data-dir", str(data_dir))
+    return json.loads(done.stdout) if done.returncode == 0 else None
+
+
+def _start(data_dir: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "lineup.cli", "run", "--headless", "--data-dir", str(data_dir)],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=out,
+            stderr=out,
+            stdin=subprocess.DEVNULL,
+        )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+    assert not actor_processes(process.pid)
+
+
+async def _one_run(data_dir: Path, log: Path, run: int) -> None:
+    process = _start(data_dir, log)
+    try:
+
+        def online() -> bool:
+            assert process.poll() is None, log.read_text()[-3000:]
+            status = _status(data_dir)
+            return status is not None and status["lifecycle"] == "online"
+
+        await wait_for(online, 30, f"run {run} to be online")
+        sent = _lineup(
+            "agent", "send", "--data-dir", str(data_dir / "appserver"),
+            "--conversation", "conv-run", "--text", f"hello {run}",
+        )  # fmt: skip
+        assert sent.returncode == 0, sent.stderr
+
+        def shown() -> list[Any]:
+            done = _lineup(
+                "chat", "history", "--json", "--data-dir", str(data_dir),
+                "--conversation", "conv-run",
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            return [i["text"] for i in json.loads(done.stdout)["timeline"]]
+
+        expected = [f"hello {n}" for n in range(run + 1)]
+        await wait_for(lambda: shown() == expected, 30, "the agent's message in the history")
+    finally:
+        _stop(process)
+
+
+async def test_lineup_run_comes_online_with_its_own_appserver(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    for run in range(2):  # a fresh data dir, then the same one again
+        await _one_run(data_dir, tmp_path / "run.log", run)
+        assert (_status(data_dir) or {}).get("lifecycle") == "stopped"
