@@ -355,9 +355,13 @@ class Supervisor:
             raise ProtocolViolation(f"first frame is {hello['type']!r}, not kernel.hello")
         channel.send_nowait({"type": "kernel.welcome", "name": spec.name, "config": spec.config})
         await self.switchboard.request("attach", spec.name, channel)
+        ready = False
         async for frame in frames:
             kind = frame["type"]
             if kind == "kernel.ready":
+                if ready:  # a second `up` would forget what is in flight to it
+                    raise ProtocolViolation("kernel.ready sent twice")
+                ready = True
                 await self.switchboard.request(
                     "up",
                     spec.name,

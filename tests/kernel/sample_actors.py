@@ -245,6 +245,7 @@ BAD_BYTES = {
     "spoofed_sender": _raw_frame(
         {"v": 1, "type": "item", "id": "abc", "to": "peer", "from": "supervisor"}
     ),
+    "ready_twice": _raw_frame({"type": "kernel.ready"}),
     "forbidden_kernel_type": _raw_frame(
         {"type": "kernel.actor_failed", "body": {"name": "peer", "reason": "lies"}}
     ),

@@ -24,6 +24,7 @@ CASES = {
     "bad_ack": "kernel.ack needs a non-empty list of integer seqs",
     "bad_recipient": "message `to` ['peer'] is not an actor name",
     "spoofed_sender": "unknown message fields: from",
+    "ready_twice": "kernel.ready sent twice",
     "forbidden_kernel_type": "kernel.actor_failed is not a frame a child may send here",
 }
 
