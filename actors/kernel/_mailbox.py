@@ -190,17 +190,16 @@ class MailboxStore:
         """The oldest `limit` pending messages of `recipient`, now inflight, attempts raised."""
         if limit <= 0:
             return []
+        # One statement picks, marks and returns the rows (RETURNING order is unspecified,
+        # hence the sort): half the work of a SELECT followed by per-row UPDATEs.
         rows = self._db.execute(
-            "SELECT seq, frame, attempts FROM messages WHERE recipient = ? AND state = 0"
-            " ORDER BY seq LIMIT ?",
+            "UPDATE messages SET state = 1, attempts = attempts + 1 WHERE seq IN"
+            " (SELECT seq FROM messages WHERE recipient = ? AND state = 0 ORDER BY seq LIMIT ?)"
+            " RETURNING seq, frame, attempts",
             (recipient, limit),
         ).fetchall()
-        if rows:
-            self._db.executemany(
-                "UPDATE messages SET state = 1, attempts = attempts + 1 WHERE seq = ?",
-                [(seq,) for seq, _, _ in rows],
-            )
-        return [Delivery(seq, frame, attempts + 1) for seq, frame, attempts in rows]
+        rows.sort()
+        return [Delivery(seq, frame, attempts) for seq, frame, attempts in rows]
 
     def ack(self, recipient: str, seqs: Iterable[int]) -> int:
         """Mark delivered messages done. Only `recipient`'s own inflight rows can be acked."""
