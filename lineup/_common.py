@@ -1,11 +1,14 @@
-"""What every `lineup` subcommand shares: the data dir option and output helpers."""
+"""What every `lineup` subcommand shares: the data dir option, option types, output helpers,
+and the plumbing of a subcommand package (lazy exports, `python -m` entry point)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,17 @@ def add_data_dir(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"the runtime's data dir (default: ${DATA_DIR_ENV} or ~/.local/share/lineup)",
     )
+
+
+def positive_int(text: str) -> int:
+    """An argparse `type`: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
 
 
 def data_dir_of(args: argparse.Namespace) -> Path:
@@ -55,3 +69,34 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
 def fail(message: str, code: int = 2) -> int:
     Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False)
     return code
+
+
+def lazy_exports(
+    package: str, namespace: MutableMapping[str, Any], exports: Mapping[str, str]
+) -> Callable[[str], Any]:
+    """A module `__getattr__` for `package`: a name in `exports` (name -> relative module) is
+    imported on first use and then kept in `namespace`, the package's `globals()`; any other
+    name is an `AttributeError`. So `lineup --help` loads only what `register` needs."""
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, package), name)
+        namespace[name] = value
+        return value
+
+    return __getattr__
+
+
+def run_subcommand(register: Callable[[Any], None], command: str, argv: list[str] | None) -> int:
+    """`python -m lineup.COMMAND ARGS`: the same as `lineup COMMAND ARGS` (argv defaults to
+    the process's arguments)."""
+    parser = argparse.ArgumentParser(prog="lineup")
+    commands = parser.add_subparsers(dest="command", required=True)
+    register(commands)
+    args = parser.parse_args([command, *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -202,20 +203,30 @@ def _require_live(data_dir: Path) -> None:
         raise ControlError(f"no runtime is running on {data_dir}; start it with `lineup run`")
 
 
-def _redrive(args: argparse.Namespace) -> int:
+def _command(
+    args: argparse.Namespace, request: dict[str, Any], summary: Callable[[dict[str, Any]], str]
+) -> int:
+    """Sends `request` to the live runtime; prints the answer as JSON with --json, else the
+    line `summary` makes of it."""
     data_dir = data_dir_of(args)
     _require_live(data_dir)
-    result = control_request(data_dir, {"type": "redrive", "id": args.id})
-    print_json(result) if args.json else print(f"redriven {result['redriven']}")
+    result = control_request(data_dir, request)
+    print_json(result) if args.json else print(summary(result))
     return 0
+
+
+def _redrive(args: argparse.Namespace) -> int:
+    return _command(
+        args, {"type": "redrive", "id": args.id}, lambda result: f"redriven {result['redriven']}"
+    )
 
 
 def _kill(args: argparse.Namespace) -> int:
-    data_dir = data_dir_of(args)
-    _require_live(data_dir)
-    result = control_request(data_dir, {"type": "kill", "name": args.name})
-    print_json(result) if args.json else print(f"killed {result['name']} (pid {result['pid']})")
-    return 0
+    return _command(
+        args,
+        {"type": "kill", "name": args.name},
+        lambda result: f"killed {result['name']} (pid {result['pid']})",
+    )
 
 
 def _send(args: argparse.Namespace) -> int:

@@ -40,7 +40,7 @@ class ChildSpec(BaseModel):
     target: str = Field(description="'module:ActorClass' run in the child process")
     restart: Restart = Restart.PERMANENT
     shutdown: float = Field(default=5.0, ge=0)
-    window: int = Field(default=512, ge=1, le=65536)
+    window: int = Field(default=2048, ge=1, le=65536)
     max_deliver: int = Field(default=3, ge=1)
     config: dict[str, Any] = Field(default_factory=dict)
 

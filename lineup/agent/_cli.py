@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._common import fail
+from .._common import fail, positive_int
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,16 +19,6 @@ class _Target:
     agent_id: str
     token: str
     data_dir: Path
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
 
 
 def _positive_float(text: str) -> float:
@@ -83,7 +73,7 @@ def register(subparsers: Any) -> None:
     send.add_argument("--conversation", required=True, metavar="ID", help="the conversation id")
     send.add_argument("--text", required=True, help="the message text")
     send.add_argument(
-        "--count", type=_positive_int, default=1, metavar="N", help="how many (default 1)"
+        "--count", type=positive_int, default=1, metavar="N", help="how many (default 1)"
     )
     send.add_argument(
         "--format",

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from .._common import run_subcommand
 from . import register
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lineup")
-    commands = parser.add_subparsers(dest="command", required=True)
-    register(commands)
-    args = parser.parse_args(["appserver", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return int(args.func(args))
-    except KeyboardInterrupt:
-        return 130
+    return run_subcommand(register, "appserver", argv)
 
 
 if __name__ == "__main__":

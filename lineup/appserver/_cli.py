@@ -9,23 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._common import DATA_DIR_ENV, default_data_dir, fail
+from .._common import DATA_DIR_ENV, default_data_dir, fail, positive_int
 
 DEFAULT_PORT = 8765
 
 
 def default_appserver_dir() -> Path:
     return default_data_dir() / "appserver"
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
 
 
 def port_number(text: str) -> int:
