@@ -41,8 +41,13 @@ def unpack_body(data: bytes) -> Any:
     return msgpack.unpackb(data, raw=False, strict_map_key=False)
 
 
-def with_fields(packed: bytes, **fields: Any) -> bytes:
-    """A whole frame (length prefix included) of the packed map `packed` plus `fields`.
+_SEQ_KEY = _packer.pack("seq")
+_ATTEMPT_KEY = _packer.pack("attempt")
+
+
+def with_delivery(packed: bytes, seq: int, attempt: int) -> bytes:
+    """A whole delivery frame (length prefix included): the packed message map `packed`
+    plus its `seq` and `attempt`.
 
     The supervisor stores each message packed; appending the delivery fields to those
     bytes spares it decoding and re-encoding every delivery. Kernel messages have a
@@ -50,11 +55,19 @@ def with_fields(packed: bytes, **fields: Any) -> bytes:
     many; anything else falls back to a decode.
     """
     head = packed[0]
-    if 0x80 <= head <= 0x8F and (head & 0x0F) + len(fields) <= 15:
-        tail = b"".join(_packer.pack(k) + _packer.pack(v) for k, v in fields.items())
-        body = bytes((head + len(fields),)) + packed[1:] + tail
+    if 0x80 <= head <= 0x8D:
+        body = b"".join(
+            (
+                bytes((head + 2,)),
+                memoryview(packed)[1:],
+                _SEQ_KEY,
+                _packer.pack(seq),
+                _ATTEMPT_KEY,
+                _packer.pack(attempt),
+            )
+        )
         return _HEADER.pack(len(body)) + body
-    return encode({**msgpack.unpackb(packed, raw=False), **fields})
+    return encode({**msgpack.unpackb(packed, raw=False), "seq": seq, "attempt": attempt})
 
 
 def encode_many(frames: list[Frame]) -> bytes:

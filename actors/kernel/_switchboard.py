@@ -21,7 +21,7 @@ import trio
 
 from ._channel import Channel, ChannelClosed
 from ._faults import crash_point
-from ._frames import Frame, with_fields
+from ._frames import Frame, with_delivery
 from ._mailbox import MailboxStore
 
 log = logging.getLogger("lineup.supervisor")
@@ -92,6 +92,10 @@ class Switchboard:
         self.endpoints: dict[str, Endpoint] = {}
         self._send, self._receive = trio.open_memory_channel[Op](queue_size)
         self.tracers: list[Callable[[TraceRecord], None]] = []
+        # Operation kind -> its `_op_` method, looked up once rather than per frame.
+        self._ops: dict[str, Callable[..., Any]] = {
+            attr[4:]: getattr(self, attr) for attr in dir(self) if attr.startswith("_op_")
+        }
         self.batches = 0
         self.frames = 0
         self.wal_dirty = trio.Event()  # set after `checkpoint_every` frames since a checkpoint
@@ -144,7 +148,7 @@ class Switchboard:
         self.store.begin()
         try:
             for kind, name, payload, outcome in ops:
-                value = getattr(self, f"_op_{kind}")(name, payload, out, touched)
+                value = self._ops[kind](name, payload, out, touched)
                 if outcome is not None:
                     outcome.value = value
             for name in touched:
@@ -186,7 +190,7 @@ class Switchboard:
         ep.credits -= 1
         ep.inflight.add(seq)
         ep.delivered += 1
-        out.append((ep.channel, with_fields(packed, seq=seq, attempt=attempt)))
+        out.append((ep.channel, with_delivery(packed, seq, attempt)))
         if self.tracers:
             self._trace(msgpack.unpackb(packed, raw=False), "deliver")
 
