@@ -114,6 +114,7 @@ from actors.contracts._manifest import (
 from actors.contracts._payloads import (
     ChatMessage,
     HostIntent,
+    RuntimeState,
     RuntimeStatus,
     StatePatch,
     SurfaceClose,
@@ -259,6 +260,7 @@ __all__ = [
     "Pong",
     "RuntimeEnvelope",
     "RuntimeSdk",
+    "RuntimeState",
     "RuntimeStatus",
     "Scope",
     "SdkCompatibility",

@@ -8,19 +8,12 @@ supervisor; the transport reports the rest to the store (`store.lifecycle.set`),
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final
 
-Lifecycle = Literal[
-    "created",
-    "restoring",
-    "authenticating",
-    "synchronizing",
-    "online",
-    "reconnecting",
-    "offline_degraded",
-    "stopping",
-    "stopped",
-]
+from actors.contracts import RuntimeState
+
+# The contracts' runtime states are the one list of them.
+Lifecycle = RuntimeState
 
 # Failed connection attempts in a row after which the runtime says it is offline (still
 # usable: user messages wait in the outbox, docs/protocol.md §4.7).

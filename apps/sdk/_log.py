@@ -6,12 +6,15 @@ app (keyed by message id) and the actions it dispatched (keyed by envelope id) w
 state. A delivery is applied with `applied_once` on its kernel message id, so a replayed
 delivery adds nothing; a message delivered twice under different kernel messages is still
 stored once (its id is the key). The view model (`_view`) is a fold over this log.
+Each row keeps the wall-clock time it was applied (`at_ns`, taken inside its transaction):
+`lineup bench e2e` reads the agent → app latency from it.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -30,7 +33,8 @@ CREATE TABLE IF NOT EXISTS events (
     body TEXT NOT NULL,
     state TEXT NOT NULL,             -- received | acked (agent); pending | accepted | rejected
     seq INTEGER,
-    code TEXT
+    code TEXT,
+    at_ns INTEGER                    -- wall clock (ns) when the app applied it
 );
 CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, pos);
 """
@@ -47,6 +51,9 @@ class EventLog:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(_SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(events)")}
+        if "at_ns" not in columns:  # a log written before the column existed
+            self.db.execute("ALTER TABLE events ADD COLUMN at_ns INTEGER")
         ensure_applied_table(self.db)
 
     def close(self) -> None:
@@ -62,14 +69,15 @@ class EventLog:
                 return new
             for message in messages:
                 inserted = self.db.execute(
-                    "INSERT INTO events (id, kind, conversation_id, type, body, state, seq)"
-                    " VALUES (?, 'agent', ?, ?, ?, 'received', ?) ON CONFLICT(id) DO NOTHING",
+                    "INSERT INTO events (id, kind, conversation_id, type, body, state, seq, at_ns)"
+                    " VALUES (?, 'agent', ?, ?, ?, 'received', ?, ?) ON CONFLICT(id) DO NOTHING",
                     (
                         message["id"],
                         message["conversation_id"],
                         message["type"],
                         json.dumps(message, ensure_ascii=False),
                         message.get("seq"),
+                        time.time_ns(),
                     ),
                 ).rowcount
                 if inserted:

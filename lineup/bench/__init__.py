@@ -18,6 +18,12 @@ def _run_kernel(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _run_e2e(args: argparse.Namespace) -> int:
+    from .e2e import run
+
+    return run(args)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add `bench` and its subcommands to the `lineup` command line."""
     from ._options import add_arguments
@@ -38,3 +44,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     add_arguments(kernel)
     kernel.set_defaults(func=_run_kernel)
+    from .e2e import add_arguments as add_e2e_arguments
+
+    e2e = benches.add_parser(
+        "e2e",
+        help="agent → chat through the whole runtime beside a bare WebSocket",
+        description="Measures live throughput, one-way agent → chat latency at 100 msg/s,"
+        " catch-up of a backlog, `lineup run` cold start and the runtime's memory, for the"
+        " runtime and for a bare WebSocket client of the same AppServer, and checks them"
+        " against issue 4's targets.",
+    )
+    add_e2e_arguments(e2e)
+    e2e.set_defaults(func=_run_e2e)

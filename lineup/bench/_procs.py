@@ -43,6 +43,33 @@ class Processes:
         self.started.append((name, process))
         return process
 
+    def spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+        """`lineup args` (through `_tied`: SIGTERM if the bench dies, so it still stops in
+        order), stdout and stderr to its log file."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_dir / f"{name}.log", "ab") as log:
+            tied = ["-m", "lineup.bench._tied", "--parent", str(os.getpid()), "--"]
+            process = subprocess.Popen(
+                [sys.executable, *tied, *args],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        self.started.append((name, process))
+        return process
+
+    def stop(self, process: subprocess.Popen[bytes], grace: float = 20.0) -> None:
+        """SIGTERM one child and wait for it (SIGKILL after `grace` seconds)."""
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        self.started = [(n, p) for n, p in self.started if p is not process]
+
     def result(self, name: str, process: subprocess.Popen[bytes], timeout: float) -> Any:
         """The JSON a helper printed on exit; BenchError if it failed or took too long."""
         try:
