@@ -75,6 +75,10 @@ class RuntimeConfig(BaseModel):
     max_frame: int = Field(default=1 << 20, ge=1024)
     dedup_window_s: float = Field(default=24 * 3600, gt=0)
     hello_timeout: float = Field(default=15.0, gt=0)
+    spawn: Literal["fork", "exec"] = Field(
+        default="fork",
+        description="fork: from a preloaded zygote (≈5 ms); exec: a new interpreter each time",
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> RuntimeConfig:

@@ -21,6 +21,7 @@ import trio
 
 from ._channel import Channel
 from ._control import serve_control
+from ._forked import ForkedProcess, Zygote
 from ._frames import FrameError, pack_body
 from ._ids import new_id
 from ._mailbox import MailboxStore
@@ -59,7 +60,7 @@ class Child:
     history: RestartHistory
     dynamic: bool = False
     state: str = "starting"
-    process: ChildProcess | None = None
+    process: ChildProcess | ForkedProcess | None = None
     restarts: int = 0
     started_at: float = field(default_factory=time.monotonic)
     stopping: bool = False
@@ -89,6 +90,7 @@ class Supervisor:
         self.inspector: MailboxStore | None = None  # read-only, for the control socket
         self.switchboard: Switchboard | None = None
         self.child_env: dict[str, str] | None = None  # None: children inherit ours
+        self.zygote: Zygote | None = None
 
     @property
     def uptime_s(self) -> float:
@@ -129,6 +131,10 @@ class Supervisor:
                     nursery.start_soon(self.switchboard.run_checkpoints, checkpointer)
                     nursery.start_soon(self._stop_on_signal, signals)
                     await nursery.start(serve_control, self)
+                    if self.config.spawn == "fork":
+                        preload = sorted({c.target.partition(":")[0] for c in self.config.children})
+                        self.zygote = Zygote(preload)
+                        await nursery.start(self.zygote.run)
                     for spec in self.config.children:
                         await self.start_child(spec, dynamic=False)
                     if self.state == "starting":
@@ -314,7 +320,7 @@ class Supervisor:
         """Run one process of `child` to its end: (exit status, reason, message blamed)."""
         assert self.switchboard is not None
         spec = child.spec
-        process = ChildProcess(spec, log_dir=self.data_dir / "logs", env=self.child_env)
+        process = await self._spawn(spec)
         child.process = process
         child.kill_requested = False
         child.started_at = time.monotonic()
@@ -341,6 +347,16 @@ class Supervisor:
             "down", spec.name, {"blame": blame, "reason": reason}
         )
         return code, reason, bool(attributed and blame)
+
+    async def _spawn(self, spec: ChildSpec) -> ChildProcess | ForkedProcess:
+        log_dir = self.data_dir / "logs"
+        # A child with an environment of its own (isolation) is exec'd, never forked.
+        if self.zygote is not None and self.zygote.alive and self.child_env is None:
+            try:
+                return await self.zygote.spawn(spec, log_dir=log_dir)
+            except RuntimeError as exc:
+                log.warning("fork of %s failed (%s): starting a new process", spec.name, exc)
+        return ChildProcess(spec, log_dir=log_dir, env=self.child_env)
 
     async def _read(self, child: Child, channel: Channel, on_ready: Any) -> None:
         assert self.switchboard is not None

@@ -55,8 +55,8 @@ async def _run(actor: Actor, fd: int) -> None:
             nursery.cancel_scope.cancel()
 
 
-def main(argv: list[str]) -> int:
-    target, fd, parent_pid = argv[0], int(argv[1]), int(argv[2])
+def run_actor(target: str, fd: int, parent_pid: int) -> int:
+    """Everything an actor process does, whether exec'd or forked from the zygote."""
     _die_with_parent(parent_pid)
     logging.basicConfig(
         level=os.environ.get("LINEUP_LOG_LEVEL", "WARNING"),
@@ -65,6 +65,10 @@ def main(argv: list[str]) -> int:
     actor = load_actor(target)
     trio.run(_run, actor, fd)
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return run_actor(argv[0], int(argv[1]), int(argv[2]))
 
 
 if __name__ == "__main__":

@@ -74,21 +74,37 @@ def _is_zombie(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] in ("Z", "X")
 
 
-def actor_processes(supervisor_pid: int) -> list[int]:
-    """Live actor processes started by the supervisor with this pid (even if re-parented)."""
+def _ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def runtime_processes(supervisor_pid: int) -> list[int]:
+    """Live processes the supervisor with this pid started, even if re-parented: exec'd
+    actors, the zygote and the actors it forked (which carry the zygote's argv)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         argv = _cmdline(int(entry.name))
-        if (
-            len(argv) >= 6
-            and argv[1:3] == ["-m", "actors.kernel.child"]
-            and argv[5] == str(supervisor_pid)
-            and not _is_zombie(int(entry.name))
-        ):
+        execd = argv[1:3] == ["-m", "actors.kernel.child"] and argv[5:6] == [str(supervisor_pid)]
+        zygote = argv[1:3] == ["-m", "actors.kernel.zygote"] and argv[3:4] == [str(supervisor_pid)]
+        if (execd or zygote) and not _is_zombie(int(entry.name)):
             found.append(int(entry.name))
     return found
+
+
+def actor_processes(supervisor_pid: int) -> list[int]:
+    """The actor processes among `runtime_processes`: all but the zygote itself (the one
+    of them whose parent is not one of them)."""
+    processes = runtime_processes(supervisor_pid)
+    return [
+        pid
+        for pid in processes
+        if _cmdline(pid)[1:3] == ["-m", "actors.kernel.child"] or _ppid(pid) in processes
+    ]
 
 
 def pid_alive(pid: int) -> bool:
@@ -301,12 +317,12 @@ class Runtime:
         orphans: list[int] = []
         with contextlib.suppress(AssertionError):
             wait_until(
-                lambda: not any(actor_processes(pid) for pid in self.pids),
+                lambda: not any(runtime_processes(pid) for pid in self.pids),
                 5.0,
                 "the actor processes to exit",
             )
         for pid in self.pids:
-            for orphan in actor_processes(pid):
+            for orphan in runtime_processes(pid):
                 orphans.append(orphan)
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(orphan, signal.SIGKILL)

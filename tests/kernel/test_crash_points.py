@@ -27,12 +27,12 @@ from actors.kernel import ControlError, new_id
 from .conftest import MakeRuntime
 from .helpers import (
     Runtime,
-    actor_processes,
     assert_exactly_once_in_order,
     child,
     per_sender,
     recorded,
     recorded_count,
+    runtime_processes,
     wait_until,
 )
 
@@ -138,7 +138,7 @@ def test_supervisor_crash_point(
     _send_all(rt, tolerate_death=True)
     assert rt.wait_exit(30) == -9, "the supervisor did not die at its crash point"
     assert recorded_count(db) < TOTAL, "the crash came after the work was done"
-    wait_until(lambda: not actor_processes(first_pid), 2.0, "the actors to die with it")
+    wait_until(lambda: not runtime_processes(first_pid), 2.0, "the actors to die with it")
 
     rt.start()  # same data dir, no crash switch
     _send_all(rt)  # the client retries everything it is not sure of

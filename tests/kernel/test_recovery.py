@@ -23,6 +23,7 @@ from .helpers import (
     pid_alive,
     recorded,
     recorded_count,
+    runtime_processes,
     wait_until,
 )
 
@@ -140,10 +141,14 @@ def test_kill_9_of_the_supervisor_leaves_no_actor_and_a_restart_redelivers_every
     wait_until(lambda: rt.actors()["frozen"]["inflight"] == 1, 10, "frozen to be frozen")
     pids = rt.actor_pids()
     assert len(pids) == 3
+    everything = runtime_processes(rt.pid)  # the actors and the zygote that forked them
+    assert set(pids) < set(everything)
 
     killed_at = time.monotonic()
     rt.kill9()
-    wait_until(lambda: not any(pid_alive(pid) for pid in pids), 2.0, "the actors to die with it")
+    wait_until(
+        lambda: not any(pid_alive(pid) for pid in everything), 2.0, "the actors to die with it"
+    )
     assert time.monotonic() - killed_at < 2.0
 
     # the same data dir, the same name, now an actor that does its work

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from .conftest import MakeRuntime
-from .helpers import child, notices, pid_alive, wait_until
+from .helpers import (
+    actor_processes,
+    child,
+    notices,
+    pid_alive,
+    runtime_processes,
+    wait_until,
+)
 
 
 def _echoes(*names: str) -> list[dict[str, object]]:
@@ -33,6 +40,22 @@ def test_one_for_one_restarts_only_the_dead_child(make_runtime: MakeRuntime) -> 
     assert actors["c"]["pid"] == before["c"]
     assert (actors["a"]["restarts"], actors["c"]["restarts"]) == (0, 0)
     assert rt.status()["state"] == "running"
+
+
+@pytest.mark.parametrize("spawn", ["fork", "exec"])
+def test_actors_are_forked_from_the_zygote_or_execd_by_choice(
+    make_runtime: MakeRuntime, spawn: str
+) -> None:
+    rt = make_runtime({"children": _echoes("a", "b"), "spawn": spawn}).start()
+    before = rt.wait_actor("a")["pid"]
+    _kill(before)
+    again = rt.wait_actor("a", restarts=1)["pid"]
+    module = {"fork": "actors.kernel.zygote", "exec": "actors.kernel.child"}[spawn]
+    for pid in (again, rt.wait_actor("b")["pid"]):
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        assert cmdline[2].decode() == module
+    zygotes = [p for p in runtime_processes(rt.pid) if p not in actor_processes(rt.pid)]
+    assert len(zygotes) == (1 if spawn == "fork" else 0)
 
 
 def test_rest_for_one_restarts_the_later_siblings(

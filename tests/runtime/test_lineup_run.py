@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.kernel.helpers import REPO_ROOT, actor_processes
+from tests.kernel.helpers import REPO_ROOT, runtime_processes
 
 from .helpers import wait_for
 
@@ -53,7 +53,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(10)
-    assert not actor_processes(process.pid)
+    assert not runtime_processes(process.pid)
 
 
 async def _one_run(data_dir: Path, log: Path, run: int) -> None:
