@@ -75,6 +75,11 @@ class RuntimeConfig(BaseModel):
     max_frame: int = Field(default=1 << 20, ge=1024)
     dedup_window_s: float = Field(default=24 * 3600, gt=0)
     hello_timeout: float = Field(default=15.0, gt=0)
+    ready_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        description="seconds from hello to ready before a start counts as failed",
+    )
     spawn: Literal["fork", "exec"] = Field(
         default="fork",
         description="fork: from a preloaded zygote (≈5 ms); exec: a new interpreter each time",

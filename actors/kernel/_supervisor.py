@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import math
 import signal
 import time
 from collections import deque
@@ -176,6 +177,7 @@ class Supervisor:
         child.dynamic = dynamic
         self.children[spec.name] = child
         await self._nursery.start(self._keep, child)
+        self._refresh_state()
         return child
 
     async def stop_child(self, name: str, *, remove: bool = True) -> None:
@@ -185,6 +187,12 @@ class Supervisor:
         await self._stop(child)
         if remove:
             del self.children[name]
+        self._refresh_state()
+
+    def _refresh_state(self) -> None:
+        """Degraded while some child is failed; back to running once none is."""
+        if self.state in ("running", "degraded"):
+            self.state = "degraded" if self.degraded else "running"
 
     def kill_child(self, name: str) -> int:
         """SIGKILL a child now (recovery testing). It restarts like after any crash."""
@@ -371,6 +379,23 @@ class Supervisor:
             raise ProtocolViolation(f"first frame is {hello['type']!r}, not kernel.hello")
         channel.send_nowait({"type": "kernel.welcome", "name": spec.name, "config": spec.config})
         await self.switchboard.request("attach", spec.name, channel)
+        # A start hook that never returns must not hold up the children after it.
+        not_ready = trio.CancelScope(deadline=trio.current_time() + self.config.ready_timeout)
+        with not_ready:
+            await self._read_frames(child, channel, frames, on_ready, not_ready)
+        if not_ready.cancelled_caught:
+            raise ProtocolViolation(f"not ready within {self.config.ready_timeout:g} s")
+
+    async def _read_frames(
+        self,
+        child: Child,
+        channel: Channel,
+        frames: Any,
+        on_ready: Any,
+        not_ready: trio.CancelScope,
+    ) -> None:
+        assert self.switchboard is not None
+        spec = child.spec
         ready = False
         async for frame in frames:
             kind = frame["type"]
@@ -378,6 +403,7 @@ class Supervisor:
                 if ready:  # a second `up` would forget what is in flight to it
                     raise ProtocolViolation("kernel.ready sent twice")
                 ready = True
+                not_ready.deadline = math.inf
                 await self.switchboard.request(
                     "up",
                     spec.name,

@@ -215,6 +215,13 @@ class Lifecycle(Actor):
             f.write(f"{what} {self.name}\n")
 
 
+class NeverReady(Actor):
+    """Its start hook never returns."""
+
+    async def on_start(self) -> None:
+        await trio.sleep_forever()
+
+
 class ExitsOnStart(Actor):
     """Exits with `code` in its start hook, only in its first incarnation (a marker file)."""
 

@@ -231,3 +231,20 @@ def test_stop_during_restart_backoff_does_not_restart(make_runtime: MakeRuntime)
     assert rt.stop(timeout=20) == 0
     assert time.monotonic() - started < 2.0, "the stop waited out the backoff"
     assert not rt.actor_pids()
+
+
+def test_a_child_never_ready_fails_without_holding_up_the_others(
+    make_runtime: MakeRuntime,
+) -> None:
+    config = {
+        "children": [child("stuck", "NeverReady"), *_echoes("after")],
+        "ready_timeout": 1,
+        "max_restarts": 0,
+    }
+    rt = make_runtime(config).start()  # returns: the children after it started
+    stuck = rt.wait_actor("stuck", state="failed")
+    assert "not ready within 1 s" in stuck["last_exit"]
+    assert rt.wait_actor("after")["state"] == "running"
+    assert rt.status()["state"] == "degraded"
+    rt.control({"type": "stop_child", "name": "stuck"})
+    wait_until(lambda: rt.status()["state"] == "running", 10, "the runtime to be running again")
