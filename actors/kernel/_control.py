@@ -46,7 +46,7 @@ async def serve_control(
     finally:
         os.umask(old_umask)
     os.chmod(path, 0o600)
-    sock.listen(16)
+    sock.listen(128)
     listener = trio.SocketListener(sock)
     task_status.started()
     try:
@@ -108,6 +108,7 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
             "actors": len(supervisor.children),
             "batches": supervisor.switchboard.batches,
             "frames": supervisor.switchboard.frames,
+            "tracers": len(supervisor.switchboard.tracers),
         }
     if kind == "actors":
         counts = mailbox_counts(store)
@@ -194,14 +195,27 @@ async def _stream_trace(
 
     assert supervisor.switchboard is not None
     supervisor.switchboard.tracers.append(tracer)
+    gone = (trio.BrokenResourceError, trio.ClosedResourceError)
     try:
-        await stream.send_all(encode({"type": "response", "ok": True}))
-        async for record in receive:
-            line = {**vars(record), "message_type": record.type, "dropped": dropped}
-            line["type"] = "trace"
-            await stream.send_all(encode(line))
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
+        async with trio.open_nursery() as nursery:
+
+            async def end_at_hangup() -> None:
+                # A quiet runtime sends nothing, so only reading notices a client gone.
+                with contextlib.suppress(*gone):
+                    while await stream.receive_some(1024):
+                        pass
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(end_at_hangup)
+            # Caught here, inside the nursery: leaving it, they would be wrapped in an
+            # exception group that nothing above expects, and end the control server.
+            with contextlib.suppress(*gone):
+                await stream.send_all(encode({"type": "response", "ok": True}))
+                async for record in receive:
+                    line = {**vars(record), "message_type": record.type, "dropped": dropped}
+                    line["type"] = "trace"
+                    await stream.send_all(encode(line))
+            nursery.cancel_scope.cancel()
     finally:
         supervisor.switchboard.tracers.remove(tracer)
 

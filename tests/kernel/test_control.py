@@ -81,3 +81,16 @@ def test_clients_that_hang_up_do_not_take_the_runtime_down(make_runtime: MakeRun
     wait_until(answers, 5, "the runtime to answer again")
     assert rt.alive
     assert rt.wait_actor("e")["restarts"] == 0
+
+
+def test_a_trace_client_that_hangs_up_on_a_quiet_runtime_is_let_go(
+    make_runtime: MakeRuntime,
+) -> None:
+    rt = make_runtime({"children": [child("e", "Echo")]}).start()
+    path = str(rt.data_dir / "control.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(path)
+        sock.sendall(encode({"type": "trace"}))
+        wait_until(lambda: rt.status()["tracers"] == 1, 10, "the trace to be registered")
+    # nothing flows, so no trace line will ever fail to send: only the hang-up can end it
+    wait_until(lambda: rt.status()["tracers"] == 0, 10, "the trace to end with its client")
