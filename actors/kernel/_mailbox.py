@@ -186,6 +186,35 @@ class MailboxStore:
         )
         return cur.lastrowid if cur.rowcount == 1 else None
 
+    def insert_many(self, rows: list[tuple[str, str, str, str, bytes, bool]]) -> list[int] | None:
+        """Store (id, recipient, sender, type, frame, inflight) rows in one statement; their
+        seqs in order, or None (and nothing stored) if any id was seen before, so that the
+        caller can fall back to `insert` one by one and learn which."""
+        if not rows:
+            return []
+        first = self._next_seq()
+        now = _now_ms()
+        self._db.execute("SAVEPOINT insert_many")
+        before = self._db.total_changes
+        self._db.executemany(
+            "INSERT INTO messages (seq, id, recipient, sender, type, frame, state, attempts,"
+            " created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+            [
+                (first + i, mid, to, sender, type, frame, int(inflight), int(inflight), now)
+                for i, (mid, to, sender, type, frame, inflight) in enumerate(rows)
+            ],
+        )
+        if self._db.total_changes - before == len(rows):
+            self._db.execute("RELEASE insert_many")
+            return list(range(first, first + len(rows)))
+        self._db.execute("ROLLBACK TO insert_many")
+        self._db.execute("RELEASE insert_many")
+        return None
+
+    def _next_seq(self) -> int:
+        row = self._db.execute("SELECT max(seq) FROM messages").fetchone()
+        return int(row[0] or 0) + 1
+
     def take(self, recipient: str, limit: int) -> list[Delivery]:
         """The oldest `limit` pending messages of `recipient`, now inflight, attempts raised."""
         if limit <= 0:
