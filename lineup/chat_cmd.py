@@ -3,7 +3,8 @@
 `lineup chat history --conversation ID [--json]` prints the timeline as the chat app shows
 it (read from the app's own log, so it works with the runtime up or stopped);
 `lineup chat send --conversation ID --text TEXT` types a message into the chat of a running
-runtime (a durable input to `app.chat`, like the terminal UI's).
+runtime (a durable input to `app.chat`, like the terminal UI's); `lineup chat attach
+[--conversation ID]` is that terminal UI.
 """
 
 from __future__ import annotations
@@ -27,6 +28,26 @@ def register(subparsers: Any) -> None:
     send.add_argument("--conversation", required=True, metavar="ID")
     send.add_argument("--text", required=True)
     send.set_defaults(func=_send)
+    attach = commands.add_parser(
+        "attach", help="an interactive terminal chat on a running runtime (/quit leaves)"
+    )
+    add_data_dir(attach)
+    attach.add_argument(
+        "--conversation",
+        default=DEFAULT_CONVERSATION,
+        metavar="ID",
+        help=f"the conversation (default {DEFAULT_CONVERSATION})",
+    )
+    attach.set_defaults(func=_attach)
+
+
+DEFAULT_CONVERSATION = "main"
+
+
+def _attach(args: argparse.Namespace) -> int:
+    from .terminal_chat import attach
+
+    return attach(data_dir_of(args), args.conversation)
 
 
 def _history(args: argparse.Namespace) -> int:

@@ -23,6 +23,49 @@ from ._common import add_data_dir, data_dir_of, fail
 
 
 def _run(args: argparse.Namespace) -> int:
+    if not args.headless and sys.stdin.isatty():
+        return _run_with_terminal_chat(args)
+    return _run_headless(args)
+
+
+def _run_with_terminal_chat(args: argparse.Namespace) -> int:
+    """The runtime headless in a child process (its log in the data dir), the terminal chat
+    in this one; leaving the chat stops the runtime."""
+    import signal
+    import subprocess
+
+    from .terminal_chat import attach, wait_for_runtime
+
+    data_dir = data_dir_of(args)
+    (data_dir / "logs").mkdir(parents=True, exist_ok=True)
+    forwarded = ["--data-dir", str(data_dir), "--log-level", args.log_level]
+    for flag, value in (
+        ("--appserver", args.appserver),
+        ("--config", args.config),
+        ("--synchronous", args.synchronous),
+    ):
+        if value:
+            forwarded += [flag, str(value)]
+    if args.no_demo_agent:
+        forwarded.append("--no-demo-agent")
+    with open(data_dir / "logs" / "runtime.log", "ab") as log:
+        runtime = subprocess.Popen(
+            [sys.executable, "-m", "lineup.cli", "run", "--headless", *forwarded],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+    try:
+        if not wait_for_runtime(data_dir, timeout=30):
+            return fail(f"the runtime did not start; see {data_dir / 'logs' / 'runtime.log'}")
+        return attach(data_dir, args.conversation)
+    finally:
+        runtime.send_signal(signal.SIGTERM)
+        runtime.wait()
+        print("stopped", file=sys.stderr)
+
+
+def _run_headless(args: argparse.Namespace) -> int:
     import trio
 
     import supervisor
@@ -74,7 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
         "stops the actors in reverse start order.",
     )
     add_data_dir(run)
-    run.add_argument("--headless", action="store_true", help="start no terminal UI")
+    run.add_argument(
+        "--headless",
+        action="store_true",
+        help="start no terminal chat (also the case when standard input is not a terminal)",
+    )
+    run.add_argument(
+        "--conversation",
+        default="main",
+        metavar="ID",
+        help="the conversation the terminal chat shows (default main)",
+    )
     run.add_argument(
         "--appserver",
         metavar="URL",

@@ -83,7 +83,7 @@ def _offline_store(data_dir: Path) -> MailboxStore:
     return MailboxStore(path, readonly=True)
 
 
-def _lifecycle(data_dir: Path, status: dict[str, Any]) -> str:
+def runtime_lifecycle(data_dir: Path, status: dict[str, Any]) -> str:
     """The runtime lifecycle of seed §3.3: the supervisor's own states, else the connection
     state the transport last reported to the store."""
     from actors.store import read_lifecycle
@@ -116,7 +116,7 @@ def _status(args: argparse.Namespace) -> int:
             "degraded": [],
             "mailboxes": len(counts),
         }
-    status["lifecycle"] = _lifecycle(data_dir, status)
+    status["lifecycle"] = runtime_lifecycle(data_dir, status)
     if args.json:
         print_json(status)
     else:
