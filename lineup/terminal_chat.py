@@ -19,20 +19,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from actors.kernel import ControlError, control_request
-from apps.chat import history
+from apps.chat import history, render
 
 from .debug_cmd import runtime_lifecycle
 
 POLL_S = 0.2  # how often the screen catches up with the chat app's log
 
 
-def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[str]:
+def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[RenderableType]:
     """Lines for timeline items not shown yet, or whose state changed since (`seen`: id →
-    state, updated in place), then the task progress and what waits for an answer."""
-    lines: list[str] = []
+    state, updated in place), then the task progress and what waits for an answer. Agent
+    Markdown comes as a safe renderable (no raw HTML, links written out)."""
+    lines: list[RenderableType] = []
     for item in view["timeline"]:
         key, state = item["id"], item.get("state", "")
         if seen.get(key) == state:
@@ -40,7 +41,10 @@ def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[str]:
         first = key not in seen
         seen[key] = state
         who = "you" if item["sender"] == "user" else item["sender"]
-        if first:
+        if first and item.get("format") == "markdown":
+            lines.append(f"[{who}]  ({state})")
+            lines.append(render(item.get("text", ""), "markdown"))
+        elif first:
             lines.append(f"[{who}] {item.get('shown', item.get('text', ''))}  ({state})")
         else:
             lines.append(f"  ↳ {item.get('shown', '')[:40]} … now {state}")

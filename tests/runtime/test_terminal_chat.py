@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rich.markdown import Markdown
+
 from actors.store import read_lifecycle
 from lineup.terminal_chat import parse_line, render_new
 from tests.kernel.helpers import REPO_ROOT
@@ -40,6 +42,18 @@ def test_each_item_is_printed_once_and_again_when_its_state_changes() -> None:
     asked = render_new(_view(pending_interactions=[CHOICE]), seen)
     assert asked == ["  ? Which colour?", "     /1 Red", "     /2 Green"]
     assert render_new(_view(pending_interactions=[CHOICE]), seen) == []
+    markdown = {
+        "id": "B",
+        "sender": "agent:demo",
+        "text": "**hi** <b>x</b> [go](http://e)",
+        "format": "markdown",
+        "state": "received",
+    }
+    header, body = render_new(_view(timeline=[markdown]), seen)
+    assert header == "[agent:demo]  (received)"
+    assert isinstance(body, Markdown)
+    assert body.markup == "**hi** &lt;b&gt;x&lt;/b&gt; go (http://e)"
+    assert body.hyperlinks is False
 
 
 def test_typed_lines_become_declarative_inputs_or_say_why_not() -> None:
