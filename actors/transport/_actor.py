@@ -129,6 +129,9 @@ class TransportActor(Actor):
             token=token,
             cursor=cursor,
             client_name="lineup-runtime",
+            # At most this many received envelopes wait here for the router; the rest of a
+            # backlog waits on the AppServer (paging is ours to ask for).
+            max_buffered=int(self.config.get("max_buffered", 4096)),
             backoff_initial=float(self.config.get("backoff_initial", 0.05)),
             backoff_max=float(self.config.get("backoff_max", 2.0)),
         )

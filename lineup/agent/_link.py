@@ -197,11 +197,14 @@ class Link:
         backoff_initial: float = 0.05,
         backoff_max: float = 5.0,
         connect_timeout: float = 10.0,
+        max_buffered: int | None = None,
     ) -> None:
         if cursor < 0:
             raise ValueError("`cursor` must be non-negative")
         if not 1 <= sync_limit <= MAX_BATCH_ITEMS:
             raise ValueError(f"`sync_limit` must be within 1 … {MAX_BATCH_ITEMS}")
+        if max_buffered is not None and max_buffered < 1:
+            raise ValueError("`max_buffered` must be positive (or None: unbounded)")
         if not 0 < backoff_initial <= backoff_max:
             raise ValueError("backoff needs 0 < `backoff_initial` <= `backoff_max`")
         _endpoint(url)  # a malformed URL fails here, not in the retry loop
@@ -230,7 +233,11 @@ class Link:
         self._pending: dict[str, _Pending] = {}
         self._serial = 0
         self._wake = trio.Event()
-        self._send_messages, self.messages = trio.open_memory_channel[Received](float("inf"))
+        # Bounded, the reader waits for the consumer before it asks for the next page: a
+        # backlog waits on the server, not in this process's memory.
+        self._send_messages, self.messages = trio.open_memory_channel[Received](
+            float("inf") if max_buffered is None else max_buffered
+        )
         self.welcome: Welcome | None = None
         self._state: LinkState = "connecting"
         self._state_changed = trio.Event()
@@ -457,14 +464,14 @@ class _Connection:
             frame = await self._receive()
             if isinstance(frame, Batch):
                 for item in frame.items:
-                    self._pass_on(item.seq, item.message)
+                    await self._pass_on(item.seq, item.message)
                 if frame.items:  # see the module docstring: the end is told by backlog_end
                     sync = Sync(frame="sync", cursor=link._received_upto, limit=self._limit())
                     await self._send(sync)
             elif isinstance(frame, BacklogEnd):
                 link._set_state("live")
             elif isinstance(frame, Deliver):
-                self._pass_on(frame.seq, frame.message)
+                await self._pass_on(frame.seq, frame.message)
             elif isinstance(frame, SubmitResult):
                 pending = link._pending.pop(frame.idempotency_key, None)
                 if pending is not None:  # else: a duplicated frame, already answered
@@ -479,13 +486,14 @@ class _Connection:
                 link._last_error = str(failure)
             # `pong` and a duplicated `welcome` need nothing.
 
-    def _pass_on(self, seq: int, message: dict[str, Any]) -> None:
+    async def _pass_on(self, seq: int, message: dict[str, Any]) -> None:
         link = self._link
         if seq <= link._received_upto:
             link._dropped += 1
             return
+        await link._send_messages.send(Received(seq, message))
+        # Only once it is passed on: a send cut short by a lost connection is synced again.
         link._received_upto = seq
-        link._send_messages.send_nowait(Received(seq, message))
 
     async def _writer(self) -> None:
         """Submits without a verdict on this connection, in order; then the latest ack."""
