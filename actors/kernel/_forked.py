@@ -9,7 +9,6 @@ every process still waited on counts as killed.
 from __future__ import annotations
 
 import array
-import contextlib
 import logging
 import os
 import signal
@@ -22,6 +21,7 @@ import trio
 
 from ._frames import FrameDecoder, encode
 from ._ids import new_id
+from ._process import Incarnation
 from ._specs import ChildSpec
 
 log = logging.getLogger("lineup.supervisor")
@@ -135,8 +135,8 @@ class Zygote:
         return None if self.alive else -signal.SIGKILL
 
 
-class ForkedProcess:
-    """An actor process forked by the zygote; the same face as `ChildProcess`."""
+class ForkedProcess(Incarnation):
+    """An actor process forked by the zygote."""
 
     def __init__(self, pid: int, sock: socket.socket, zygote: Zygote) -> None:
         self.pid = pid
@@ -149,16 +149,3 @@ class ForkedProcess:
     @property
     def returncode(self) -> int | None:
         return self._zygote.exit_status(self.pid)
-
-    def signal(self, sig: signal.Signals) -> None:
-        if self.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, sig)
-
-    async def stop(self, timeout: float) -> int:
-        if timeout > 0:
-            self.signal(signal.SIGTERM)
-            with trio.move_on_after(timeout):
-                return await self.wait()
-        self.signal(signal.SIGKILL)
-        return await self.wait()

@@ -15,7 +15,36 @@ import trio
 from ._specs import ChildSpec
 
 
-class ChildProcess:
+class Incarnation:
+    """What the supervisor does with an actor process, however it was started: wait for its
+    exit status, signal it, stop it by its shutdown rule."""
+
+    pid: int
+    sock: socket.socket
+
+    async def wait(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def returncode(self) -> int | None:
+        raise NotImplementedError
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    async def stop(self, timeout: float) -> int:
+        """SIGTERM, then SIGKILL if it has not exited within `timeout` (0: SIGKILL at once)."""
+        if timeout > 0:
+            self.signal(signal.SIGTERM)
+            with trio.move_on_after(timeout):
+                return await self.wait()
+        self.signal(signal.SIGKILL)
+        return await self.wait()
+
+
+class ChildProcess(Incarnation):
     """One incarnation of an actor: an OS process holding the other end of a socketpair."""
 
     def __init__(self, spec: ChildSpec, *, log_dir: Path, env: dict[str, str] | None) -> None:
@@ -67,20 +96,6 @@ class ChildProcess:
     @property
     def returncode(self) -> int | None:
         return self.popen.poll()
-
-    def signal(self, sig: signal.Signals) -> None:
-        if self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, sig)
-
-    async def stop(self, timeout: float) -> int:
-        """SIGTERM, then SIGKILL if it has not exited within `timeout` (0: SIGKILL at once)."""
-        if timeout > 0:
-            self.signal(signal.SIGTERM)
-            with trio.move_on_after(timeout):
-                return await self.wait()
-        self.signal(signal.SIGKILL)
-        return await self.wait()
 
 
 def describe_exit(code: int) -> str:

@@ -22,11 +22,11 @@ import trio
 
 from ._channel import Channel
 from ._control import serve_control
-from ._forked import ForkedProcess, Zygote
+from ._forked import Zygote
 from ._frames import FrameError, pack_body
 from ._ids import new_id
 from ._mailbox import MailboxStore
-from ._process import ChildProcess, describe_exit
+from ._process import ChildProcess, Incarnation, describe_exit
 from ._specs import ChildSpec, Restart, RuntimeConfig
 from ._switchboard import Switchboard
 from ._wire import ProtocolViolation, classify
@@ -61,7 +61,7 @@ class Child:
     history: RestartHistory
     dynamic: bool = False
     state: str = "starting"
-    process: ChildProcess | ForkedProcess | None = None
+    process: Incarnation | None = None
     restarts: int = 0
     started_at: float = field(default_factory=time.monotonic)
     stopping: bool = False
@@ -356,7 +356,7 @@ class Supervisor:
         )
         return code, reason, bool(attributed and blame)
 
-    async def _spawn(self, spec: ChildSpec) -> ChildProcess | ForkedProcess:
+    async def _spawn(self, spec: ChildSpec) -> Incarnation:
         log_dir = self.data_dir / "logs"
         # A child with an environment of its own (isolation) is exec'd, never forked.
         if self.zygote is not None and self.zygote.alive and self.child_env is None:
