@@ -21,14 +21,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
-import shutil
-import signal
 import sqlite3
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -47,7 +43,8 @@ from ._e2e_flow import (
 )
 from ._e2e_procs import AppServerProcess, RuntimeProcess, prefill, wait_for
 from ._e2e_report import PACED_RATE, print_table, result_record
-from ._procs import BenchError, Processes
+from ._procs import Processes
+from ._runner import run_bench
 
 DEFAULT_MESSAGES = 5_000
 DEFAULT_PACED = 1_000
@@ -232,43 +229,11 @@ async def _measure(work: Path, procs: Processes, args: argparse.Namespace, err: 
 
 def run(args: argparse.Namespace) -> int:
     """The `lineup bench e2e` command; 0 when it measured, whatever the verdicts."""
-    err = Console(stderr=True)
-    problem = _check(args)
-    if problem:
-        err.print(f"[red]error:[/red] {problem}")
-        return 2
-    work = Path(tempfile.mkdtemp(prefix="lineup-bench-", dir=args.work_dir))
-    procs = Processes(work / "logs")
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # cleaned up like a Ctrl-C
-    interrupted = False
-    try:
-        record = trio.run(_measure, work, procs, args, err)
-    except BenchError as exc:
-        err.print(f"[red]bench failed:[/red] {exc}", highlight=False)
-        return 1
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        impatient = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a 2nd Ctrl-C: still clean
-        try:
-            procs.stop_all()
-            shutil.rmtree(work, ignore_errors=True)
-        finally:
-            signal.signal(signal.SIGINT, impatient)
-            signal.signal(signal.SIGTERM, previous)
-    if interrupted:
-        err.print("interrupted; every process the bench started is stopped")
-        return 130
-    if args.json:
-        json.dump(record, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print_table(record, Console())
-    return 0
 
+    def measure(work: Path, procs: Processes, err: Console) -> dict[str, Any]:
+        return trio.run(_measure, work, procs, args, err)
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+    return run_bench(args, problem=_check(args), measure=measure, print_table=print_table)
 
 
 def main(argv: list[str] | None = None) -> int:

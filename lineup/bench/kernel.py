@@ -14,14 +14,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
-import shutil
-import signal
 import sqlite3
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +31,7 @@ from ._options import MAX_PACED, PACED_RATE, add_arguments, check_arguments
 from ._paths import BarePaths, KernelPath, Run
 from ._procs import BenchError, Processes
 from ._report import print_table, result_record
+from ._runner import run_bench
 
 
 def _filesystem(path: Path) -> str:
@@ -166,51 +163,18 @@ def measure(
 
 def run(args: argparse.Namespace) -> int:
     """The `lineup bench kernel` command; 0 when it measured, whatever the verdicts."""
-    err = Console(stderr=True)
-    problem = check_arguments(args)
-    if problem:
-        err.print(f"[red]error:[/red] {problem}")
-        return 2
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # cleaned up like a Ctrl-C
-    try:
-        return _run_in(Path(tempfile.mkdtemp(prefix="lineup-bench-", dir=args.work_dir)), args)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def _run_in(work: Path, args: argparse.Namespace) -> int:
-    err = Console(stderr=True)
-    procs = Processes(work / "logs")
-    steps = _Steps(err, total=2 + 3 * args.rounds + 3 + 1)
-    interrupted = False
-    try:
+    def measure_with_progress(work: Path, procs: Processes, err: Console) -> dict[str, Any]:
+        steps = _Steps(err, total=2 + 3 * args.rounds + 3 + 1)
         with steps.progress:
-            record = measure(args, work, procs, steps)
-    except BenchError as exc:
-        err.print(f"[red]bench failed:[/red] {exc}", highlight=False)
-        return 1
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        impatient = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a 2nd Ctrl-C: still clean
-        try:
-            procs.stop_all()
-            shutil.rmtree(work, ignore_errors=True)
-        finally:
-            signal.signal(signal.SIGINT, impatient)
-    if interrupted:
-        err.print("interrupted; every process the bench started is stopped")
-        return 130
-    if args.json:
-        json.dump(record, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print_table(record, Console())
-    return 0
+            return measure(args, work, procs, steps)
+
+    return run_bench(
+        args,
+        problem=check_arguments(args),
+        measure=measure_with_progress,
+        print_table=print_table,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
