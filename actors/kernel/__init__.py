@@ -2,9 +2,10 @@
 
 Layers, bottom up: `_frames` (length-prefixed msgpack), `_channel` (one socketpair end,
 one writer task), `_mailbox` (the durable mailbox file), `_switchboard` (group commit and
-delivery with credits), `_supervisor` (processes, OTP restart rules), `_control` (the
-debug socket). Actors see only `Actor`, `handles`, `Message`, the call errors and
-`applied_once`.
+delivery with credits), `_process` / `_forked` + `zygote` (actor processes, exec'd or
+forked from a preloaded parent), `_children` and `_supervisor` (OTP restart rules),
+`_control` (the debug socket); `child` is an actor process's entry point. Actors see only
+`Actor`, `handles`, `Message`, the call errors and `applied_once`.
 """
 
 import importlib
@@ -40,15 +41,16 @@ _LAZY = {
     "Restart": "._specs",
     "RuntimeConfig": "._specs",
     "Supervisor": "._supervisor",
-    "supervisor_pid_alive": "._supervisor",
+    "supervisor_pid_alive": "._children",
 }
 
 if TYPE_CHECKING:
+    from ._children import supervisor_pid_alive
     from ._control import ControlError, control_request, control_stream
     from ._inspect import mailbox_counts, mailbox_listing
     from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
     from ._specs import ChildSpec, Restart, RuntimeConfig
-    from ._supervisor import Supervisor, supervisor_pid_alive
+    from ._supervisor import Supervisor
 
 
 def __getattr__(name: str) -> Any:

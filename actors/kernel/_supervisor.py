@@ -8,19 +8,17 @@ policy, the restart intensity and the strategy whether and when to start it agai
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import math
 import signal
 import time
-from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import trio
 
 from ._channel import Channel
+from ._children import Child, RestartHistory, lock_data_dir
 from ._control import serve_control
 from ._forked import Zygote
 from ._frames import FrameError, pack_body
@@ -32,49 +30,6 @@ from ._switchboard import Switchboard
 from ._wire import ProtocolViolation, classify
 
 log = logging.getLogger("lineup.supervisor")
-
-
-class RestartHistory:
-    """Restarts within the last `period` seconds, for intensity and backoff."""
-
-    def __init__(self, limit: int, period: float) -> None:
-        self.limit = limit
-        self.period = period
-        self.times: deque[float] = deque()
-
-    def record(self, now: float) -> bool:
-        """Note a restart; False if it exceeds the intensity (then escalate instead)."""
-        self.times.append(now)
-        while self.times and now - self.times[0] > self.period:
-            self.times.popleft()
-        return len(self.times) <= self.limit
-
-    def backoff(self, base: float, cap: float) -> float:
-        """0 for the first restart in the period, then base, 2*base, 4*base ... up to cap."""
-        n = len(self.times)
-        return 0.0 if n <= 1 else min(cap, base * 2 ** (n - 2))
-
-
-@dataclass
-class Child:
-    spec: ChildSpec
-    history: RestartHistory
-    dynamic: bool = False
-    state: str = "starting"
-    process: Incarnation | None = None
-    restarts: int = 0
-    started_at: float = field(default_factory=time.monotonic)
-    stopping: bool = False
-    stop_requested: trio.Event = field(default_factory=trio.Event)  # cuts a backoff short
-    kill_requested: bool = False
-    last_exit: str = ""
-    stopped: trio.Event = field(default_factory=trio.Event)
-    stats_waiters: dict[str, tuple[trio.Event, list[dict[str, Any]]]] = field(default_factory=dict)
-    on_ready: list[Any] = field(default_factory=list)  # run once at the next ready
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process and self.process.returncode is None else None
 
 
 class Supervisor:
@@ -107,7 +62,7 @@ class Supervisor:
     # -- running -------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        lock = _lock_data_dir(self.data_dir)
+        lock = lock_data_dir(self.data_dir)
         self.store = MailboxStore(self.data_dir / "mailbox.db", synchronous=self.config.synchronous)
         self.store.begin()
         recovered = self.store.recover()
@@ -438,29 +393,3 @@ class Supervisor:
         finally:
             child.stats_waiters.pop(nonce, None)
         return waiter[1][0] if waiter[1] else None
-
-
-def _lock_data_dir(data_dir: Path) -> IO[str]:
-    """Hold the data dir's lock for the whole run: one runtime per data dir."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    lock = open(data_dir / "supervisor.lock", "w")  # noqa: SIM115 (held for the run)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.close()
-        raise RuntimeError(f"another runtime is running on {data_dir}") from None
-    return lock
-
-
-def supervisor_pid_alive(data_dir: Path) -> bool:
-    """True while some runtime holds the data dir's lock."""
-    path = data_dir / "supervisor.lock"
-    if not path.exists():
-        return False
-    with open(path) as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return False
