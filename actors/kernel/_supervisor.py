@@ -187,7 +187,9 @@ class Supervisor:
             while True:
                 code, reason, attributed = await self._incarnation(child, on_ready)
                 child.last_exit = reason
-                if child.stopping:
+                # Stopped on purpose, or the runtime is stopping: a child that dies while it
+                # waits for its turn to be stopped is not started again.
+                if child.stopping or self.state == "stopping":
                     child.state = "stopped"
                     return
                 abnormal = code != 0

@@ -248,3 +248,19 @@ def test_a_child_never_ready_fails_without_holding_up_the_others(
     assert rt.status()["state"] == "degraded"
     rt.control({"type": "stop_child", "name": "stuck"})
     wait_until(lambda: rt.status()["state"] == "running", 10, "the runtime to be running again")
+
+
+def test_a_child_that_dies_while_the_runtime_stops_is_not_restarted(
+    make_runtime: MakeRuntime,
+) -> None:
+    # `slow` is stopped first (reverse order) and takes its 3 s shutdown; `early` dies then.
+    config = {"children": [*_echoes("early"), child("slow", "IgnoresTerm", shutdown=3)]}
+    rt = make_runtime(config).start()
+    early = rt.wait_actor("early")["pid"]
+    assert rt.process is not None
+    rt.process.send_signal(signal.SIGTERM)
+    wait_until(lambda: rt.status()["state"] == "stopping", 10, "the runtime to be stopping")
+    _kill(early)
+    assert rt.wait_exit(20) == 0
+    log = rt.log()
+    assert "restart 1" not in log, log[-2000:]
