@@ -29,7 +29,7 @@ log = logging.getLogger("lineup.supervisor")
 
 class Zygote:
     def __init__(self, preload: list[str]) -> None:
-        self._preload = preload
+        self.preload = preload
         self._exits: dict[int, int] = {}
         self._exit_lot = trio.lowlevel.ParkingLot()
         self._spawned: dict[str, tuple[trio.Event, list[int]]] = {}
@@ -49,7 +49,7 @@ class Zygote:
                 "actors.kernel.zygote",
                 str(os.getpid()),
                 str(theirs.fileno()),
-                *self._preload,
+                *self.preload,
             ],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,

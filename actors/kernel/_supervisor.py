@@ -47,6 +47,7 @@ class Supervisor:
         self.switchboard: Switchboard | None = None
         self.child_env: dict[str, str] | None = None  # None: children inherit ours
         self.zygote: Zygote | None = None
+        self._zygote_lock = trio.Lock()
 
     @property
     def uptime_s(self) -> float:
@@ -315,6 +316,13 @@ class Supervisor:
 
     async def _spawn(self, spec: ChildSpec) -> Incarnation:
         log_dir = self.data_dir / "logs"
+        async with self._zygote_lock:
+            if self.zygote is not None and not self.zygote.alive and self.state != "stopping":
+                # It died (and its actors with it): a new one, so restarts stay fast.
+                log.warning("the zygote is gone: starting a new one")
+                assert self._nursery is not None
+                self.zygote = Zygote(self.zygote.preload)
+                await self._nursery.start(self.zygote.run)
         # A child with an environment of its own (isolation) is exec'd, never forked.
         if self.zygote is not None and self.zygote.alive and self.child_env is None:
             try:

@@ -264,3 +264,16 @@ def test_a_child_that_dies_while_the_runtime_stops_is_not_restarted(
     assert rt.wait_exit(20) == 0
     log = rt.log()
     assert "restart 1" not in log, log[-2000:]
+
+
+def test_a_new_zygote_forks_the_actors_when_the_old_one_dies(make_runtime: MakeRuntime) -> None:
+    rt = make_runtime({"children": _echoes("a", "b")}).start()
+    before = {name: rt.wait_actor(name)["pid"] for name in "ab"}
+    (zygote,) = [p for p in runtime_processes(rt.pid) if p not in actor_processes(rt.pid)]
+    _kill(zygote)  # its children die with it (parent-death signal)
+    after = {name: rt.wait_actor(name, restarts=1)["pid"] for name in "ab"}
+    assert set(after.values()).isdisjoint(before.values())
+    (again,) = [p for p in runtime_processes(rt.pid) if p not in actor_processes(rt.pid)]
+    assert again != zygote
+    for pid in after.values():
+        assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[2] == b"actors.kernel.zygote"
