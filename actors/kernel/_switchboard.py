@@ -59,6 +59,11 @@ class Endpoint:
             return min(self.credits, self.probe - len(self.inflight))
         return self.credits
 
+    def takes_directly(self, spoken_for: int = 0) -> bool:
+        """A new message may skip the disk queue: the actor is up, nothing waits before it,
+        and it has room beyond the `spoken_for` deliveries already decided for it."""
+        return self.channel is not None and not self.backlog and self.room - spoken_for > 0
+
 
 @dataclass
 class Outcome:
@@ -231,12 +236,7 @@ class Switchboard:
             frame["from"] = sender  # an actor cannot speak for another
             to = frame["to"]
             ep = self.endpoint(to)
-            direct = (
-                to not in queued
-                and ep.channel is not None
-                and not ep.backlog
-                and ep.room - taken.get(to, 0) > 0
-            )
+            direct = to not in queued and ep.takes_directly(taken.get(to, 0))
             if direct:
                 taken[to] = taken.get(to, 0) + 1
             else:
@@ -261,7 +261,7 @@ class Switchboard:
         frame["from"] = sender  # an actor cannot speak for another
         to = frame["to"]
         ep = self.endpoint(to)
-        direct = ep.channel is not None and not ep.backlog and ep.room > 0
+        direct = ep.takes_directly()
         packed = _pack(frame)
         seq = self.store.insert(
             message_id=frame["id"],
