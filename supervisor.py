@@ -27,6 +27,8 @@ RUNTIME_CHILDREN = [
     # The chat core app (seed §4.5): its mailbox is its App Inbox (§5.4).
     ChildSpec(name="app.chat", target="apps.chat:ChatApp"),
     ChildSpec(name="transport", target="actors.transport:TransportActor"),
+    # The user's side: UI sessions and host lifecycle intents (seed §5.1).
+    ChildSpec(name="host", target="actors.host:HostActor"),
 ]
 
 # Where the runtime's AppServer token lives in the data dir (mode 0600, transport only).

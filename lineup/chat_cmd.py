@@ -3,7 +3,7 @@
 `lineup chat history --conversation ID [--json]` prints the timeline as the chat app shows
 it (read from the app's own log, so it works with the runtime up or stopped);
 `lineup chat send --conversation ID --text TEXT` types a message into the chat of a running
-runtime (a durable input to `app.chat`, like the terminal UI's); `lineup chat attach
+runtime (a UI action through the host actor, like the terminal UI's); `lineup chat attach
 [--conversation ID]` is that terminal UI.
 """
 
@@ -65,12 +65,8 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _send(args: argparse.Namespace) -> int:
-    from actors.kernel import control_request
+    from .ui_session import UiSession
 
     body = {"kind": "send", "conversation_id": args.conversation, "text": args.text}
-    reply = control_request(
-        data_dir_of(args),
-        {"type": "send", "to": "app.chat", "message_type": "app.input", "body": body},
-    )
-    print(reply["id"])
+    print(UiSession(data_dir_of(args), session_id="cli").act(body))
     return 0

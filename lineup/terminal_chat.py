@@ -1,8 +1,9 @@
 """The terminal chat: the chat app's timeline on screen, the user's lines into its input.
 
-It reads what the chat app shows (its own log, `apps.chat.history`) and writes only through
-the chat app's durable input (`app.input` via the control socket), like any host would: it
-never talks to the AppServer, the store or the agent. Lines typed:
+It reads what the chat app shows (its own log, `apps.chat.history`) and writes only as a UI
+session of the host actor (`lineup.ui_session`): the host checks and audits each action
+and hands it to the chat app as its durable input. It never talks to the AppServer, the
+store or the agent. Lines typed:
 
     any text        send it as a message
     /1, /2, ...     pick that option of the waiting choice
@@ -13,6 +14,7 @@ never talks to the AppServer, the store or the agent. Lines typed:
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -25,6 +27,7 @@ from actors.kernel import ControlError, control_request
 from apps.chat import history, render
 
 from .debug_cmd import runtime_lifecycle
+from .ui_session import UiSession
 
 POLL_S = 0.2  # how often the screen catches up with the chat app's log
 
@@ -110,6 +113,13 @@ def attach(data_dir: Path, conversation: str, *, stop: threading.Event | None = 
     console = Console(highlight=False)
     stop = stop or threading.Event()
     seen: dict[str, str] = {}
+    session = UiSession(data_dir)
+    try:
+        session.open()
+        session.intent("foreground", app_scope="chat")
+    except ControlError as exc:
+        console.print(f"the runtime is not answering: {exc}", style="red")
+        return 1
     console.print(f"chat {conversation} — type a message; /quit leaves", style="bold")
 
     def show() -> None:
@@ -134,10 +144,7 @@ def attach(data_dir: Path, conversation: str, *, stop: threading.Event | None = 
                 console.print(f"  ({body})", style="yellow")
                 continue
             try:
-                control_request(
-                    data_dir,
-                    {"type": "send", "to": "app.chat", "message_type": "app.input", "body": body},
-                )
+                session.act(body)
             except ControlError as exc:
                 console.print(f"  (not sent: {exc})", style="red")
     except KeyboardInterrupt:
@@ -145,6 +152,9 @@ def attach(data_dir: Path, conversation: str, *, stop: threading.Event | None = 
     finally:
         stop.set()
         painter.join(timeout=2)
+        with contextlib.suppress(ControlError):
+            session.intent("background", app_scope="chat", timeout=2)
+            session.close(timeout=2)
     return 0
 
 

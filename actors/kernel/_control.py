@@ -158,20 +158,31 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
         return {"name": request["name"]}
     if kind == "send":
         # Inject a message as the operator ("debug"): it goes through the same checks.
-        frame = {
-            "v": 1,
-            "id": request.get("id") or new_id(),
-            "to": request["to"],
-            "type": request["message_type"],
-            "body": pack_body(request.get("body")),
-        }
-        op, payload = classify(frame)
-        await supervisor.switchboard.request(op, "debug", payload)
-        return {"id": frame["id"]}
+        return {"id": await _inject(supervisor, request, str(request["to"]), "debug")}
+    if kind == "ui":
+        # A UI session speaks to the host actor only, as "ui": the host tells a user's
+        # action from the operator's injections and from anything an actor says.
+        if not str(request["message_type"]).startswith("host."):
+            raise ValueError(f"a UI session sends host.* messages, not {request['message_type']!r}")
+        return {"id": await _inject(supervisor, request, "host", "ui")}
     if kind == "stop":
         supervisor.request_stop()
         return {}
     raise ValueError(f"unknown request {kind!r}")
+
+
+async def _inject(supervisor: Supervisor, request: dict[str, Any], to: str, sender: str) -> str:
+    frame = {
+        "v": 1,
+        "id": request.get("id") or new_id(),
+        "to": to,
+        "type": request["message_type"],
+        "body": pack_body(request.get("body")),
+    }
+    op, payload = classify(frame)
+    assert supervisor.switchboard is not None  # the control socket opens after it
+    await supervisor.switchboard.request(op, sender, payload)
+    return str(frame["id"])
 
 
 async def _stream_trace(

@@ -10,7 +10,8 @@ it never sees the AppServer, the agent, the token, another app or the runtime's 
 
 Kernel messages an app process answers: `app.deliver` {`messages`: [projection]} from the
 router, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.input`
-{...} from the user's side. It sends `router.action` and `store.inbox.ack` {`ids`}.
+{...} from the host actor only (the user's side; any other sender's is refused and
+counted). It sends `router.action` and `store.inbox.ack` {`ids`}.
 """
 
 from pathlib import Path

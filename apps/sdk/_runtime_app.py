@@ -34,6 +34,7 @@ log = logging.getLogger("lineup.app")
 
 AUTO_ACK_TYPES: Final = frozenset({"lineup.message", "lineup.task.progress"})
 ROUTER: Final = "router"
+HOST: Final = "host"
 STORE: Final = "store"
 
 MessageHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
@@ -186,7 +187,12 @@ class RuntimeApp(Actor):
         """The app's own start: subscribe, draw. The view model is already restored."""
 
     async def on_input(self, body: dict[str, Any]) -> None:
-        """Input from the user's side (the host, or `lineup chat send`)."""
+        """Input from the user's side: a UI action the host actor checked and passed on."""
+
+    _refused_inputs = 0
+
+    def statistics_extra(self) -> dict[str, Any]:
+        return {"refused_inputs": self._refused_inputs}
 
     async def _apply(self, event: dict[str, Any]) -> None:
         view = self._views.apply(event)
@@ -237,6 +243,16 @@ class RuntimeApp(Actor):
 
     @handles("app.input")
     async def _input(self, msg: Message) -> None:
+        # The user's side reaches an app only through the host actor (seed §5.1): an
+        # input from anyone else is not the user's, whatever it says.
+        if msg.sender != HOST:
+            self._refused_inputs += 1
+            log.warning(
+                "refused app.input %s from %s: only the host speaks for the user",
+                msg.id,
+                msg.sender,
+            )
+            return
         self._enter(msg)
         try:
             await self.on_input(dict(msg.body or {}))

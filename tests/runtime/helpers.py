@@ -23,6 +23,7 @@ from actors.transport import write_token
 from apps.chat import history
 from lineup.agent import AgentClient
 from lineup.appserver import AppServer
+from lineup.ui_session import UiSession
 from tests.kernel.helpers import Runtime
 
 T = TypeVar("T")
@@ -129,11 +130,9 @@ class Stack:
         return True
 
     def user_says(self, text: str, conversation: str = CONVERSATION) -> str:
-        """The user types `text` in the chat (a durable input to `app.chat`)."""
+        """The user types `text` in the chat (a UI action through the host actor)."""
         body = {"kind": "send", "conversation_id": conversation, "text": text}
-        return self.control(
-            {"type": "send", "to": "app.chat", "message_type": "app.input", "body": body}
-        )["id"]
+        return UiSession(self.data_dir, session_id="test").act(body)
 
     def timeline(self, conversation: str = CONVERSATION) -> list[dict[str, Any]]:
         return list(history(self.data_dir, conversation)["timeline"])

@@ -8,7 +8,15 @@ from pathlib import Path
 
 from tests.kernel.helpers import REPO_ROOT
 
-ACTORS = ["store", "router", "transport", "app_manager", "tool_router", "capability_gateway"]
+ACTORS = [
+    "store",
+    "router",
+    "transport",
+    "app_manager",
+    "tool_router",
+    "capability_gateway",
+    "host",
+]
 
 
 def _imports(path: Path) -> set[str]:

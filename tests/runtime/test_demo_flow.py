@@ -1,7 +1,7 @@
 """The demo agent's script end to end through `lineup run --headless` (embedded AppServer
 and demo agent): the user writes, the agent answers with Markdown, a task and a choice;
-the user answers the choice, the confirm and the input through the chat app's durable
-input (`app.input` kind `answer`, as `lineup chat send` and the terminal chat do), and
+the user answers the choice, the confirm and the input as UI actions through the host
+actor (kind `answer`, as `lineup chat send` and the terminal chat do), and
 each of the agent's reactions arrives in the chat timeline once, in order."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from actors.kernel import control_request
 from actors.store import read_lifecycle
 from apps.chat import history
+from lineup.ui_session import UiSession
 
 from .helpers import wait_for
 from .test_lineup_run import _start, _stop
@@ -20,8 +20,7 @@ CONVERSATION = "conv-demo"
 
 
 def _input(data_dir: Path, body: dict[str, Any]) -> None:
-    request = {"type": "send", "to": "app.chat", "message_type": "app.input", "body": body}
-    control_request(data_dir, {**request, "body": {"conversation_id": CONVERSATION, **body}})
+    UiSession(data_dir, session_id="test").act({"conversation_id": CONVERSATION, **body})
 
 
 def _view(data_dir: Path) -> dict[str, Any]:

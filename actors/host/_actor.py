@@ -1,0 +1,178 @@
+"""UI sessions, UI actions and host lifecycle intents: checked, audited, passed on.
+
+| message | body | effect |
+|---|---|---|
+| `host.session.open` | `session_id`, `kind` (terminal, web) | the session is known; audited |
+| `host.session.close` | `session_id` | the session is gone; audited |
+| `host.ui.action` | `session_id`, `app_scope`, `input` {...} | `app.input` to `app.<scope>` |
+| `host.intent` | `session_id`, `intent`, `app_scope`? | `app_manager.host_intent` |
+
+Every one is accepted only from a UI session (`ui`, the control socket's `ui` request) or
+the operator (`debug`), and audited in the store with its own code (`ui.action`,
+`host.intent`, `host.session.*`), so the audit tells a user's action from an agent's. A
+refused one is audited with the code of its refusal: the control socket has already
+answered the UI by then, and the audit is where the UI looks (`lineup debug` and the
+terminal chat show it).
+
+Sessions live in memory: a UI session is a live attachment, and after a restart of the
+host a UI simply opens its session again (an action naming an unknown session is still
+passed on, with the session noted as unknown, because the action itself is durable and
+the user meant it).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+import msgpack
+
+from actors.contracts import Code
+from actors.kernel import Actor, Message, handles
+
+log = logging.getLogger("lineup.host")
+
+HOST_SOURCES: Final = frozenset({"ui", "debug"})
+SESSION_ID: Final = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+SESSION_KINDS: Final = frozenset({"terminal", "web"})
+HOST_INTENTS: Final = frozenset(
+    {"foreground", "background", "open_app", "focus_app", "close_app", "open_default_app"}
+)
+MAX_INPUT_BYTES: Final = 64 * 1024
+T = TypeVar("T")
+
+
+class Refused(Exception):
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+
+
+def _invalid(detail: str) -> Refused:
+    return Refused(str(Code.INVALID_PAYLOAD), detail)
+
+
+def _session_of(body: Any) -> str:
+    if not isinstance(body, dict):
+        raise _invalid("the body must be a map")
+    session = body.get("session_id")
+    if not isinstance(session, str) or not SESSION_ID.match(session):
+        raise _invalid(f"session_id: {session!r} is not a session id")
+    return session
+
+
+def _session_open(body: Any) -> tuple[str, str]:
+    session = _session_of(body)
+    kind = body.get("kind", "terminal")
+    if kind not in SESSION_KINDS:
+        raise _invalid(f"kind: {kind!r} is not a session kind")
+    return session, kind
+
+
+def _ui_action(body: Any, ui_apps: frozenset[str]) -> tuple[str, str, dict[str, Any]]:
+    session = _session_of(body)
+    app = body.get("app_scope", "chat")
+    if app not in ui_apps:
+        raise Refused(str(Code.APP_NOT_INSTALLED), f"no app {app!r} with a UI to act in")
+    action = body.get("input")
+    if not isinstance(action, dict) or not isinstance(action.get("kind"), str):
+        raise _invalid("input: a map with a 'kind' is needed")
+    if len(msgpack.packb(action)) > MAX_INPUT_BYTES:
+        raise Refused(str(Code.TOO_LARGE), f"input over {MAX_INPUT_BYTES} bytes")
+    return session, app, action
+
+
+def _intent(body: Any) -> tuple[str, str, str | None]:
+    session = _session_of(body)
+    intent = body.get("intent")
+    if intent not in HOST_INTENTS:
+        raise _invalid(f"intent: {intent!r} is not an intent")
+    app = body.get("app_scope")
+    if app is not None and not isinstance(app, str):
+        raise _invalid("app_scope: a string is needed")
+    return session, intent, app
+
+
+class HostActor(Actor):
+    """The user's side: one entry for UI actions, one for host lifecycle intents."""
+
+    async def on_start(self) -> None:
+        # The apps with a UI the host may address; the app manager will own this list.
+        self.ui_apps = frozenset(self.config.get("ui_apps", ["chat"]))
+        self.sessions: dict[str, str] = {}
+        self.actions = 0
+        self.intents = 0
+        self.refused = 0
+
+    def statistics_extra(self) -> dict[str, Any]:
+        return {
+            "sessions": dict(self.sessions),
+            "ui_actions": self.actions,
+            "host_intents": self.intents,
+            "refused": self.refused,
+        }
+
+    async def _audit(self, code: str, detail: str, msg: Message) -> None:
+        await self.cast(
+            "store", "store.audit", {"code": code, "detail": detail, "message_id": msg.id}
+        )
+
+    async def _checked(self, msg: Message, parse: Callable[[], T]) -> T | None:
+        """`parse()`'s result, or None once a refusal (wrong source, bad body) is audited."""
+        try:
+            if msg.sender not in HOST_SOURCES:
+                raise Refused(  # noqa: TRY301 - one path for every refusal
+                    str(Code.SENDER_NOT_ALLOWED),
+                    f"{msg.sender!r} is not a UI session or the operator",
+                )
+            return parse()
+        except Refused as refusal:
+            self.refused += 1
+            log.warning("refused %s %s from %s: %s", msg.type, msg.id, msg.sender, refusal)
+            await self._audit(refusal.code, f"{msg.type}: {refusal.detail}", msg)
+            return None
+
+    @handles("host.session.open")
+    async def session_open(self, msg: Message) -> None:
+        opened = await self._checked(msg, lambda: _session_open(msg.body))
+        if opened is not None:
+            session, kind = opened
+            self.sessions[session] = kind
+            await self._audit("host.session.open", f"{kind} session {session}", msg)
+
+    @handles("host.session.close")
+    async def session_close(self, msg: Message) -> None:
+        session = await self._checked(msg, lambda: _session_of(msg.body))
+        if session is not None:
+            self.sessions.pop(session, None)
+            await self._audit("host.session.close", f"session {session}", msg)
+
+    @handles("host.ui.action")
+    async def ui_action(self, msg: Message) -> None:
+        """A user's action in an app's UI, handed to that app's process as `app.input`."""
+        checked = await self._checked(msg, lambda: _ui_action(msg.body, self.ui_apps))
+        if checked is None:
+            return
+        session, app, action = checked
+        self.actions += 1
+        known = "" if session in self.sessions else " (session not open)"
+        await self._audit("ui.action", f"{action['kind']} in {app} by {session}{known}", msg)
+        await self.cast(f"app.{app}", "app.input", {**action, "ui_session": session})
+
+    @handles("host.intent")
+    async def intent(self, msg: Message) -> None:
+        """A host lifecycle intent (the window came to the front, open this app, ...)."""
+        checked = await self._checked(msg, lambda: _intent(msg.body))
+        if checked is None:
+            return
+        session, intent, app = checked
+        self.intents += 1
+        await self._audit("host.intent", f"{intent} {app or ''} by {session}".strip(), msg)
+        await self.cast(
+            "app_manager",
+            "app_manager.host_intent",
+            {"intent": intent, "app_scope": app, "session_id": session},
+        )
