@@ -4,6 +4,7 @@ lineup run                 run the runtime in the foreground (Ctrl-C stops it)
 lineup chat ...            the chat app's timeline; type into it from the shell
 lineup debug ...           inspect actors, mailboxes, dead letters; kill, redrive, trace
 lineup protocol ...        validate messages against the contracts, export JSON Schemas
+lineup app ...             make, sign and verify app bundles
 lineup appserver           run the reference AppServer (the embedded default's peer)
 lineup agent ...           send agent messages, run the demo agent
 lineup bench ...           measure the runtime beside a bare baseline
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from actors.kernel import ControlError
 
-from . import agent, appserver, bench, chat_cmd, debug_cmd, protocol_cmd
+from . import agent, app_cmd, appserver, bench, chat_cmd, debug_cmd, protocol_cmd
 from ._common import add_data_dir, data_dir_of, fail
 
 
@@ -149,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat_cmd.register(commands)
     debug_cmd.register(commands)
     protocol_cmd.register(commands)
+    app_cmd.register(commands)
     appserver.register(commands)
     agent.register(commands)
     bench.register(commands)

@@ -71,6 +71,19 @@ class Code(StrEnum):
     UNAUTHORIZED = "unauthorized"
     PROTOCOL_ERROR = "protocol_error"
     LEGACY_UNMAPPABLE = "legacy_unmappable"
+    # App bundles (§8.3): refused before anything in them runs or reaches the cache. A bad
+    # manifest inside a bundle is `invalid_manifest`, a missing SDK feature `app_incompatible`.
+    BUNDLE_MALFORMED = "bundle_malformed"
+    BUNDLE_TOO_LARGE = "bundle_too_large"
+    BUNDLE_BAD_PATH = "bundle_bad_path"
+    BUNDLE_UNSIGNED = "bundle_unsigned"
+    BUNDLE_UNTRUSTED_KEY = "bundle_untrusted_key"
+    BUNDLE_BAD_SIGNATURE = "bundle_bad_signature"
+    BUNDLE_HASH_MISMATCH = "bundle_hash_mismatch"
+    BUNDLE_UNLISTED_FILE = "bundle_unlisted_file"
+    BUNDLE_MISSING_FILE = "bundle_missing_file"
+    BUNDLE_VERSION_MISMATCH = "bundle_version_mismatch"
+    BUNDLE_SCOPE_MISMATCH = "bundle_scope_mismatch"
 
 
 class CapabilityResult(StrEnum):

@@ -17,6 +17,16 @@ counted). It sends `router.action` and `store.inbox.ack` {`ids`}.
 from pathlib import Path
 from typing import Any
 
+from ._declare import (
+    AppDeclaration,
+    ToolDeclaration,
+    declare_app,
+    declared_app,
+    declared_tools,
+    manifest_of,
+    tool,
+    tool_handlers,
+)
 from ._log import LOG_FILE, EventLog
 from ._runtime_app import SDK, AppContext, RuntimeApp
 from ._view import ConversationView, ViewModel
@@ -38,9 +48,17 @@ def read_view(app_dir: str | Path, conversation_id: str) -> dict[str, Any]:
 __all__ = [
     "SDK",
     "AppContext",
+    "AppDeclaration",
     "ConversationView",
     "EventLog",
     "RuntimeApp",
+    "ToolDeclaration",
     "ViewModel",
+    "declare_app",
+    "declared_app",
+    "declared_tools",
+    "manifest_of",
     "read_view",
+    "tool",
+    "tool_handlers",
 ]

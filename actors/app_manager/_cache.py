@@ -1,0 +1,179 @@
+"""The content-addressed bundle cache: `DATA_DIR/bundles/<sha256 of the bundle>/`.
+
+Seed §8.3: a bundle is an immutable artifact, and one that fails verification never enters
+the cache. So an entry appears only whole, only after every check, and is never written
+again: the verified contents are written into a temporary directory beside the entries
+(same filesystem), made read-only, flushed to disk, and renamed into place in one step. A
+reader sees no entry or a complete one, also after a crash; an existing entry is reused.
+
+The bytes extracted are the bytes verified: the bundle file is read once, and nothing is
+taken from it again after the checks.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import nacl.signing
+
+from actors.contracts import RUNTIME_SDK_FEATURES
+
+from ._bundle import (
+    MANIFEST_NAME,
+    SIGNATURE_NAME,
+    BundleContents,
+    BundleError,
+    BundleLimits,
+    VerifiedBundle,
+    read_bundle_file,
+    verify_bundle_data,
+)
+
+_TEMP_PREFIX: Final = ".tmp-"
+_FILE_MODE: Final = 0o444
+_DIR_MODE: Final = 0o555
+
+
+@dataclass(frozen=True)
+class CachedBundle:
+    """A verified bundle in the cache: its files are under `dir`."""
+
+    dir: Path
+    bundle: VerifiedBundle
+    reused: bool  # the entry was already there (the same bytes were admitted before)
+
+
+@dataclass(frozen=True)
+class CacheStatistics:
+    entries: int
+    admitted: int
+    reused: int
+    refused: int
+
+
+def bundle_cache_dir(data_dir: str | Path) -> Path:
+    return Path(data_dir) / "bundles"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_tree(path: Path) -> None:
+    """Removes a (possibly read-only) tree; read-only directories refuse unlinking."""
+    if not path.exists():
+        return
+    for root, dirs, _ in os.walk(path):
+        for name in (root, *(os.path.join(root, d) for d in dirs)):
+            os.chmod(name, stat.S_IRWXU)
+    shutil.rmtree(path)
+
+
+def _extract(contents: BundleContents, target: Path) -> None:
+    entries = {MANIFEST_NAME: contents.manifest, **contents.files}
+    if contents.signature is not None:
+        entries[SIGNATURE_NAME] = contents.signature
+    directories = {target}
+    for name, data in entries.items():
+        path = target / name
+        # The names passed `check_path` already; this guards the guard.
+        if not path.resolve().is_relative_to(target.resolve()):
+            raise ValueError(f"{name!r} leaves the cache entry")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        parent = path.parent
+        while parent != target:
+            directories.add(parent)
+            parent = parent.parent
+        # Created read-only: the mode only governs later opens, not this descriptor.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _FILE_MODE)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+    # Deepest first: a directory is flushed after what it holds, then closed for writing.
+    for directory in sorted(directories, key=lambda p: len(p.parts), reverse=True):
+        _fsync_dir(directory)
+        os.chmod(directory, _DIR_MODE)
+
+
+class BundleCache:
+    """Verified bundles by content digest, under `root` (`bundle_cache_dir(DATA_DIR)`)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self._admitted = self._reused = self._refused = 0
+
+    def entry(self, digest: str) -> Path | None:
+        """The directory of the bundle with this SHA-256, if it is in the cache."""
+        path = self.root / digest
+        return path if len(digest) == 64 and path.is_dir() else None
+
+    def admit(
+        self,
+        path: str | Path,
+        trusted_keys: Mapping[str, nacl.signing.VerifyKey],
+        *,
+        limits: BundleLimits | None = None,
+        offered_features: frozenset[str] = RUNTIME_SDK_FEATURES,
+        expected_scope: str | None = None,
+    ) -> CachedBundle:
+        """Verifies the bundle at `path` and returns its cache entry, extracting it if new.
+
+        Verification runs every time, also for an entry already present: trust may have
+        changed since (a key removed from the trust store), the bytes have not.
+        """
+        try:
+            verified, contents = verify_bundle_data(
+                read_bundle_file(path, limits),
+                trusted_keys,
+                limits=limits,
+                offered_features=offered_features,
+                expected_scope=expected_scope,
+            )
+        except BundleError:
+            self._refused += 1
+            raise
+        target = self.root / verified.digest
+        if target.is_dir():
+            self._reused += 1
+            return CachedBundle(target, verified, reused=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        temp = Path(
+            tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{verified.digest[:16]}-", dir=self.root)
+        )
+        try:
+            _extract(contents, temp)
+            os.rename(temp, target)
+        except OSError as exc:
+            _remove_tree(temp)
+            # Someone admitted the same bytes meanwhile: theirs is as good as ours.
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST) and target.is_dir():
+                self._reused += 1
+                return CachedBundle(target, verified, reused=True)
+            raise
+        except BaseException:
+            _remove_tree(temp)
+            raise
+        _fsync_dir(self.root)
+        self._admitted += 1
+        return CachedBundle(target, verified, reused=False)
+
+    def statistics(self) -> CacheStatistics:
+        entries = 0
+        if self.root.is_dir():
+            entries = sum(
+                1 for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(_TEMP_PREFIX)
+            )
+        return CacheStatistics(entries, self._admitted, self._reused, self._refused)

@@ -1,0 +1,258 @@
+"""`lineup app`: make, sign and check app bundles (seed §8.3, §9).
+
+keygen   a new Ed25519 signing key pair: NAME.key (secret, 0600) and NAME.pub
+build    pack an app package and the manifest generated from its declarations (unsigned)
+sign     add or replace a bundle's signature record
+verify   run every check the runtime runs before it admits a bundle
+
+The public key of a signer the runtime should accept goes into DATA_DIR/trusted_keys/.
+Exit status: 0 done, 1 refused (`code: detail`), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ._common import fail, print_json, run_subcommand
+
+
+class _UsageError(Exception):
+    """A wrong argument (exit 2), as opposed to a refused bundle (exit 1)."""
+
+
+def _refused(args: argparse.Namespace, code: str, detail: str) -> int:
+    if args.json:
+        print_json({"ok": False, "code": code, "detail": detail})
+        return 1
+    from rich.markup import escape  # a detail may contain "[...]": it is not markup
+
+    return fail(escape(f"{code}: {detail}"), 1)
+
+
+def _guarded(run: Any) -> Any:
+    """Maps the two kinds of failure to their exit status; anything else is a bug."""
+
+    def command(args: argparse.Namespace) -> int:
+        from actors.contracts import ContractError
+
+        try:
+            return int(run(args))
+        except ContractError as exc:
+            return _refused(args, exc.code.value, exc.detail)
+        except (_UsageError, OSError, ValueError) as exc:
+            return fail(str(exc))
+
+    return command
+
+
+# --- build: finding the app and its files -------------------------------------------------
+
+
+def _import_package(target: str) -> tuple[Path, ModuleType]:
+    """The package named by a directory or a module name, imported (its declarations run)."""
+    path = Path(target)
+    if path.is_dir():
+        init = path / "__init__.py"
+        if not init.is_file():
+            raise _UsageError(f"{path} is not a Python package (no __init__.py)")
+        # A private name: the package's own relative imports work, nothing else is shadowed.
+        name = "_lineup_build_" + re.sub(r"\W", "_", path.resolve().name)
+        spec = importlib.util.spec_from_file_location(
+            name, init, submodule_search_locations=[str(path)]
+        )
+        if spec is None or spec.loader is None:
+            raise _UsageError(f"cannot import {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return path, module
+    try:
+        module = importlib.import_module(target)
+    except ModuleNotFoundError as exc:
+        raise _UsageError(f"{target!r} is neither a directory nor an importable module") from exc
+    if not hasattr(module, "__path__") or module.__file__ is None:
+        raise _UsageError(f"{target} is a module, not a package: an app is a package")
+    return Path(module.__file__).parent, module
+
+
+def _package_files(root: Path) -> dict[str, bytes]:
+    """The package's files as bundle entries (`app/...`); caches and dotfiles stay out."""
+    from actors.app_manager._bundle import BundleError
+    from actors.contracts import Code
+
+    files: dict[str, bytes] = {}
+    for directory, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        for name in sorted(names):
+            path = Path(directory) / name
+            relative = path.relative_to(root).as_posix()
+            if name.startswith(".") or path.suffix in (".pyc", ".pyo"):
+                continue
+            if path.is_symlink() or not path.is_file():
+                raise BundleError(Code.BUNDLE_BAD_PATH, f"{relative}: not a regular file")
+            files[f"app/{relative}"] = path.read_bytes()
+        for name in dirs:
+            if (Path(directory) / name).is_symlink():
+                relative = (Path(directory) / name).relative_to(root).as_posix()
+                raise BundleError(Code.BUNDLE_BAD_PATH, f"{relative}: a symlinked directory")
+    return files
+
+
+# --- the subcommands ----------------------------------------------------------------------
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    from actors.app_manager._bundle import key_id, load_public_key, write_keypair
+
+    try:
+        secret, public = write_keypair(args.out, args.name)
+    except FileExistsError as exc:
+        raise _UsageError(f"{exc.filename}: exists; pick another --name") from None
+    key = key_id(load_public_key(public))
+    if args.json:
+        print_json({"ok": True, "key": str(secret), "public": str(public), "key_id": key})
+    else:
+        print(f"secret key  {secret}  (mode 0600: keep it private)")
+        print(f"public key  {public}  (key id {key})")
+        print("trust it:   copy the .pub file into DATA_DIR/trusted_keys/")
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from actors.app_manager._bundle import write_bundle
+    from apps.sdk import declared_app, manifest_of
+
+    root, module = _import_package(args.app)
+    try:
+        app_class = declared_app(module)
+    except LookupError as exc:
+        raise _UsageError(str(exc)) from None
+    manifest = manifest_of(app_class)
+    files = _package_files(root)
+    manifest_text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+    write_bundle(args.out, manifest=manifest_text.encode(), files=files)
+    size = Path(args.out).stat().st_size
+    tools = [tool["method"] for tool in manifest["tools"]]
+    if args.json:
+        print_json(
+            {
+                "ok": True,
+                "bundle": str(args.out),
+                "app_scope": manifest["app_scope"],
+                "version": manifest["version"],
+                "files": sorted(files),
+                "tools": tools,
+                "bytes": size,
+                "signed": False,
+            }
+        )
+    else:
+        print(f"built {manifest['app_scope']} {manifest['version']} from {app_class.__name__}")
+        print(f"  {len(files)} files, {size} bytes -> {args.out} (unsigned)")
+        print(f"  tools: {', '.join(tools) or 'none'}")
+    return 0
+
+
+def _sign(args: argparse.Namespace) -> int:
+    from actors.app_manager._bundle import key_id, load_signing_key, sign_bundle
+
+    key = load_signing_key(args.key)
+    signed = sign_bundle(args.bundle, key)
+    kid = key_id(key.verify_key)
+    if args.json:
+        print_json({"ok": True, "bundle": str(args.bundle), "key_id": kid, "signed": signed})
+    else:
+        print(f"signed {signed['app_scope']} {signed['version']} with key {kid}")
+        print(f"  {len(signed['files'])} files and the manifest -> {args.bundle}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from actors.app_manager._bundle import load_trusted_keys, verify_bundle
+
+    trusted = load_trusted_keys(args.trust)
+    verified = verify_bundle(args.bundle, trusted)
+    if args.json:
+        print_json(
+            {
+                "ok": True,
+                "app_scope": verified.manifest.app_scope,
+                "version": verified.version,
+                "digest": verified.digest,
+                "key_id": verified.key_id,
+                "files": [entry.model_dump() for entry in verified.files],
+            }
+        )
+    else:
+        print(f"ok: {verified.manifest.app_scope} {verified.version}, signed by {verified.key_id}")
+        print(f"  sha256 {verified.digest}, {len(verified.files)} files")
+    return 0
+
+
+def add_bundle_commands(commands: Any) -> None:
+    """The offline subcommands: they work on files and need no running runtime."""
+
+    def command(name: str, help: str, run: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = commands.add_parser(name, help=help, description=help)
+        parser.add_argument("--json", action="store_true", help="print JSON, not text")
+        parser.set_defaults(func=_guarded(run))
+        return parser
+
+    keygen = command("keygen", "write a new Ed25519 signing key pair", _keygen)
+    keygen.add_argument("--out", required=True, type=Path, metavar="DIR", help="where to write")
+    keygen.add_argument("--name", default="lineup-app", help="the files' name: NAME.key, NAME.pub")
+    build = command(
+        "build",
+        "pack an app package and its generated manifest.json into a bundle (unsigned); "
+        "the package is imported, so its declarations run",
+        _build,
+    )
+    build.add_argument(
+        "app", metavar="APP_DIR_OR_MODULE", help="the app's package: a directory or a module"
+    )
+    build.add_argument("--out", required=True, type=Path, metavar="FILE", help="the bundle")
+    sign = command("sign", "add or replace a bundle's signature record", _sign)
+    sign.add_argument("bundle", type=Path, metavar="BUNDLE")
+    sign.add_argument("--key", required=True, type=Path, metavar="KEYFILE", help="a NAME.key")
+    verify = command("verify", "check a bundle as the runtime does before admitting it", _verify)
+    verify.add_argument("bundle", type=Path, metavar="BUNDLE")
+    verify.add_argument(
+        "--trust",
+        required=True,
+        action="append",
+        type=Path,
+        metavar="PUB",
+        help="a trusted public key file, or a directory of *.pub files (repeatable)",
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Adds `app` to the `lineup` command line."""
+    app = subparsers.add_parser(
+        "app",
+        help="make, sign and check app bundles",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = app.add_subparsers(dest="app_command", required=True, metavar="COMMAND")
+    add_bundle_commands(commands)
+    # The runtime-facing subcommands (list, install, enable ...) talk to the app_manager of
+    # a running runtime; they go in a module of their own and add themselves here.
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m lineup.app_cmd ...`, the same as `lineup app ...`."""
+    return run_subcommand(register, "app", argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""An app's manifest comes from its declarations (seed §9), and from nowhere else."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from actors.app_manager._bundle import read_bundle
+from actors.contracts import Code, ContractError, validate_manifest
+from apps import pomodoro
+from apps.pomodoro import PomodoroApp
+from apps.sdk import (
+    RuntimeApp,
+    declare_app,
+    declared_app,
+    declared_tools,
+    manifest_of,
+    tool,
+    tool_handlers,
+)
+from tests.apps.conftest import Signed
+
+OBJECT = {"type": "object", "additionalProperties": False}
+
+
+def test_the_pomodoro_manifest_is_what_its_declarations_say() -> None:
+    manifest = manifest_of(PomodoroApp)
+    assert validate_manifest(manifest).model_dump(mode="json", exclude_none=True) == manifest
+    assert (manifest["app_scope"], manifest["version"], manifest["title"]) == (
+        "pomodoro", "0.1.0", "Pomodoro",
+    )  # fmt: skip
+    assert manifest["runtime_sdk"]["required_features"] == ["app.lifecycle.v1", "app.tools.v1"]
+    assert manifest["agent_subscriptions"] == [
+        {"type": "lineup.tool.invoke", "scope": "conversation"}
+    ]
+    tools = {entry["method"]: entry for entry in manifest["tools"]}
+    assert list(tools) == ["pomodoro.start", "pomodoro.status", "pomodoro.stop"]
+    start = tools["pomodoro.start"]
+    assert start["input_schema"] == {
+        "type": "object",
+        "properties": {"minutes": {"type": "integer", "minimum": 1, "maximum": 120}},
+        "required": ["minutes"],
+        "additionalProperties": False,
+    }
+    assert start["activation_requirement"] == "foreground_required"
+    assert start["launch_policy"] == {
+        "launch": "if_needed",
+        "focus": "foreground",
+        "restore_focus": True,
+    }
+    assert start["description"].startswith("Starts a timer of `minutes`")  # the docstring
+    assert tools["pomodoro.status"]["call_model"] == "query"
+    assert tools["pomodoro.stop"]["launch_policy"]["launch"] == "never"
+    for method, declaration in declared_tools(PomodoroApp).items():
+        dumped = declaration.descriptor.model_dump(mode="json", exclude_none=True)
+        assert tools[method] == dumped
+    assert PomodoroApp.app_version == "0.1.0"
+    assert PomodoroApp.app_kind == "installed"
+
+
+def test_the_bundle_carries_the_generated_manifest(signed: Signed) -> None:
+    assert json.loads(read_bundle(signed.data()).manifest) == manifest_of(PomodoroApp)
+
+
+def test_a_build_finds_the_declared_app() -> None:
+    assert declared_app(pomodoro) is PomodoroApp
+
+
+async def test_the_handlers_answer_by_method() -> None:
+    now = [1_000_000.0]
+    app = PomodoroApp(clock=lambda: now[0])
+    handlers = tool_handlers(app)
+    assert await handlers["pomodoro.status"]({}) == {"state": "idle"}
+    started = await handlers["pomodoro.start"]({"minutes": 25})
+    assert (started["state"], started["remaining_seconds"]) == ("running", 1500)
+    now[0] += 1490
+    assert (await handlers["pomodoro.status"]({}))["remaining_seconds"] == 10
+    now[0] += 10
+    assert (await handlers["pomodoro.status"]({}))["state"] == "finished"
+    assert await handlers["pomodoro.stop"]({}) == {"stopped": False}
+    await handlers["pomodoro.start"]({"minutes": 1})
+    assert await handlers["pomodoro.stop"]({}) == {"stopped": True}
+
+
+def test_a_bad_tool_declaration_fails_at_import() -> None:
+    with pytest.raises(ContractError) as caught:
+
+        @tool("Bad Method", input_schema=OBJECT, output_schema=OBJECT)
+        async def handler(self: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+            return {}
+
+    assert caught.value.code is Code.INVALID_TOOL_DESCRIPTOR
+    assert caught.value.detail.startswith("method")
+    with pytest.raises(ContractError) as caught:
+
+        @tool("x.y", input_schema={"type": "array"}, output_schema=OBJECT)
+        async def handler2(self: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+            return {}
+
+    assert caught.value.detail.startswith("input_schema")
+
+
+def test_a_bad_app_declaration_fails_at_import() -> None:
+    # Tools without a `lineup.tool.invoke` subscription: the manifest's own rule.
+    with pytest.raises(ContractError) as caught:
+
+        @declare_app(
+            app_scope="timer",
+            version="1.0.0",
+            entrypoints=[{"id": "main", "kind": "primary"}],
+            required_features=["app.tools.v1"],
+        )
+        class Timer(RuntimeApp):
+            @tool("timer.start", input_schema=OBJECT, output_schema=OBJECT)
+            async def start(self, arguments: dict[str, Any]) -> dict[str, Any]:
+                return {}
+
+    assert caught.value.code is Code.INVALID_MANIFEST
+    assert caught.value.detail.startswith("agent_subscriptions")
+
+
+def test_a_subclass_can_override_or_withdraw_a_tool() -> None:
+    @declare_app(
+        app_scope="quiet-pomodoro",
+        version="0.2.0",
+        entrypoints=[{"id": "timer", "kind": "contextual"}],
+        required_features=["app.lifecycle.v1", "app.tools.v1"],
+        agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
+    )
+    class QuietPomodoro(PomodoroApp):
+        async def stop(self, arguments: dict[str, Any]) -> dict[str, Any]:  # no longer a tool
+            return {"stopped": False}
+
+    methods = [entry["method"] for entry in manifest_of(QuietPomodoro)["tools"]]
+    assert methods == ["pomodoro.start", "pomodoro.status"]
+    assert manifest_of(PomodoroApp)["version"] == "0.1.0"  # the base is untouched
+    with pytest.raises(TypeError):
+        manifest_of(type("Undeclared", (PomodoroApp,), {}))
