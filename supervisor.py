@@ -26,6 +26,8 @@ RUNTIME_CHILDREN = [
     ChildSpec(name="capability_gateway", target="actors.capability_gateway:CapabilityGatewayActor"),
     # The chat core app (seed §4.5): its mailbox is its App Inbox (§5.4).
     ChildSpec(name="app.chat", target="apps.chat:ChatApp"),
+    # The app-registry core app: the user's window on the registry (seed §4.3).
+    ChildSpec(name="app.app-registry", target="apps.app_registry:AppRegistryApp"),
     ChildSpec(name="transport", target="actors.transport:TransportActor"),
     # The user's side: UI sessions and host lifecycle intents (seed §5.1).
     ChildSpec(name="host", target="actors.host:HostActor"),
@@ -43,7 +45,7 @@ def default_config(
 ) -> RuntimeConfig:
     """The runtime's children; with `data_dir`, each gets the settings it needs.
 
-    The store gets the data dir; an app gets only its private directory
+    The store and the app manager get the data dir; an app gets only its private directory
     (`DATA_DIR/apps/<scope>`), never the data dir, the token or the AppServer's address;
     the transport gets the AppServer URL and the token file's path.
     """
@@ -52,7 +54,13 @@ def default_config(
     root = Path(data_dir).resolve()
     settings: dict[str, dict[str, object]] = {
         "store": {"data_dir": str(root)},
+        "app_manager": {"data_dir": str(root)},
         "app.chat": {"app_scope": "chat", "app_dir": str(root / "apps" / "chat")},
+        "app.app-registry": {
+            "app_scope": "app-registry",
+            "app_dir": str(root / "apps" / "app-registry"),
+        },
+        "host": {"ui_apps": ["chat", "app-registry"]},
         "transport": {
             "appserver_url": appserver_url,
             "token_file": str(Path(token_file).resolve() if token_file else root / TOKEN_FILE),

@@ -1,9 +1,13 @@
-"""`lineup app`: make, sign and check app bundles (seed §8.3, §9).
+"""`lineup app`: make, sign and check app bundles (seed §8.3, §9), and manage the apps of
+a running runtime (§4.3).
 
 keygen   a new Ed25519 signing key pair: NAME.key (secret, 0600) and NAME.pub
 build    pack an app package and the manifest generated from its declarations (unsigned)
 sign     add or replace a bundle's signature record
 verify   run every check the runtime runs before it admits a bundle
+
+list | install | enable | disable | update | rollback | remove | set-default | launch |
+close | focus    ask the running runtime's app manager; each prints the operation's outcome
 
 The public key of a signer the runtime should accept goes into DATA_DIR/trusted_keys/.
 Exit status: 0 done, 1 refused (`code: detail`), 2 usage error.
@@ -245,8 +249,10 @@ def register(subparsers: Any) -> None:
     )
     commands = app.add_subparsers(dest="app_command", required=True, metavar="COMMAND")
     add_bundle_commands(commands)
-    # The runtime-facing subcommands (list, install, enable ...) talk to the app_manager of
-    # a running runtime; they go in a module of their own and add themselves here.
+    # The runtime-facing subcommands talk to the app manager of a running runtime.
+    from .app_runtime_cmd import add_runtime_commands
+
+    add_runtime_commands(commands)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,27 +1,12 @@
-"""The app_manager actor: the app registry, bundles, instances and focus stack (issue 5).
+"""The app_manager actor: the app registry, bundles, instances and focus stack (seed §4).
 
-For now it runs under the supervisor and answers the kernel's statistics requests; its
-handlers arrive with the issue named above.
+- `_registry`: `AppRecord`, `AppOperation` and the rules a request must pass;
+- `_bundle`, `_cache`: signed bundles, their verification and the content-addressed cache;
+- `_steps`: what each registry operation does, idempotently, before its rows are written;
+- `_focus`: instances (§4.4), the focus stack and the start-up target (§4.3, §4.5);
+- `_actor`: the actor that runs operations, keeps instances and starts app processes.
 """
 
-from typing import Any
-
-from actors.kernel import Actor, Message, handles
-
-
-class AppManagerActor(Actor):
-    async def on_start(self) -> None:
-        self.host_intents: list[dict[str, Any]] = []
-
-    def statistics_extra(self) -> dict[str, Any]:
-        return {"host_intents": self.host_intents[-10:]}
-
-    @handles("app_manager.host_intent")
-    async def host_intent(self, msg: Message) -> None:
-        """A host lifecycle intent, checked and audited by the host actor. Until the focus
-        stack exists the manager only keeps the last few, for `lineup debug actors`."""
-        self.host_intents.append(dict(msg.body))
-        del self.host_intents[:-10]
-
+from ._actor import AppManagerActor
 
 __all__ = ["AppManagerActor"]

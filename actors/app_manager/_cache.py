@@ -170,6 +170,30 @@ class BundleCache:
         self._admitted += 1
         return CachedBundle(target, verified, reused=False)
 
+    def remove(self, digest: str) -> bool:
+        """Drop an entry that no app record names any more; False if it was not there.
+
+        The entry is renamed aside first, so a crash mid-delete leaves a temp dir (swept
+        at the next start), never a half entry under its digest.
+        """
+        path = self.entry(digest)
+        if path is None:
+            return False
+        aside = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}rm-", dir=self.root))
+        os.chmod(path, stat.S_IRWXU)  # moving a directory rewrites its `..`: it must be writable
+        os.rename(path, aside / "entry")
+        _remove_tree(aside)
+        return True
+
+    def sweep(self) -> int:
+        """Remove what an admit or a remove cut short by a crash left behind."""
+        if not self.root.is_dir():
+            return 0
+        left = [p for p in self.root.iterdir() if p.name.startswith(_TEMP_PREFIX)]
+        for path in left:
+            _remove_tree(path)
+        return len(left)
+
     def statistics(self) -> CacheStatistics:
         entries = 0
         if self.root.is_dir():

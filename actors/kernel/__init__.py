@@ -22,6 +22,7 @@ from ._actor import (
 )
 from ._applied import applied_once, ensure_applied_table
 from ._channel import Channel, ChannelClosed, ChannelStatistics
+from ._faults import crash_point
 from ._frames import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, decode_body, encode
 from ._ids import derive_id, id_timestamp, is_valid_id, new_id
 
@@ -86,6 +87,7 @@ __all__ = [
     "applied_once",
     "control_request",
     "control_stream",
+    "crash_point",
     "decode_body",
     "derive_id",
     "encode",

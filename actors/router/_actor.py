@@ -67,6 +67,8 @@ class RouterActor(Actor):
     async def _load(self) -> None:
         reply = await self._store("store.conversations", {}, new_id())
         self.ctx.conversations.update(reply["conversations"])
+        registry = await self._store("store.apps.load", {}, new_id())
+        self._set_apps(registry["settings"].get("routing"))
         self.floor = (await self._store("store.cursor.get", {}, new_id()))["cursor"]
         self.loaded.set()
 
@@ -82,6 +84,19 @@ class RouterActor(Actor):
             except CallTimeout:
                 timeout = min(timeout * 2, self.call_timeout)
                 log.debug("store did not answer %s %s yet; asking again", type, id)
+
+    def _set_apps(self, apps: dict[str, dict[str, Any]] | None) -> None:
+        """The app manager's view of the apps (steps 4, 6, 7), over the configured ones."""
+        if apps:
+            configured = FilterContext.from_config(self.config.get("apps")).apps
+            self.ctx.apps = {**configured, **FilterContext.from_config(apps).apps}
+
+    @handles("router.apps")
+    async def apps(self, msg: Message) -> None:
+        """The registry changed: which apps are installed, enabled, subscribed, running."""
+        _only_from(msg, "app_manager")
+        await self.loaded.wait()
+        self._set_apps(msg.body.get("apps"))
 
     # -- inbound ---------------------------------------------------------------------------
 

@@ -15,6 +15,8 @@ handlers. Messages it answers (all bodies are msgpack maps; "call" means it repl
 | `store.inbox.list` | call | `after`, `conversation_id`?, `limit` → the sending app's inbox |
 | `store.audit` | cast | `code`, `detail`, `message_id`?, `seq`? |
 | `store.lifecycle.set` | cast | `state`, `detail` (seed §3.3, from the transport) |
+| `store.apps.load` | call | → `records`, `operations`, `instances`, `settings` (issue 5) |
+| `store.apps.write` | call | whole rows of one app-manager step, in one transaction → `written` |
 
 `read_lifecycle` and `read_outbox` read the file directly (read-only), for the CLI.
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ._actor import StoreActor
+from ._apps import load_apps
 from ._schema import DB_FILE, open_db
 
 
@@ -60,4 +63,24 @@ def read_audit(data_dir: Path) -> list[dict[str, Any]]:
     return [dict(zip(keys, row, strict=True)) for row in rows]
 
 
-__all__ = ["DB_FILE", "StoreActor", "read_audit", "read_lifecycle", "read_outbox"]
+__all__ = [
+    "DB_FILE",
+    "StoreActor",
+    "read_apps",
+    "read_audit",
+    "read_lifecycle",
+    "read_outbox",
+]
+
+
+def read_apps(data_dir: Path) -> dict[str, Any]:
+    """The app registry as the app manager last wrote it (read-only, runtime up or not)."""
+    if not (Path(data_dir) / DB_FILE).exists():
+        return {"records": [], "operations": [], "instances": [], "settings": {}}
+    db = open_db(data_dir, readonly=True)
+    try:
+        return load_apps(db)
+    except sqlite3.OperationalError:  # a runtime.db from before the registry existed
+        return {"records": [], "operations": [], "instances": [], "settings": {}}
+    finally:
+        db.close()

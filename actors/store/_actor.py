@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from actors.kernel import Actor, Message, ReplyError, applied_once, handles
+from actors.kernel import Message, ReplyError, applied_once, handles
 
+from ._apps import AppTables
 from ._schema import open_db
 
 log = logging.getLogger("lineup.store")
@@ -28,7 +29,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class StoreActor(Actor):
+class StoreActor(AppTables):
     """Owns `runtime.db`: conversations, messages, cursor, outbox, App Inbox, audit."""
 
     db: sqlite3.Connection

@@ -28,6 +28,7 @@ from ._declare import (
     tool_handlers,
 )
 from ._log import LOG_FILE, EventLog
+from ._navigation import HOOKS, NavigationError
 from ._runtime_app import SDK, AppContext, RuntimeApp
 from ._view import ConversationView, ViewModel
 
@@ -46,11 +47,13 @@ def read_view(app_dir: str | Path, conversation_id: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "HOOKS",
     "SDK",
     "AppContext",
     "AppDeclaration",
     "ConversationView",
     "EventLog",
+    "NavigationError",
     "RuntimeApp",
     "ToolDeclaration",
     "ViewModel",

@@ -28,6 +28,7 @@ from typing import Any, Final
 from actors.kernel import Actor, Message, derive_id, handles, new_id
 
 from ._log import EventLog
+from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
 from ._view import ConversationView, ViewModel
 
 log = logging.getLogger("lineup.app")
@@ -165,6 +166,9 @@ class SDK:
         self.state = StateAPI(app)
         self.agent_messages = AgentMessagesAPI(app)
         self.actions = ActionsAPI(app)
+        self.navigation = NavigationAPI(app)
+        self.lifecycle = LifecycleAPI()
+        self.apps = AppsAPI(app)
 
 
 class RuntimeApp(Actor):
@@ -175,6 +179,8 @@ class RuntimeApp(Actor):
 
     async def on_start(self) -> None:
         scope = str(self.config.get("app_scope") or self.name.removeprefix("app."))
+        # Its private directory: an absolute path for a core app, "." (its cwd) for an
+        # isolated one, which cannot reach the data dir (docs/architecture.md, Isolation).
         self._log = EventLog(self.config["app_dir"])
         self._views = ViewModel()
         self._ids = _Ids()
@@ -240,6 +246,18 @@ class RuntimeApp(Actor):
         if self._log.set_action_state(msg.id, body):
             for event in self._log.events_by_id(body["id"]):
                 await self._apply({**event, "state": body["state"], "code": body.get("code")})
+
+    @handles("app.lifecycle")
+    async def _lifecycle(self, msg: Message) -> None:
+        # Instances are the app manager's to move (seed §4.4); nobody else's word counts.
+        if msg.sender != APP_MANAGER:
+            log.warning("ignored app.lifecycle %s from %s", msg.id, msg.sender)
+            return
+        self._enter(msg)
+        try:
+            await self.sdk.lifecycle._fire(dict(msg.body or {}))
+        finally:
+            self._leave()
 
     @handles("app.input")
     async def _input(self, msg: Message) -> None:

@@ -1,0 +1,360 @@
+"""The app manager actor: registry operations, instances, the focus stack (seed §4).
+
+- `app_manager.request` (cast or call), from the operator (`lineup app ...`), the
+  app-registry app or the host: `operation_id`?, `kind`, `app_scope`?, `bundle`?,
+  `confirmed`?, `conversation_id`?, `instance_id`? → the operation's row;
+- `app_manager.host_intent`, from the host: foreground, background, open/focus/close app;
+- `kernel.actor_failed`, from the supervisor: an app process past its restart intensity,
+  whose instances fail.
+
+Kinds: the registry's (install, enable, disable, update, rollback, remove, set_default)
+and navigation (launch, focus, close, list). Each request is an `AppOperation` row,
+written before the work starts and again when it ends, so the CLI and the app-registry app
+can watch it; a `call` gets the final row as its reply. The request message stays unacked
+until the handler ends: after a crash it is redelivered and the operation resumes from
+its row and completes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from actors.kernel import (
+    Actor,
+    CallTimeout,
+    Message,
+    ReplyError,
+    crash_point,
+    derive_id,
+    handles,
+    new_id,
+)
+
+from ._cache import BundleCache, bundle_cache_dir
+from ._focus import Focus, Instance, startup_target
+from ._registry import (
+    CORE_APPS,
+    AppOperation,
+    AppRecord,
+    Refused,
+    check_request,
+    core_records,
+)
+from ._steps import Outcome, Steps
+
+log = logging.getLogger("lineup.app_manager")
+
+REQUESTERS: Final = frozenset({"debug", "host", "app.app-registry"})
+NAVIGATION: Final = frozenset({"launch", "focus", "close", "list", "open_default", "set_default"})
+CORE_VERSION: Final = "1.0.0"
+
+
+class _Ids:
+    def __init__(self, parent: str) -> None:
+        self.parent = parent
+        self.position = 0
+
+    def next(self) -> str:
+        value = derive_id(self.parent, self.position)
+        self.position += 1
+        return value
+
+
+class AppManagerActor(Actor):
+    async def on_start(self) -> None:
+        self.data_dir = Path(str(self.config.get("data_dir", ".")))
+        self.steps = Steps(self.data_dir, BundleCache(bundle_cache_dir(self.data_dir)))
+        self.steps.cache.sweep()  # what an admit or remove cut short by a crash left
+        self.records: dict[str, AppRecord] = {}
+        self.operations: dict[str, AppOperation] = {}
+        self.focus = Focus()
+        self.default_app: str | None = None
+        self.host_intents: list[dict[str, Any]] = []
+        self.loaded = trio.Event()
+        # Calls made inside on_start get no reply (the supervisor routes replies from
+        # `kernel.ready` on), so the registry is loaded right after, and handlers wait.
+        self.nursery.start_soon(self._load)
+
+    def statistics_extra(self) -> dict[str, Any]:
+        return {
+            "apps": sorted(self.records),
+            "foreground": self.focus.foreground,
+            "focus_stack": list(self.focus.stack),
+            "operations_running": sum(not op.done for op in self.operations.values()),
+            "host_intents": self.host_intents[-10:],
+        }
+
+    # -- the store -----------------------------------------------------------------------
+
+    async def _store(self, type: str, body: Any, id: str) -> Any:
+        timeout = 0.25
+        while True:
+            try:
+                return await self.call("store", type, body, timeout=timeout, id=id)
+            except CallTimeout:
+                timeout = min(timeout * 2, 2.0)
+
+    async def _load(self) -> None:
+        # Fresh ids: a load is a read, and a replayed id would get the first run's answer.
+        state = await self._store("store.apps.load", {}, new_id())
+        self.records = {r["app_scope"]: AppRecord.from_row(r) for r in state["records"]}
+        self.operations = {o["operation_id"]: AppOperation.from_row(o) for o in state["operations"]}
+        self.focus.instances = {i["instance_id"]: Instance.from_row(i) for i in state["instances"]}
+        settings = state["settings"]
+        self.focus.stack = [i for i in settings.get("focus_stack", []) if i in self.focus.instances]
+        self.default_app = settings.get("default_app")
+        ids = _Ids(new_id())
+        fresh = core_records(self.records, CORE_VERSION)
+        for record in fresh:
+            self.records[record.app_scope] = record
+        if not self.focus.stack:  # a first start, or everything was closed: §4.3's order
+            self.focus.launch(
+                startup_target(None, self.focus, self.default_app, self.records), None
+            )
+        await self._persist(ids, records=fresh)
+        self.loaded.set()
+
+    async def _persist(
+        self,
+        ids: _Ids,
+        *,
+        records: Sequence[AppRecord] = (),
+        operations: Sequence[AppOperation] = (),
+        remove_records: Sequence[str] = (),
+    ) -> None:
+        """One transaction: these rows, the instances that changed, the focus stack."""
+        changed, events = self.focus.take_changes()
+        routing = self._routing()
+        body: dict[str, Any] = {
+            "records": [r.to_row() for r in records],
+            "operations": [o.to_row() for o in operations],
+            "remove_records": list(remove_records),
+            "instances": [i.to_row() for i in changed],
+            "settings": {
+                "focus_stack": self.focus.stack,
+                "default_app": self.default_app,
+                "routing": routing,
+            },
+        }
+        await self._store("store.apps.write", body, ids.next())
+        await self.cast("router", "router.apps", {"apps": routing}, id=ids.next())
+        for instance_id, hook in events:  # the apps hear of it once it is on disk
+            instance = self.focus.instances[instance_id]
+            await self.cast(
+                f"app.{instance.app_scope}",
+                "app.lifecycle",
+                {
+                    "instance_id": instance_id,
+                    "hook": hook,
+                    "conversation_id": instance.conversation_id,
+                    "mode": instance.mode,
+                },
+                id=ids.next(),
+            )
+
+    def _routing(self) -> dict[str, Any]:
+        """The router's view of the apps (filter chain steps 4, 6, 7), kept with the
+        registry so that a router that restarts finds it in the store."""
+        apps = {}
+        for scope, record in self.records.items():
+            subscriptions = [
+                s["type"] for s in (record.manifest or {}).get("agent_subscriptions", [])
+            ]
+            if record.kind == "core" and scope == "chat":
+                subscriptions = [
+                    "lineup.message",
+                    "lineup.task.progress",
+                    "lineup.interaction.request",
+                ]
+            apps[scope] = {
+                "enabled": record.enabled and record.install_state == "installed",
+                "subscriptions": subscriptions,
+                "instances": [i.instance_id for i in self.focus.live_of(scope)],
+            }
+        return apps
+
+    # -- requests ------------------------------------------------------------------------
+
+    @handles("app_manager.request")
+    async def request(self, msg: Message) -> Any:
+        await self.loaded.wait()
+        body = dict(msg.body or {})
+        ids = _Ids(msg.id)
+        op_id = str(body.get("operation_id") or msg.id)
+        op = self.operations.get(op_id)
+        if op is not None and op.done:
+            return self._answer(op, msg)
+        if op is None:
+            op = AppOperation(op_id, str(body.get("kind")), str(body.get("app_scope") or ""))
+            op.request = {k: v for k, v in body.items() if k != "operation_id"}
+        try:
+            self._check_requester(msg.sender, op)
+            op = await self._run(op, ids)
+        except Refused as refusal:
+            op = op.ended("failed", refusal.code, refusal.detail)
+            self.operations[op.operation_id] = op
+            await self._persist(ids, operations=[op])
+        log.info(
+            "operation %s %s %s: %s %s",
+            op.operation_id,
+            op.kind,
+            op.app_scope,
+            op.state,
+            op.code or "",
+        )
+        return self._answer(op, msg)
+
+    def _check_requester(self, sender: str, op: AppOperation) -> None:
+        """The registry is managed by the user's side only (the operator, the host, the
+        app-registry app); any app may navigate, within its own conversations."""
+        if sender in REQUESTERS:
+            return
+        if not sender.startswith("app.") or op.kind not in NAVIGATION:
+            raise Refused("sender_not_allowed", f"{sender!r} cannot {op.kind} apps")
+        caller = sender.removeprefix("app.")
+        if caller in CORE_APPS or op.kind in ("list", "open_default"):
+            return
+        conversation = op.request.get("conversation_id")
+        own = {i.conversation_id for i in self.focus.live_of(caller)}
+        if op.kind == "launch" and conversation is not None and conversation not in own:
+            raise Refused(
+                "ownership_mismatch", f"{caller!r} has no instance in conversation {conversation!r}"
+            )
+        target = self.focus.instances.get(str(op.request.get("instance_id")))
+        if op.kind in ("focus", "close") and (target is None or target.app_scope != caller):
+            raise Refused("ownership_mismatch", f"{caller!r} may only {op.kind} its own instances")
+
+    def _answer(self, op: AppOperation, msg: Message) -> Any:
+        row = op.to_row()
+        if msg.wants_reply and op.state == "failed":
+            raise ReplyError(str(op.code), str(op.detail))
+        return row
+
+    async def _run(self, op: AppOperation, ids: _Ids) -> AppOperation:
+        if op.kind in NAVIGATION:
+            return await self._navigate(op, ids)
+        if op.kind not in ("install",):
+            check_request(op.kind, op.app_scope, op.request, self.records)
+        # A row already running is this same request, redelivered after a crash.
+        op = op.at("resumed" if op.state == "running" else "start", 10)
+        before = self.records.get(op.app_scope)
+        marked: list[AppRecord] = []
+        if op.kind == "update" and before is not None:
+            marked = [dataclasses.replace(before, install_state="updating")]
+            self.records[op.app_scope] = marked[0]
+        self.operations[op.operation_id] = op
+        await self._persist(ids, operations=[op], records=marked)
+        crash_point("app_manager.after_start")
+        try:
+            if op.kind in ("disable", "remove"):
+                await self._close_app(op.app_scope)
+            outcome: Outcome = getattr(self.steps, op.kind)(op, self.records)
+            crash_point("app_manager.after_step")
+        except Refused as refusal:
+            if before is None or not marked:
+                raise
+            self.records[op.app_scope] = before  # the registry goes back to what it was
+            op = op.ended("rolled_back", refusal.code, refusal.detail)
+            self.operations[op.operation_id] = op
+            await self._persist(ids, operations=[op], records=[before])
+            return op
+        for record in outcome.records:
+            self.records[record.app_scope] = record
+            op = dataclasses.replace(op, app_scope=record.app_scope)
+        for scope in outcome.remove_records:
+            self.records.pop(scope, None)
+            if self.default_app == scope:
+                self.default_app = None
+        op = op.ended("succeeded")
+        op.request = {**op.request, "result": outcome.result} if outcome.result else op.request
+        self.operations[op.operation_id] = op
+        await self._persist(
+            ids, operations=[op], records=outcome.records, remove_records=outcome.remove_records
+        )
+        return op
+
+    # -- navigation and instances ---------------------------------------------------------
+
+    async def _navigate(self, op: AppOperation, ids: _Ids) -> AppOperation:
+        scope = op.app_scope
+        request = op.request
+        if op.kind == "list":  # nothing changes: answered, not recorded
+            apps = [r.public() for r in self.records.values()]
+            return dataclasses.replace(op.ended("succeeded"), request={"result": {"apps": apps}})
+        if op.kind == "open_default":
+            scope = startup_target(None, Focus(), self.default_app, self.records)
+            op = dataclasses.replace(op, kind="launch", app_scope=scope)
+        if op.kind in ("launch", "set_default"):
+            record = self.records.get(scope)
+            if record is None:
+                raise Refused("app_not_installed", f"no app {scope!r} is installed")
+            if not record.enabled:
+                raise Refused("app_disabled", f"app {scope!r} is disabled")
+            entrypoint = request.get("entrypoint")
+            entrypoints = [e.get("id") for e in (record.manifest or {}).get("entrypoints", [])]
+            if entrypoint is not None and record.manifest and entrypoint not in entrypoints:
+                raise Refused("invalid_entrypoint", f"{scope!r} has no entrypoint {entrypoint!r}")
+        if op.kind == "set_default":
+            self.default_app = scope
+            result: dict[str, Any] = {"default_app": scope}
+        elif op.kind == "launch":
+            instance = self.focus.launch(
+                scope, request.get("conversation_id"), request.get("local")
+            )
+            await self._ensure_process(scope)
+            result = {"instance_id": instance.instance_id}
+        elif op.kind == "focus":
+            result = {"instance_id": self.focus.focus(str(request.get("instance_id"))).instance_id}
+        else:
+            instance_id = str(request.get("instance_id"))
+            closed = self.focus.close(instance_id)
+            if not self.focus.live_of(closed.app_scope):
+                await self._stop_process(closed.app_scope)
+            result = {"instance_id": instance_id}
+        op = dataclasses.replace(op.ended("succeeded"), request={**request, "result": result})
+        self.operations[op.operation_id] = op
+        await self._persist(ids, operations=[op])
+        return op
+
+    async def _close_app(self, scope: str) -> None:
+        for instance in self.focus.live_of(scope):
+            self.focus.close(instance.instance_id)
+        await self._stop_process(scope)
+
+    async def _ensure_process(self, scope: str) -> None:
+        """Installed apps run as dynamic children while they have an instance."""
+        if scope in CORE_APPS:
+            return
+
+    async def _stop_process(self, scope: str) -> None:
+        if scope in CORE_APPS:
+            return
+
+    # -- from the host and the supervisor --------------------------------------------------
+
+    @handles("app_manager.host_intent")
+    async def host_intent(self, msg: Message) -> None:
+        """A host lifecycle intent, checked and audited by the host actor."""
+        await self.loaded.wait()
+        self.host_intents.append(dict(msg.body))
+        del self.host_intents[:-10]
+
+    @handles("kernel.actor_failed")
+    async def actor_failed(self, msg: Message) -> None:
+        """An app process is past its restart intensity: its instances fail, and the
+        instance below the failed one in the focus stack comes back (§4.5)."""
+        await self.loaded.wait()
+        name = str(msg.body.get("name", ""))
+        scope = name.removeprefix("app.")
+        if not name.startswith("app.") or scope not in self.records:
+            return
+        ids = _Ids(msg.id)
+        for instance in self.focus.live_of(scope):
+            self.focus.close(instance.instance_id, failed=str(msg.body.get("reason", "")))
+        await self._persist(ids)

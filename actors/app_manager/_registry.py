@@ -1,0 +1,144 @@
+"""The app registry (seed §4.3): records, operations and the rules an operation must pass.
+
+The app manager is the one source of truth for what is installed and enabled. Every
+change is an `AppOperation` (install, enable, disable, update, rollback, remove) that is
+observable while it runs (`state`, `step`, `progress`) and ends `succeeded`, `failed`
+(nothing changed) or `rolled_back` (it had begun and was undone); never half-done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from actors.contracts import Code
+
+CORE_APPS: Final = {"chat": "Chat", "app-registry": "App Registry"}
+RECOVERY_APP: Final = "chat"  # the app everything falls back to; never removed or disabled
+OPERATION_KINDS: Final = frozenset({"install", "enable", "disable", "update", "rollback", "remove"})
+TERMINAL_STATES: Final = frozenset({"succeeded", "failed", "rolled_back"})
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Refused(Exception):
+    """A request the registry cannot take, with its definite code."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+
+
+@dataclass
+class AppRecord:
+    app_scope: str
+    kind: str  # core | installed
+    name: str
+    installed_version: str
+    previous_version: str | None = None
+    enabled: bool = False
+    install_state: str = "installed"  # installed | updating | failed
+    active_instance_count: int = 0
+    installed_at_ms: int = field(default_factory=now_ms)
+    enabled_at_ms: int | None = None
+    bundle_digest: str | None = None
+    previous_digest: str | None = None
+    manifest: dict[str, Any] | None = None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> AppRecord:
+        values: dict[str, Any] = {f.name: row.get(f.name) for f in dataclasses.fields(cls)}
+        return cls(**values)
+
+    def to_row(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def public(self) -> dict[str, Any]:
+        """The record as the seed names it, for the CLI and the app-registry app."""
+        row = self.to_row()
+        row.pop("manifest")
+        return row
+
+
+@dataclass
+class AppOperation:
+    operation_id: str
+    kind: str
+    app_scope: str
+    state: str = "queued"  # queued | running | succeeded | failed | rolled_back
+    step: str = ""
+    progress: int = 0
+    code: str | None = None
+    detail: str | None = None
+    request: dict[str, Any] = field(default_factory=dict)
+    created_ms: int = field(default_factory=now_ms)
+    updated_ms: int = field(default_factory=now_ms)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> AppOperation:
+        values: dict[str, Any] = {f.name: row.get(f.name) for f in dataclasses.fields(cls)}
+        values["request"] = values["request"] or {}
+        return cls(**values)
+
+    def to_row(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def done(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+    def at(self, step: str, progress: int) -> AppOperation:
+        return dataclasses.replace(
+            self, state="running", step=step, progress=progress, updated_ms=now_ms()
+        )
+
+    def ended(self, state: str, code: str | None = None, detail: str | None = None) -> AppOperation:
+        return dataclasses.replace(
+            self,
+            state=state,
+            progress=100,
+            code=code,
+            detail=detail[:500] if detail else detail,
+            updated_ms=now_ms(),
+        )
+
+
+def core_records(existing: dict[str, AppRecord], version: str) -> list[AppRecord]:
+    """The core apps' records, for those the registry does not have yet: always enabled."""
+    made = []
+    for scope, name in CORE_APPS.items():
+        if scope not in existing:
+            made.append(
+                AppRecord(scope, "core", name, version, enabled=True, enabled_at_ms=now_ms())
+            )
+    return made
+
+
+def check_request(
+    kind: str, scope: str, body: dict[str, Any], records: dict[str, AppRecord]
+) -> None:
+    """Raise `Refused` if `kind` on `scope` cannot start from the registry as it is."""
+    if kind not in OPERATION_KINDS:
+        raise Refused(str(Code.INVALID_PAYLOAD), f"kind: {kind!r} is not an operation")
+    record = records.get(scope)
+    if kind == "install":
+        if scope in CORE_APPS:
+            raise Refused("core_app_protected", f"{scope!r} is a core app; no bundle replaces it")
+        if record is not None:
+            raise Refused("already_installed", f"{scope!r} {record.installed_version} is installed")
+        return
+    if record is None:
+        raise Refused(str(Code.APP_NOT_INSTALLED), f"no app {scope!r} is installed")
+    if record.kind == "core" and kind in ("update", "rollback", "remove"):
+        raise Refused("core_app_protected", f"{scope!r} is a core app; it cannot be {kind}d")
+    if scope == RECOVERY_APP and kind == "disable":
+        raise Refused("core_app_protected", "chat is the recovery app; it stays enabled")
+    if kind == "rollback" and not record.previous_version:
+        raise Refused("no_previous_version", f"{scope!r} has no previous version to return to")
+    if kind == "remove" and body.get("confirmed") is not True:
+        raise Refused("confirmation_required", f"removing {scope!r} needs the user's confirmation")

@@ -1,0 +1,147 @@
+"""The app registry's rows in `runtime.db` (seed §4.3-4.5, issue 5): records, operations,
+instances and settings (the focus stack, the default app).
+
+The app manager owns every decision; the store keeps what it is told, a whole step in one
+transaction (`store.apps.write`), applied once by the request's id. So a step of an
+operation — "the bundle is verified and cached", "the record now says 1.1.0 with 1.0.0 as
+previous, and the operation succeeded" — is on disk entirely or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+from actors.kernel import Actor, Message, handles
+
+RECORD_COLUMNS: Final = (
+    "app_scope",
+    "kind",
+    "name",
+    "installed_version",
+    "previous_version",
+    "enabled",
+    "install_state",
+    "active_instance_count",
+    "installed_at_ms",
+    "enabled_at_ms",
+    "bundle_digest",
+    "previous_digest",
+    "manifest",
+)
+OPERATION_COLUMNS: Final = (
+    "operation_id",
+    "kind",
+    "app_scope",
+    "state",
+    "step",
+    "progress",
+    "code",
+    "detail",
+    "request",
+    "created_ms",
+    "updated_ms",
+)
+INSTANCE_COLUMNS: Final = (
+    "instance_id",
+    "app_scope",
+    "conversation_id",
+    "state",
+    "mode",
+    "created_ms",
+    "updated_ms",
+)
+# Whole-value JSON columns: the manifest, an operation's request.
+_JSON_COLUMNS: Final = frozenset({"manifest", "request"})
+
+
+def _row_values(columns: tuple[str, ...], row: dict[str, Any]) -> tuple[Any, ...]:
+    values = []
+    for column in columns:
+        value = row.get(column)
+        if column in _JSON_COLUMNS and value is not None:
+            value = json.dumps(value, separators=(",", ":"), sort_keys=True)
+        elif isinstance(value, bool):
+            value = int(value)
+        values.append(value)
+    return tuple(values)
+
+
+def _as_dicts(columns: tuple[str, ...], rows: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        item = dict(zip(columns, row, strict=True))
+        for column in _JSON_COLUMNS & item.keys():
+            if item[column] is not None:
+                item[column] = json.loads(item[column])
+        if "enabled" in item:
+            item["enabled"] = bool(item["enabled"])
+        out.append(item)
+    return out
+
+
+def _replace(db: sqlite3.Connection, table: str, columns: tuple[str, ...], rows: list[Any]) -> None:
+    if rows:
+        marks = ", ".join("?" * len(columns))
+        db.executemany(
+            f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) VALUES ({marks})",
+            [_row_values(columns, row) for row in rows],
+        )
+
+
+def load_apps(db: sqlite3.Connection) -> dict[str, Any]:
+    """Everything the app manager rebuilds its state from."""
+    records = db.execute(f"SELECT {', '.join(RECORD_COLUMNS)} FROM app_records ORDER BY app_scope")
+    operations = db.execute(
+        f"SELECT {', '.join(OPERATION_COLUMNS)} FROM app_operations ORDER BY created_ms, rowid"
+    )
+    instances = db.execute(
+        f"SELECT {', '.join(INSTANCE_COLUMNS)} FROM app_instances ORDER BY created_ms, rowid"
+    )
+    settings = db.execute("SELECT name, value FROM app_settings")
+    return {
+        "records": _as_dicts(RECORD_COLUMNS, records),
+        "operations": _as_dicts(OPERATION_COLUMNS, operations),
+        "instances": _as_dicts(INSTANCE_COLUMNS, instances),
+        "settings": {name: json.loads(value) for name, value in settings},
+    }
+
+
+def write_apps(db: sqlite3.Connection, body: dict[str, Any]) -> None:
+    """One step of the app manager: rows replaced whole, rows removed, settings set."""
+    _replace(db, "app_records", RECORD_COLUMNS, list(body.get("records", ())))
+    _replace(db, "app_operations", OPERATION_COLUMNS, list(body.get("operations", ())))
+    _replace(db, "app_instances", INSTANCE_COLUMNS, list(body.get("instances", ())))
+    for scope in body.get("remove_records", ()):
+        db.execute("DELETE FROM app_records WHERE app_scope = ?", (scope,))
+    for instance in body.get("remove_instances", ()):
+        db.execute("DELETE FROM app_instances WHERE instance_id = ?", (instance,))
+    for name, value in dict(body.get("settings", {})).items():
+        db.execute(
+            "INSERT OR REPLACE INTO app_settings (name, value) VALUES (?, ?)",
+            (name, json.dumps(value, separators=(",", ":"))),
+        )
+
+
+class AppTables(Actor):
+    """The store's handlers for the app registry (mixed into `StoreActor`)."""
+
+    db: sqlite3.Connection
+    _once: Callable[[Message, Callable[[], Any]], Any]
+
+    @handles("store.apps.load")
+    async def apps_load(self, msg: Message) -> Any:
+        return load_apps(self.db)
+
+    @handles("store.apps.write")
+    async def apps_write(self, msg: Message) -> Any:
+        """Body: `records`, `operations`, `instances` (whole rows), `remove_records`,
+        `remove_instances`, `settings` {name: value}; reply {"written": True}, once."""
+
+        def apply() -> dict[str, Any]:
+            write_apps(self.db, dict(msg.body))
+            return {"written": True}
+
+        return self._once(msg, apply)

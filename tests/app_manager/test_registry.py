@@ -1,0 +1,125 @@
+"""The app registry on a real runtime, driven by `lineup app` as a user drives it: install,
+enable, update, rollback, disable and remove each end as an observable operation; tampered
+bundles are refused with their code and leave the cache and the running version alone;
+core apps are protected; a SIGKILL of the app manager mid-operation still ends it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.kernel.conftest import RuntimeFactory
+
+from .conftest import Bundles, start_apps
+
+
+def _tampered(source: Path, into: Path) -> Path:
+    """One byte of a file's content changed (an uncompressed-size-preserving flip)."""
+    import zipfile
+
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(into, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename == "app/_app.py":
+                data = data.replace(b"pomodoro", b"pomodorO", 1)
+            zout.writestr(info, data)
+    return into
+
+
+def test_install_enable_update_rollback_disable_remove(
+    factory: RuntimeFactory, bundles: Bundles, tmp_path: Path
+) -> None:
+    apps = start_apps(factory, bundles.keys)
+    assert {r["app_scope"]: r["kind"] for r in apps.registry()["records"]} == {
+        "app-registry": "core",
+        "chat": "core",
+    }
+    assert apps.registry()["settings"]["focus_stack"] == ["chat:main"]
+
+    code, out = apps.app("install", bundles.v1)
+    assert (code, out["state"], out["app_scope"]) == (0, "succeeded", "pomodoro")
+    record = apps.record("pomodoro")
+    assert record is not None
+    assert (record["installed_version"], record["enabled"], record["kind"]) == (
+        "0.1.0",
+        False,
+        "installed",
+    )
+    assert apps.cache_entries() == [record["bundle_digest"]]
+
+    assert apps.app("enable", "pomodoro")[0] == 0
+    assert apps.record("pomodoro")["enabled"] is True  # type: ignore[index]
+    routing = apps.registry()["settings"]["routing"]
+    assert routing["pomodoro"] == {
+        "enabled": True,
+        "subscriptions": ["lineup.tool.invoke"],
+        "instances": [],
+    }
+
+    # Refused bundles: a definite code each; the registry and the cache stay as they were.
+    before = (apps.record("pomodoro"), apps.cache_entries())
+    code, out = apps.app("update", "pomodoro", _tampered(bundles.v2, tmp_path / "t.bundle"))
+    assert (code, out["state"], out["code"]) == (1, "rolled_back", "bundle_hash_mismatch")
+    code, out = apps.app("update", "pomodoro", bundles.untrusted)
+    assert (code, out["code"]) == (1, "bundle_untrusted_key")
+    code, out = apps.app("install", bundles.v1)
+    assert (code, out["code"]) == (1, "already_installed")
+    assert (apps.record("pomodoro"), apps.cache_entries()) == before
+
+    code, out = apps.app("update", "pomodoro", bundles.v2)
+    assert (code, out["state"]) == (0, "succeeded")
+    record = apps.record("pomodoro")
+    assert (record["installed_version"], record["previous_version"]) == ("0.2.0", "0.1.0")  # type: ignore[index]
+    assert len(apps.cache_entries()) == 2
+    assert apps.app("rollback", "pomodoro")[0] == 0
+    record = apps.record("pomodoro")
+    assert (record["installed_version"], record["previous_version"]) == ("0.1.0", "0.2.0")  # type: ignore[index]
+
+    assert apps.app("disable", "pomodoro")[0] == 0
+    assert apps.registry()["settings"]["routing"]["pomodoro"]["enabled"] is False
+    code, out = apps.app("remove", "pomodoro")
+    assert (code, out["code"]) == (1, "confirmation_required")
+    private = apps.data_dir / "apps" / "pomodoro"
+    private.mkdir(parents=True, exist_ok=True)
+    (private / "notes.txt").write_text("the app's own data")
+    code, out = apps.app("remove", "pomodoro", "--yes")
+    assert (code, out["state"]) == (0, "succeeded")
+    assert apps.record("pomodoro") is None
+    assert apps.cache_entries() == []
+    assert not private.exists()
+
+    # Core apps: chat is the recovery app; no bundle replaces a core app.
+    assert apps.app("remove", "chat", "--yes")[1]["code"] == "core_app_protected"
+    assert apps.app("disable", "chat")[1]["code"] == "core_app_protected"
+    assert apps.app("enable", "whiteboard")[1]["code"] == "app_not_installed"
+    assert apps.runtime.status()["state"] == "running"
+
+
+@pytest.mark.parametrize("point", ["app_manager.after_start", "app_manager.after_step"])
+def test_an_operation_survives_a_kill_of_the_app_manager(
+    factory: RuntimeFactory, bundles: Bundles, tmp_path: Path, point: str
+) -> None:
+    """Install, update and remove, each with the app manager SIGKILLed once at `point`:
+    each completes, and the registry and the cache say exactly what a clean run says."""
+    once = tmp_path / "once"
+    apps = start_apps(factory, bundles.keys)
+    for step, args in (
+        ("install", ("install", bundles.v1)),
+        ("update", ("update", "pomodoro", bundles.v2)),
+        ("remove", ("remove", "pomodoro", "--yes")),
+    ):
+        once.mkdir(exist_ok=True)
+        for marker in once.iterdir():
+            marker.unlink()
+        apps.runtime.stop()
+        apps.runtime.start(env={"LINEUP_CRASH": f"{point}@1", "LINEUP_CRASH_ONCE_DIR": str(once)})
+        apps.wait_ready()
+        code, out = apps.app(*args)
+        assert (code, out["state"]) == (0, "succeeded"), step
+        assert (once / point).exists(), f"{step}: the crash point was not reached"
+        assert apps.runtime.actors()["app_manager"]["restarts"] >= 1, step
+    assert apps.record("pomodoro") is None
+    assert apps.cache_entries() == []
+    kinds = [(o["kind"], o["state"]) for o in apps.registry()["operations"]]
+    assert kinds == [("install", "succeeded"), ("update", "succeeded"), ("remove", "succeeded")]
