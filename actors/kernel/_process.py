@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import trio
 
+from ._sandbox import JailPlan
 from ._specs import ChildSpec
 
 
@@ -21,6 +24,7 @@ class Incarnation:
 
     pid: int
     sock: socket.socket
+    isolation: dict[str, Any] | None = None  # what the launcher enforced (isolated apps)
 
     async def wait(self) -> int:
         raise NotImplementedError
@@ -47,34 +51,83 @@ class Incarnation:
 class ChildProcess(Incarnation):
     """One incarnation of an actor: an OS process holding the other end of a socketpair."""
 
-    def __init__(self, spec: ChildSpec, *, log_dir: Path, env: dict[str, str] | None) -> None:
+    def __init__(
+        self,
+        spec: ChildSpec,
+        *,
+        log_dir: Path,
+        env: dict[str, str] | None,
+        jail: JailPlan | None = None,
+    ) -> None:
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        command = [
+            sys.executable,
+            "-m",
+            "actors.kernel.child",
+            spec.target,
+            str(child_sock.fileno()),
+            str(os.getpid()),
+        ]
+        pass_fds = [child_sock.fileno()]
+        self._report = report_w = -1
+        if jail is not None:
+            # The launcher writes what it enforced to this pipe, which closes at its exec.
+            self._report, report_w = os.pipe()
+            os.set_blocking(self._report, False)
+            command = jail.command(command, channel_fd=child_sock.fileno(), report_fd=report_w)
+            pass_fds.append(report_w)
+            env = jail.env
         log_dir.mkdir(parents=True, exist_ok=True)
-        with open(log_dir / f"{spec.name}.log", "ab") as log_file:
-            # Popen runs here, in the supervisor's main thread: a parent-death signal is
-            # tied to the thread that forked, and trio's worker threads come and go.
-            self.popen = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "actors.kernel.child",
-                    spec.target,
-                    str(child_sock.fileno()),
-                    str(os.getpid()),
-                ],
-                pass_fds=[child_sock.fileno()],
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=log_file,
-                start_new_session=True,
-                env=env,
-            )
-        child_sock.close()
+        try:
+            with open(log_dir / f"{spec.name}.log", "ab") as log_file:
+                # Popen runs here, in the supervisor's main thread: a parent-death signal is
+                # tied to the thread that forked, and trio's worker threads come and go.
+                self.popen = subprocess.Popen(
+                    command,
+                    pass_fds=pass_fds,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=log_file,
+                    start_new_session=True,
+                    env=env,
+                    cwd="/" if jail is not None else None,
+                )
+        except BaseException:
+            if self._report >= 0:
+                os.close(self._report)
+            raise
+        finally:
+            child_sock.close()
+            if report_w >= 0:
+                os.close(report_w)
         self.sock = parent_sock
         self.pid = self.popen.pid
         self._pidfd = os.pidfd_open(self.pid)
         self._waiting = False
         self._exit_lot = trio.lowlevel.ParkingLot()
+
+    async def read_jail_report(self, timeout: float) -> dict[str, Any] | None:
+        """The launcher's report, once it has exec'd the child; None if it ended without
+        one (it failed, and the child never ran) or took longer than `timeout`."""
+        data = b""
+        try:
+            with trio.move_on_after(timeout):
+                while chunk := await self._read_report():
+                    data += chunk
+        finally:
+            os.close(self._report)
+            self._report = -1
+        try:
+            self.isolation = json.loads(data)
+        except ValueError:
+            return None
+        return self.isolation
+
+    async def _read_report(self) -> bytes:
+        while True:
+            await trio.lowlevel.wait_readable(self._report)
+            with contextlib.suppress(BlockingIOError):
+                return os.read(self._report, 65536)
 
     async def wait(self) -> int:
         """The exit status (negative: killed by that signal), once the process has exited."""

@@ -7,6 +7,8 @@
 | shutdown   | seconds between SIGTERM and SIGKILL when stopping; 0 means brutal kill        |
 | window     | deliveries in flight to the actor at once (credits); the rest waits on disk   |
 | max_deliver| failures (crash or exception while handling) before a message is dead        |
+| isolation  | None (a trusted actor), or how an installed app's process is confined: exec'd   |
+|            | through `actors.kernel.jail`, never forked from the zygote                     |
 
 Strategies: one_for_one restarts only the child that died; rest_for_one also stops the
 children started after it (in reverse order) and starts them again after it. Restart
@@ -25,12 +27,44 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 ACTOR_NAME = re.compile(r"^[a-z][a-z0-9_]*(?:[.:-][a-z0-9_]+)*$")
+# One directory per app scope, directly under DATA_DIR/apps: never nested in another app's
+# directory (its owner could then replace it) and never elsewhere (the launcher chowns it).
+PRIVATE_DIR = re.compile(r"^apps/[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+# Config keys an isolated app is never given (its config reaches a process we do not trust).
+_SECRET_KEY = re.compile(r"token|secret|password|credential|data_dir", re.IGNORECASE)
 
 
 class Restart(StrEnum):
     PERMANENT = "permanent"
     TRANSIENT = "transient"
     TEMPORARY = "temporary"
+
+
+class Isolation(BaseModel):
+    """How an installed app's process is confined (docs/architecture.md, "Isolation").
+
+    The launcher (`actors.kernel.jail`) gives it a network namespace of its own (no
+    interfaces up: no network), its private directory as its working directory and only
+    writable place, a uid and gid of its own (allocated per app and persisted in
+    `DATA_DIR/app_ids.json`) and no way to regain privileges. What could not be enforced
+    is logged and shown in the actor's statistics (`isolation`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    private_dir: str = Field(description="'apps/<scope>', relative to the data dir")
+    network: Literal["none"] = "none"
+
+    @field_validator("private_dir")
+    @classmethod
+    def _private_dir_grammar(cls, value: str) -> str:
+        if not PRIVATE_DIR.match(value):
+            raise ValueError(f"{value!r} is not 'apps/<scope>'")
+        return value
+
+    @property
+    def scope(self) -> str:
+        return self.private_dir.removeprefix("apps/")
 
 
 class ChildSpec(BaseModel):
@@ -43,6 +77,7 @@ class ChildSpec(BaseModel):
     window: int = Field(default=2048, ge=1, le=65536)
     max_deliver: int = Field(default=3, ge=1)
     config: dict[str, Any] = Field(default_factory=dict)
+    isolation: Isolation | None = None
 
     @field_validator("name")
     @classmethod
@@ -58,6 +93,38 @@ class ChildSpec(BaseModel):
         if not module or not attr.isidentifier():
             raise ValueError(f"{value!r} is not 'module:Class'")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _isolated_app_dir(cls, data: Any) -> Any:
+        """An isolated app's directory is "." (its cwd): it cannot reach the data dir by any
+        absolute path, and is not told where it is."""
+        if isinstance(data, dict) and data.get("isolation") is not None:
+            data = {**data, "config": {"app_dir": ".", **(data.get("config") or {})}}
+        return data
+
+    @model_validator(mode="after")
+    def _isolated_config(self) -> ChildSpec:
+        """The config reaches a process we do not trust: no secret, no runtime path."""
+        if self.isolation is None:
+            return self
+        if self.config.get("app_dir") != ".":
+            raise ValueError("an isolated app's app_dir is its working directory: '.'")
+        for key, value in _flatten(self.config):
+            if _SECRET_KEY.search(key):
+                raise ValueError(f"an isolated app may not be given {key!r}")
+            if isinstance(value, str) and value.startswith("/"):
+                raise ValueError(f"an isolated app may not be given a path ({key!r})")
+        return self
+
+
+def _flatten(value: Any, key: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, leaf) pairs of a JSON-like value."""
+    if isinstance(value, dict):
+        return [pair for k, v in value.items() for pair in _flatten(v, f"{key}.{k}" if key else k)]
+    if isinstance(value, list | tuple):
+        return [pair for v in value for pair in _flatten(v, key)]
+    return [(key, value)]
 
 
 class RuntimeConfig(BaseModel):
@@ -91,6 +158,15 @@ class RuntimeConfig(BaseModel):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"duplicate child names: {', '.join(duplicates)}")
+        return self
+
+    @model_validator(mode="after")
+    def _private_dirs_unshared(self) -> RuntimeConfig:
+        """A private dir and its uid belong to one app: two children may not share them."""
+        dirs = [c.isolation.private_dir for c in self.children if c.isolation is not None]
+        shared = sorted({d for d in dirs if dirs.count(d) > 1})
+        if shared:
+            raise ValueError(f"private dirs given to several children: {', '.join(shared)}")
         return self
 
     @classmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import signal
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from ._frames import FrameError, pack_body
 from ._ids import new_id
 from ._mailbox import MailboxStore
 from ._process import ChildProcess, Incarnation, describe_exit
+from ._sandbox import log_jail_report, plan_jail
 from ._specs import ChildSpec, Restart, RuntimeConfig
 from ._switchboard import Switchboard
 from ._wire import ProtocolViolation, classify
@@ -89,7 +91,15 @@ class Supervisor:
                     nursery.start_soon(self._stop_on_signal, signals)
                     await nursery.start(serve_control, self)
                     if self.config.spawn == "fork":
-                        preload = sorted({c.target.partition(":")[0] for c in self.config.children})
+                        # Never an isolated app's module: its import would run the app's
+                        # code in the trusted process every actor is forked from.
+                        preload = sorted(
+                            {
+                                c.target.partition(":")[0]
+                                for c in self.config.children
+                                if c.isolation is None
+                            }
+                        )
                         self.zygote = Zygote(preload)
                         await nursery.start(self.zygote.run)
                     for spec in self.config.children:
@@ -316,6 +326,8 @@ class Supervisor:
 
     async def _spawn(self, spec: ChildSpec) -> Incarnation:
         log_dir = self.data_dir / "logs"
+        if spec.isolation is not None:
+            return await self._spawn_jailed(spec, log_dir)
         async with self._zygote_lock:
             if self.zygote is not None and not self.zygote.alive and self.state != "stopping":
                 # It died (and its actors with it): a new one, so restarts stay fast.
@@ -323,13 +335,21 @@ class Supervisor:
                 assert self._nursery is not None
                 self.zygote = Zygote(self.zygote.preload)
                 await self._nursery.start(self.zygote.run)
-        # A child with an environment of its own (isolation) is exec'd, never forked.
+        # A child with an environment of its own is exec'd, never forked.
         if self.zygote is not None and self.zygote.alive and self.child_env is None:
             try:
                 return await self.zygote.spawn(spec, log_dir=log_dir)
             except RuntimeError as exc:
                 log.warning("fork of %s failed (%s): starting a new process", spec.name, exc)
         return ChildProcess(spec, log_dir=log_dir, env=self.child_env)
+
+    async def _spawn_jailed(self, spec: ChildSpec, log_dir: Path) -> Incarnation:
+        """An installed app: exec'd through the launcher (`actors.kernel.jail`), never forked
+        from the zygote, which is a copy of a trusted process (memory, fds, environment)."""
+        plan = plan_jail(spec, self.data_dir, self.child_env or os.environ)
+        process = ChildProcess(spec, log_dir=log_dir, env=None, jail=plan)
+        log_jail_report(spec.name, await process.read_jail_report(self.config.hello_timeout))
+        return process
 
     async def _read(self, child: Child, channel: Channel, on_ready: Any) -> None:
         assert self.switchboard is not None
@@ -402,4 +422,7 @@ class Supervisor:
             return None
         finally:
             child.stats_waiters.pop(nonce, None)
-        return waiter[1][0] if waiter[1] else None
+        stats = waiter[1][0] if waiter[1] else None
+        if stats is not None and child.process is not None and child.process.isolation:
+            stats["isolation"] = child.process.isolation  # what its launcher enforced
+        return stats

@@ -8,6 +8,10 @@ delivery adds nothing; a message delivered twice under different kernel messages
 stored once (its id is the key). The view model (`_view`) is a fold over this log.
 Each row keeps the wall-clock time it was applied (`at_ns`, taken inside its transaction):
 `lineup bench e2e` reads the agent → app latency from it.
+
+An isolated app is given "." as its directory: its cwd, where the jail mounts its private
+directory. It can reach no absolute path under the data dir, and SQLite makes a relative
+name absolute with the cwd it sees, so the log works there as anywhere.
 """
 
 from __future__ import annotations

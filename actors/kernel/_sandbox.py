@@ -1,0 +1,190 @@
+"""The supervisor's side of app isolation; the launcher (`actors.kernel.jail`) enforces it.
+
+An isolated child (a `ChildSpec` with `isolation`) is never forked from the zygote: the
+zygote is a copy of a trusted process, memory and environment included. It is exec'd as
+`python -m actors.kernel.jail OPTIONS -- python -m actors.kernel.child TARGET FD PID`: the
+launcher enters namespaces, builds the app's view of the file system, becomes the app's own
+uid and then execs the child. What the supervisor decides is here:
+
+- **who the app is**: a uid and gid of its own (`app_id`), allocated at the app's first
+  start and persisted in `DATA_DIR/app_ids.json`, so its files stay its own across restarts;
+- **what it is told**: an allow-listed environment (`scrubbed_environment`);
+- **what it must not reach**: the data dir is made 0700 (`seal_data_dir`): the mailbox,
+  `runtime.db`, the token, the control socket, the logs and every app's directory are below
+  it, and the launcher hides it from the app's view as well;
+- **what it learns back**: the launcher's report of what it enforced (`log_jail_report`),
+  shown in the actor's statistics as `isolation`.
+"""
+
+from __future__ import annotations
+
+import grp
+import hashlib
+import json
+import logging
+import os
+import pwd
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from ._specs import ChildSpec
+
+log = logging.getLogger("lineup.supervisor")
+
+IDS_FILE: Final = "app_ids.json"
+# App uids (each app's gid is the same number). Above every range systemd hands out (system,
+# dynamic, container: docs/UIDS-GIDS.md) and below 2^31, which some tools read as negative.
+ID_RANGE: Final = range(0x7000_0000, 0x7FFE_0000)
+
+# Everything else in the supervisor's environment stays behind: tokens, LINEUP_DATA_DIR,
+# the AppServer's address, the user's own settings.
+PASSED_ENV: Final = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LINEUP_LOG_LEVEL")
+PROJECT_ROOT: Final = Path(__file__).resolve().parents[2]  # holds the `actors` package
+
+
+def app_id(data_dir: Path, scope: str) -> int:
+    """The uid (and gid) of app `scope` in this data dir: allocated once, then kept.
+
+    The first candidate is a hash of (data dir, scope), not a counter: two runtimes on one
+    machine (two data dirs) allocate independently, and the same uid in both would let one
+    runtime's app signal or trace the other's. Taken ids (in this table, or by a user or
+    group of the system) are skipped.
+    """
+    path = data_dir / IDS_FILE
+    table = _load_ids(path)
+    if scope in table:
+        return table[scope]
+    taken = set(table.values())
+    digest = hashlib.sha256(f"{data_dir.resolve()}\0{scope}".encode()).digest()
+    offset = int.from_bytes(digest[:8], "big") % len(ID_RANGE)
+    for step in range(len(ID_RANGE)):
+        candidate = ID_RANGE[(offset + step) % len(ID_RANGE)]
+        if candidate not in taken and not _id_in_use(candidate):
+            table[scope] = candidate
+            _save_ids(path, table)
+            return candidate
+    raise RuntimeError("no app uid left")  # 268 million apps: not in this lifetime
+
+
+def _id_in_use(number: int) -> bool:
+    for lookup in (pwd.getpwuid, grp.getgrgid):
+        try:
+            lookup(number)
+        except KeyError:
+            continue
+        return True
+    return False
+
+
+def _load_ids(path: Path) -> dict[str, int]:
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        # Allocating anew gives the same ids (the hash) unless one collided; the launcher
+        # hands an app's files over to its uid if it changed.
+        log.warning("%s is unreadable (%s): app ids are allocated anew", path, exc)
+        return {}
+    return {str(k): int(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+
+def _save_ids(path: Path, table: dict[str, int]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def seal_data_dir(data_dir: Path) -> None:
+    """Owner only: the data dir, and the directory of the apps' private dirs."""
+    os.chmod(data_dir, 0o700)
+    apps = data_dir / "apps"
+    apps.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(apps, 0o700)
+
+
+def scrubbed_environment(source: Mapping[str, str], *, home: str | None = None) -> dict[str, str]:
+    """What an isolated process may know of the environment: what Python needs to start and
+    to import the project, and HOME (its own directory)."""
+    env = {key: source[key] for key in PASSED_ENV if key in source}
+    env["PYTHONPATH"] = os.pathsep.join(_import_path(source.get("PYTHONPATH", "")))
+    # The cwd is the app's own writable dir: it must not shadow the kernel's modules, and
+    # neither may a user site dir under HOME (the same dir).
+    env["PYTHONSAFEPATH"] = "1"
+    env["PYTHONNOUSERSITE"] = "1"
+    if home is not None:
+        env["HOME"] = home
+    return env
+
+
+def _import_path(pythonpath: str) -> list[str]:
+    """The project root, then the absolute entries of PYTHONPATH (a relative one would be
+    looked up in the app's own directory)."""
+    entries = [str(PROJECT_ROOT), *pythonpath.split(os.pathsep)]
+    return list(dict.fromkeys(e for e in entries if os.path.isabs(e)))
+
+
+@dataclass(frozen=True)
+class JailPlan:
+    """What the launcher is told for one isolated incarnation."""
+
+    private_dir: Path
+    uid: int
+    gid: int
+    hidden: tuple[Path, ...]
+    env: dict[str, str]
+
+    def command(self, child_command: list[str], *, channel_fd: int, report_fd: int) -> list[str]:
+        hide = [arg for path in self.hidden for arg in ("--hide", str(path))]
+        return [
+            sys.executable,
+            "-m",
+            "actors.kernel.jail",
+            "--private-dir",
+            str(self.private_dir),
+            "--uid",
+            str(self.uid),
+            "--gid",
+            str(self.gid),
+            "--channel-fd",
+            str(channel_fd),
+            "--report-fd",
+            str(report_fd),
+            "--parent-pid",
+            str(os.getpid()),
+            *hide,
+            "--",
+            *child_command,
+        ]
+
+
+def plan_jail(spec: ChildSpec, data_dir: Path, source_env: Mapping[str, str]) -> JailPlan:
+    assert spec.isolation is not None
+    data_dir = data_dir.resolve()
+    seal_data_dir(data_dir)
+    number = app_id(data_dir, spec.isolation.scope)
+    return JailPlan(
+        private_dir=data_dir / spec.isolation.private_dir,
+        uid=number,
+        gid=number,
+        hidden=(data_dir,),
+        env=scrubbed_environment(source_env),
+    )
+
+
+def log_jail_report(name: str, report: dict[str, Any] | None) -> None:
+    """Say what the launcher enforced; loudly what it could not (it never pretends)."""
+    if report is None:
+        log.error("%s: its launcher ended before it reported (see logs/%s.log)", name, name)
+        return
+    enforced = ", ".join(f"{k}: {v}" for k, v in report.get("enforced", {}).items())
+    missing = report.get("not_enforced", {})
+    if missing:
+        lacking = "; ".join(f"{k}: {v}" for k, v in missing.items())
+        log.warning("%s isolated %s, NOT enforced: %s", name, report.get("level"), lacking)
+    else:
+        log.info("%s isolated %s (%s)", name, report.get("level"), enforced)

@@ -1,0 +1,344 @@
+"""Isolated app processes (issue 5, item 7): what the operating system keeps from them.
+
+Real supervisor, real launcher, real processes. A jailed probe (`jailed_actors.Probe`)
+tries what an installed app must not do and answers a `call` with the outcome of each
+attempt; the same probe unjailed is the control, for which every attempt succeeds (so a
+jailed failure is the jail's doing, not a wrong path). A trusted Caller makes the calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.kernel import ChildSpec, RuntimeConfig, new_id
+from actors.kernel._sandbox import JailPlan, app_id, scrubbed_environment
+from actors.kernel.jail import Report
+from actors.transport import write_token
+
+from .conftest import MakeRuntime
+from .helpers import REPO_ROOT, Runtime, child, outcomes, pid_alive, wait_until
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the full jail needs root")
+
+PROBE = "tests.kernel.jailed_actors:Probe"
+TOKEN = "tok-" + "s3cr3t" * 4
+SECRET_ENV = {"LINEUP_RUNTIME_TOKEN": TOKEN, "APPSERVER_TOKEN": TOKEN}
+
+
+def jailed(name: str, scope: str) -> dict[str, Any]:
+    return {"name": name, "target": PROBE, "isolation": {"private_dir": f"apps/{scope}"}}
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A loopback TCP listener on the host: no jailed app may reach it."""
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        sock.setblocking(False)
+        yield sock
+
+
+@pytest.fixture
+def world_writable() -> Iterator[str]:
+    """A file name in a directory every uid may write (mode 1777): not from inside a jail."""
+    if not Path("/run/lock").is_dir():
+        pytest.skip("no /run/lock here")
+    path = Path("/run/lock") / f"lineup-escape-{new_id()}"
+    yield str(path)
+    path.unlink(missing_ok=True)
+
+
+def caller_db(rt: Runtime) -> Path:
+    return rt.log_dir / "caller.db"
+
+
+def start(make_runtime: MakeRuntime, children: list[dict[str, Any]]) -> Runtime:
+    """A runtime with a trusted Caller and `children`, on a data dir holding a token and a
+    runtime.db as `lineup run` and the store would leave them."""
+    rt = make_runtime({"children": children})
+    rt.config["children"].insert(0, child("caller", "Caller", config={"db": str(caller_db(rt))}))
+    data = rt.data_dir
+    data.mkdir(parents=True)
+    write_token(data / ".runtime_token", TOKEN)
+    with contextlib.closing(sqlite3.connect(data / "runtime.db")) as db:
+        db.execute("CREATE TABLE conversations (id TEXT)")
+    return rt.start(env={**SECRET_ENV, "LINEUP_DATA_DIR": str(data)})
+
+
+def call(rt: Runtime, to: str, body: Any) -> Any:
+    calls, key = caller_db(rt), new_id()
+    rt.send("caller", "do_call", {"key": key, "to": to, "type": "probe", "body": body})
+    outcome, value, code = wait_until(lambda: outcomes(calls).get(key), 20, f"{to}'s answer")
+    assert outcome == "ok", code
+    return value
+
+
+def attempts(rt: Runtime, port: int, *, other: str, write: dict[str, str]) -> dict[str, Any]:
+    """What the probe tries: the runtime's secrets, another app's files, the host's network,
+    and the writes in `write`."""
+    data = rt.data_dir
+    return {
+        "read": {
+            "token": str(data / ".runtime_token"),
+            "other_app_file": str(data / "apps" / other / "note.txt"),
+            # around the app's own view of the file system, through the supervisor's
+            "token_via_supervisor_root": f"/proc/{rt.pid}/root{data}/.runtime_token",
+            "supervisor_environment": f"/proc/{rt.pid}/environ",
+        },
+        "databases": {"mailbox": str(data / "mailbox.db"), "runtime": str(data / "runtime.db")},
+        "list": {
+            "data_dir": str(data),
+            "apps": str(data / "apps"),
+            "other_app": f"{data}/apps/{other}",
+        },
+        "write": write,
+        "port": port,
+    }
+
+
+def statistics(rt: Runtime) -> dict[str, dict[str, Any]]:
+    records = rt.control({"type": "actors", "stats": True})["actors"]
+    return {r["name"]: r["statistics"] or {} for r in records}
+
+
+@needs_root
+def test_a_jailed_app_reaches_nothing_but_its_own_directory(
+    make_runtime: MakeRuntime, tmp_path: Path, listener: socket.socket, world_writable: str
+) -> None:
+    control_dir = tmp_path / "control-app"
+    children = [
+        jailed("app.probe", "probe"),
+        jailed("app.other", "other"),
+        {"name": "control", "target": PROBE, "config": {"app_dir": str(control_dir)}},
+    ]
+    rt = start(make_runtime, children)
+    data, port = rt.data_dir, listener.getsockname()[1]
+    # The other app writes a file of its own, which the probe will try to read.
+    call(rt, "app.other", attempts(rt, port, other="probe", write={"own": "note.txt"}))
+    escapes = {"shared_tmp": "/tmp/lineup-escape.txt", "world_writable": world_writable}
+    body = attempts(rt, port, other="other", write={"own": "mine.txt", **escapes})
+    body["read"]["other_app_relative"] = "../other/note.txt"  # from its cwd
+    got = call(rt, "app.probe", body)
+    own = str(control_dir / "x.txt")
+    control = call(rt, "control", attempts(rt, port, other="other", write={"own": own}))
+
+    # the control reaches everything: the paths are right, and the attempts would work
+    for kind in ("read", "databases", "list", "write"):
+        assert set(control[kind].values()) == {"ok"}, f"control {kind}: {control[kind]}"
+    assert control["tcp"] == "ok"
+    listener.accept()[0].close()  # the control's connection
+
+    # every forbidden attempt of the jailed app failed ...
+    for kind in ("read", "databases", "list"):
+        assert "ok" not in got[kind].values(), f"{kind}: {got[kind]}"
+    assert "Network is unreachable" in got["tcp"]
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # nothing ever reached the host's listener
+    assert "Read-only file system" in got["write"]["shared_tmp"]
+    assert "Read-only file system" in got["write"]["world_writable"]
+    assert not Path(world_writable).exists()
+    # the layer below the view: the data dir and each app's directory are owner-only
+    for path in (data, data / "apps", data / "apps" / "probe", data / "apps" / "other"):
+        assert path.stat().st_mode & 0o777 == 0o700, path
+    # ... and what it may do worked: its own files, the SDK's event log
+    assert got["write"]["own"] == "ok"
+    assert (data / "apps" / "probe" / "mine.txt").read_text() == "written by the probe\n"
+    assert got["logged"] == 1
+    assert (data / "apps" / "probe" / "app.db").exists()
+
+    # who it is: its own uid and gid, no groups, no capability, no way to gain one
+    other = call(rt, "app.other", attempts(rt, port, other="probe", write={}))
+    assert got["uid"] != 0 and got["gid"] != 0 and got["groups"] == []
+    assert (got["uid"], got["gid"]) != (other["uid"], other["gid"])
+    assert (data / "apps" / "probe").stat().st_uid == got["uid"]
+    assert int(got["cap_eff"], 16) == 0
+    assert got["no_new_privs"] == "1"
+    # where it is: a network namespace of its own, its directory as "."
+    supervisor_netns = os.readlink(f"/proc/{rt.pid}/ns/net")
+    assert got["netns"] != supervisor_netns and got["netns"] != other["netns"]
+    assert control["netns"] == supervisor_netns
+    assert got["config"] == {"app_dir": "."}
+    assert str(data) not in got["cwd"]
+    # what it was told: no token, no data dir, nothing of the supervisor's environment
+    env = got["env"]
+    assert not [
+        k for k in env if "TOKEN" in k or (k.startswith("LINEUP_") and k != "LINEUP_LOG_LEVEL")
+    ]
+    assert not [k for k, v in env.items() if TOKEN in v or str(data) in v]
+    assert set(env) <= {
+        "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LINEUP_LOG_LEVEL",
+        "PYTHONPATH", "PYTHONSAFEPATH", "PYTHONNOUSERSITE", "HOME",
+    }  # fmt: skip
+    # what it holds: stdin from /dev/null, its log, its channel; nothing of the runtime's
+    assert got["fds"]["0"] == "/dev/null"
+    runtime_files = ("mailbox.db", "runtime.db", ".runtime_token", "control.sock", ".lock")
+    assert not [t for t in got["fds"].values() if t.endswith(runtime_files)]
+
+    # the supervisor knows what was enforced, and shows it
+    report = statistics(rt)["app.probe"]["isolation"]
+    assert report["level"] == "full", report
+    assert set(report["enforced"]) >= {"network", "filesystem", "identity", "no_new_privs"}
+    assert report["not_enforced"] == {}
+    assert report["fds"][:3] == [0, 1, 2] and len(report["fds"]) == 4
+    assert "isolation" not in statistics(rt)["control"]
+
+
+@needs_root
+def test_a_jailed_app_dies_with_the_supervisor(make_runtime: MakeRuntime, tmp_path: Path) -> None:
+    rt = start(make_runtime, [jailed("app.probe", "probe")])
+    pid = rt.wait_actor("app.probe")["pid"]
+    assert Path(f"/proc/{pid}").stat().st_uid != 0, "not jailed"
+    rt.kill9()
+    wait_until(lambda: not pid_alive(pid), 2.0, "the jailed app to die with its supervisor")
+
+
+@needs_root
+def test_a_killed_jailed_app_is_restarted_and_still_jailed(
+    make_runtime: MakeRuntime, tmp_path: Path, listener: socket.socket
+) -> None:
+    rt = start(make_runtime, [jailed("app.probe", "probe")])
+    port = listener.getsockname()[1]
+    first = call(rt, "app.probe", attempts(rt, port, other="x", write={}))
+    pid = rt.wait_actor("app.probe")["pid"]
+    rt.control({"type": "kill", "name": "app.probe"})
+    again = rt.wait_actor("app.probe", restarts=1)
+    assert again["pid"] != pid
+    second = call(rt, "app.probe", attempts(rt, port, other="x", write={}))
+    assert (second["uid"], second["gid"]) == (first["uid"], first["gid"])  # persisted
+    assert second["netns"] != os.readlink(f"/proc/{rt.pid}/ns/net")
+    assert second["read"]["token"] != "ok" and second["tcp"] != "ok"
+    assert second["logged"] == 2, "its event log did not survive the restart"
+    assert statistics(rt)["app.probe"]["isolation"]["level"] == "full"
+
+
+# -- the rules around the launcher, without processes --------------------------------------
+
+
+def test_an_isolated_app_is_told_no_secret_and_no_path() -> None:
+    spec = ChildSpec.model_validate(jailed("app.x", "x") | {"config": {"app_scope": "x"}})
+    assert spec.config == {"app_dir": ".", "app_scope": "x"}
+    bad_configs = [
+        {"token_file": "t"},
+        {"nested": {"appserver_token": "t"}},
+        {"data_dir": "d"},
+        {"where": "/var/lib/lineup"},
+        {"app_dir": "/var/lib/lineup/apps/x"},
+    ]
+    for config in bad_configs:
+        with pytest.raises(ValueError, match="isolated app"):
+            ChildSpec.model_validate(jailed("app.x", "x") | {"config": config})
+    for private_dir in ("../x", "apps/x/../../y", "/tmp/x", "apps/x/y", "apps/"):
+        with pytest.raises(ValueError, match="apps/<scope>"):
+            ChildSpec.model_validate(
+                {**jailed("app.x", "x"), "isolation": {"private_dir": private_dir}}
+            )
+    with pytest.raises(ValueError, match="private dirs"):
+        RuntimeConfig.model_validate(
+            {"children": [jailed("app.a", "same"), jailed("app.b", "same")]}
+        )
+
+
+def test_app_ids_are_distinct_and_kept(tmp_path: Path) -> None:
+    ids = {scope: app_id(tmp_path, scope) for scope in ("a", "b", "c")}
+    assert len(set(ids.values())) == 3
+    assert all(0x7000_0000 <= n < 0x7FFE_0000 for n in ids.values())
+    assert {scope: app_id(tmp_path, scope) for scope in ids} == ids
+    other_runtime = tmp_path / "other"
+    other_runtime.mkdir()
+    assert app_id(other_runtime, "a") != ids["a"]
+
+
+def test_the_environment_keeps_only_what_python_needs() -> None:
+    env = scrubbed_environment(
+        {"PATH": "/usr/bin", "LINEUP_DATA_DIR": "/d", "X_TOKEN": "t", "PYTHONPATH": "rel:/abs"},
+        home="/tmp/app",
+    )
+    assert env["PATH"] == "/usr/bin" and env["HOME"] == "/tmp/app"
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(REPO_ROOT), "/abs"]
+    assert "LINEUP_DATA_DIR" not in env and "X_TOKEN" not in env
+
+
+def test_the_launcher_reports_what_it_could_not_enforce() -> None:
+    report = Report()
+    report.ok("network", "namespace of its own, no interface up")
+    report.missing("identity", "not root: runs as the supervisor's uid 1000")
+    assert report.record([0, 1, 2, 5])["level"] == "partial"
+    nothing = Report()
+    nothing.missing("network", "no namespace (Operation not permitted)")
+    assert nothing.record([0, 1, 2, 5])["level"] == "none"
+
+
+# -- the fallbacks: the launcher alone, where Linux allows less ----------------------------
+
+
+def launch(tmp_path: Path, prefix: list[str], script: str) -> tuple[dict[str, Any], list[str], str]:
+    """Run the launcher under `prefix` with `/bin/sh -c script` as the child: its report,
+    the lines the child printed, and what the launcher logged."""
+    if not shutil.which(prefix[0]):
+        pytest.skip(f"{prefix[0]} is not installed")
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    report_r, report_w = os.pipe()
+    ours, theirs = socket.socketpair()
+    plan = JailPlan(
+        data / "apps" / "z", 0x7000_1234, 0x7000_1234, (data,), scrubbed_environment(os.environ)
+    )
+    command = plan.command(
+        ["/bin/sh", "-c", script], channel_fd=theirs.fileno(), report_fd=report_w
+    )
+    with ours, theirs:
+        done = subprocess.run(
+            [*prefix, *command],
+            pass_fds=[report_w, theirs.fileno()],
+            env=plan.env,
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    os.close(report_w)
+    with os.fdopen(report_r) as report:
+        return json.loads(report.read()), done.stdout.splitlines(), done.stderr
+
+
+PROBE_SCRIPT = "id -u; readlink /proc/self/ns/net; pwd; echo x > own && echo wrote"
+
+
+def test_without_root_a_user_namespace_confines_all_but_the_identity(tmp_path: Path) -> None:
+    # Inside a user namespace that maps 4242 (to us, outside), the launcher is not root:
+    # it takes the unprivileged path for real.
+    prefix = ["unshare", "--map-user=4242", "--map-group=4242"]
+    report, out, logged = launch(tmp_path, prefix, PROBE_SCRIPT)
+    assert report["level"] == "partial"
+    assert set(report["enforced"]) == {"network", "ipc", "filesystem", "read_only", "no_new_privs"}
+    assert set(report["not_enforced"]) == {"identity"}
+    assert "jail: NOT enforced: identity" in logged
+    uid, netns, cwd, wrote = out
+    assert (uid, cwd, wrote) == ("4242", "/tmp/app", "wrote")
+    assert netns != os.readlink("/proc/self/ns/net")
+
+
+@needs_root
+def test_without_namespaces_the_launcher_says_so_and_still_drops_root(tmp_path: Path) -> None:
+    # Root without CAP_SYS_ADMIN (a default container) may not unshare.
+    report, out, logged = launch(
+        tmp_path, ["setpriv", "--bounding-set", "-sys_admin"], PROBE_SCRIPT
+    )
+    assert report["level"] == "partial"
+    assert set(report["not_enforced"]) == {"network", "ipc", "filesystem", "read_only"}
+    assert set(report["enforced"]) == {"identity", "no_new_privs"}
+    assert "jail: NOT enforced: network" in logged
+    uid, netns, _, wrote = out
+    assert (uid, wrote) == (str(0x7000_1234), "wrote")
+    assert netns == os.readlink("/proc/self/ns/net")
