@@ -27,6 +27,7 @@ import trio
 
 from actors.kernel import (
     Actor,
+    CallFailed,
     CallTimeout,
     Message,
     ReplyError,
@@ -53,6 +54,7 @@ log = logging.getLogger("lineup.app_manager")
 REQUESTERS: Final = frozenset({"debug", "host", "app.app-registry"})
 NAVIGATION: Final = frozenset({"launch", "focus", "close", "list", "open_default", "set_default"})
 CORE_VERSION: Final = "1.0.0"
+BUNDLED_APP: Final = "apps.sdk._bundled:BundledApp"  # imports the staged bundle's app class
 
 
 class _Ids:
@@ -113,11 +115,21 @@ class AppManagerActor(Actor):
         fresh = core_records(self.records, CORE_VERSION)
         for record in fresh:
             self.records[record.app_scope] = record
-        if not self.focus.stack:  # a first start, or everything was closed: §4.3's order
-            self.focus.launch(
-                startup_target(None, self.focus, self.default_app, self.records), None
-            )
+        # §4.3: a restorable foreground instance, else the default app, else chat.
+        target = startup_target(None, self.focus, self.default_app, self.records)
+        top = self.focus.foreground
+        if top is None or self.focus.instances[top].app_scope != target:
+            self.focus.launch(target, None)
         await self._persist(ids, records=fresh)
+        # Dynamic children end with the runtime: bring back those with live instances.
+        for scope in sorted({i.app_scope for i in self.focus.instances.values() if i.live}):
+            try:
+                await self._ensure_process(scope)
+            except Refused as refusal:
+                log.warning("%s", refusal)
+                for instance in self.focus.live_of(scope):
+                    self.focus.close(instance.instance_id, failed=refusal.detail)
+                await self._persist(ids)
         self.loaded.set()
 
     async def _persist(
@@ -142,8 +154,10 @@ class AppManagerActor(Actor):
                 "routing": routing,
             },
         }
-        await self._store("store.apps.write", body, ids.next())
+        # The router's mailbox has the new view before the operation is seen to end, so an
+        # agent message sent after that is filtered by it (mailbox order is arrival order).
         await self.cast("router", "router.apps", {"apps": routing}, id=ids.next())
+        await self._store("store.apps.write", body, ids.next())
         for instance_id, hook in events:  # the apps hear of it once it is on disk
             instance = self.focus.instances[instance_id]
             await self.cast(
@@ -307,7 +321,13 @@ class AppManagerActor(Actor):
             instance = self.focus.launch(
                 scope, request.get("conversation_id"), request.get("local")
             )
-            await self._ensure_process(scope)
+            try:
+                await self._ensure_process(scope)
+            except Refused:
+                # It never came up: it fails, and what was in front comes back (§4.5).
+                self.focus.close(instance.instance_id, failed="did not start")
+                await self._persist(ids)
+                raise
             result = {"instance_id": instance.instance_id}
         elif op.kind == "focus":
             result = {"instance_id": self.focus.focus(str(request.get("instance_id"))).instance_id}
@@ -328,13 +348,32 @@ class AppManagerActor(Actor):
         await self._stop_process(scope)
 
     async def _ensure_process(self, scope: str) -> None:
-        """Installed apps run as dynamic children while they have an instance."""
+        """Installed apps run as isolated dynamic children while they have an instance;
+        raises Refused if the process does not come up."""
         if scope in CORE_APPS:
             return
+        record = self.records[scope]
+        self.steps.stage_code(scope, record.bundle_digest)
+        spec = {
+            "name": f"app.{scope}",
+            "target": BUNDLED_APP,
+            "isolation": {"private_dir": f"apps/{scope}"},
+            "config": {"app_scope": scope},
+        }
+        try:
+            started = await self.supervise("start", spec=spec)
+        except CallFailed as exc:
+            raise Refused("app_start_failed", f"{scope}: {exc.code}: {exc.detail}") from None
+        if started["state"] == "failed":
+            raise Refused("app_start_failed", f"{scope}: its process did not start")
 
     async def _stop_process(self, scope: str) -> None:
         if scope in CORE_APPS:
             return
+        try:
+            await self.supervise("stop", name=f"app.{scope}")
+        except CallFailed as exc:
+            log.warning("could not stop app.%s: %s", scope, exc)
 
     # -- from the host and the supervisor --------------------------------------------------
 

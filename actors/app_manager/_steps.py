@@ -15,13 +15,15 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from actors.contracts import ContractError
 
 from ._bundle import MANIFEST_NAME, load_trusted_keys, trusted_keys_dir
 from ._cache import BundleCache, CachedBundle
 from ._registry import AppOperation, AppRecord, Refused, check_request, now_ms
+
+STAGED_CODE: Final = ".bundle"  # apps.sdk._bundled imports the app from here
 
 
 @dataclass
@@ -60,6 +62,20 @@ class Steps:
 
     def private_dir(self, scope: str) -> Path:
         return self.data_dir / "apps" / scope
+
+    def stage_code(self, scope: str, digest: str | None) -> None:
+        """The bundle's `app/` package into the app's private dir (`.bundle/app`), where
+        its jailed process imports it from; staged again when the version changed."""
+        entry = self.cache.entry(digest or "")
+        if entry is None:
+            raise Refused("bundle_missing", f"the bundle of {scope!r} is not in the cache")
+        staged = self.private_dir(scope) / STAGED_CODE
+        marker = staged / "DIGEST"
+        if marker.is_file() and marker.read_text() == digest:
+            return
+        shutil.rmtree(staged, ignore_errors=True)
+        shutil.copytree(entry / "app", staged / "app")
+        marker.write_text(str(digest))
 
     # -- the operations ----------------------------------------------------------------------
 

@@ -186,29 +186,45 @@ class Actor:
         failures) is answered with CallFailed("dead_letter"). A timeout does not withdraw
         the request: it will still be handled.
         """
+        message_id = id or self._next_id()
+        frame = {
+            "v": 1,
+            "id": message_id,
+            "to": to,
+            "type": type,
+            "body": pack_body(body),
+            "call": True,
+        }
+        return await self._request(message_id, frame, timeout, to, type)
+
+    async def supervise(self, op: str, *, timeout: float = 90.0, **fields: Any) -> Any:
+        """Ask the supervisor to `start` a dynamic child (`spec=` a ChildSpec as a map) or
+        to `stop` one (`name=`), and wait until it is running (or has given up) or stopped.
+
+        Only the actor the runtime names as its app supervisor may (the app manager), and
+        only for children named `app.*`; anyone else gets CallFailed("not_permitted").
+        Both are idempotent: starting a running child answers with its state, stopping an
+        absent one succeeds. Not durable: a replayed handler simply asks again.
+        """
+        nonce = new_id()
+        frame = {"type": "kernel.supervise", "corr": nonce, "op": op, **fields}
+        return await self._request(nonce, frame, timeout, "supervisor", f"supervise {op}")
+
+    async def _request(self, key: str, frame: Frame, timeout: float, to: str, what: str) -> Any:
+        """Send `frame` and wait for the `kernel.reply` whose `corr` is `key`."""
         if timeout <= 0:
             raise ValueError("`timeout` must be positive")
-        message_id = id or self._next_id()
         done = trio.Event()
         slot: list[Frame] = []
-        self._calls[message_id] = (done, slot)
+        self._calls[key] = (done, slot)
         try:
-            await self._send(
-                {
-                    "v": 1,
-                    "id": message_id,
-                    "to": to,
-                    "type": type,
-                    "body": pack_body(body),
-                    "call": True,
-                }
-            )
+            await self._send(frame)
             with trio.move_on_after(timeout):
                 await done.wait()
         finally:
-            self._calls.pop(message_id, None)
+            self._calls.pop(key, None)
         if not slot:
-            raise CallTimeout(to, type, timeout)
+            raise CallTimeout(to, what, timeout)
         reply = slot[0]
         if "error" in reply:
             error = reply["error"]

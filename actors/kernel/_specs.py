@@ -147,6 +147,10 @@ class RuntimeConfig(BaseModel):
         gt=0,
         description="seconds from hello to ready before a start counts as failed",
     )
+    app_supervisor: str | None = Field(
+        default="app_manager",
+        description="the one actor that may start and stop app.* children (Actor.supervise)",
+    )
     spawn: Literal["fork", "exec"] = Field(
         default="fork",
         description="fork: from a preloaded zygote (≈5 ms); exec: a new interpreter each time",

@@ -21,6 +21,7 @@ import trio
 from ._channel import Channel
 from ._children import Child, RestartHistory, lock_data_dir
 from ._control import serve_control
+from ._delegation import supervise_for
 from ._forked import Zygote
 from ._frames import FrameError, pack_body
 from ._ids import new_id
@@ -29,7 +30,7 @@ from ._process import ChildProcess, Incarnation, describe_exit
 from ._sandbox import log_jail_report, plan_jail
 from ._specs import ChildSpec, Restart, RuntimeConfig
 from ._switchboard import Switchboard
-from ._wire import ProtocolViolation, classify
+from ._wire import ProtocolViolation, check_supervise, classify
 
 log = logging.getLogger("lineup.supervisor")
 
@@ -396,6 +397,12 @@ class Supervisor:
                 )
                 child.state = "running"
                 on_ready()
+            elif kind == "kernel.supervise":
+                # In its own task: starting a child waits until it is ready.
+                assert self._nursery is not None
+                self._nursery.start_soon(
+                    supervise_for, self, spec.name, channel, check_supervise(frame)
+                )
             elif kind == "kernel.stats":
                 waiter = child.stats_waiters.get(str(frame.get("nonce")))
                 if waiter is not None:

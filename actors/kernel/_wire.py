@@ -71,3 +71,15 @@ def classify(frame: Frame) -> tuple[str, Any]:
     if "call" in frame and not isinstance(frame["call"], bool):
         raise ProtocolViolation("message `call` must be a boolean")
     return "message", frame
+
+
+def check_supervise(frame: Frame) -> Frame:
+    """`kernel.supervise` {`corr`, `op`: start (`spec` map) | stop (`name`)}, or raise."""
+    if not _short_str(frame.get("corr"), MAX_ID):
+        raise ProtocolViolation("kernel.supervise needs a request id in `corr`")
+    op = frame.get("op")
+    if op == "start" and isinstance(frame.get("spec"), dict):
+        return frame
+    if op == "stop" and isinstance(frame.get("name"), str):
+        return frame
+    raise ProtocolViolation("kernel.supervise needs op start with a spec, or stop with a name")

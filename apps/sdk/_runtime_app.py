@@ -198,7 +198,10 @@ class RuntimeApp(Actor):
     _refused_inputs = 0
 
     def statistics_extra(self) -> dict[str, Any]:
-        return {"refused_inputs": self._refused_inputs}
+        return {
+            "refused_inputs": self._refused_inputs,
+            "instances": self.sdk.lifecycle.instances() if hasattr(self, "sdk") else {},
+        }
 
     async def _apply(self, event: dict[str, Any]) -> None:
         view = self._views.apply(event)

@@ -97,10 +97,13 @@ class Apps:
         wait_until(lambda: self.registry()["settings"].get("focus_stack"), 30, "the app manager")
 
 
-def start_apps(factory: RuntimeFactory, keys: Path, env: dict[str, str] | None = None) -> Apps:
+def start_apps(
+    factory: RuntimeFactory, keys: Path, env: dict[str, str] | None = None, **settings: Any
+) -> Apps:
     runtime = factory({}, name="apps")
     config = supervisor.default_config(runtime.data_dir).model_dump(mode="json")
     config.update(max_restarts=100, max_seconds=1.0, backoff_max=0.2)
+    config.update(settings)
     runtime.start(config=config, env=env)
     apps = Apps(runtime, keys)
     apps.wait_ready()

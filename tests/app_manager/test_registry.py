@@ -123,3 +123,39 @@ def test_an_operation_survives_a_kill_of_the_app_manager(
     assert apps.cache_entries() == []
     kinds = [(o["kind"], o["state"]) for o in apps.registry()["operations"]]
     assert kinds == [("install", "succeeded"), ("update", "succeeded"), ("remove", "succeeded")]
+
+
+def test_the_app_registry_app_manages_through_the_sdk(
+    factory: RuntimeFactory, bundles: Bundles
+) -> None:
+    """The user acts in the app-registry app (a UI action through the host); the app asks
+    the app manager through the SDK; the outcome is the operation's."""
+    from lineup.ui_session import UiSession
+    from tests.kernel.helpers import wait_until
+
+    apps = start_apps(factory, bundles.keys)
+    ui = UiSession(apps.data_dir, session_id="terminal-r")
+    ui.act({"kind": "install", "bundle": str(bundles.v1)}, app_scope="app-registry")
+    ui.act({"kind": "enable", "app_scope": "pomodoro"}, app_scope="app-registry")
+    ui.act({"kind": "remove", "app_scope": "chat", "confirmed": True}, app_scope="app-registry")
+    ui.act({"kind": "set_default", "app_scope": "pomodoro"}, app_scope="app-registry")
+
+    def outcomes() -> list[dict[str, object]] | None:
+        actors = apps.runtime.control({"type": "actors", "stats": True})["actors"]
+        registry = next(a for a in actors if a["name"] == "app.app-registry")
+        found = (registry.get("statistics") or {}).get("extra", {}).get("outcomes", [])
+        return found if len(found) == 4 else None
+
+    found = wait_until(outcomes, 30, "four outcomes in the app-registry app")
+    assert [(o["kind"], o["ok"], o.get("code")) for o in found] == [
+        ("install", True, None),
+        ("enable", True, None),
+        ("remove", False, "core_app_protected"),
+        ("set_default", True, None),
+    ]
+    record = apps.record("pomodoro")
+    assert record is not None and record["enabled"] is True
+    assert apps.registry()["settings"]["default_app"] == "pomodoro"
+    # The app manager took these from the app-registry app, not from the user directly.
+    operations = apps.registry()["operations"]
+    assert [o["kind"] for o in operations][-4:] == ["install", "enable", "remove", "set_default"]

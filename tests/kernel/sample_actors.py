@@ -279,3 +279,21 @@ class Misbehaving(Actor):
     @handles("ping")
     async def ping(self, msg: Message) -> str:
         return "pong"
+
+
+class Delegator(Actor):
+    """Asks the supervisor to start or stop a child (`Actor.supervise`) and records the
+    outcome, ok or the error code, as a line of JSON in `config["out"]`."""
+
+    @handles("delegate")
+    async def delegate(self, msg: Message) -> None:
+        import json
+
+        body = dict(msg.body)
+        try:
+            result = await self.supervise(body.pop("op"), timeout=30, **body)
+            outcome = {"ok": True, "state": result["state"]}
+        except CallFailed as exc:
+            outcome = {"ok": False, "code": exc.code}
+        async with await trio.open_file(self.config["out"], "a") as out:
+            await out.write(json.dumps(outcome) + "\n")

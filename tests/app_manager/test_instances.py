@@ -1,0 +1,124 @@
+"""Installed apps as isolated processes under the app manager: launch puts an instance in
+front and the previous one in the background; focus and close move it back; disable and
+remove wind the process down; a process killed past its restart intensity fails its
+instance and gives the foreground back (seed §4.4-4.5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.kernel.conftest import RuntimeFactory
+from tests.kernel.helpers import wait_until
+
+from .conftest import Apps, Bundles, start_apps
+
+
+def _instances(apps: Apps) -> dict[str, tuple[str, str]]:
+    return {i["instance_id"]: (i["state"], i["mode"]) for i in apps.registry()["instances"]}
+
+
+def _stats(apps: Apps, name: str) -> dict[str, Any]:
+    actors = apps.runtime.control({"type": "actors", "stats": True})["actors"]
+    record = next(a for a in actors if a["name"] == name)
+    return dict(record.get("statistics") or {})
+
+
+def _installed(factory: RuntimeFactory, bundles: Bundles, **config: Any) -> Apps:
+    apps = start_apps(factory, bundles.keys, **config)
+    assert apps.app("install", bundles.v1)[0] == 0
+    assert apps.app("enable", "pomodoro")[0] == 0
+    return apps
+
+
+def test_launch_background_foreground_close(factory: RuntimeFactory, bundles: Bundles) -> None:
+    apps = _installed(factory, bundles)
+    code, out = apps.app("launch", "pomodoro", "--conversation", "conv-1")
+    assert (code, out["result"]) == (0, {"instance_id": "pomodoro:conv-1"})
+    assert apps.registry()["settings"]["focus_stack"] == ["chat:main", "pomodoro:conv-1"]
+    assert _instances(apps) == {
+        "chat:main": ("backgrounded", "background"),
+        "pomodoro:conv-1": ("active", "foreground"),
+    }
+    actor = apps.runtime.actors()["app.pomodoro"]
+    assert actor["state"] == "running"
+    stats = _stats(apps, "app.pomodoro")
+    assert stats["isolation"]["level"] == "full"
+    hooks = wait_until(
+        lambda: _stats(apps, "app.pomodoro")["extra"]["instances"].get("pomodoro:conv-1"),
+        10,
+        "the start and foreground hooks in the app",
+    )
+    assert (hooks["mode"], hooks["last_hook"]) == ("foreground", "foreground")
+    chat = _stats(apps, "app.chat")["extra"]["instances"]["chat:main"]
+    assert (chat["mode"], chat["last_hook"]) == ("background", "background")
+
+    assert apps.app("focus", "chat:main")[0] == 0
+    assert _instances(apps)["pomodoro:conv-1"] == ("backgrounded", "background")
+    assert _instances(apps)["chat:main"] == ("active", "foreground")
+    assert apps.app("focus", "pomodoro:conv-1")[0] == 0
+    assert apps.registry()["settings"]["focus_stack"] == ["chat:main", "pomodoro:conv-1"]
+
+    # A second app process for another conversation is the same process, another instance.
+    assert apps.app("launch", "pomodoro", "--conversation", "conv-2")[0] == 0
+    assert apps.app("close", "pomodoro:conv-2")[0] == 0
+    assert apps.registry()["settings"]["focus_stack"] == ["chat:main", "pomodoro:conv-1"]
+    assert apps.app("close", "pomodoro:conv-1")[0] == 0
+    assert _instances(apps)["chat:main"] == ("active", "foreground")
+    assert "app.pomodoro" not in apps.runtime.actors()  # no instance left: no process
+
+    assert apps.app("launch", "pomodoro", "--conversation", "conv-1")[0] == 0
+    assert apps.app("disable", "pomodoro")[0] == 0
+    assert "app.pomodoro" not in apps.runtime.actors()
+    assert _instances(apps)["pomodoro:conv-1"] == ("closed", "background")
+    code, out = apps.app("launch", "pomodoro", "--conversation", "conv-1")
+    assert (code, out["code"]) == (1, "app_disabled")
+    assert apps.app("remove", "pomodoro", "--yes")[0] == 0
+    code, out = apps.app("launch", "pomodoro")
+    assert (code, out["code"]) == (1, "app_not_installed")
+    assert apps.registry()["settings"]["focus_stack"] == ["chat:main"]
+
+
+def test_the_focus_stack_survives_a_restart(factory: RuntimeFactory, bundles: Bundles) -> None:
+    apps = _installed(factory, bundles)
+    assert apps.app("launch", "pomodoro", "--conversation", "conv-1")[0] == 0
+    first_pid = apps.runtime.actors()["app.pomodoro"]["pid"]
+    apps.runtime.stop()
+    apps.runtime.start()
+    apps.wait_ready()
+    running = wait_until(
+        lambda: apps.runtime.actors().get("app.pomodoro", {}).get("state") == "running",
+        30,
+        "the app's process to come back",
+    )
+    assert running
+    assert apps.runtime.actors()["app.pomodoro"]["pid"] != first_pid
+    assert apps.registry()["settings"]["focus_stack"] == ["chat:main", "pomodoro:conv-1"]
+    assert _instances(apps)["pomodoro:conv-1"] == ("active", "foreground")
+
+
+def test_an_app_killed_past_its_intensity_fails_and_gives_back_the_front(
+    factory: RuntimeFactory, bundles: Bundles
+) -> None:
+    apps = _installed(factory, bundles, max_restarts=2, max_seconds=30.0)
+    assert apps.app("launch", "pomodoro", "--conversation", "conv-1")[0] == 0
+    pid = apps.runtime.actors()["app.pomodoro"]["pid"]
+    apps.runtime.control({"type": "kill", "name": "app.pomodoro"})
+
+    def restarted() -> int | None:
+        actor = apps.runtime.actors()["app.pomodoro"]
+        return actor["pid"] if actor["state"] == "running" and actor["pid"] != pid else None
+
+    wait_until(restarted, 20, "a restart of the app's process")
+    assert _instances(apps)["pomodoro:conv-1"] == ("active", "foreground")  # restarted, kept
+    assert _stats(apps, "app.pomodoro")["isolation"]["level"] == "full"  # still jailed
+
+    for _ in range(2):  # the third restart within max_seconds is one too many
+        wait_until(restarted, 20, "the app's process")
+        pid = apps.runtime.actors()["app.pomodoro"]["pid"]
+        apps.runtime.control({"type": "kill", "name": "app.pomodoro"})
+    wait_until(lambda: apps.runtime.actors()["app.pomodoro"]["state"] == "failed", 20, "failed")
+    wait_until(
+        lambda: _instances(apps)["pomodoro:conv-1"][0] == "failed", 20, "the instance to fail"
+    )
+    assert _instances(apps)["chat:main"] == ("active", "foreground")
+    assert apps.registry()["settings"]["focus_stack"] == ["chat:main"]
