@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import trio
 
+from actors.contracts import Code
 from actors.kernel import (
     Actor,
     CallFailed,
@@ -54,6 +55,12 @@ log = logging.getLogger("lineup.app_manager")
 REQUESTERS: Final = frozenset({"debug", "host", "app.app-registry"})
 NAVIGATION: Final = frozenset({"launch", "focus", "close", "list", "open_default", "set_default"})
 CORE_VERSION: Final = "1.0.0"
+HOST_NAVIGATION: Final = {
+    "open_app": "launch",
+    "focus_app": "focus",
+    "close_app": "close",
+    "open_default_app": "open_default",
+}
 BUNDLED_APP: Final = "apps.sdk._bundled:BundledApp"  # imports the staged bundle's app class
 
 
@@ -230,7 +237,7 @@ class AppManagerActor(Actor):
         if sender in REQUESTERS:
             return
         if not sender.startswith("app.") or op.kind not in NAVIGATION:
-            raise Refused("sender_not_allowed", f"{sender!r} cannot {op.kind} apps")
+            raise Refused(Code.SENDER_NOT_ALLOWED, f"{sender!r} cannot {op.kind} apps")
         caller = sender.removeprefix("app.")
         if caller in CORE_APPS or op.kind in ("list", "open_default"):
             return
@@ -238,11 +245,14 @@ class AppManagerActor(Actor):
         own = {i.conversation_id for i in self.focus.live_of(caller)}
         if op.kind == "launch" and conversation is not None and conversation not in own:
             raise Refused(
-                "ownership_mismatch", f"{caller!r} has no instance in conversation {conversation!r}"
+                Code.OWNERSHIP_MISMATCH,
+                f"{caller!r} has no instance in conversation {conversation!r}",
             )
         target = self.focus.instances.get(str(op.request.get("instance_id")))
         if op.kind in ("focus", "close") and (target is None or target.app_scope != caller):
-            raise Refused("ownership_mismatch", f"{caller!r} may only {op.kind} its own instances")
+            raise Refused(
+                Code.OWNERSHIP_MISMATCH, f"{caller!r} may only {op.kind} its own instances"
+            )
 
     def _answer(self, op: AppOperation, msg: Message) -> Any:
         row = op.to_row()
@@ -307,13 +317,15 @@ class AppManagerActor(Actor):
         if op.kind in ("launch", "set_default"):
             record = self.records.get(scope)
             if record is None:
-                raise Refused("app_not_installed", f"no app {scope!r} is installed")
+                raise Refused(Code.APP_NOT_INSTALLED, f"no app {scope!r} is installed")
             if not record.enabled:
-                raise Refused("app_disabled", f"app {scope!r} is disabled")
+                raise Refused(Code.APP_DISABLED, f"app {scope!r} is disabled")
             entrypoint = request.get("entrypoint")
             entrypoints = [e.get("id") for e in (record.manifest or {}).get("entrypoints", [])]
             if entrypoint is not None and record.manifest and entrypoint not in entrypoints:
-                raise Refused("invalid_entrypoint", f"{scope!r} has no entrypoint {entrypoint!r}")
+                raise Refused(
+                    Code.INVALID_ENTRYPOINT, f"{scope!r} has no entrypoint {entrypoint!r}"
+                )
         if op.kind == "set_default":
             self.default_app = scope
             result: dict[str, Any] = {"default_app": scope}
@@ -363,9 +375,9 @@ class AppManagerActor(Actor):
         try:
             started = await self.supervise("start", spec=spec)
         except CallFailed as exc:
-            raise Refused("app_start_failed", f"{scope}: {exc.code}: {exc.detail}") from None
+            raise Refused(Code.APP_START_FAILED, f"{scope}: {exc.code}: {exc.detail}") from None
         if started["state"] == "failed":
-            raise Refused("app_start_failed", f"{scope}: its process did not start")
+            raise Refused(Code.APP_START_FAILED, f"{scope}: its process did not start")
 
     async def _stop_process(self, scope: str) -> None:
         if scope in CORE_APPS:
@@ -379,10 +391,30 @@ class AppManagerActor(Actor):
 
     @handles("app_manager.host_intent")
     async def host_intent(self, msg: Message) -> None:
-        """A host lifecycle intent, checked and audited by the host actor."""
+        """A host lifecycle intent, checked and audited by the host actor. The window's
+        foreground / background are kept for the record; opening, focusing and closing
+        an app are navigation, run as operations like the CLI's."""
         await self.loaded.wait()
-        self.host_intents.append(dict(msg.body))
+        body = dict(msg.body or {})
+        self.host_intents.append(body)
         del self.host_intents[:-10]
+        kind = HOST_NAVIGATION.get(str(body.get("intent")))
+        if kind is None or msg.sender != "host":
+            return
+        scope = str(body.get("app_scope") or "")
+        op = self.operations.get(msg.id) or AppOperation(msg.id, kind, scope)
+        if op.done:
+            return
+        if kind in ("focus", "close"):  # the host names the app; its foreground instance
+            live = [i for i in self.focus.stack if self.focus.instances[i].app_scope == scope]
+            op.request = {"instance_id": live[-1] if live else f"{scope}:main"}
+        ids = _Ids(msg.id)
+        try:
+            op = await self._run(op, ids)
+        except Refused as refusal:
+            op = op.ended("failed", refusal.code, refusal.detail)
+            self.operations[op.operation_id] = op
+            await self._persist(ids, operations=[op])
 
     @handles("kernel.actor_failed")
     async def actor_failed(self, msg: Message) -> None:

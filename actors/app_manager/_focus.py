@@ -17,6 +17,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from actors.contracts import Code
+
 from ._registry import RECOVERY_APP, AppRecord, Refused, now_ms
 
 GLOBAL_APPS: Final = frozenset({"chat", "app-registry"})  # one global instance each
@@ -58,7 +60,9 @@ class Instance:
 
     def move(self, state: str) -> None:
         if state not in TRANSITIONS[self.state]:
-            raise Refused("invalid_state", f"{self.instance_id} cannot go {self.state} → {state}")
+            raise Refused(
+                Code.INVALID_STATE, f"{self.instance_id} cannot go {self.state} → {state}"
+            )
         self.state = state
         self.updated_ms = now_ms()
 
@@ -163,7 +167,7 @@ class Focus:
     def _live(self, instance_id: str) -> Instance:
         instance = self.instances.get(instance_id)
         if instance is None or not instance.live:
-            raise Refused("instance_not_found", f"no running instance {instance_id!r}")
+            raise Refused(Code.INSTANCE_NOT_FOUND, f"no running instance {instance_id!r}")
         return instance
 
     def live_of(self, scope: str) -> list[Instance]:

@@ -124,21 +124,27 @@ def check_request(
 ) -> None:
     """Raise `Refused` if `kind` on `scope` cannot start from the registry as it is."""
     if kind not in OPERATION_KINDS:
-        raise Refused(str(Code.INVALID_PAYLOAD), f"kind: {kind!r} is not an operation")
+        raise Refused(Code.INVALID_PAYLOAD, f"kind: {kind!r} is not an operation")
     record = records.get(scope)
     if kind == "install":
         if scope in CORE_APPS:
-            raise Refused("core_app_protected", f"{scope!r} is a core app; no bundle replaces it")
+            raise Refused(
+                Code.CORE_APP_PROTECTED, f"{scope!r} is a core app; no bundle replaces it"
+            )
         if record is not None:
-            raise Refused("already_installed", f"{scope!r} {record.installed_version} is installed")
+            raise Refused(
+                Code.ALREADY_INSTALLED, f"{scope!r} {record.installed_version} is installed"
+            )
         return
     if record is None:
-        raise Refused(str(Code.APP_NOT_INSTALLED), f"no app {scope!r} is installed")
+        raise Refused(Code.APP_NOT_INSTALLED, f"no app {scope!r} is installed")
     if record.kind == "core" and kind in ("update", "rollback", "remove"):
-        raise Refused("core_app_protected", f"{scope!r} is a core app; it cannot be {kind}d")
+        raise Refused(Code.CORE_APP_PROTECTED, f"{scope!r} is a core app; it cannot be {kind}d")
     if scope == RECOVERY_APP and kind == "disable":
-        raise Refused("core_app_protected", "chat is the recovery app; it stays enabled")
+        raise Refused(Code.CORE_APP_PROTECTED, "chat is the recovery app; it stays enabled")
     if kind == "rollback" and not record.previous_version:
-        raise Refused("no_previous_version", f"{scope!r} has no previous version to return to")
+        raise Refused(Code.NO_PREVIOUS_VERSION, f"{scope!r} has no previous version to return to")
     if kind == "remove" and body.get("confirmed") is not True:
-        raise Refused("confirmation_required", f"removing {scope!r} needs the user's confirmation")
+        raise Refused(
+            Code.CONFIRMATION_REQUIRED, f"removing {scope!r} needs the user's confirmation"
+        )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from actors.contracts import ContractError
+from actors.contracts import Code, ContractError
 
 from ._bundle import MANIFEST_NAME, load_trusted_keys, trusted_keys_dir
 from ._cache import BundleCache, CachedBundle
@@ -44,14 +44,14 @@ class Steps:
     def _admit(self, op: AppOperation, expected_scope: str | None) -> CachedBundle:
         bundle = op.request.get("bundle")
         if not isinstance(bundle, str) or not bundle:
-            raise Refused("invalid_payload", "bundle: the path of a bundle file is needed")
+            raise Refused(Code.INVALID_PAYLOAD, "bundle: the path of a bundle file is needed")
         keys = load_trusted_keys(sorted(trusted_keys_dir(self.data_dir).glob("*.pub")))
         try:
             return self.cache.admit(Path(bundle), keys, expected_scope=expected_scope)
         except ContractError as exc:
             raise Refused(str(exc.code), exc.detail) from None
         except OSError as exc:
-            raise Refused("bundle_unreadable", f"{bundle}: {exc.strerror or exc}") from None
+            raise Refused(Code.BUNDLE_UNREADABLE, f"{bundle}: {exc.strerror or exc}") from None
 
     def manifest_of(self, digest: str | None) -> dict[str, Any] | None:
         entry = self.cache.entry(digest or "")
@@ -68,7 +68,7 @@ class Steps:
         its jailed process imports it from; staged again when the version changed."""
         entry = self.cache.entry(digest or "")
         if entry is None:
-            raise Refused("bundle_missing", f"the bundle of {scope!r} is not in the cache")
+            raise Refused(Code.BUNDLE_MISSING, f"the bundle of {scope!r} is not in the cache")
         staged = self.private_dir(scope) / STAGED_CODE
         marker = staged / "DIGEST"
         if marker.is_file() and marker.read_text() == digest:
@@ -106,7 +106,9 @@ class Steps:
         if cached.bundle.digest == record.bundle_digest:
             return Outcome([record], result={"version": record.installed_version})  # replayed
         if cached.bundle.version == record.installed_version:
-            raise Refused("same_version", f"{op.app_scope} {record.installed_version} is installed")
+            raise Refused(
+                Code.SAME_VERSION, f"{op.app_scope} {record.installed_version} is installed"
+            )
         updated = dataclasses.replace(
             record,
             installed_version=cached.bundle.version,
@@ -122,7 +124,7 @@ class Steps:
         record = records[op.app_scope]
         manifest = self.manifest_of(record.previous_digest)
         if manifest is None:
-            raise Refused("bundle_missing", f"the bundle of {record.previous_version} is gone")
+            raise Refused(Code.BUNDLE_MISSING, f"the bundle of {record.previous_version} is gone")
         back = dataclasses.replace(
             record,
             installed_version=str(record.previous_version),

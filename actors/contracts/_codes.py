@@ -84,6 +84,18 @@ class Code(StrEnum):
     BUNDLE_MISSING_FILE = "bundle_missing_file"
     BUNDLE_VERSION_MISMATCH = "bundle_version_mismatch"
     BUNDLE_SCOPE_MISMATCH = "bundle_scope_mismatch"
+    BUNDLE_MISSING = "bundle_missing"
+    BUNDLE_UNREADABLE = "bundle_unreadable"
+    # App management (§4.3-4.4): a registry operation or a navigation request refused.
+    ALREADY_INSTALLED = "already_installed"
+    CORE_APP_PROTECTED = "core_app_protected"
+    CONFIRMATION_REQUIRED = "confirmation_required"
+    NO_PREVIOUS_VERSION = "no_previous_version"
+    SAME_VERSION = "same_version"
+    INSTANCE_NOT_FOUND = "instance_not_found"
+    INVALID_STATE = "invalid_state"
+    INVALID_ENTRYPOINT = "invalid_entrypoint"
+    APP_START_FAILED = "app_start_failed"
 
 
 class CapabilityResult(StrEnum):

@@ -122,3 +122,28 @@ def test_an_app_killed_past_its_intensity_fails_and_gives_back_the_front(
     )
     assert _instances(apps)["chat:main"] == ("active", "foreground")
     assert apps.registry()["settings"]["focus_stack"] == ["chat:main"]
+
+
+def test_host_intents_open_and_close_apps(factory: RuntimeFactory, bundles: Bundles) -> None:
+    """The host's lifecycle intents (seed §5.1's third entry) open and close apps."""
+    from lineup.ui_session import UiSession
+
+    apps = _installed(factory, bundles)
+    ui = UiSession(apps.data_dir, session_id="terminal-i")
+    ui.intent("open_app", app_scope="pomodoro")
+    wait_until(
+        lambda: _instances(apps).get("pomodoro:main") == ("active", "foreground"), 30, "open"
+    )
+    assert apps.runtime.actors()["app.pomodoro"]["state"] == "running"
+    ui.intent("close_app", app_scope="pomodoro")
+    wait_until(lambda: _instances(apps)["pomodoro:main"][0] == "closed", 30, "close")
+    assert _instances(apps)["chat:main"] == ("active", "foreground")
+    ui.intent("open_app", app_scope="whiteboard")  # not installed: a failed operation
+    wait_until(
+        lambda: any(
+            o["kind"] == "launch" and o["code"] == "app_not_installed"
+            for o in apps.registry()["operations"]
+        ),
+        30,
+        "the refused launch",
+    )
