@@ -147,11 +147,19 @@ class AppManagerActor(Actor):
         operations: Sequence[AppOperation] = (),
         remove_records: Sequence[str] = (),
     ) -> None:
-        """One transaction: these rows, the instances that changed, the focus stack."""
+        """One transaction: these rows, the instances that changed, the focus stack (and
+        each record whose count of live instances moved)."""
         changed, events = self.focus.take_changes()
         routing = self._routing()
+        written = {r.app_scope: r for r in records}
+        for scope, record in self.records.items():
+            live = len(self.focus.live_of(scope))
+            current = written.get(scope, record)
+            if current.active_instance_count != live:
+                written[scope] = dataclasses.replace(current, active_instance_count=live)
+                self.records[scope] = written[scope]
         body: dict[str, Any] = {
-            "records": [r.to_row() for r in records],
+            "records": [r.to_row() for r in written.values()],
             "operations": [o.to_row() for o in operations],
             "remove_records": list(remove_records),
             "instances": [i.to_row() for i in changed],
@@ -241,9 +249,13 @@ class AppManagerActor(Actor):
         caller = sender.removeprefix("app.")
         if caller in CORE_APPS or op.kind in ("list", "open_default"):
             return
+        if op.kind == "set_default":  # the user's choice, made on the user's side only
+            raise Refused(Code.SENDER_NOT_ALLOWED, f"{caller!r} cannot choose the default app")
+        if op.request.get("local") is not None:
+            raise Refused(Code.SENDER_NOT_ALLOWED, "an app cannot name another's instance")
         conversation = op.request.get("conversation_id")
         own = {i.conversation_id for i in self.focus.live_of(caller)}
-        if op.kind == "launch" and conversation is not None and conversation not in own:
+        if op.kind == "launch" and conversation not in own:
             raise Refused(
                 Code.OWNERSHIP_MISMATCH,
                 f"{caller!r} has no instance in conversation {conversation!r}",
@@ -270,6 +282,9 @@ class AppManagerActor(Actor):
         before = self.records.get(op.app_scope)
         marked: list[AppRecord] = []
         if op.kind == "update" and before is not None:
+            # On a replay the record on disk is already marked: what it goes back to is the
+            # same record, installed.
+            before = dataclasses.replace(before, install_state="installed")
             marked = [dataclasses.replace(before, install_state="updating")]
             self.records[op.app_scope] = marked[0]
         self.operations[op.operation_id] = op
@@ -278,7 +293,7 @@ class AppManagerActor(Actor):
         try:
             if op.kind in ("disable", "remove"):
                 await self._close_app(op.app_scope)
-            outcome: Outcome = getattr(self.steps, op.kind)(op, self.records)
+            outcome: Outcome = self._step(op)
             crash_point("app_manager.after_step")
         except Refused as refusal:
             if before is None or not marked:
@@ -301,7 +316,22 @@ class AppManagerActor(Actor):
         await self._persist(
             ids, operations=[op], records=outcome.records, remove_records=outcome.remove_records
         )
+        if op.kind in ("update", "rollback") and self.focus.live_of(op.app_scope):
+            # Its running instances carry on in the version now installed.
+            await self._stop_process(op.app_scope)
+            await self._ensure_process(op.app_scope)
         return op
+
+    def _step(self, op: AppOperation) -> Outcome:
+        """The operation's work; any failure of it is the operation's, with a code."""
+        try:
+            outcome: Outcome = getattr(self.steps, op.kind)(op, self.records)
+        except Refused:
+            raise
+        except Exception as exc:  # it ends the operation: never half-done
+            log.exception("operation %s %s failed", op.operation_id, op.kind)
+            raise Refused(Code.FAILED, f"{type(exc).__name__}: {exc}") from None
+        return outcome
 
     # -- navigation and instances ---------------------------------------------------------
 
@@ -365,11 +395,16 @@ class AppManagerActor(Actor):
         if scope in CORE_APPS:
             return
         record = self.records[scope]
-        self.steps.stage_code(scope, record.bundle_digest)
+        if self.steps.cache.entry(record.bundle_digest or "") is None:
+            raise Refused(Code.BUNDLE_MISSING, f"the bundle of {scope!r} is not in the cache")
         spec = {
             "name": f"app.{scope}",
             "target": BUNDLED_APP,
-            "isolation": {"private_dir": f"apps/{scope}"},
+            # Its verified code, read-only in its view: the app cannot change what runs.
+            "isolation": {
+                "private_dir": f"apps/{scope}",
+                "code_dir": f"bundles/{record.bundle_digest}/app",
+            },
             "config": {"app_scope": scope},
         }
         try:
@@ -429,3 +464,4 @@ class AppManagerActor(Actor):
         for instance in self.focus.live_of(scope):
             self.focus.close(instance.instance_id, failed=str(msg.body.get("reason", "")))
         await self._persist(ids)
+        await self._stop_process(scope)  # the failed child goes: the runtime is not degraded

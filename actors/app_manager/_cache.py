@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -38,6 +39,7 @@ from ._bundle import (
 )
 
 _TEMP_PREFIX: Final = ".tmp-"
+_DIGEST: Final = re.compile(r"^[0-9a-f]{64}$")
 _FILE_MODE: Final = 0o444
 _DIR_MODE: Final = 0o555
 
@@ -117,8 +119,10 @@ class BundleCache:
 
     def entry(self, digest: str) -> Path | None:
         """The directory of the bundle with this SHA-256, if it is in the cache."""
+        if not _DIGEST.match(digest):  # a digest from a record is still never a path
+            return None
         path = self.root / digest
-        return path if len(digest) == 64 and path.is_dir() else None
+        return path if path.is_dir() else None
 
     def admit(
         self,

@@ -15,15 +15,13 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from actors.contracts import Code, ContractError
 
 from ._bundle import MANIFEST_NAME, load_trusted_keys, trusted_keys_dir
 from ._cache import BundleCache, CachedBundle
 from ._registry import AppOperation, AppRecord, Refused, check_request, now_ms
-
-STAGED_CODE: Final = ".bundle"  # apps.sdk._bundled imports the app from here
 
 
 @dataclass
@@ -45,13 +43,15 @@ class Steps:
         bundle = op.request.get("bundle")
         if not isinstance(bundle, str) or not bundle:
             raise Refused(Code.INVALID_PAYLOAD, "bundle: the path of a bundle file is needed")
-        keys = load_trusted_keys(sorted(trusted_keys_dir(self.data_dir).glob("*.pub")))
         try:
+            keys = load_trusted_keys(sorted(trusted_keys_dir(self.data_dir).glob("*.pub")))
             return self.cache.admit(Path(bundle), keys, expected_scope=expected_scope)
         except ContractError as exc:
             raise Refused(str(exc.code), exc.detail) from None
         except OSError as exc:
             raise Refused(Code.BUNDLE_UNREADABLE, f"{bundle}: {exc.strerror or exc}") from None
+        except ValueError as exc:  # a key file in the trust store that is not a key
+            raise Refused(Code.BUNDLE_UNTRUSTED_KEY, f"trust store: {exc}") from None
 
     def manifest_of(self, digest: str | None) -> dict[str, Any] | None:
         entry = self.cache.entry(digest or "")
@@ -62,20 +62,6 @@ class Steps:
 
     def private_dir(self, scope: str) -> Path:
         return self.data_dir / "apps" / scope
-
-    def stage_code(self, scope: str, digest: str | None) -> None:
-        """The bundle's `app/` package into the app's private dir (`.bundle/app`), where
-        its jailed process imports it from; staged again when the version changed."""
-        entry = self.cache.entry(digest or "")
-        if entry is None:
-            raise Refused(Code.BUNDLE_MISSING, f"the bundle of {scope!r} is not in the cache")
-        staged = self.private_dir(scope) / STAGED_CODE
-        marker = staged / "DIGEST"
-        if marker.is_file() and marker.read_text() == digest:
-            return
-        shutil.rmtree(staged, ignore_errors=True)
-        shutil.copytree(entry / "app", staged / "app")
-        marker.write_text(str(digest))
 
     # -- the operations ----------------------------------------------------------------------
 
@@ -104,7 +90,10 @@ class Steps:
         record = records[op.app_scope]
         cached = self._admit(op, op.app_scope)
         if cached.bundle.digest == record.bundle_digest:
-            return Outcome([record], result={"version": record.installed_version})  # replayed
+            if op.step != "resumed":  # the very bundle that is installed
+                raise Refused(Code.SAME_VERSION, f"{op.app_scope}: this bundle is installed")
+            done = dataclasses.replace(record, install_state="installed")
+            return Outcome([done], result={"version": record.installed_version})
         if cached.bundle.version == record.installed_version:
             raise Refused(
                 Code.SAME_VERSION, f"{op.app_scope} {record.installed_version} is installed"

@@ -45,6 +45,9 @@ def _check_name(supervisor: Supervisor, name: str) -> None:
 async def _start(supervisor: Supervisor, raw: dict[str, Any]) -> dict[str, Any]:
     spec = ChildSpec.model_validate(raw)
     _check_name(supervisor, spec.name)
+    if spec.isolation is None or spec.isolation.scope != spec.name.removeprefix("app."):
+        # An app started for an actor is always jailed, in its own scope's directory.
+        raise NotPermitted(f"{spec.name!r} must be isolated in apps/{spec.name[4:]}")
     existing = supervisor.children.get(spec.name)
     if existing is not None and existing.state not in ("stopped", "failed"):
         return {"name": spec.name, "pid": existing.pid, "state": existing.state}
@@ -75,6 +78,9 @@ async def supervise_for(
         reply["error"] = {"code": "not_permitted", "detail": str(exc)}
     except (ValidationError, ValueError, KeyError) as exc:
         reply["error"] = {"code": "invalid_spec", "detail": str(exc)[:1000]}
+    except Exception as exc:  # a failed spawn is the requester's answer
+        log.exception("%s: supervise %s failed", requester, frame["op"])
+        reply["error"] = {"code": "failed", "detail": f"{type(exc).__name__}: {exc}"[:1000]}
     log.info("%s: supervise %s %s", requester, frame["op"], reply.get("error") or "done")
     # The requester may have restarted meanwhile: its next incarnation asks again.
     with contextlib.suppress(ChannelClosed):

@@ -137,9 +137,12 @@ class JailPlan:
     gid: int
     hidden: tuple[Path, ...]
     env: dict[str, str]
+    code_dir: Path | None = None
 
     def command(self, child_command: list[str], *, channel_fd: int, report_fd: int) -> list[str]:
         hide = [arg for path in self.hidden for arg in ("--hide", str(path))]
+        if self.code_dir is not None:
+            hide += ["--code", str(self.code_dir)]
         return [
             sys.executable,
             "-m",
@@ -173,6 +176,7 @@ def plan_jail(spec: ChildSpec, data_dir: Path, source_env: Mapping[str, str]) ->
         gid=number,
         hidden=(data_dir,),
         env=scrubbed_environment(source_env),
+        code_dir=data_dir / spec.isolation.code_dir if spec.isolation.code_dir else None,
     )
 
 

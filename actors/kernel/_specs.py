@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 ACTOR_NAME = re.compile(r"^[a-z][a-z0-9_]*(?:[.:-][a-z0-9_]+)*$")
 # One directory per app scope, directly under DATA_DIR/apps: never nested in another app's
 # directory (its owner could then replace it) and never elsewhere (the launcher chowns it).
+CODE_DIR = re.compile(r"^bundles/[0-9a-f]{64}/app$")
 PRIVATE_DIR = re.compile(r"^apps/[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 # Config keys an isolated app is never given (its config reaches a process we do not trust).
 _SECRET_KEY = re.compile(r"token|secret|password|credential|data_dir", re.IGNORECASE)
@@ -54,6 +55,18 @@ class Isolation(BaseModel):
 
     private_dir: str = Field(description="'apps/<scope>', relative to the data dir")
     network: Literal["none"] = "none"
+    code_dir: str | None = Field(
+        default=None,
+        description="'bundles/<sha256>/app', relative to the data dir: the verified code, "
+        "mounted read-only in the app's view (LINEUP_APP_CODE says where)",
+    )
+
+    @field_validator("code_dir")
+    @classmethod
+    def _code_dir_grammar(cls, value: str | None) -> str | None:
+        if value is not None and not CODE_DIR.match(value):
+            raise ValueError(f"{value!r} is not 'bundles/<sha256>/app'")
+        return value
 
     @field_validator("private_dir")
     @classmethod

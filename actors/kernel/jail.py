@@ -61,6 +61,7 @@ MOUNT_ATTR_RDONLY: Final = 0x1
 MOUNT_ATTR_NOSUID: Final = 0x2
 
 VIEW_DIR: Final = "/tmp/app"  # where the app sees its private directory
+CODE_VIEW: Final = "/tmp/app-code"  # where it sees its verified code, read-only
 PRIVATE_TMP: Final = ("/tmp", "/var/tmp", "/dev/shm")  # shared, writable by all: covered
 CORE_STEPS: Final = ("network", "filesystem", "identity")
 
@@ -198,7 +199,9 @@ def _hand_over(fd: int, uid: int, gid: int) -> None:
                 print(f"jail: {name} has {info.st_nlink} links: not handed over", file=sys.stderr)
 
 
-def build_view(report: Report, private_fd: int, hidden: list[str], *, other_uid: bool) -> str:
+def build_view(
+    report: Report, private_fd: int, hidden: list[str], *, other_uid: bool, app_code: str | None
+) -> str:
     """The app's file system (step 4); returns its working directory. `other_uid`: the app
     will run as a uid of its own, to which the supervisor's files are "other"."""
     try:
@@ -206,6 +209,8 @@ def build_view(report: Report, private_fd: int, hidden: list[str], *, other_uid:
         code = _code_locations()
         covers = _covers(code, other_uid=other_uid)
         exposed = {p: _open_path(p) for p in code if any(_inside(p, c) for c in covers)}
+        # Opened before the data dir is covered: the code lives in its bundle cache.
+        code_fd = _open_path(app_code) if app_code is not None else None
         for cover in covers:
             _empty_tmpfs(cover, "0755")
         for path, fd in exposed.items():
@@ -216,6 +221,10 @@ def build_view(report: Report, private_fd: int, hidden: list[str], *, other_uid:
             if os.path.isdir(path):  # under /tmp it is gone already
                 _empty_tmpfs(path, "0000")
         os.mkdir(VIEW_DIR)  # in the /tmp of its own
+        if code_fd is not None:  # read-only with everything else below; never its to change
+            os.makedirs(f"{CODE_VIEW}/app")
+            _bind(code_fd, f"{CODE_VIEW}/app")
+            os.close(code_fd)
     except OSError as exc:
         report.missing("filesystem", f"no view of its own ({exc.strerror or exc})")
         report.missing("read_only", "no view of its own")
@@ -347,6 +356,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--report-fd", type=int, required=True)
     parser.add_argument("--parent-pid", type=int, required=True)
     parser.add_argument("--hide", action="append", default=[])
+    parser.add_argument("--code", help="the app's verified code (a bundle's app/ directory)")
     child = argv[split + 1 :]
     if not child:
         raise SystemExit("jail: no child command after --")
@@ -360,15 +370,21 @@ def main(argv: list[str]) -> None:
     own_mounts = enter_namespaces(report)
     private_fd = prepare_private_dir(args.private_dir, args.uid, args.gid)
     if own_mounts:
-        home = build_view(report, private_fd, args.hide, other_uid=os.geteuid() == 0)
+        home = build_view(
+            report, private_fd, args.hide, other_uid=os.geteuid() == 0, app_code=args.code
+        )
+        code_view = CODE_VIEW if os.path.isdir(f"{CODE_VIEW}/app") else args.code
     else:
         report.missing("read_only", "no mount namespace")
         os.fchdir(private_fd)
         home = os.getcwd()
+        code_view = args.code
     os.close(private_fd)
     become_app(report, args.uid, args.gid, args.parent_pid)
     forbid_new_privileges(report)
     env = scrubbed_environment(os.environ, home=home)
+    if code_view is not None:  # the directory that holds the package `app`
+        env["LINEUP_APP_CODE"] = os.path.dirname(code_view) if code_view == args.code else CODE_VIEW
     kept = [0, 1, 2, args.channel_fd]
     with os.fdopen(args.report_fd, "w") as out:
         out.write(json.dumps(report.record(kept)) + "\n")

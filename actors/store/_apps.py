@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from actors.kernel import Actor, Message, handles
+from actors.kernel import Actor, Message, ReplyError, handles
 
 RECORD_COLUMNS: Final = (
     "app_scope",
@@ -125,6 +125,17 @@ def write_apps(db: sqlite3.Connection, body: dict[str, Any]) -> None:
         )
 
 
+# The registry is the app manager's: an app (any actor) that could write it would enable
+# itself, change its subscriptions or point a record at a directory of its choosing.
+WRITERS: Final = frozenset({"app_manager"})
+READERS: Final = frozenset({"app_manager", "router"})
+
+
+def _only(msg: Message, senders: frozenset[str]) -> None:
+    if msg.sender not in senders:
+        raise ReplyError("sender_not_allowed", f"{msg.type} is not {msg.sender}'s to send")
+
+
 class AppTables(Actor):
     """The store's handlers for the app registry (mixed into `StoreActor`)."""
 
@@ -133,12 +144,15 @@ class AppTables(Actor):
 
     @handles("store.apps.load")
     async def apps_load(self, msg: Message) -> Any:
+        _only(msg, READERS)
         return load_apps(self.db)
 
     @handles("store.apps.write")
     async def apps_write(self, msg: Message) -> Any:
         """Body: `records`, `operations`, `instances` (whole rows), `remove_records`,
         `remove_instances`, `settings` {name: value}; reply {"written": True}, once."""
+
+        _only(msg, WRITERS)
 
         def apply() -> dict[str, Any]:
             write_apps(self.db, dict(msg.body))

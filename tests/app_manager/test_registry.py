@@ -11,7 +11,7 @@ import pytest
 
 from tests.kernel.conftest import RuntimeFactory
 
-from .conftest import Bundles, start_apps
+from .conftest import Apps, Bundles, start_apps
 
 
 def _tampered(source: Path, into: Path) -> Path:
@@ -25,6 +25,26 @@ def _tampered(source: Path, into: Path) -> Path:
                 data = data.replace(b"pomodoro", b"pomodorO", 1)
             zout.writestr(info, data)
     return into
+
+
+def _refusals_change_nothing(apps: Apps, bundles: Bundles, tmp_path: Path) -> None:
+    """Refused bundles get a definite code each; the registry and the cache stay put."""
+    before = (apps.record("pomodoro"), apps.cache_entries())
+    code, out = apps.app("update", "pomodoro", _tampered(bundles.v2, tmp_path / "t.bundle"))
+    assert (code, out["state"], out["code"]) == (1, "rolled_back", "bundle_hash_mismatch")
+    code, out = apps.app("update", "pomodoro", bundles.untrusted)
+    assert (code, out["code"]) == (1, "bundle_untrusted_key")
+    code, out = apps.app("install", bundles.v1)
+    assert (code, out["code"]) == (1, "already_installed")
+    code, out = apps.app("update", "pomodoro", bundles.v1)  # the very bundle installed
+    assert (code, out["state"], out["code"]) == (1, "rolled_back", "same_version")
+    assert (apps.record("pomodoro"), apps.cache_entries()) == before
+
+    # Only the app manager writes the registry: anyone else's write is refused, unwritten.
+    forged = {**before[0], "app_scope": "forged", "enabled": True}  # type: ignore[dict-item]
+    apps.runtime.send("store", "store.apps.write", {"records": [forged]})
+    apps.runtime.wait_drained("store", 10)
+    assert apps.record("forged") is None
 
 
 def test_install_enable_update_rollback_disable_remove(
@@ -57,15 +77,7 @@ def test_install_enable_update_rollback_disable_remove(
         "instances": [],
     }
 
-    # Refused bundles: a definite code each; the registry and the cache stay as they were.
-    before = (apps.record("pomodoro"), apps.cache_entries())
-    code, out = apps.app("update", "pomodoro", _tampered(bundles.v2, tmp_path / "t.bundle"))
-    assert (code, out["state"], out["code"]) == (1, "rolled_back", "bundle_hash_mismatch")
-    code, out = apps.app("update", "pomodoro", bundles.untrusted)
-    assert (code, out["code"]) == (1, "bundle_untrusted_key")
-    code, out = apps.app("install", bundles.v1)
-    assert (code, out["code"]) == (1, "already_installed")
-    assert (apps.record("pomodoro"), apps.cache_entries()) == before
+    _refusals_change_nothing(apps, bundles, tmp_path)
 
     code, out = apps.app("update", "pomodoro", bundles.v2)
     assert (code, out["state"]) == (0, "succeeded")
