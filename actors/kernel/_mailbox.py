@@ -22,7 +22,7 @@ Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
     seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
+    id TEXT NOT NULL,
     recipient TEXT NOT NULL,
     sender TEXT NOT NULL,
     type TEXT NOT NULL,
@@ -37,15 +37,41 @@ CREATE TABLE IF NOT EXISTS messages (
 -- Partial indexes: a row is in them only while it waits or is in flight, so done rows (kept
 -- for dedup) cost nothing. SQLite uses a partial index only when the query repeats its
 -- WHERE term exactly.
+-- Ids are unique per sender, not across senders: an id is what its sender's replayed
+-- handler re-emits, and no other actor (an app least of all) can claim it first.
+CREATE UNIQUE INDEX IF NOT EXISTS messages_sender_id ON messages(sender, id);
 CREATE INDEX IF NOT EXISTS messages_pending ON messages(recipient, seq) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS messages_inflight ON messages(recipient, seq) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS messages_dead ON messages(recipient, seq) WHERE state = 3;
 CREATE TABLE IF NOT EXISTS replies (
-    request_id TEXT PRIMARY KEY,
     caller TEXT NOT NULL,
-    frame BLOB NOT NULL
+    request_id TEXT NOT NULL,
+    frame BLOB NOT NULL,
+    PRIMARY KEY (caller, request_id)
 ) WITHOUT ROWID;
 """
+
+# A mailbox.db from before ids were unique per sender: rebuilt once, rows kept.
+_MIGRATE = """
+ALTER TABLE messages RENAME TO messages_v1;
+ALTER TABLE replies RENAME TO replies_v1;
+DROP INDEX IF EXISTS messages_pending;
+DROP INDEX IF EXISTS messages_inflight;
+DROP INDEX IF EXISTS messages_dead;
+{schema}
+INSERT INTO messages SELECT * FROM messages_v1;
+INSERT INTO replies (caller, request_id, frame) SELECT caller, request_id, frame FROM replies_v1;
+DROP TABLE messages_v1;
+DROP TABLE replies_v1;
+"""
+
+
+def _create_schema(db: sqlite3.Connection) -> None:
+    row = db.execute("SELECT sql FROM sqlite_master WHERE name = 'messages'").fetchone()
+    if row is not None and "id TEXT NOT NULL UNIQUE" in row[0]:
+        db.executescript("BEGIN IMMEDIATE;" + _MIGRATE.format(schema=_SCHEMA) + "COMMIT;")
+    else:
+        db.executescript(_SCHEMA)
 
 
 class State(IntEnum):
@@ -118,7 +144,7 @@ class MailboxStore:
             # Checkpoints run on another connection, off the commit path (`checkpoint`):
             # inline they put a WAL copy inside some commits, which is what p99 sees.
             self._db.execute("PRAGMA wal_autocheckpoint=0")
-            self._db.executescript(_SCHEMA)
+            _create_schema(self._db)
         self._in_txn = False
 
     # -- transactions ------------------------------------------------------------------
@@ -165,14 +191,14 @@ class MailboxStore:
         frame: bytes,
         inflight: bool,
     ) -> int | None:
-        """Store a message; returns its seq, or None if its id was seen before.
+        """Store a message; returns its seq, or None if its sender used its id before.
 
         `inflight=True` stores it as already handed out (attempt 1), for the common case of
         a recipient with free credits and no backlog: one write instead of two.
         """
         cur = self._db.execute(
             "INSERT INTO messages (id, recipient, sender, type, frame, state, attempts,"
-            " created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+            " created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(sender, id) DO NOTHING",
             (
                 message_id,
                 recipient,
@@ -198,7 +224,7 @@ class MailboxStore:
         before = self._db.total_changes
         self._db.executemany(
             "INSERT INTO messages (seq, id, recipient, sender, type, frame, state, attempts,"
-            " created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+            " created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(sender, id) DO NOTHING",
             [
                 (first + i, mid, to, sender, type, frame, int(inflight), int(inflight), now)
                 for i, (mid, to, sender, type, frame, inflight) in enumerate(rows)
@@ -275,22 +301,22 @@ class MailboxStore:
 
     def store_reply(self, request_id: str, caller: str, frame: bytes) -> bool:
         cur = self._db.execute(
-            "INSERT INTO replies (request_id, caller, frame) VALUES (?, ?, ?)"
-            " ON CONFLICT(request_id) DO NOTHING",
-            (request_id, caller, frame),
+            "INSERT INTO replies (caller, request_id, frame) VALUES (?, ?, ?)"
+            " ON CONFLICT(caller, request_id) DO NOTHING",
+            (caller, request_id, frame),
         )
         return cur.rowcount == 1
 
-    def reply_for(self, request_id: str) -> bytes | None:
+    def reply_for(self, request_id: str, caller: str) -> bytes | None:
         row = self._db.execute(
-            "SELECT frame FROM replies WHERE request_id = ?", (request_id,)
+            "SELECT frame FROM replies WHERE caller = ? AND request_id = ?", (caller, request_id)
         ).fetchone()
         return None if row is None else bytes(row[0])
 
     def prune(self, *, done_before_ms: int) -> int:
         """Forget done messages older than the dedup window (and their stored replies)."""
         self._db.execute(
-            "DELETE FROM replies WHERE request_id IN (SELECT id FROM messages"
+            "DELETE FROM replies WHERE (caller, request_id) IN (SELECT sender, id FROM messages"
             " WHERE state = 2 AND done_ms < ?)",
             (done_before_ms,),
         )
@@ -336,17 +362,20 @@ class MailboxStore:
         ).fetchall()
         return [_row(r) for r in rows]
 
-    def message(self, message_id: str) -> MessageRow | None:
-        return self._one("id = ?", message_id)
+    def message(self, message_id: str, *, sender: str | None = None) -> MessageRow | None:
+        """The message with this id (from `sender`: ids are unique per sender only)."""
+        if sender is None:
+            return self._one("id = ?", message_id)
+        return self._one("id = ? AND sender = ?", message_id, sender)
 
     def message_by_seq(self, seq: int) -> MessageRow | None:
         return self._one("seq = ?", seq)
 
-    def _one(self, where: str, key: object) -> MessageRow | None:
+    def _one(self, where: str, *key: object) -> MessageRow | None:
         row = self._db.execute(
             "SELECT seq, id, recipient, sender, type, state, attempts, failures, error,"
             f" created_ms, frame FROM messages WHERE {where}",
-            (key,),
+            key,
         ).fetchone()
         if row is None:
             return None

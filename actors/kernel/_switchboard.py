@@ -284,13 +284,17 @@ class Switchboard:
             touched.add(to)
 
     def _resend_reply(self, request_id: str, caller: str, out: Outbox) -> None:
-        stored = self.store.reply_for(request_id)
+        stored = self.store.reply_for(request_id, caller)
         ep = self.endpoints.get(caller)
         if stored is not None and ep is not None and ep.reply_channel is not None:
             out.append((ep.reply_channel, msgpack.unpackb(stored, raw=False)))
 
     def _op_reply(self, callee: str, frame: Frame, out: Outbox, touched: set[str]) -> None:
-        request = self.store.message(frame["corr"])
+        # The reply names its caller (`to`): ids are unique per sender, not across senders.
+        caller = frame.get("to")
+        request = self.store.message(
+            frame["corr"], sender=caller if isinstance(caller, str) else None
+        )
         if request is None or request.recipient != callee:
             log.warning("%s replied to %s, which is not its request", callee, frame["corr"])
             return

@@ -51,15 +51,19 @@ class StoreActor(AppTables):
         return int(row[0]) if row else 0
 
     def _once(self, msg: Message, apply: Callable[[], Any]) -> Any:
-        """Apply `msg` once; a replay gets the reply recorded with the first application."""
-        with applied_once(self.db, msg.id) as fresh:
+        """Apply `msg` once; a replay gets the reply recorded with the first application.
+
+        Keyed by sender and id, as the mailbox is: an actor cannot use up another's ids.
+        """
+        key = f"{msg.sender}/{msg.id}"
+        with applied_once(self.db, key) as fresh:
             if fresh:
                 reply = apply()
                 self.db.execute(
-                    "INSERT INTO requests (id, reply) VALUES (?, ?)", (msg.id, json.dumps(reply))
+                    "INSERT INTO requests (id, reply) VALUES (?, ?)", (key, json.dumps(reply))
                 )
                 return reply
-            row = self.db.execute("SELECT reply FROM requests WHERE id = ?", (msg.id,)).fetchone()
+            row = self.db.execute("SELECT reply FROM requests WHERE id = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def _audit(

@@ -34,3 +34,54 @@ def test_a_duplicate_in_the_run_stores_none_of_it(tmp_path: Path) -> None:
     assert store.insert_many([_row("e"), _row("e")]) is None  # twice in one run
     store.commit()
     assert [m.id for m in store.messages(limit=10)] == ["a", "b"]
+
+
+def test_ids_are_unique_per_sender(tmp_path: Path) -> None:
+    """A replayed sender's id is dropped; the same id from another sender is not, so no
+    actor (an app least of all) can use up the ids another actor will derive."""
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    mine = store.insert(
+        message_id="x", recipient="r", sender="app_manager", type="t", frame=b"\x80", inflight=False
+    )
+    theirs = store.insert(
+        message_id="x", recipient="r", sender="app.evil", type="t", frame=b"\x80", inflight=False
+    )
+    again = store.insert(
+        message_id="x", recipient="r", sender="app_manager", type="t", frame=b"\x80", inflight=False
+    )
+    assert store.store_reply("x", "app.evil", b"evil")
+    assert store.store_reply("x", "app_manager", b"mine")
+    assert not store.store_reply("x", "app_manager", b"replayed")
+    store.commit()
+    assert mine is not None and theirs is not None and again is None
+    assert store.reply_for("x", "app_manager") == b"mine"
+    assert store.message("x", sender="app.evil").seq == theirs  # type: ignore[union-attr]
+
+
+def test_a_mailbox_from_before_is_migrated_with_its_rows(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "m.db"
+    old = sqlite3.connect(path)
+    old.executescript(
+        """
+        CREATE TABLE messages (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+            recipient TEXT NOT NULL, sender TEXT NOT NULL, type TEXT NOT NULL,
+            frame BLOB NOT NULL, state INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+            failures INTEGER NOT NULL DEFAULT 0, error TEXT, created_ms INTEGER NOT NULL,
+            done_ms INTEGER);
+        CREATE TABLE replies (request_id TEXT PRIMARY KEY, caller TEXT NOT NULL,
+            frame BLOB NOT NULL) WITHOUT ROWID;
+        INSERT INTO messages (seq, id, recipient, sender, type, frame, state, created_ms)
+            VALUES (7, 'a', 'r', 's', 't', x'80', 0, 1);
+        INSERT INTO replies VALUES ('a', 's', x'81');
+        """
+    )
+    old.close()
+    store = MailboxStore(path)
+    assert [(m.seq, m.id, m.state) for m in store.messages(limit=10)] == [(7, "a", State.PENDING)]
+    assert store.reply_for("a", "s") == b"\x81"
+    store.begin()
+    assert store.insert_many([("a", "r", "other", "t", b"\x80", False)]) == [8]
+    store.commit()
