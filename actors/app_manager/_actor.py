@@ -30,10 +30,10 @@ from actors.kernel import (
     Actor,
     CallFailed,
     CallTimeout,
+    DerivedIds,
     Message,
     ReplyError,
     crash_point,
-    derive_id,
     handles,
     new_id,
 )
@@ -62,17 +62,6 @@ HOST_NAVIGATION: Final = {
     "open_default_app": "open_default",
 }
 BUNDLED_APP: Final = "apps.sdk._bundled:BundledApp"  # imports the staged bundle's app class
-
-
-class _Ids:
-    def __init__(self, parent: str) -> None:
-        self.parent = parent
-        self.position = 0
-
-    def next(self) -> str:
-        value = derive_id(self.parent, self.position)
-        self.position += 1
-        return value
 
 
 class AppManagerActor(Actor):
@@ -118,7 +107,7 @@ class AppManagerActor(Actor):
         settings = state["settings"]
         self.focus.stack = [i for i in settings.get("focus_stack", []) if i in self.focus.instances]
         self.default_app = settings.get("default_app")
-        ids = _Ids(new_id())
+        ids = DerivedIds(new_id())
         fresh = core_records(self.records, CORE_VERSION)
         for record in fresh:
             self.records[record.app_scope] = record
@@ -137,11 +126,33 @@ class AppManagerActor(Actor):
                 for instance in self.focus.live_of(scope):
                     self.focus.close(instance.instance_id, failed=refusal.detail)
                 await self._persist(ids)
+        await self._announce_all(ids)
         self.loaded.set()
+
+    async def _announce_all(self, ids: DerivedIds) -> None:
+        """Every live instance's mode, to its app. A crash between a move's write and its
+        announcement would otherwise leave an app believing an older mode; hooks are
+        idempotent in the SDK, so hearing the current one again changes nothing."""
+        for instance in self.focus.instances.values():
+            if instance.live:
+                await self._announce(instance, instance.mode, ids)
+
+    async def _announce(self, instance: Instance, hook: str, ids: DerivedIds) -> None:
+        await self.cast(
+            f"app.{instance.app_scope}",
+            "app.lifecycle",
+            {
+                "instance_id": instance.instance_id,
+                "hook": hook,
+                "conversation_id": instance.conversation_id,
+                "mode": instance.mode,
+            },
+            id=ids.next(),
+        )
 
     async def _persist(
         self,
-        ids: _Ids,
+        ids: DerivedIds,
         *,
         records: Sequence[AppRecord] = (),
         operations: Sequence[AppOperation] = (),
@@ -174,18 +185,7 @@ class AppManagerActor(Actor):
         await self.cast("router", "router.apps", {"apps": routing}, id=ids.next())
         await self._store("store.apps.write", body, ids.next())
         for instance_id, hook in events:  # the apps hear of it once it is on disk
-            instance = self.focus.instances[instance_id]
-            await self.cast(
-                f"app.{instance.app_scope}",
-                "app.lifecycle",
-                {
-                    "instance_id": instance_id,
-                    "hook": hook,
-                    "conversation_id": instance.conversation_id,
-                    "mode": instance.mode,
-                },
-                id=ids.next(),
-            )
+            await self._announce(self.focus.instances[instance_id], hook, ids)
 
     def _routing(self) -> dict[str, Any]:
         """The router's view of the apps (filter chain steps 4, 6, 7), kept with the
@@ -214,7 +214,7 @@ class AppManagerActor(Actor):
     async def request(self, msg: Message) -> Any:
         await self.loaded.wait()
         body = dict(msg.body or {})
-        ids = _Ids(msg.id)
+        ids = DerivedIds(msg.id)
         op_id = str(body.get("operation_id") or msg.id)
         op = self.operations.get(op_id)
         if op is not None and op.done:
@@ -272,7 +272,7 @@ class AppManagerActor(Actor):
             raise ReplyError(str(op.code), str(op.detail))
         return row
 
-    async def _run(self, op: AppOperation, ids: _Ids) -> AppOperation:
+    async def _run(self, op: AppOperation, ids: DerivedIds) -> AppOperation:
         if op.kind in NAVIGATION:
             return await self._navigate(op, ids)
         if op.kind not in ("install",):
@@ -335,7 +335,7 @@ class AppManagerActor(Actor):
 
     # -- navigation and instances ---------------------------------------------------------
 
-    async def _navigate(self, op: AppOperation, ids: _Ids) -> AppOperation:
+    async def _navigate(self, op: AppOperation, ids: DerivedIds) -> AppOperation:
         scope = op.app_scope
         request = op.request
         if op.kind == "list":  # nothing changes: answered, not recorded
@@ -443,7 +443,7 @@ class AppManagerActor(Actor):
         if kind in ("focus", "close"):  # the host names the app; its foreground instance
             live = [i for i in self.focus.stack if self.focus.instances[i].app_scope == scope]
             op.request = {"instance_id": live[-1] if live else f"{scope}:main"}
-        ids = _Ids(msg.id)
+        ids = DerivedIds(msg.id)
         try:
             op = await self._run(op, ids)
         except Refused as refusal:
@@ -460,7 +460,7 @@ class AppManagerActor(Actor):
         scope = name.removeprefix("app.")
         if not name.startswith("app.") or scope not in self.records:
             return
-        ids = _Ids(msg.id)
+        ids = DerivedIds(msg.id)
         for instance in self.focus.live_of(scope):
             self.focus.close(instance.instance_id, failed=str(msg.body.get("reason", "")))
         await self._persist(ids)

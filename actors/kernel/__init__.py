@@ -24,7 +24,7 @@ from ._applied import applied_once, ensure_applied_table
 from ._channel import Channel, ChannelClosed, ChannelStatistics
 from ._faults import crash_point
 from ._frames import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, decode_body, encode
-from ._ids import derive_id, id_timestamp, is_valid_id, new_id
+from ._ids import DerivedIds, derive_id, id_timestamp, is_valid_id, new_id
 
 # The supervisor's side (pydantic specs, SQLite, the control socket) loads on first use:
 # every actor process imports this package, and restart time is mostly import time.
@@ -73,6 +73,7 @@ __all__ = [
     "ChannelStatistics",
     "ChildSpec",
     "ControlError",
+    "DerivedIds",
     "FrameDecoder",
     "FrameError",
     "MailboxCounts",

@@ -60,6 +60,20 @@ def derive_id(parent: str, position: int) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
+class DerivedIds:
+    """The ids of what one handler emits, in emission order: `derive_id(parent, 0)`, then
+    1, 2, ... — for actors that pass ids explicitly (a call retried with the same id)."""
+
+    def __init__(self, parent: str) -> None:
+        self.parent = parent
+        self.position = 0
+
+    def next(self) -> str:
+        value = derive_id(self.parent, self.position)
+        self.position += 1
+        return value
+
+
 def _derived_base(parent: str) -> int:
     # A message born outside may carry an outside identity (an idempotency key) as its
     # id; it has no timestamp to inherit, and a deterministic id must not read the clock.

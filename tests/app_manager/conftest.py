@@ -18,6 +18,7 @@ import supervisor
 from actors.store import read_apps
 from tests.kernel.conftest import RuntimeFactory
 from tests.kernel.helpers import REPO_ROOT, Runtime, wait_until
+from tests.runtime.conftest import stack  # noqa: F401 - the runtime tests' AppServer stack
 
 
 def lineup(*args: str | Path, timeout: float = 120) -> tuple[int, str, str]:

@@ -5,24 +5,11 @@ message for an app that is disabled gets `app_disabled`, for one that was remove
 from __future__ import annotations
 
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
-import trio
 
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 
 from .conftest import Bundles, lineup
-
-
-@pytest.fixture
-async def stack(tmp_path: Path, nursery: trio.Nursery) -> AsyncIterator[Stack]:
-    the_stack = Stack(tmp_path, nursery)
-    try:
-        yield the_stack
-    finally:
-        assert not the_stack.cleanup()
 
 
 def _app(stack: Stack, *args: str | Path) -> int:
