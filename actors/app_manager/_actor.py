@@ -61,7 +61,22 @@ HOST_NAVIGATION: Final = {
     "close_app": "close",
     "open_default_app": "open_default",
 }
+REQUEST_FIELDS: Final = frozenset(
+    {"bundle", "confirmed", "conversation_id", "instance_id", "local", "entrypoint"}
+)
+MAX_FIELD: Final = 1024
+KEEP_OPERATIONS: Final = 1000  # finished operations kept for the CLI and the audit
 BUNDLED_APP: Final = "apps.sdk._bundled:BundledApp"  # imports the staged bundle's app class
+
+
+def _request_fields(body: dict[str, Any]) -> dict[str, Any]:
+    """What an operation keeps of its request: the known fields, short. A request comes
+    from an app too, and its row is kept and loaded at every start."""
+    kept: dict[str, Any] = {}
+    for key in REQUEST_FIELDS & body.keys():
+        value = body[key]
+        kept[key] = value[:MAX_FIELD] if isinstance(value, str) else value
+    return kept
 
 
 class AppManagerActor(Actor):
@@ -102,7 +117,11 @@ class AppManagerActor(Actor):
         # Fresh ids: a load is a read, and a replayed id would get the first run's answer.
         state = await self._store("store.apps.load", {}, new_id())
         self.records = {r["app_scope"]: AppRecord.from_row(r) for r in state["records"]}
-        self.operations = {o["operation_id"]: AppOperation.from_row(o) for o in state["operations"]}
+        loaded = [AppOperation.from_row(o) for o in state["operations"]]
+        finished = {o.operation_id for o in [o for o in loaded if o.done][-KEEP_OPERATIONS:]}
+        self.operations = {
+            o.operation_id: o for o in loaded if not o.done or o.operation_id in finished
+        }
         self.focus.instances = {i["instance_id"]: Instance.from_row(i) for i in state["instances"]}
         settings = state["settings"]
         self.focus.stack = [i for i in settings.get("focus_stack", []) if i in self.focus.instances]
@@ -116,7 +135,7 @@ class AppManagerActor(Actor):
         top = self.focus.foreground
         if top is None or self.focus.instances[top].app_scope != target:
             self.focus.launch(target, None)
-        await self._persist(ids, records=fresh)
+        await self._persist(ids, records=fresh, keep_operations=KEEP_OPERATIONS)
         # Dynamic children end with the runtime: bring back those with live instances.
         for scope in sorted({i.app_scope for i in self.focus.instances.values() if i.live}):
             try:
@@ -157,6 +176,7 @@ class AppManagerActor(Actor):
         records: Sequence[AppRecord] = (),
         operations: Sequence[AppOperation] = (),
         remove_records: Sequence[str] = (),
+        keep_operations: int | None = None,
     ) -> None:
         """One transaction: these rows, the instances that changed, the focus stack (and
         each record whose count of live instances moved)."""
@@ -173,6 +193,7 @@ class AppManagerActor(Actor):
             "records": [r.to_row() for r in written.values()],
             "operations": [o.to_row() for o in operations],
             "remove_records": list(remove_records),
+            "keep_operations": keep_operations,
             "instances": [i.to_row() for i in changed],
             "settings": {
                 "focus_stack": self.focus.stack,
@@ -220,8 +241,9 @@ class AppManagerActor(Actor):
         if op is not None and op.done:
             return self._answer(op, msg)
         if op is None:
-            op = AppOperation(op_id, str(body.get("kind")), str(body.get("app_scope") or ""))
-            op.request = {k: v for k, v in body.items() if k != "operation_id"}
+            kind, scope = str(body.get("kind"))[:64], str(body.get("app_scope") or "")[:128]
+            op = AppOperation(op_id, kind, scope)
+            op.request = _request_fields(body)
         try:
             self._check_requester(msg.sender, op)
             op = await self._run(op, ids)

@@ -118,6 +118,15 @@ def write_apps(db: sqlite3.Connection, body: dict[str, Any]) -> None:
         db.execute("DELETE FROM app_records WHERE app_scope = ?", (scope,))
     for instance in body.get("remove_instances", ()):
         db.execute("DELETE FROM app_instances WHERE instance_id = ?", (instance,))
+    keep = body.get("keep_operations")
+    if isinstance(keep, int) and keep >= 0:  # the oldest finished ones go first
+        finished = "state IN ('succeeded', 'failed', 'rolled_back')"
+        db.execute(
+            f"DELETE FROM app_operations WHERE {finished} AND operation_id NOT IN"
+            f" (SELECT operation_id FROM app_operations WHERE {finished}"
+            " ORDER BY created_ms DESC, rowid DESC LIMIT ?)",
+            (keep,),
+        )
     for name, value in dict(body.get("settings", {})).items():
         db.execute(
             "INSERT OR REPLACE INTO app_settings (name, value) VALUES (?, ?)",
