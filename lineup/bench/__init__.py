@@ -24,6 +24,12 @@ def _run_e2e(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _run_apps(args: argparse.Namespace) -> int:
+    from .apps import run
+
+    return run(args)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add `bench` and its subcommands to the `lineup` command line."""
     from ._options import add_arguments
@@ -56,3 +62,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     add_e2e_arguments(e2e)
     e2e.set_defaults(func=_run_e2e)
+    from ._apps_options import add_arguments as add_apps_arguments
+
+    apps = benches.add_parser(
+        "apps",
+        help="bundle verification, install, launch, restart and memory of an installed app",
+        description="Measures, over --rounds rounds each, bundle verification beside bare"
+        " SHA-256 + Ed25519, install and launch of the signed sample app through the app"
+        " manager (launch beside a bare exec of an SDK process), its restart after SIGKILL"
+        " and its memory beside an idle forked actor (issue 5; no targets, no verdicts).",
+    )
+    add_apps_arguments(apps)
+    apps.set_defaults(func=_run_apps)
