@@ -4,15 +4,21 @@
 that leave the router (app projections, rejection envelopes, the user's envelopes);
 `_actor` the handlers. Messages:
 
-- `router.inbound` (from the transport) `items` [[seq, JSON text]]: filter, persist
-  (`store.inbound.persist`), `app.deliver` to each app, then `transport.persisted`;
+- `router.inbound` (from the transport) `items` [[seq, JSON text]]: filter, then one
+  `store.inbound.persist` cast with `deliver: true` and each accepted item's app
+  projection (`view`); the store, after its commit, sends `app.deliver` to each app and
+  `transport.persisted` itself (docs/architecture.md, core path);
+- `router.inbound.duplicates` (from the store) `items` [{id, seq, envelope}]: agent
+  messages whose id was stored under another seq; each gets its `duplicate` answer in the
+  outbox (`store.outbox.enqueue`), then `transport.outbox.wake`;
 - `router.action` (from an app) `action`, `id`, `conversation_id`, `text` / `response`: the
   envelope into the outbox (`store.outbox.enqueue`), then `transport.outbox.wake`;
 - `router.outbox.verdict` (from the transport) `key`, `status`, `seq` / `code` / `detail`:
   `store.outbox.settle`, then `app.action.state` to the app that sent it.
 
-It sends `app.deliver` {`messages`: [projection]} and `app.action.state` {`id`, `state`,
-`seq`? `code`?} to `app.<scope>`, the app's process (its mailbox is its App Inbox).
+It sends `app.action.state` {`id`, `state`, `seq`? `code`?} to `app.<scope>`, the app's
+process (its mailbox is its App Inbox); the store sends that process `app.deliver`
+{`messages`: [projection]}.
 """
 
 from ._actor import RouterActor

@@ -18,7 +18,7 @@ import trio
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, CallTimeout, Message, ReplyError, derive_id, handles, new_id
 
-from ._delivery import app_actor, chunks, project, rejection_envelope, user_envelope
+from ._delivery import app_actor, project, rejection_envelope, user_envelope
 from ._filter_chain import Accepted, FilterContext, Rejected, check_inbound
 
 log = logging.getLogger("lineup.router")
@@ -43,6 +43,34 @@ def _only_from(msg: Message, sender: str) -> None:
         raise ReplyError("sender_not_allowed", f"{msg.type} is the {sender}'s, not {msg.sender}'s")
 
 
+def _outbox_item(answer: dict[str, Any]) -> dict[str, Any]:
+    """A rejection envelope, as an outbox item of the router's own (no app to tell)."""
+    return {
+        "key": answer["id"],
+        "envelope": json.dumps(answer, separators=(",", ":")),
+        "origin": None,
+        "conversation_id": answer["scope"]["conversation_id"],
+    }
+
+
+def _persist_item(a: Accepted) -> dict[str, Any]:
+    """One accepted message as the store keeps it, with its app projection if delivered."""
+    item = {
+        "seq": a.seq,
+        "id": a.env.id,
+        "conversation_id": a.env.scope.conversation_id,
+        "app_scope": a.env.scope.app_scope,
+        "type": a.env.type,
+        "sender_kind": a.env.sender.kind,
+        "sender_id": a.env.sender.id,
+        "envelope": a.text,
+        "deliver_to": a.deliver_to,
+    }
+    if a.deliver_to is not None:
+        item["view"] = project(a.env, a.seq)
+    return item
+
+
 def _check_user_side(app: str) -> None:
     if app != "chat":  # only the Interaction App speaks for the user (seed §4.5)
         raise ContractError(Code.SENDER_NOT_ALLOWED, f"{app!r} cannot send as the user")
@@ -56,7 +84,7 @@ class RouterActor(Actor):
         self.user_id = str(self.config.get("user_id", "user"))
         self.call_timeout = float(self.config.get("call_timeout", 2.0))
         self.floor = 0
-        self.delivered = 0
+        self.forwarded = 0  # accepted messages handed to the store for an app's inbox
         self.rejected = 0
         # A call made inside on_start never gets its reply: the supervisor learns where to
         # send replies at `kernel.ready`, which on_start's return sends. So the router
@@ -73,7 +101,7 @@ class RouterActor(Actor):
         self.loaded.set()
 
     def statistics_extra(self) -> dict[str, Any]:
-        return {"delivered": self.delivered, "rejected": self.rejected, "floor": self.floor}
+        return {"forwarded": self.forwarded, "rejected": self.rejected, "floor": self.floor}
 
     async def _store(self, type: str, body: Any, id: str) -> Any:
         """A call to the store that outlives the store's restarts (same id, same reply)."""
@@ -129,29 +157,9 @@ class RouterActor(Actor):
                 else None
             )
             if answer is not None:
-                outbox.append(
-                    {
-                        "key": answer["id"],
-                        "envelope": json.dumps(answer, separators=(",", ":")),
-                        "origin": None,
-                        "conversation_id": answer["scope"]["conversation_id"],
-                    }
-                )
+                outbox.append(_outbox_item(answer))
         request = {
-            "items": [
-                {
-                    "seq": a.seq,
-                    "id": a.env.id,
-                    "conversation_id": a.env.scope.conversation_id,
-                    "app_scope": a.env.scope.app_scope,
-                    "type": a.env.type,
-                    "sender_kind": a.env.sender.kind,
-                    "sender_id": a.env.sender.id,
-                    "envelope": a.text,
-                    "deliver_to": a.deliver_to,
-                }
-                for a in accepted
-            ],
+            "items": [_persist_item(a) for a in accepted],
             "rejections": [
                 {
                     "seq": r.seq,
@@ -164,49 +172,36 @@ class RouterActor(Actor):
             "outbox": outbox,
             "associate": associate,
             "cursor": cursor,
+            # The store delivers the fresh ones and tells the transport once it committed
+            # (docs/architecture.md, "The store delivers"): a cast, no reply to wait for.
+            "deliver": True,
         }
-        reply = await self._store("store.inbound.persist", request, ids.next())
-        self.floor = max(self.floor, int(reply["cursor"]))
+        await self.cast("store", "store.inbound.persist", request, id=ids.next())
+        # Everything up to `cursor` is now in the store's durable mailbox: a re-sent
+        # rejection below it was in this request already.
+        self.floor = max(self.floor, cursor)
         self.rejected += len(rejected)
-        await self._deliver(accepted, set(reply["fresh"]), ids)
-        if reply["duplicates"]:
-            await self._reject_duplicates(accepted, reply["duplicates"], ids)
-        if outbox or reply["duplicates"]:
-            await self.cast("transport", "transport.outbox.wake", {}, id=ids.next())
-        await self.cast("transport", "transport.persisted", {"cursor": cursor}, id=ids.next())
+        self.forwarded += sum(1 for a in accepted if a.deliver_to is not None)
 
-    async def _deliver(self, accepted: list[Accepted], fresh: set[str], ids: _Ids) -> None:
-        """Step 9: the fresh messages, projected, into each app's inbox, in stream order."""
-        by_app: dict[str, list[dict[str, Any]]] = {}
-        for item in accepted:
-            if item.deliver_to is not None and item.env.id in fresh:
-                by_app.setdefault(item.deliver_to, []).append(project(item.env, item.seq))
-        for app in sorted(by_app):
-            for chunk in chunks(by_app[app]):
-                await self.cast(app_actor(app), "app.deliver", {"messages": chunk}, id=ids.next())
-                self.delivered += len(chunk)
-
-    async def _reject_duplicates(
-        self, accepted: list[Accepted], duplicates: list[dict[str, Any]], ids: _Ids
-    ) -> None:
-        by_id = {a.env.id: a for a in accepted}
+    @handles("router.inbound.duplicates")
+    async def inbound_duplicates(self, msg: Message) -> None:
+        """Agent messages the store found stored already under another seq (§5.3 step 3):
+        `items` [{id, seq, envelope}]; each agent gets its `duplicate` answer."""
+        _only_from(msg, "store")
+        ids = _Ids(msg.id)
         items = []
-        for dup in duplicates:
-            item = by_id.get(dup["id"])
-            if item is None or item.env.sender.kind != "agent":
+        for dup in msg.body["items"]:
+            verdict = check_inbound(int(dup["seq"]), dup["envelope"], self.ctx)
+            if verdict.env is None or verdict.env.sender.kind != "agent":
                 continue
-            answer = rejection_envelope(item.env, "duplicate", f"id already stored ({dup['seq']})")
+            answer = rejection_envelope(
+                verdict.env, "duplicate", f"id already stored ({dup['seq']})"
+            )
             if answer is not None:
-                items.append(
-                    {
-                        "key": answer["id"],
-                        "envelope": json.dumps(answer, separators=(",", ":")),
-                        "origin": None,
-                        "conversation_id": answer["scope"]["conversation_id"],
-                    }
-                )
+                items.append(_outbox_item(answer))
         if items:
             await self._store("store.outbox.enqueue", {"items": items}, ids.next())
+            await self.cast("transport", "transport.outbox.wake", {}, id=ids.next())
 
     # -- outbound: the user's actions, into the outbox (docs/protocol.md §4.5) ---------------
 

@@ -4,14 +4,13 @@ Apps never see a raw agent envelope (seed §5.3 "Runtime 不广播原始 Agent �
 projection for their own scope — id, type, conversation, sender, payload, sequence — with
 no target, no routing fields of other apps, and no legacy fields (§5.2).
 
-One kernel message may carry many projections (the catch-up target is >= 10,000 msg/s end
-to end), cut into chunks that stay well under the kernel's 1 MiB frame.
+The router hands each projection to the store with the message it persists; the store sends
+them on after its commit (`app.deliver`, cut into chunks well under the kernel's 1 MiB
+frame).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from actors.contracts import (
@@ -23,7 +22,6 @@ from actors.contracts import (
 )
 from actors.kernel import derive_id
 
-CHUNK_BYTES: Final = 512 * 1024
 ROUTER_SENDER: Final = {"kind": "runtime", "id": "runtime:router"}
 
 
@@ -48,23 +46,6 @@ def project(env: RuntimeEnvelope, seq: int) -> dict[str, Any]:
     if env.correlation and env.correlation.reply_to:
         view["reply_to"] = env.correlation.reply_to
     return view
-
-
-def chunks(
-    views: Iterable[dict[str, Any]], limit: int = CHUNK_BYTES
-) -> Iterator[list[dict[str, Any]]]:
-    """Consecutive runs of `views` whose encoded size stays under `limit`."""
-    chunk: list[dict[str, Any]] = []
-    size = 0
-    for view in views:
-        cost = len(json.dumps(view["payload"], ensure_ascii=False)) + 512
-        if chunk and size + cost > limit:
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(view)
-        size += cost
-    if chunk:
-        yield chunk
 
 
 def rejection_envelope(env: RuntimeEnvelope, code: str, detail: str) -> dict[str, Any] | None:

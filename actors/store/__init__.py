@@ -5,7 +5,7 @@ handlers. Messages it answers (all bodies are msgpack maps; "call" means it repl
 
 | type | kind | body → reply |
 |---|---|---|
-| `store.inbound.persist` | call | items, rejections, outbox, cursor → `fresh`, `duplicates` |
+| `store.inbound.persist` | cast | items, rejections, outbox, cursor, `deliver` (see below) |
 | `store.cursor.get` | call | → `cursor` (highest AppServer seq durably stored) |
 | `store.conversations` | call | → `conversations` {id: agent} |
 | `store.outbox.enqueue` | call | `items` [{key, envelope, origin, conversation_id}] → `orders` |
@@ -18,6 +18,10 @@ handlers. Messages it answers (all bodies are msgpack maps; "call" means it repl
 | `store.apps.load` | call | → `records`, `operations`, `instances`, `settings` (issue 5) |
 | `store.apps.write` | call | whole rows of one app-manager step, in one transaction → `written` |
 
+With `deliver` (the router's way) the store does what follows the commit itself: each
+app's fresh messages (`app.deliver`), duplicates back to the router
+(`router.inbound.duplicates`), `transport.outbox.wake`, `transport.persisted {cursor}`.
+
 `read_lifecycle` and `read_outbox` read the file directly (read-only), for the CLI.
 """
 
@@ -28,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ._actor import StoreActor
-from ._apps import load_apps
+from ._apps import OPERATION_COLUMNS, load_apps, operation_from_row
 from ._schema import DB_FILE, open_db
 
 
@@ -69,6 +73,7 @@ __all__ = [
     "read_apps",
     "read_audit",
     "read_lifecycle",
+    "read_operation",
     "read_outbox",
 ]
 
@@ -84,3 +89,13 @@ def read_apps(data_dir: Path) -> dict[str, Any]:
         return {"records": [], "operations": [], "instances": [], "settings": {}}
     finally:
         db.close()
+
+
+def read_operation(data_dir: Path, operation_id: str) -> dict[str, Any] | None:
+    """One app operation's row (what `lineup app ...` follows to its end), or None."""
+    rows = _read(
+        data_dir,
+        f"SELECT {', '.join(OPERATION_COLUMNS)} FROM app_operations WHERE operation_id = ?",
+        (operation_id,),
+    )
+    return operation_from_row(rows[0]) if rows else None

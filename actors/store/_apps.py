@@ -82,6 +82,10 @@ def _as_dicts(columns: tuple[str, ...], rows: Iterable[tuple[Any, ...]]) -> list
     return out
 
 
+def operation_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
+    return _as_dicts(OPERATION_COLUMNS, [row])[0]
+
+
 def _replace(db: sqlite3.Connection, table: str, columns: tuple[str, ...], rows: list[Any]) -> None:
     if rows:
         marks = ", ".join("?" * len(columns))

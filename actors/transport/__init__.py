@@ -5,12 +5,13 @@ reads the runtime's token file. Messages:
 
 | type | from | body | effect |
 |---|---|---|---|
-| `transport.persisted` | router | `cursor` | ack it to the AppServer; frees the window |
-| `transport.outbox.wake` | router | `{}` | read newly queued outbox items and submit them |
+| `transport.persisted` | store | `cursor` | ack it to the AppServer; frees the window |
+| `transport.outbox.wake` | router, store | `{}` | read newly queued outbox items and submit them |
 
-It sends `router.inbound` {`items`: [[seq, JSON text]]}, `router.outbox.verdict` {`key`,
-`status`, `seq` / `code` / `detail`} and `store.lifecycle.set` {`state`, `detail`}, and
-calls `store.cursor.get` and `store.outbox.pending`.
+It sends `router.inbound` {`items`: [[seq, JSON text]]} (each message's text exactly as
+the AppServer sent it: the link reads stream frames with `raw_messages`),
+`router.outbox.verdict` {`key`, `status`, `seq` / `code` / `detail`} and
+`store.lifecycle.set` {`state`, `detail`}, and calls `store.cursor.get` and `store.outbox.pending`.
 """
 
 from ._actor import TransportActor

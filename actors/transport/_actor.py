@@ -5,8 +5,8 @@ cursor, live delivery, cumulative acks, submissions resent with their idempotenc
 their verdict, heartbeats, reconnects with exponential backoff and jitter), as a `runtime`.
 
 - **Cursor.** The link starts from the store's cursor, the highest seq persisted. It acks
-  a seq to the server only when the router reports (`transport.persisted`) that the store
-  committed every message up to it (§4.4).
+  a seq to the server only when the store reports (`transport.persisted`, sent after its
+  commit) that it committed every message up to it (§4.4).
 - **Batching.** Whatever the link has received is cut into `router.inbound` messages of up
   to `batch_items` items / `batch_bytes` bytes; at most `inflight_batches` are unpersisted
   at once, which is the back-pressure of a catch-up.
@@ -27,7 +27,7 @@ import trio
 
 from actors.contracts import ContractError
 from actors.kernel import Actor, CallTimeout, Message, derive_id, handles, new_id
-from lineup.agent import Link, LinkFailed, Submission
+from lineup.agent import Link, LinkFailed, Received, Submission
 from lineup.agent._link import LinkState
 
 from ._lifecycle import Lifecycle, lifecycle_of
@@ -75,10 +75,10 @@ class TransportActor(Actor):
             )
         return stats
 
-    # -- messages from the router ---------------------------------------------------------
+    # -- messages from the store and the router --------------------------------------------
 
     @handles("transport.persisted")
-    async def persisted_upto(self, msg: Message) -> None:
+    async def persisted_upto(self, msg: Message) -> None:  # from the store, after its commit
         """The store committed everything up to `cursor`: ack it to the server (§4.4)."""
         cursor = int(msg.body["cursor"])
         self.persisted = max(self.persisted, cursor)
@@ -132,6 +132,9 @@ class TransportActor(Actor):
             # At most this many received envelopes wait here for the router; the rest of a
             # backlog waits on the AppServer (paging is ours to ask for).
             max_buffered=int(self.config.get("max_buffered", 4096)),
+            # The router validates each message's text (filter chain step 1): the link
+            # hands over the text as the server sent it, parsed once, never re-encoded.
+            raw_messages=True,
             backoff_initial=float(self.config.get("backoff_initial", 0.05)),
             backoff_max=float(self.config.get("backoff_max", 2.0)),
         )
@@ -168,14 +171,14 @@ class TransportActor(Actor):
     async def _pump(self, link: Link) -> None:
         """The link's messages, in order, cut into batches for the router."""
         async for first in link.messages:
-            items: list[tuple[int, str]] = [(first.seq, _text(first.message))]
+            items: list[tuple[int, str]] = [(first.seq, _text(first))]
             size = len(items[0][1])
             while len(items) < self.batch_items and size < self.batch_bytes:
                 try:
                     more = link.messages.receive_nowait()
                 except trio.WouldBlock:
                     break
-                text = _text(more.message)
+                text = _text(more)
                 items.append((more.seq, text))
                 size += len(text)
             while len(self.inflight) >= self.inflight_batches:
@@ -228,5 +231,7 @@ class TransportActor(Actor):
         )
 
 
-def _text(message: dict[str, Any]) -> str:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+def _text(received: Received) -> str:
+    if received.text is not None:
+        return received.text
+    return json.dumps(received.message, ensure_ascii=False, separators=(",", ":"))

@@ -26,6 +26,8 @@ from typing import Any, Final
 from actors.kernel import applied_once, ensure_applied_table
 
 LOG_FILE: Final = "app.db"
+# What `json.dumps(value, ensure_ascii=False)` writes, without a new encoder per call.
+_encode: Final = json.JSONEncoder(ensure_ascii=False).encode
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -66,27 +68,46 @@ class EventLog:
     def add_agent_messages(
         self, kernel_id: str, messages: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
-        """Store the delivered messages once; the ones new to the log, in order."""
+        """Store the delivered messages once; the ones new to the log, in order.
+
+        One statement for the run (a catch-up delivers hundreds at a time): the ids already
+        in the log are read first, in the same transaction, so the rest are new."""
         new: list[dict[str, Any]] = []
         with applied_once(self.db, kernel_id) as fresh:
-            if not fresh:
+            if not fresh or not messages:
                 return new
+            known = self._known([m["id"] for m in messages])
+            rows = []
             for message in messages:
-                inserted = self.db.execute(
-                    "INSERT INTO events (id, kind, conversation_id, type, body, state, seq, at_ns)"
-                    " VALUES (?, 'agent', ?, ?, ?, 'received', ?, ?) ON CONFLICT(id) DO NOTHING",
+                if message["id"] in known:
+                    continue
+                known.add(message["id"])  # delivered twice in one run: stored once
+                new.append(message)
+                rows.append(
                     (
                         message["id"],
                         message["conversation_id"],
                         message["type"],
-                        json.dumps(message, ensure_ascii=False),
+                        _encode(message),
                         message.get("seq"),
                         time.time_ns(),
-                    ),
-                ).rowcount
-                if inserted:
-                    new.append(message)
+                    )
+                )
+            self.db.executemany(
+                "INSERT INTO events (id, kind, conversation_id, type, body, state, seq, at_ns)"
+                " VALUES (?, 'agent', ?, ?, ?, 'received', ?, ?) ON CONFLICT(id) DO NOTHING",
+                rows,
+            )
         return new
+
+    def _known(self, ids: list[str]) -> set[str]:
+        known: set[str] = set()
+        for start in range(0, len(ids), 500):  # under SQLite's bound on parameters
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(f"SELECT id FROM events WHERE id IN ({marks})", part)
+            known.update(row[0] for row in rows)
+        return known
 
     def add_action(self, kernel_id: str, action: dict[str, Any]) -> bool:
         """Record a dispatched action as pending (the local echo); False if already there."""
@@ -101,7 +122,7 @@ class EventLog:
                         action["id"],
                         action.get("conversation_id", ""),
                         action["action"],
-                        json.dumps(action, ensure_ascii=False),
+                        _encode(action),
                     ),
                 ).rowcount
             )

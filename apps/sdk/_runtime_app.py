@@ -218,8 +218,19 @@ class RuntimeApp(Actor):
     def _leave(self) -> None:
         self._ids.parent = None
 
+    def _from(self, msg: Message, sender: str) -> bool:
+        """Each kind of input has one source; anything else is refused and counted (an
+        app that sends another app `app.deliver` must not put words in the agent's mouth)."""
+        if msg.sender == sender:
+            return True
+        self._refused_inputs += 1
+        log.warning("refused %s %s from %s: only %s sends it", msg.type, msg.id, msg.sender, sender)
+        return False
+
     @handles("app.deliver")
     async def _deliver(self, msg: Message) -> None:
+        if not self._from(msg, STORE):  # the store delivers what it has persisted
+            return
         self._enter(msg)
         try:
             messages = msg.body["messages"]
@@ -245,6 +256,8 @@ class RuntimeApp(Actor):
 
     @handles("app.action.state")
     async def _action_state(self, msg: Message) -> None:
+        if not self._from(msg, ROUTER):
+            return
         body = msg.body
         if self._log.set_action_state(msg.id, body):
             for event in self._log.events_by_id(body["id"]):
@@ -253,8 +266,7 @@ class RuntimeApp(Actor):
     @handles("app.lifecycle")
     async def _lifecycle(self, msg: Message) -> None:
         # Instances are the app manager's to move (seed §4.4); nobody else's word counts.
-        if msg.sender != APP_MANAGER:
-            log.warning("ignored app.lifecycle %s from %s", msg.id, msg.sender)
+        if not self._from(msg, APP_MANAGER):
             return
         self._enter(msg)
         try:
@@ -266,13 +278,7 @@ class RuntimeApp(Actor):
     async def _input(self, msg: Message) -> None:
         # The user's side reaches an app only through the host actor (seed §5.1): an
         # input from anyone else is not the user's, whatever it says.
-        if msg.sender != HOST:
-            self._refused_inputs += 1
-            log.warning(
-                "refused app.input %s from %s: only the host speaks for the user",
-                msg.id,
-                msg.sender,
-            )
+        if not self._from(msg, HOST):
             return
         self._enter(msg)
         try:

@@ -57,6 +57,8 @@ from actors.contracts import (
     validate_frame,
 )
 
+from ._shallow import StreamFrame, read_stream_frame
+
 log = logging.getLogger("lineup.agent.link")
 
 LinkState = Literal["connecting", "syncing", "live", "backoff", "failed"]
@@ -129,6 +131,9 @@ class Received:
 
     seq: int
     message: dict[str, Any]
+    # With `Link(raw_messages=True)`: the message's exact JSON text from the frame, not
+    # yet validated beyond the frame layer (the receiver's `validate_message` does that).
+    text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +184,9 @@ class Link:
 
     `cursor` is where syncing starts (the highest seq the caller has durably processed, 0
     before anything); with `receive=False` the link never syncs (a send-only client).
+    With `raw_messages=True` each `Received` also carries its message's exact text, and
+    stream frames are read without decoding their messages to the frame layer's standard
+    (`_shallow`): for a receiver that validates every message's text itself (the runtime).
     """
 
     def __init__(
@@ -198,6 +206,7 @@ class Link:
         backoff_max: float = 5.0,
         connect_timeout: float = 10.0,
         max_buffered: int | None = None,
+        raw_messages: bool = False,
     ) -> None:
         if cursor < 0:
             raise ValueError("`cursor` must be non-negative")
@@ -223,6 +232,7 @@ class Link:
         )
         self._hello = encode_frame(hello).decode()
         self._receive = receive
+        self._raw_messages = raw_messages
         self._sync_limit = sync_limit
         self._backoff = (backoff_initial, backoff_max)
         self._connect_timeout = connect_timeout
@@ -399,9 +409,13 @@ class _Connection:
         await self._ws.send_message(text)
         self._last_sent = trio.current_time()
 
-    async def _receive(self) -> Frame:
+    async def _receive(self) -> Frame | StreamFrame:
         raw = await self._ws.get_message()
         self._last_received = trio.current_time()
+        if self._link._raw_messages:
+            stream = read_stream_frame(raw)
+            if stream is not None:
+                return stream
         return validate_frame(raw, sent_by="server")
 
     async def run(self) -> None:
@@ -462,7 +476,13 @@ class _Connection:
         link = self._link
         while True:
             frame = await self._receive()
-            if isinstance(frame, Batch):
+            if isinstance(frame, StreamFrame):  # a batch or deliver read shallowly
+                for seq, message, text in frame.items:
+                    await self._pass_on(seq, message, text)
+                if frame.frame == "batch" and frame.items:
+                    sync = Sync(frame="sync", cursor=link._received_upto, limit=self._limit())
+                    await self._send(sync)
+            elif isinstance(frame, Batch):
                 for item in frame.items:
                     await self._pass_on(item.seq, item.message)
                 if frame.items:  # see the module docstring: the end is told by backlog_end
@@ -486,12 +506,12 @@ class _Connection:
                 link._last_error = str(failure)
             # `pong` and a duplicated `welcome` need nothing.
 
-    async def _pass_on(self, seq: int, message: dict[str, Any]) -> None:
+    async def _pass_on(self, seq: int, message: dict[str, Any], text: str | None = None) -> None:
         link = self._link
         if seq <= link._received_upto:
             link._dropped += 1
             return
-        await link._send_messages.send(Received(seq, message))
+        await link._send_messages.send(Received(seq, message, text))
         # Only once it is passed on: a send cut short by a lost connection is synced again.
         link._received_upto = seq
 

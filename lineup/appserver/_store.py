@@ -26,6 +26,7 @@ ALL_AGENTS: Final = "*"
 class StoredItem:
     seq: int
     body: str  # the message as forwarded: compact JSON, sequence stamped in
+    conversation_id: str  # the message's conversation (a legacy one's stamped in too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,23 +139,27 @@ class Store:
         add up to at most `max_bytes` (at least one is always returned); and whether they
         reach the end of what the peer may see. `agent_id=None` is a runtime: it sees all."""
         if agent_id is None:
-            sql = "SELECT seq, body, size FROM messages WHERE seq > ? ORDER BY seq LIMIT ?"
+            sql = (
+                "SELECT seq, body, size, conversation_id FROM messages WHERE seq > ?"
+                " ORDER BY seq LIMIT ?"
+            )
             params: tuple[object, ...] = (after, limit + 1)
         else:
             sql = (
-                "SELECT seq, body, size FROM messages WHERE agent_id IN (?, ?) AND seq > ?"
+                "SELECT seq, body, size, conversation_id FROM messages"
+                " WHERE agent_id IN (?, ?) AND seq > ?"
                 " ORDER BY seq LIMIT ?"
             )
             params = (agent_id, ALL_AGENTS, after, limit + 1)
         items: list[StoredItem] = []
         size = 0
-        for seq, body, body_size in self._db.execute(sql, params):
+        for seq, body, body_size, conversation in self._db.execute(sql, params):
             if len(items) == limit:
                 return items, False
             size += body_size + 32  # the item's own `{"seq":…,"message":…}` around it
             if items and size > max_bytes:
                 return items, False
-            items.append(StoredItem(seq, body))
+            items.append(StoredItem(seq, body, conversation))
         return items, True
 
     def conversation_count(self) -> int:

@@ -119,6 +119,6 @@ async def test_an_actor_cannot_act_for_the_user(stack: Stack, tmp_path: Path) ->
 
     details = await wait_for(refused, 30, "the impostor's refusal")
     assert details == ["host.ui.action: 'impostor' is not a UI session or the operator"]
-    await wait_for(lambda: _actor_stats(stack, "app.chat")["refused_inputs"] == 1, 30, "chat")
+    await wait_for(lambda: _actor_stats(stack, "app.chat")["refused_inputs"] == 2, 30, "chat")
     assert stack.timeline() == []
     assert stack.outbox() == []
