@@ -4,6 +4,7 @@
 - `_bundle`, `_cache`: signed bundles, their verification and the content-addressed cache;
 - `_steps`: what each registry operation does, idempotently, before its rows are written;
 - `_focus`: instances (§4.4), the focus stack and the start-up target (§4.3, §4.5);
+- `_requests`: who may ask for what, and what of a request an operation keeps;
 - `_actor`: the actor that runs operations, keeps instances and starts app processes.
 """
 

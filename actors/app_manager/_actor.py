@@ -48,35 +48,14 @@ from ._registry import (
     check_request,
     core_records,
 )
+from ._requests import HOST_NAVIGATION, NAVIGATION, check_requester, request_fields
 from ._steps import Outcome, Steps
 
 log = logging.getLogger("lineup.app_manager")
 
-REQUESTERS: Final = frozenset({"debug", "host", "app.app-registry"})
-NAVIGATION: Final = frozenset({"launch", "focus", "close", "list", "open_default", "set_default"})
 CORE_VERSION: Final = "1.0.0"
-HOST_NAVIGATION: Final = {
-    "open_app": "launch",
-    "focus_app": "focus",
-    "close_app": "close",
-    "open_default_app": "open_default",
-}
-REQUEST_FIELDS: Final = frozenset(
-    {"bundle", "confirmed", "conversation_id", "instance_id", "local", "entrypoint"}
-)
-MAX_FIELD: Final = 1024
 KEEP_OPERATIONS: Final = 1000  # finished operations kept for the CLI and the audit
-BUNDLED_APP: Final = "apps.sdk._bundled:BundledApp"  # imports the staged bundle's app class
-
-
-def _request_fields(body: dict[str, Any]) -> dict[str, Any]:
-    """What an operation keeps of its request: the known fields, short. A request comes
-    from an app too, and its row is kept and loaded at every start."""
-    kept: dict[str, Any] = {}
-    for key in REQUEST_FIELDS & body.keys():
-        value = body[key]
-        kept[key] = value[:MAX_FIELD] if isinstance(value, str) else value
-    return kept
+BUNDLED_APP: Final = "apps.sdk._bundled:BundledApp"  # imports the bundle's app class
 
 
 class AppManagerActor(Actor):
@@ -243,9 +222,9 @@ class AppManagerActor(Actor):
         if op is None:
             kind, scope = str(body.get("kind"))[:64], str(body.get("app_scope") or "")[:128]
             op = AppOperation(op_id, kind, scope)
-            op.request = _request_fields(body)
+            op.request = request_fields(body)
         try:
-            self._check_requester(msg.sender, op)
+            check_requester(msg.sender, op, self.focus)
             op = await self._run(op, ids)
         except Refused as refusal:
             op = op.ended("failed", refusal.code, refusal.detail)
@@ -260,33 +239,6 @@ class AppManagerActor(Actor):
             op.code or "",
         )
         return self._answer(op, msg)
-
-    def _check_requester(self, sender: str, op: AppOperation) -> None:
-        """The registry is managed by the user's side only (the operator, the host, the
-        app-registry app); any app may navigate, within its own conversations."""
-        if sender in REQUESTERS:
-            return
-        if not sender.startswith("app.") or op.kind not in NAVIGATION:
-            raise Refused(Code.SENDER_NOT_ALLOWED, f"{sender!r} cannot {op.kind} apps")
-        caller = sender.removeprefix("app.")
-        if caller in CORE_APPS or op.kind in ("list", "open_default"):
-            return
-        if op.kind == "set_default":  # the user's choice, made on the user's side only
-            raise Refused(Code.SENDER_NOT_ALLOWED, f"{caller!r} cannot choose the default app")
-        if op.request.get("local") is not None:
-            raise Refused(Code.SENDER_NOT_ALLOWED, "an app cannot name another's instance")
-        conversation = op.request.get("conversation_id")
-        own = {i.conversation_id for i in self.focus.live_of(caller)}
-        if op.kind == "launch" and conversation not in own:
-            raise Refused(
-                Code.OWNERSHIP_MISMATCH,
-                f"{caller!r} has no instance in conversation {conversation!r}",
-            )
-        target = self.focus.instances.get(str(op.request.get("instance_id")))
-        if op.kind in ("focus", "close") and (target is None or target.app_scope != caller):
-            raise Refused(
-                Code.OWNERSHIP_MISMATCH, f"{caller!r} may only {op.kind} its own instances"
-            )
 
     def _answer(self, op: AppOperation, msg: Message) -> Any:
         row = op.to_row()
