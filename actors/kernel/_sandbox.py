@@ -1,8 +1,8 @@
-"""The supervisor's side of app isolation; the launcher (`actors.kernel.jail`) enforces it.
+"""The supervisor's side of app isolation; the launcher (`actors.jail`) enforces it.
 
 An isolated child (a `ChildSpec` with `isolation`) is never forked from the zygote: the
 zygote is a copy of a trusted process, memory and environment included. It is exec'd as
-`python -m actors.kernel.jail OPTIONS -- python -m actors.kernel.child TARGET FD PID`: the
+`python -m actors.jail OPTIONS -- python -m actors.kernel.child TARGET FD PID`: the
 launcher enters namespaces, builds the app's view of the file system, becomes the app's own
 uid and then execs the child. What the supervisor decides is here:
 
@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from actors.jail._env import scrubbed_environment
+
 if TYPE_CHECKING:
     from ._specs import ChildSpec
 
@@ -42,8 +44,6 @@ ID_RANGE: Final = range(0x7000_0000, 0x7FFE_0000)
 
 # Everything else in the supervisor's environment stays behind: tokens, LINEUP_DATA_DIR,
 # the AppServer's address, the user's own settings.
-PASSED_ENV: Final = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LINEUP_LOG_LEVEL")
-PROJECT_ROOT: Final = Path(__file__).resolve().parents[2]  # holds the `actors` package
 
 
 def app_id(data_dir: Path, scope: str) -> int:
@@ -107,27 +107,6 @@ def seal_data_dir(data_dir: Path) -> None:
     os.chmod(apps, 0o700)
 
 
-def scrubbed_environment(source: Mapping[str, str], *, home: str | None = None) -> dict[str, str]:
-    """What an isolated process may know of the environment: what Python needs to start and
-    to import the project, and HOME (its own directory)."""
-    env = {key: source[key] for key in PASSED_ENV if key in source}
-    env["PYTHONPATH"] = os.pathsep.join(_import_path(source.get("PYTHONPATH", "")))
-    # The cwd is the app's own writable dir: it must not shadow the kernel's modules, and
-    # neither may a user site dir under HOME (the same dir).
-    env["PYTHONSAFEPATH"] = "1"
-    env["PYTHONNOUSERSITE"] = "1"
-    if home is not None:
-        env["HOME"] = home
-    return env
-
-
-def _import_path(pythonpath: str) -> list[str]:
-    """The project root, then the absolute entries of PYTHONPATH (a relative one would be
-    looked up in the app's own directory)."""
-    entries = [str(PROJECT_ROOT), *pythonpath.split(os.pathsep)]
-    return list(dict.fromkeys(e for e in entries if os.path.isabs(e)))
-
-
 @dataclass(frozen=True)
 class JailPlan:
     """What the launcher is told for one isolated incarnation."""
@@ -146,7 +125,7 @@ class JailPlan:
         return [
             sys.executable,
             "-m",
-            "actors.kernel.jail",
+            "actors.jail",
             "--private-dir",
             str(self.private_dir),
             "--uid",

@@ -8,7 +8,7 @@
 | window     | deliveries in flight to the actor at once (credits); the rest waits on disk   |
 | max_deliver| failures (crash or exception while handling) before a message is dead        |
 | isolation  | None (a trusted actor), or how an installed app's process is confined: exec'd   |
-|            | through `actors.kernel.jail`, never forked from the zygote                     |
+|            | through `actors.jail`, never forked from the zygote                     |
 
 Strategies: one_for_one restarts only the child that died; rest_for_one also stops the
 children started after it (in reverse order) and starts them again after it. Restart
@@ -44,7 +44,7 @@ class Restart(StrEnum):
 class Isolation(BaseModel):
     """How an installed app's process is confined (docs/architecture.md, "Isolation").
 
-    The launcher (`actors.kernel.jail`) gives it a network namespace of its own (no
+    The launcher (`actors.jail`) gives it a network namespace of its own (no
     interfaces up: no network), its private directory as its working directory and only
     writable place, a uid and gid of its own (allocated per app and persisted in
     `DATA_DIR/app_ids.json`) and no way to regain privileges. What could not be enforced

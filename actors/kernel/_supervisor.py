@@ -345,7 +345,7 @@ class Supervisor:
         return ChildProcess(spec, log_dir=log_dir, env=self.child_env)
 
     async def _spawn_jailed(self, spec: ChildSpec, log_dir: Path) -> Incarnation:
-        """An installed app: exec'd through the launcher (`actors.kernel.jail`), never forked
+        """An installed app: exec'd through the launcher (`actors.jail`), never forked
         from the zygote, which is a copy of a trusted process (memory, fds, environment)."""
         plan = plan_jail(spec, self.data_dir, self.child_env or os.environ)
         process = ChildProcess(spec, log_dir=log_dir, env=None, jail=plan)

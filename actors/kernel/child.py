@@ -7,7 +7,6 @@ supervisor, which then stops the actors in order.
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import logging
 import os
@@ -16,19 +15,13 @@ import sys
 
 import trio
 
+from actors.jail._env import die_with_parent
+
 from ._actor import Actor, serve
 from ._channel import Channel
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    # The parent may have died before prctl took effect; then we were re-parented.
-    if os.getppid() != parent_pid:
-        os._exit(0)
+# The launcher of isolated apps shares it, and must not import this package (trio).
+_die_with_parent = die_with_parent
 
 
 def load_actor(target: str) -> Actor:

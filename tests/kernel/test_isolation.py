@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from actors.jail._launcher import Report
 from actors.kernel import ChildSpec, RuntimeConfig, new_id
 from actors.kernel._sandbox import JailPlan, app_id, scrubbed_environment
-from actors.kernel.jail import Report
 from actors.transport import write_token
 
 from .conftest import MakeRuntime

@@ -1,4 +1,4 @@
-"""The launcher of an isolated app: `python -m actors.kernel.jail OPTIONS -- CHILD_ARGV...`.
+"""The launcher of an isolated app: `python -m actors.jail OPTIONS -- CHILD_ARGV...`.
 
 The supervisor starts it (`_sandbox.JailPlan.command`) with a scrubbed environment, stdin
 from /dev/null, the app's log as stdout and stderr, and two more fds: the app's channel and
@@ -40,8 +40,8 @@ import stat
 import sys
 from typing import Any, Final
 
-from ._sandbox import scrubbed_environment
-from .child import _die_with_parent
+from ._env import die_with_parent as _die_with_parent
+from ._env import scrubbed_environment
 
 CLONE_NEWNS: Final = 0x0002_0000
 CLONE_NEWIPC: Final = 0x0800_0000
@@ -346,9 +346,9 @@ def close_all_but(keep: set[int]) -> None:
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     if "--" not in argv:
-        raise SystemExit("usage: python -m actors.kernel.jail OPTIONS -- CHILD_ARGV...")
+        raise SystemExit("usage: python -m actors.jail OPTIONS -- CHILD_ARGV...")
     split = argv.index("--")
-    parser = argparse.ArgumentParser(prog="python -m actors.kernel.jail")
+    parser = argparse.ArgumentParser(prog="python -m actors.jail")
     parser.add_argument("--private-dir", required=True)
     parser.add_argument("--uid", type=int, required=True)
     parser.add_argument("--gid", type=int, required=True)
@@ -390,7 +390,3 @@ def main(argv: list[str]) -> None:
         out.write(json.dumps(report.record(kept)) + "\n")
     close_all_but(set(kept))
     os.execve(child[0], child, env)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
