@@ -32,7 +32,11 @@ class AppRegistryApp(RuntimeApp):
         self.apps: list[dict[str, Any]] = []
 
     def statistics_extra(self) -> dict[str, Any]:
-        return {**super().statistics_extra(), "apps": self.apps, "outcomes": self.outcomes}
+        return {
+            **super().statistics_extra(),
+            "apps": getattr(self, "apps", []),
+            "outcomes": getattr(self, "outcomes", []),
+        }
 
     async def on_input(self, body: dict[str, Any]) -> None:
         kind = str(body.get("kind"))

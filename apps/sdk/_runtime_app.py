@@ -178,6 +178,7 @@ class RuntimeApp(Actor):
     app_version = "0.1.0"
 
     async def on_start(self) -> None:
+        self._refused_inputs = 0  # inputs from a sender that may not send them (see _from)
         scope = str(self.config.get("app_scope") or self.name.removeprefix("app."))
         # Its private directory: an absolute path for a core app, "." (its cwd) for an
         # isolated one, which cannot reach the data dir (docs/architecture.md, Isolation).
@@ -195,12 +196,12 @@ class RuntimeApp(Actor):
     async def on_input(self, body: dict[str, Any]) -> None:
         """Input from the user's side: a UI action the host actor checked and passed on."""
 
-    _refused_inputs = 0
-
     def statistics_extra(self) -> dict[str, Any]:
+        if not hasattr(self, "sdk"):  # asked before on_start finished
+            return {}
         return {
             "refused_inputs": self._refused_inputs,
-            "instances": self.sdk.lifecycle.instances() if hasattr(self, "sdk") else {},
+            "instances": self.sdk.lifecycle.instances(),
         }
 
     async def _apply(self, event: dict[str, Any]) -> None:
