@@ -180,10 +180,13 @@ class AppManagerActor(Actor):
                 "routing": routing,
             },
         }
+        # Fresh ids, not derived ones: both are whole-state replacements, safe to apply
+        # twice, and a replayed handler that took another path than its first run must
+        # have its own rows written (a derived id would get the first run's answer).
         # The router's mailbox has the new view before the operation is seen to end, so an
         # agent message sent after that is filtered by it (mailbox order is arrival order).
-        await self.cast("router", "router.apps", {"apps": routing}, id=ids.next())
-        await self._store("store.apps.write", body, ids.next())
+        await self.cast("router", "router.apps", {"apps": routing}, id=new_id())
+        await self._store("store.apps.write", body, new_id())
         for instance_id, hook in events:  # the apps hear of it once it is on disk
             await self._announce(self.focus.instances[instance_id], hook, ids)
 
