@@ -109,11 +109,14 @@ class AppManagerActor(Actor):
         fresh = core_records(self.records, CORE_VERSION)
         for record in fresh:
             self.records[record.app_scope] = record
-        # §4.3: a restorable foreground instance, else the default app, else chat.
-        target = startup_target(None, self.focus, self.default_app, self.records)
+        # §4.3, once per run of the runtime (not when only the app manager restarted, in
+        # the middle of an update say): a restorable foreground instance, else the
+        # default app, else chat.
         top = self.focus.foreground
-        if top is None or self.focus.instances[top].app_scope != target:
-            self.focus.launch(target, None)
+        if settings.get("boot") != self.boot_id or top is None:
+            target = startup_target(None, self.focus, self.default_app, self.records)
+            if top is None or self.focus.instances[top].app_scope != target:
+                self.focus.launch(target, None)
         await self._persist(ids, records=fresh, keep_operations=KEEP_OPERATIONS)
         # Dynamic children end with the runtime: bring back those with live instances.
         for scope in sorted({i.app_scope for i in self.focus.instances.values() if i.live}):
@@ -178,6 +181,7 @@ class AppManagerActor(Actor):
                 "focus_stack": self.focus.stack,
                 "default_app": self.default_app,
                 "routing": routing,
+                "boot": self.boot_id,
             },
         }
         # Fresh ids, not derived ones: both are whole-state replacements, safe to apply

@@ -147,6 +147,9 @@ class Actor:
     def __init__(self) -> None:
         self.name = ""
         self.config: dict[str, Any] = {}
+        # The runtime's run: the same across this actor's restarts, new when the whole
+        # runtime starts again (what is done once per run, not once per incarnation).
+        self.boot_id = ""
         self._channel: Channel | None = None
         self._calls: dict[str, tuple[trio.Event, list[Frame]]] = {}
         self._handled = 0
@@ -373,6 +376,7 @@ async def serve(actor: Actor, channel: Channel) -> None:
             raise ChannelClosed(f"expected kernel.welcome, got {welcome.get('type')!r}")
         actor.name = welcome["name"]
         actor.config = welcome.get("config") or {}
+        actor.boot_id = str(welcome.get("boot") or "")
         actor._channel = channel
         actor.nursery = nursery
         session = _Session(actor, channel)

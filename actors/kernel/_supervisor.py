@@ -42,6 +42,8 @@ class Supervisor:
         self.state = "created"
         self.children: dict[str, Child] = {}
         self.started_wall = time.time()
+        # Tells actors a new run of the runtime from a restart of their own (`Actor.boot_id`).
+        self.boot_id = new_id()
         self._started = time.monotonic()
         self._stop_requested = trio.Event()
         self._nursery: trio.Nursery | None = None
@@ -363,7 +365,14 @@ class Supervisor:
             return
         if hello["type"] != "kernel.hello":
             raise ProtocolViolation(f"first frame is {hello['type']!r}, not kernel.hello")
-        channel.send_nowait({"type": "kernel.welcome", "name": spec.name, "config": spec.config})
+        channel.send_nowait(
+            {
+                "type": "kernel.welcome",
+                "name": spec.name,
+                "config": spec.config,
+                "boot": self.boot_id,
+            }
+        )
         await self.switchboard.request("attach", spec.name, channel)
         # A start hook that never returns must not hold up the children after it.
         not_ready = trio.CancelScope(deadline=trio.current_time() + self.config.ready_timeout)

@@ -5,6 +5,7 @@ instance and gives the foreground back (seed §4.4-4.5)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tests.kernel.conftest import RuntimeFactory
@@ -151,3 +152,26 @@ def test_host_intents_open_and_close_apps(factory: RuntimeFactory, bundles: Bund
         30,
         "the refused launch",
     )
+
+
+def test_a_crash_mid_update_keeps_the_app_in_front(
+    factory: RuntimeFactory, bundles: Bundles, tmp_path: Path
+) -> None:
+    """The start-up target is chosen once per run of the runtime: when only the app
+    manager restarts (here in the middle of an update, the app marked `updating`), the
+    foreground stays where the user left it, and the update ends on the new version."""
+    apps = _installed(factory, bundles)
+    assert apps.app("launch", "pomodoro", "--conversation", "conv-1")[0] == 0
+    once = tmp_path / "once"
+    once.mkdir()
+    apps.runtime.stop()
+    crash = {"LINEUP_CRASH": "app_manager.after_start@1", "LINEUP_CRASH_ONCE_DIR": str(once)}
+    apps.runtime.start(env=crash)
+    apps.wait_ready()
+    code, out = apps.app("update", "pomodoro", bundles.v2)
+    assert (code, out["state"]) == (0, "succeeded")
+    assert (once / "app_manager.after_start").exists()
+    assert apps.runtime.actors()["app_manager"]["restarts"] >= 1
+    assert apps.registry()["settings"]["focus_stack"] == ["chat:main", "pomodoro:conv-1"]
+    assert _instances(apps)["pomodoro:conv-1"] == ("active", "foreground")
+    assert apps.record("pomodoro")["installed_version"] == "0.2.0"  # type: ignore[index]
