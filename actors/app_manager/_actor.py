@@ -378,6 +378,7 @@ class AppManagerActor(Actor):
         record = self.records[scope]
         if self.steps.cache.entry(record.bundle_digest or "") is None:
             raise Refused(Code.BUNDLE_MISSING, f"the bundle of {scope!r} is not in the cache")
+        self.steps.reverify(record.bundle_digest)  # trust may have changed since install
         spec = {
             "name": f"app.{scope}",
             "target": BUNDLED_APP,

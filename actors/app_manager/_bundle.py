@@ -441,6 +441,27 @@ def verify_bundle_data(
     if len(data) > limits.max_bundle_bytes:
         raise BundleError(Code.BUNDLE_TOO_LARGE, f"over {limits.max_bundle_bytes} bytes")
     contents = read_bundle(data, limits)
+    verified = verify_contents(
+        contents,
+        trusted_keys,
+        digest=sha256_hex(data),
+        offered_features=offered_features,
+        expected_scope=expected_scope,
+    )
+    return verified, contents
+
+
+def verify_contents(
+    contents: BundleContents,
+    trusted_keys: Mapping[str, nacl.signing.VerifyKey],
+    *,
+    digest: str,
+    offered_features: frozenset[str] = RUNTIME_SDK_FEATURES,
+    expected_scope: str | None = None,
+) -> VerifiedBundle:
+    """The checks after reading: signature by a trusted key, every file's hash, the
+    manifest. Also what a cache entry is checked with again before it runs (trust may
+    have changed since it was admitted)."""
     if contents.signature is None:
         raise BundleError(Code.BUNDLE_UNSIGNED, f"{SIGNATURE_NAME} is missing")
     if len(contents.manifest) > MAX_MANIFEST_BYTES:
@@ -468,14 +489,13 @@ def verify_bundle_data(
         raise BundleError(
             Code.BUNDLE_SCOPE_MISMATCH, f"{manifest.app_scope!r} is a core app, not a bundle's"
         )
-    verified = VerifiedBundle(
+    return VerifiedBundle(
         manifest=manifest,
         version=signed.version,
-        digest=sha256_hex(data),
+        digest=digest,
         key_id=record.key_id,
         files=tuple(signed.files),
     )
-    return verified, contents
 
 
 def verify_bundle(

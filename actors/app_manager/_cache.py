@@ -25,7 +25,7 @@ from typing import Final
 
 import nacl.signing
 
-from actors.contracts import RUNTIME_SDK_FEATURES
+from actors.contracts import RUNTIME_SDK_FEATURES, Code
 
 from ._bundle import (
     MANIFEST_NAME,
@@ -36,6 +36,7 @@ from ._bundle import (
     VerifiedBundle,
     read_bundle_file,
     verify_bundle_data,
+    verify_contents,
 )
 
 _TEMP_PREFIX: Final = ".tmp-"
@@ -123,6 +124,30 @@ class BundleCache:
             return None
         path = self.root / digest
         return path if path.is_dir() else None
+
+    def reverify(
+        self, digest: str, trusted_keys: Mapping[str, nacl.signing.VerifyKey]
+    ) -> VerifiedBundle:
+        """The cache entry checked again as a bundle is at install (signature by a key
+        trusted *now*, every file's hash, the manifest): before its code runs, since
+        trust may have changed since it was admitted. `BundleError` if it fails."""
+        entry = self.entry(digest)
+        if entry is None:
+            raise BundleError(Code.BUNDLE_MISSING_FILE, f"no cache entry {digest[:16]}")
+        files: dict[str, bytes] = {}
+        app = entry / "app"
+        for path in sorted(app.rglob("*")):
+            if path.is_symlink() or (not path.is_file() and not path.is_dir()):
+                raise BundleError(Code.BUNDLE_BAD_PATH, f"{path.relative_to(entry)}: not a file")
+            if path.is_file():
+                files[path.relative_to(entry).as_posix()] = path.read_bytes()
+        signature = entry / SIGNATURE_NAME
+        contents = BundleContents(
+            manifest=(entry / MANIFEST_NAME).read_bytes(),
+            signature=signature.read_bytes() if signature.is_file() else None,
+            files=files,
+        )
+        return verify_contents(contents, trusted_keys, digest=digest)
 
     def admit(
         self,

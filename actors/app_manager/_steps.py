@@ -44,14 +44,27 @@ class Steps:
         if not isinstance(bundle, str) or not bundle:
             raise Refused(Code.INVALID_PAYLOAD, "bundle: the path of a bundle file is needed")
         try:
-            keys = load_trusted_keys(sorted(trusted_keys_dir(self.data_dir).glob("*.pub")))
-            return self.cache.admit(Path(bundle), keys, expected_scope=expected_scope)
+            return self.cache.admit(Path(bundle), self._keys(), expected_scope=expected_scope)
         except ContractError as exc:
             raise Refused(str(exc.code), exc.detail) from None
         except OSError as exc:
             raise Refused(Code.BUNDLE_UNREADABLE, f"{bundle}: {exc.strerror or exc}") from None
         except ValueError as exc:  # a key file in the trust store that is not a key
             raise Refused(Code.BUNDLE_UNTRUSTED_KEY, f"trust store: {exc}") from None
+
+    def _keys(self) -> dict[str, Any]:
+        """The trust store as it is now (`DATA_DIR/trusted_keys/*.pub`)."""
+        return load_trusted_keys(sorted(trusted_keys_dir(self.data_dir).glob("*.pub")))
+
+    def reverify(self, digest: str | None) -> None:
+        """A cached bundle checked again before its code runs (a launch, a rollback): a key
+        removed from the trust store since the install stops it."""
+        try:
+            self.cache.reverify(digest or "", self._keys())
+        except ContractError as exc:
+            raise Refused(str(exc.code), exc.detail) from None
+        except (OSError, ValueError) as exc:
+            raise Refused(Code.BUNDLE_UNREADABLE, f"cache entry: {exc}") from None
 
     def manifest_of(self, digest: str | None) -> dict[str, Any] | None:
         entry = self.cache.entry(digest or "")
@@ -111,6 +124,7 @@ class Steps:
 
     def rollback(self, op: AppOperation, records: dict[str, AppRecord]) -> Outcome:
         record = records[op.app_scope]
+        self.reverify(record.previous_digest)
         manifest = self.manifest_of(record.previous_digest)
         if manifest is None:
             raise Refused(Code.BUNDLE_MISSING, f"the bundle of {record.previous_version} is gone")

@@ -175,3 +175,26 @@ def test_a_crash_mid_update_keeps_the_app_in_front(
     assert apps.registry()["settings"]["focus_stack"] == ["chat:main", "pomodoro:conv-1"]
     assert _instances(apps)["pomodoro:conv-1"] == ("active", "foreground")
     assert apps.record("pomodoro")["installed_version"] == "0.2.0"  # type: ignore[index]
+
+
+def test_a_cached_bundle_is_checked_again_before_it_runs(
+    factory: RuntimeFactory, bundles: Bundles
+) -> None:
+    """Trust may change after an install, and a cache entry may be tampered with on disk:
+    either way the app does not start, with the check's code, and nothing moves in front."""
+    apps = _installed(factory, bundles)
+    digest = apps.record("pomodoro")["bundle_digest"]  # type: ignore[index]
+    code_file = apps.data_dir / "bundles" / digest / "app" / "_app.py"
+    original = code_file.read_bytes()
+    code_file.chmod(0o644)
+    code_file.write_bytes(original.replace(b"pomodoro", b"pomodorO", 1))
+    code, out = apps.app("launch", "pomodoro", "--conversation", "conv-1")
+    assert (code, out["code"]) == (1, "bundle_hash_mismatch")
+    code_file.write_bytes(original)
+
+    (apps.data_dir / "trusted_keys" / "publisher.pub").unlink()
+    code, out = apps.app("launch", "pomodoro", "--conversation", "conv-1")
+    assert (code, out["code"]) == (1, "bundle_untrusted_key")
+    assert "app.pomodoro" not in apps.runtime.actors()
+    assert apps.registry()["settings"]["focus_stack"] == ["chat:main"]
+    assert _instances(apps)["chat:main"] == ("active", "foreground")
