@@ -108,6 +108,18 @@ class AppOperation:
         )
 
 
+def semver_key(version: str) -> tuple[Any, ...]:
+    """Semantic Versioning 2.0.0 precedence as a sort key: numbers numerically, a
+    pre-release before its release, pre-release fields numeric before alphanumeric, fewer
+    fields first; build metadata ignored. `version` is already a valid SemVer."""
+    core, _, rest = version.partition("+")[0].partition("-")
+    numbers = tuple(int(part) for part in core.split("."))
+    if not rest:
+        return (numbers, 1, ())
+    fields = tuple((0, int(f), "") if f.isdigit() else (1, 0, f) for f in rest.split("."))
+    return (numbers, 0, fields)
+
+
 def core_records(existing: dict[str, AppRecord], version: str) -> list[AppRecord]:
     """The core apps' records, for those the registry does not have yet: always enabled."""
     made = []

@@ -21,7 +21,7 @@ from actors.contracts import Code, ContractError
 
 from ._bundle import MANIFEST_NAME, load_trusted_keys, trusted_keys_dir
 from ._cache import BundleCache, CachedBundle
-from ._registry import AppOperation, AppRecord, Refused, check_request, now_ms
+from ._registry import AppOperation, AppRecord, Refused, check_request, now_ms, semver_key
 
 
 @dataclass
@@ -110,6 +110,11 @@ class Steps:
         if cached.bundle.version == record.installed_version:
             raise Refused(
                 Code.SAME_VERSION, f"{op.app_scope} {record.installed_version} is installed"
+            )
+        if semver_key(cached.bundle.version) < semver_key(record.installed_version):
+            raise Refused(
+                Code.OLDER_VERSION,
+                f"{cached.bundle.version} is older than {record.installed_version}: roll back",
             )
         updated = dataclasses.replace(
             record,

@@ -92,6 +92,7 @@ class Code(StrEnum):
     CONFIRMATION_REQUIRED = "confirmation_required"
     NO_PREVIOUS_VERSION = "no_previous_version"
     SAME_VERSION = "same_version"
+    OLDER_VERSION = "older_version"
     INSTANCE_NOT_FOUND = "instance_not_found"
     INVALID_STATE = "invalid_state"
     INVALID_ENTRYPOINT = "invalid_entrypoint"

@@ -125,3 +125,25 @@ class FocusMachine(RuleBasedStateMachine):
 
 FocusMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
 test_focus_stack_rules = FocusMachine.TestCase
+
+
+def test_semantic_version_precedence() -> None:
+    from actors.app_manager._registry import semver_key
+
+    # The order the SemVer 2.0.0 specification gives as its example, and build metadata.
+    ordered = [
+        "1.0.0-alpha",
+        "1.0.0-alpha.1",
+        "1.0.0-alpha.beta",
+        "1.0.0-beta",
+        "1.0.0-beta.2",
+        "1.0.0-beta.11",
+        "1.0.0-rc.1",
+        "1.0.0",
+        "1.0.1",
+        "1.2.0",
+        "1.10.0",
+        "2.0.0",
+    ]
+    assert sorted(ordered, key=semver_key) == ordered
+    assert semver_key("1.0.0+build.5") == semver_key("1.0.0")

@@ -84,6 +84,8 @@ def test_install_enable_update_rollback_disable_remove(
     record = apps.record("pomodoro")
     assert (record["installed_version"], record["previous_version"]) == ("0.2.0", "0.1.0")  # type: ignore[index]
     assert len(apps.cache_entries()) == 2
+    code, out = apps.app("update", "pomodoro", bundles.v1)  # back is a rollback
+    assert (code, out["state"], out["code"]) == (1, "rolled_back", "older_version")
     assert apps.app("rollback", "pomodoro")[0] == 0
     record = apps.record("pomodoro")
     assert (record["installed_version"], record["previous_version"]) == ("0.1.0", "0.2.0")  # type: ignore[index]
