@@ -29,7 +29,6 @@ from actors.contracts import Code
 from actors.kernel import (
     Actor,
     CallFailed,
-    CallTimeout,
     DerivedIds,
     Message,
     ReplyError,
@@ -85,12 +84,7 @@ class AppManagerActor(Actor):
     # -- the store -----------------------------------------------------------------------
 
     async def _store(self, type: str, body: Any, id: str) -> Any:
-        timeout = 0.25
-        while True:
-            try:
-                return await self.call("store", type, body, timeout=timeout, id=id)
-            except CallTimeout:
-                timeout = min(timeout * 2, 2.0)
+        return await self.call_until_answered("store", type, body, id=id)
 
     async def _load(self) -> None:
         # Fresh ids: a load is a read, and a replayed id would get the first run's answer.

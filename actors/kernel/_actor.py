@@ -200,6 +200,27 @@ class Actor:
         }
         return await self._request(message_id, frame, timeout, to, type)
 
+    async def call_until_answered(
+        self,
+        to: str,
+        type: str,
+        body: Any = None,
+        *,
+        id: str,
+        first_timeout: float = 0.25,
+        max_timeout: float = 2.0,
+    ) -> Any:
+        """`call`, asked again with the same id until it is answered: it outlives the
+        callee's restarts, and a repeated id is answered with the first reply. The first
+        wait is short, since a call sent before the callee is ready is answered late."""
+        timeout = first_timeout
+        while True:
+            try:
+                return await self.call(to, type, body, timeout=timeout, id=id)
+            except CallTimeout:
+                timeout = min(timeout * 2, max_timeout)
+                log.debug("%s did not answer %s %s yet; asking again", to, type, id)
+
     async def supervise(self, op: str, *, timeout: float = 90.0, **fields: Any) -> Any:
         """Ask the supervisor to `start` a dynamic child (`spec=` a ChildSpec as a map) or
         to `stop` one (`name=`), and wait until it is running (or has given up) or stopped.

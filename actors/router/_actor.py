@@ -16,25 +16,12 @@ from typing import Any
 import trio
 
 from actors.contracts import Code, ContractError
-from actors.kernel import Actor, CallTimeout, Message, ReplyError, derive_id, handles, new_id
+from actors.kernel import Actor, DerivedIds, Message, ReplyError, handles, new_id
 
 from ._delivery import app_actor, project, rejection_envelope, user_envelope
 from ._filter_chain import Accepted, FilterContext, Rejected, check_inbound
 
 log = logging.getLogger("lineup.router")
-
-
-class _Ids:
-    """The ids of what one handler emits, in emission order."""
-
-    def __init__(self, parent: str) -> None:
-        self.parent = parent
-        self.position = 0
-
-    def next(self) -> str:
-        value = derive_id(self.parent, self.position)
-        self.position += 1
-        return value
 
 
 def _only_from(msg: Message, sender: str) -> None:
@@ -104,14 +91,9 @@ class RouterActor(Actor):
         return {"forwarded": self.forwarded, "rejected": self.rejected, "floor": self.floor}
 
     async def _store(self, type: str, body: Any, id: str) -> Any:
-        """A call to the store that outlives the store's restarts (same id, same reply)."""
-        timeout = 0.25  # short at first: a call sent before `kernel.ready` is answered late
-        while True:
-            try:
-                return await self.call("store", type, body, timeout=timeout, id=id)
-            except CallTimeout:
-                timeout = min(timeout * 2, self.call_timeout)
-                log.debug("store did not answer %s %s yet; asking again", type, id)
+        return await self.call_until_answered(
+            "store", type, body, id=id, max_timeout=self.call_timeout
+        )
 
     def _set_apps(self, apps: dict[str, dict[str, Any]] | None) -> None:
         """The app manager's view of the apps (steps 4, 6, 7), over the configured ones."""
@@ -133,7 +115,7 @@ class RouterActor(Actor):
         """A run of the AppServer stream: `items` [[seq, message JSON text], ...], in order."""
         _only_from(msg, "transport")
         await self.loaded.wait()
-        ids = _Ids(msg.id)
+        ids = DerivedIds(msg.id)
         accepted: list[Accepted] = []
         rejected: list[Rejected] = []
         associate: dict[str, str] = {}
@@ -188,7 +170,7 @@ class RouterActor(Actor):
         """Agent messages the store found stored already under another seq (§5.3 step 3):
         `items` [{id, seq, envelope}]; each agent gets its `duplicate` answer."""
         _only_from(msg, "store")
-        ids = _Ids(msg.id)
+        ids = DerivedIds(msg.id)
         items = []
         for dup in msg.body["items"]:
             verdict = check_inbound(int(dup["seq"]), dup["envelope"], self.ctx)
@@ -209,7 +191,7 @@ class RouterActor(Actor):
     async def action(self, msg: Message) -> None:
         """A declarative action from an app: `action` (send_text | answer), `id` (the envelope
         id the app minted for its local echo), `conversation_id`, `text` / `response`."""
-        ids = _Ids(msg.id)
+        ids = DerivedIds(msg.id)
         app = msg.sender.removeprefix("app.")
         body = dict(msg.body or {})
         try:
@@ -241,7 +223,7 @@ class RouterActor(Actor):
     async def outbox_verdict(self, msg: Message) -> None:
         """The AppServer's verdict on an outbox item: record it, tell the app that sent it."""
         _only_from(msg, "transport")
-        ids = _Ids(msg.id)
+        ids = DerivedIds(msg.id)
         reply = await self._store("store.outbox.settle", msg.body, ids.next())
         if reply["changed"] and reply.get("origin"):
             state = {"id": msg.body["key"], "state": reply["state"]}

@@ -26,7 +26,7 @@ from typing import Any
 import trio
 
 from actors.contracts import ContractError
-from actors.kernel import Actor, CallTimeout, Message, derive_id, handles, new_id
+from actors.kernel import Actor, Message, derive_id, handles, new_id
 from lineup.agent import Link, LinkFailed, Received, Submission
 from lineup.agent._link import LinkState
 
@@ -101,14 +101,9 @@ class TransportActor(Actor):
             await self.cast("store", "store.lifecycle.set", {"state": state, "detail": detail})
 
     async def _store(self, type: str, body: Any) -> Any:
-        request_id = new_id()
-        timeout = 0.25  # short at first: a call sent before `kernel.ready` is answered late
-        while True:
-            try:
-                return await self.call("store", type, body, timeout=timeout, id=request_id)
-            except CallTimeout:
-                timeout = min(timeout * 2, self.call_timeout)
-                log.debug("store did not answer %s yet; asking again", type)
+        return await self.call_until_answered(
+            "store", type, body, id=new_id(), max_timeout=self.call_timeout
+        )
 
     async def _main(self) -> None:
         await self._report("restoring")
