@@ -59,7 +59,6 @@ def derive_id(parent: str, position: int) -> str:
     return _encode(_derived_base(parent) | position)
 
 
-@functools.lru_cache(maxsize=4096)
 class DerivedIds:
     """The ids of what one handler emits, in emission order: `derive_id(parent, 0)`, then
     1, 2, ... — for actors that pass ids explicitly (a call retried with the same id)."""
@@ -74,6 +73,7 @@ class DerivedIds:
         return value
 
 
+@functools.lru_cache(maxsize=4096)  # a handler derives many ids from one parent
 def _derived_base(parent: str) -> int:
     # A message born outside may carry an outside identity (an idempotency key) as its
     # id; it has no timestamp to inherit, and a deterministic id must not read the clock.

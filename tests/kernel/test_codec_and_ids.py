@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from actors.kernel import (
+    DerivedIds,
     FrameDecoder,
     FrameError,
     derive_id,
@@ -34,6 +35,17 @@ def test_derived_ids_are_deterministic_and_distinct() -> None:
     assert len(set(first)) == 100
     assert derive_id(new_id(), 0) != first[0]
     assert id_timestamp(first[7]) == id_timestamp(parent)
+
+
+def test_a_replayed_handler_derives_the_same_ids_in_the_same_process() -> None:
+    # A handler that failed is redelivered to the same process: its new DerivedIds must
+    # start over at position 0, or the replay would emit ids the mailbox has not seen.
+    parent = new_id()
+    first = DerivedIds(parent)
+    emitted = [first.next() for _ in range(3)]
+    replay = DerivedIds(parent)
+    assert [replay.next() for _ in range(3)] == emitted
+    assert emitted == [derive_id(parent, n) for n in range(3)]
 
 
 @given(
