@@ -5,17 +5,27 @@ The supervisor commits a message before it is delivered, raises its attempt coun
 same transaction that hands it out, and marks it done only when the recipient acks. This
 class is synchronous and knows nothing of processes, so the mailbox protocol can be tested
 (and fuzzed) on its own against a real file.
+
+Done is not written into the rows. An actor handles its deliveries in order and acks them
+in order, so what it acks is the oldest of its live (pending or inflight) messages: the
+ack moves its cursor (`cursors.acked`) past them, one write for a whole batch, and a row at
+or below its recipient's cursor is done whatever its `state` column says. An ack that is
+not the oldest live messages marks its rows done one by one (`state` 2), as before. Rows
+written by an older version (done in the row, no cursors) read the same.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import IntEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
+
+from ._mailbox_views import EFFECTIVE_STATE, MailboxCounts, MailboxViews, MessageRow, State
+
+__all__ = ["MailboxCounts", "MailboxStore", "MessageRow", "State"]
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
@@ -34,15 +44,22 @@ CREATE TABLE IF NOT EXISTS messages (
     created_ms INTEGER NOT NULL,
     done_ms INTEGER
 );
--- Partial indexes: a row is in them only while it waits or is in flight, so done rows (kept
+-- Partial indexes: a row is in them only while it waits or is dead, so done rows (kept
 -- for dedup) cost nothing. SQLite uses a partial index only when the query repeats its
 -- WHERE term exactly.
 -- Ids are unique per sender, not across senders: an id is what its sender's replayed
 -- handler re-emits, and no other actor (an app least of all) can claim it first.
 CREATE UNIQUE INDEX IF NOT EXISTS messages_sender_id ON messages(sender, id);
 CREATE INDEX IF NOT EXISTS messages_pending ON messages(recipient, seq) WHERE state = 0;
-CREATE INDEX IF NOT EXISTS messages_inflight ON messages(recipient, seq) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS messages_dead ON messages(recipient, seq) WHERE state = 3;
+-- Inflight rows stay inflight in the row once their cursor has passed them: an index of
+-- them would only grow. Inflight rows are found from the cursor onwards instead.
+DROP INDEX IF EXISTS messages_inflight;
+-- Every row of `recipient` with seq <= acked is done or dead (see the module's docstring).
+CREATE TABLE IF NOT EXISTS cursors (
+    recipient TEXT PRIMARY KEY,
+    acked INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS replies (
     caller TEXT NOT NULL,
     request_id TEXT NOT NULL,
@@ -56,7 +73,6 @@ _MIGRATE = """
 ALTER TABLE messages RENAME TO messages_v1;
 ALTER TABLE replies RENAME TO replies_v1;
 DROP INDEX IF EXISTS messages_pending;
-DROP INDEX IF EXISTS messages_inflight;
 DROP INDEX IF EXISTS messages_dead;
 {schema}
 INSERT INTO messages SELECT * FROM messages_v1;
@@ -68,17 +84,17 @@ DROP TABLE replies_v1;
 
 def _create_schema(db: sqlite3.Connection) -> None:
     row = db.execute("SELECT sql FROM sqlite_master WHERE name = 'messages'").fetchone()
+    had_cursors = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'cursors'").fetchone()
     if row is not None and "id TEXT NOT NULL UNIQUE" in row[0]:
         db.executescript("BEGIN IMMEDIATE;" + _MIGRATE.format(schema=_SCHEMA) + "COMMIT;")
     else:
         db.executescript(_SCHEMA)
-
-
-class State(IntEnum):
-    PENDING = 0
-    INFLIGHT = 1
-    DONE = 2
-    DEAD = 3
+    if not had_cursors:
+        # Rows from before cursors: each recipient's cursor starts below its first row.
+        db.execute(
+            "INSERT OR IGNORE INTO cursors SELECT recipient, min(seq) - 1 FROM messages"
+            " GROUP BY recipient"
+        )
 
 
 @dataclass(frozen=True)
@@ -88,39 +104,11 @@ class Delivery:
     attempts: int
 
 
-@dataclass(frozen=True)
-class MessageRow:
-    seq: int
-    id: str
-    recipient: str
-    sender: str
-    type: str
-    state: State
-    attempts: int
-    failures: int
-    error: str | None
-    created_ms: int
-    frame: bytes
-
-
-@dataclass(frozen=True)
-class MailboxCounts:
-    pending: int = 0
-    inflight: int = 0
-    dead: int = 0
-
-
-def _row(r: tuple[Any, ...]) -> MessageRow:
-    return MessageRow(
-        r[0], r[1], r[2], r[3], r[4], State(r[5]), r[6], r[7], r[8], r[9], bytes(r[10])
-    )
-
-
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class MailboxStore:
+class MailboxStore(MailboxViews):
     def __init__(
         self,
         path: str | Path,
@@ -146,6 +134,11 @@ class MailboxStore:
             self._db.execute("PRAGMA wal_autocheckpoint=0")
             _create_schema(self._db)
         self._in_txn = False
+        # The writer's view of its own file, kept in memory (never by a read-only store,
+        # whose file another connection changes): each recipient's cursor and the last
+        # seq handed out. A rollback forgets both; they are read again.
+        self._cursors: dict[str, int] = {}
+        self._last_seq: int | None = None
 
     # -- transactions ------------------------------------------------------------------
 
@@ -163,6 +156,8 @@ class MailboxStore:
         if self._in_txn:
             self._db.execute("ROLLBACK")
             self._in_txn = False
+            self._cursors.clear()
+            self._last_seq = None
 
     def close(self) -> None:
         self.rollback()
@@ -174,11 +169,54 @@ class MailboxStore:
         row = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         return int(row[1]), int(row[2])
 
+    # -- cursors and seqs (the writer's) -----------------------------------------------
+
+    def _cursor(self, recipient: str) -> int | None:
+        acked = self._cursors.get(recipient)
+        if acked is None:
+            row = self._db.execute(
+                "SELECT acked FROM cursors WHERE recipient = ?", (recipient,)
+            ).fetchone()
+            if row is None:
+                return None
+            acked = self._cursors[recipient] = int(row[0])
+        return acked
+
+    def _move_cursor(self, recipient: str, acked: int) -> None:
+        self._db.execute(
+            "INSERT INTO cursors (recipient, acked) VALUES (?, ?)"
+            " ON CONFLICT(recipient) DO UPDATE SET acked = excluded.acked",
+            (recipient, acked),
+        )
+        self._cursors[recipient] = acked
+
+    def _next_seqs(self, count: int) -> int:
+        """The first of `count` new seqs. Above every cursor as well as every row: a seq
+        reused after old rows were pruned would be born done."""
+        if self._last_seq is None:
+            row = self._db.execute(
+                "SELECT max(coalesce((SELECT max(seq) FROM messages), 0),"
+                " coalesce((SELECT max(acked) FROM cursors), 0))"
+            ).fetchone()
+            self._last_seq = int(row[0])
+        return self._last_seq + 1
+
+    def _stored(self, rows: list[tuple[str, int]]) -> None:
+        """`rows` (recipient, seq) were inserted: seqs are used; a first message gives its
+        recipient a cursor just below it."""
+        self._last_seq = max(seq for _, seq in rows)
+        for recipient, seq in rows:
+            if recipient not in self._cursors and self._cursor(recipient) is None:
+                self._move_cursor(recipient, seq - 1)
+
     # -- the mailbox protocol (call inside begin/commit) -------------------------------
 
     def recover(self) -> int:
         """After a supervisor restart nothing is in flight: hand every inflight row back."""
-        cur = self._db.execute("UPDATE messages SET state = 0 WHERE state = 1")
+        cur = self._db.execute(
+            "UPDATE messages SET state = 0 WHERE state = 1 AND seq > coalesce((SELECT acked"
+            " FROM cursors c WHERE c.recipient = messages.recipient), 0)"
+        )
         return cur.rowcount
 
     def insert(
@@ -196,21 +234,8 @@ class MailboxStore:
         `inflight=True` stores it as already handed out (attempt 1), for the common case of
         a recipient with free credits and no backlog: one write instead of two.
         """
-        cur = self._db.execute(
-            "INSERT INTO messages (id, recipient, sender, type, frame, state, attempts,"
-            " created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(sender, id) DO NOTHING",
-            (
-                message_id,
-                recipient,
-                sender,
-                type,
-                frame,
-                State.INFLIGHT if inflight else State.PENDING,
-                1 if inflight else 0,
-                _now_ms(),
-            ),
-        )
-        return cur.lastrowid if cur.rowcount == 1 else None
+        seqs = self.insert_many([(message_id, recipient, sender, type, frame, inflight)])
+        return None if seqs is None else seqs[0]
 
     def insert_many(self, rows: list[tuple[str, str, str, str, bytes, bool]]) -> list[int] | None:
         """Store (id, recipient, sender, type, frame, inflight) rows in one statement; their
@@ -218,9 +243,11 @@ class MailboxStore:
         caller can fall back to `insert` one by one and learn which."""
         if not rows:
             return []
-        first = self._next_seq()
+        first = self._next_seqs(len(rows))
         now = _now_ms()
-        self._db.execute("SAVEPOINT insert_many")
+        single = len(rows) == 1
+        if not single:
+            self._db.execute("SAVEPOINT insert_many")
         before = self._db.total_changes
         self._db.executemany(
             "INSERT INTO messages (seq, id, recipient, sender, type, frame, state, attempts,"
@@ -230,16 +257,16 @@ class MailboxStore:
                 for i, (mid, to, sender, type, frame, inflight) in enumerate(rows)
             ],
         )
-        if self._db.total_changes - before == len(rows):
+        stored = self._db.total_changes - before == len(rows)
+        if not single:
+            if not stored:
+                self._db.execute("ROLLBACK TO insert_many")
             self._db.execute("RELEASE insert_many")
-            return list(range(first, first + len(rows)))
-        self._db.execute("ROLLBACK TO insert_many")
-        self._db.execute("RELEASE insert_many")
-        return None
-
-    def _next_seq(self) -> int:
-        row = self._db.execute("SELECT max(seq) FROM messages").fetchone()
-        return int(row[0] or 0) + 1
+        if not stored:
+            return None
+        seqs = list(range(first, first + len(rows)))
+        self._stored([(row[1], seq) for row, seq in zip(rows, seqs, strict=True)])
+        return seqs
 
     def take(self, recipient: str, limit: int) -> list[Delivery]:
         """The oldest `limit` pending messages of `recipient`, now inflight, attempts raised."""
@@ -257,30 +284,50 @@ class MailboxStore:
         return [Delivery(seq, frame, attempts) for seq, frame, attempts in rows]
 
     def ack(self, recipient: str, seqs: Iterable[int]) -> int:
-        """Mark delivered messages done. Only `recipient`'s own inflight rows can be acked.
+        """Mark delivered messages done; how many were. Only `recipient`'s own inflight
+        rows can be acked.
 
-        Acks come in runs of consecutive seqs (a burst to one actor): each run is one
-        range statement, not a statement per seq (≈1/3 of an ack's cost). A range holds
-        exactly the run's seqs, so nothing outside the list is touched.
+        The common ack is the oldest of the recipient's live messages: its cursor moves to
+        just below the next live one (or to the last seq, if none is left), and no message
+        row is written. Any other ack marks its rows done one by one.
         """
+        wanted = sorted(set(seqs))
+        if not wanted:
+            return 0
+        cursor = self._cursor(recipient) or 0
+        live = self._db.execute(
+            "SELECT seq, state FROM messages WHERE seq > ? AND recipient = ?"
+            " AND state IN (0, 1) ORDER BY seq LIMIT ?",
+            (cursor, recipient, len(wanted) + 1),
+        ).fetchall()
+        oldest = live[: len(wanted)]
+        if [seq for seq, _ in oldest] == wanted and all(state == 1 for _, state in oldest):
+            after = live[len(wanted)][0] - 1 if len(live) > len(wanted) else self._last_row()
+            self._move_cursor(recipient, after)
+            return len(wanted)
         now = _now_ms()
-        runs: list[tuple[int, int, str, int]] = []
-        for seq in sorted(set(seqs)):
+        runs: list[tuple[int, int, str, int, int]] = []  # runs of consecutive seqs
+        for seq in wanted:
             if runs and runs[-1][1] == seq - 1:
-                runs[-1] = (now, seq, recipient, runs[-1][3])
+                runs[-1] = (now, seq, recipient, runs[-1][3], cursor)
             else:
-                runs.append((now, seq, recipient, seq))
+                runs.append((now, seq, recipient, seq, cursor))
         cur = self._db.executemany(
             "UPDATE messages SET state = 2, done_ms = ? WHERE seq BETWEEN ?4 AND ?2"
-            " AND recipient = ?3 AND state = 1",
+            " AND recipient = ?3 AND state = 1 AND seq > ?5",
             runs,
         )
         return cur.rowcount
 
+    def _last_row(self) -> int:
+        row = self._db.execute("SELECT max(seq) FROM messages").fetchone()
+        return int(row[0] or 0)
+
     def requeue(self, recipient: str) -> int:
         """Hand every inflight message of `recipient` back to pending (it restarted)."""
         cur = self._db.execute(
-            "UPDATE messages SET state = 0 WHERE recipient = ? AND state = 1", (recipient,)
+            "UPDATE messages SET state = 0 WHERE seq > ? AND recipient = ? AND state = 1",
+            (self._cursor(recipient) or 0, recipient),
         )
         return cur.rowcount
 
@@ -291,24 +338,39 @@ class MailboxStore:
         self._db.execute(
             "UPDATE messages SET failures = failures + 1, error = ?,"
             " state = CASE WHEN failures + 1 >= ? THEN 3 ELSE 0 END"
-            " WHERE seq = ? AND state = 1",
+            " WHERE seq = ? AND state = 1 AND seq > coalesce((SELECT acked FROM cursors c"
+            " WHERE c.recipient = messages.recipient), 0)",
             (error, max_deliver, seq),
         )
         row = self._db.execute("SELECT state FROM messages WHERE seq = ?", (seq,)).fetchone()
         return row is not None and row[0] == State.DEAD
 
     def redrive(self, message_id: str) -> str | None:
-        """Move a dead message back to pending with its failures cleared; its recipient."""
+        """Move a dead message back to pending with its failures cleared; its recipient.
+
+        It goes to the end of its recipient's mailbox under a new seq: its old one may
+        already be below the recipient's cursor, where it would count as done.
+        """
         row = self._db.execute(
-            "SELECT recipient FROM messages WHERE id = ? AND state = 3", (message_id,)
+            "SELECT seq, recipient FROM messages WHERE id = ? AND state = 3", (message_id,)
         ).fetchone()
         if row is None:
             return None
+        seq, recipient = int(row[0]), str(row[1])
+        new_seq = self._next_seqs(1)
+        # Delete before insert: (sender, id) is unique.
+        moved = self._db.execute(
+            "DELETE FROM messages WHERE seq = ? RETURNING id, recipient, sender, type, frame,"
+            " attempts, created_ms",
+            (seq,),
+        ).fetchone()
         self._db.execute(
-            "UPDATE messages SET state = 0, failures = 0, error = NULL WHERE id = ?",
-            (message_id,),
+            "INSERT INTO messages (seq, id, recipient, sender, type, frame, state, attempts,"
+            " created_ms) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)",
+            (new_seq, *moved),
         )
-        return str(row[0])
+        self._stored([(recipient, new_seq)])
+        return recipient
 
     def store_reply(self, request_id: str, caller: str, frame: bytes) -> bool:
         cur = self._db.execute(
@@ -326,68 +388,11 @@ class MailboxStore:
 
     def prune(self, *, done_before_ms: int) -> int:
         """Forget done messages older than the dedup window (and their stored replies)."""
+        old_done = f"{EFFECTIVE_STATE} = 2 AND coalesce(done_ms, created_ms) < ?"
         self._db.execute(
             "DELETE FROM replies WHERE (caller, request_id) IN (SELECT sender, id FROM messages"
-            " WHERE state = 2 AND done_ms < ?)",
+            f" WHERE {old_done})",
             (done_before_ms,),
         )
-        cur = self._db.execute(
-            "DELETE FROM messages WHERE state = 2 AND done_ms < ?", (done_before_ms,)
-        )
+        cur = self._db.execute(f"DELETE FROM messages WHERE {old_done}", (done_before_ms,))
         return cur.rowcount
-
-    # -- inspection (any time, also read-only) -----------------------------------------
-
-    def counts(self) -> dict[str, MailboxCounts]:
-        totals: dict[str, dict[str, int]] = {}
-        for recipient, state, n in self._db.execute(
-            "SELECT recipient, 0, count(*) FROM messages WHERE state = 0 GROUP BY recipient"
-            " UNION ALL SELECT recipient, 1, count(*) FROM messages WHERE state = 1"
-            " GROUP BY recipient"
-        ):
-            totals.setdefault(recipient, {})[State(state).name.lower()] = n
-        for recipient, n in self._db.execute(
-            "SELECT recipient, count(*) FROM messages WHERE state = 3 GROUP BY recipient"
-        ):
-            totals.setdefault(recipient, {})["dead"] = n
-        return {name: MailboxCounts(**values) for name, values in totals.items()}
-
-    def messages(
-        self,
-        *,
-        recipient: str | None = None,
-        states: Sequence[State] = (State.PENDING, State.INFLIGHT, State.DEAD),
-        limit: int = 100,
-    ) -> list[MessageRow]:
-        where = [f"state IN ({', '.join(str(int(s)) for s in states)})"]
-        params: list[object] = []
-        if recipient is not None:
-            where.append("recipient = ?")
-            params.append(recipient)
-        params.append(limit)
-        rows = self._db.execute(
-            "SELECT seq, id, recipient, sender, type, state, attempts, failures, error,"
-            f" created_ms, frame FROM messages WHERE {' AND '.join(where)}"
-            " ORDER BY seq LIMIT ?",
-            params,
-        ).fetchall()
-        return [_row(r) for r in rows]
-
-    def message(self, message_id: str, *, sender: str | None = None) -> MessageRow | None:
-        """The message with this id (from `sender`: ids are unique per sender only)."""
-        if sender is None:
-            return self._one("id = ?", message_id)
-        return self._one("id = ? AND sender = ?", message_id, sender)
-
-    def message_by_seq(self, seq: int) -> MessageRow | None:
-        return self._one("seq = ?", seq)
-
-    def _one(self, where: str, *key: object) -> MessageRow | None:
-        row = self._db.execute(
-            "SELECT seq, id, recipient, sender, type, state, attempts, failures, error,"
-            f" created_ms, frame FROM messages WHERE {where}",
-            key,
-        ).fetchone()
-        if row is None:
-            return None
-        return _row(row)

@@ -1,10 +1,11 @@
-"""`MailboxStore.insert_many`: one statement for a run of messages, all or nothing."""
+"""`MailboxStore` on a real file: runs of inserts, cursors and acks, seqs, migrations."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
-from actors.kernel import MailboxStore, State
+from actors.kernel import MailboxCounts, MailboxStore, State
 
 
 def _row(message_id: str, inflight: bool = False) -> tuple[str, str, str, str, bytes, bool]:
@@ -85,3 +86,127 @@ def test_a_mailbox_from_before_is_migrated_with_its_rows(tmp_path: Path) -> None
     store.begin()
     assert store.insert_many([("a", "r", "other", "t", b"\x80", False)]) == [8]
     store.commit()
+
+
+def _states(store: MailboxStore) -> dict[str, State]:
+    return {m.id: m.state for m in store.messages(states=tuple(State), limit=100)}
+
+
+def _raw_states(path: Path) -> dict[str, int]:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return dict(db.execute("SELECT id, state FROM messages"))
+
+
+def test_an_ack_of_the_oldest_moves_the_cursor_and_writes_no_row(tmp_path: Path) -> None:
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    seqs = store.insert_many([_row(i, inflight=True) for i in "abc"]) or []
+    assert store.ack("r", seqs[:2]) == 2
+    store.commit()
+    assert _states(store) == {"a": State.DONE, "b": State.DONE, "c": State.INFLIGHT}
+    assert _raw_states(tmp_path / "m.db") == {"a": 1, "b": 1, "c": 1}
+    assert store.counts()["r"] == MailboxCounts(inflight=1)
+    # What the writer knows, a read-only store reads from the file.
+    assert MailboxStore(tmp_path / "m.db", readonly=True).counts()["r"] == MailboxCounts(inflight=1)
+
+
+def test_an_ack_out_of_order_marks_its_rows_and_nothing_else(tmp_path: Path) -> None:
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    a, b, c = store.insert_many([_row(i, inflight=True) for i in "abc"]) or []
+    assert store.ack("r", [b]) == 1
+    assert store.ack("other", [a]) == 0  # not its message
+    assert store.ack("r", [b]) == 0  # already done
+    store.commit()
+    assert _states(store) == {"a": State.INFLIGHT, "b": State.DONE, "c": State.INFLIGHT}
+    store.begin()
+    assert store.ack("r", [a, c]) == 2
+    store.commit()
+    assert set(_states(store).values()) == {State.DONE}
+
+
+def test_a_rolled_back_ack_leaves_the_cursor_where_it_was(tmp_path: Path) -> None:
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    a, b = store.insert_many([_row(i, inflight=True) for i in "ab"]) or []
+    store.commit()
+    store.begin()
+    assert store.ack("r", [a, b]) == 2
+    store.rollback()
+    assert _states(store) == {"a": State.INFLIGHT, "b": State.INFLIGHT}
+    store.begin()
+    assert store.requeue("r") == 2
+    store.commit()
+    assert _states(store) == {"a": State.PENDING, "b": State.PENDING}
+
+
+def test_seqs_are_not_reused_after_done_rows_are_pruned(tmp_path: Path) -> None:
+    """A new message must never get a seq at or below its recipient's cursor, where it
+    would be born done: not after the last rows were pruned, not after a reopen."""
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    seqs = store.insert_many([_row(i, inflight=True) for i in "ab"]) or []
+    store.ack("r", seqs)
+    assert store.prune(done_before_ms=2**62) == 2
+    store.commit()
+    store.close()
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    (new,) = store.insert_many([_row("c")]) or []
+    store.commit()
+    assert new > seqs[-1]
+    assert _states(store) == {"c": State.PENDING}
+
+
+def test_a_redriven_dead_letter_goes_behind_the_cursor_to_the_end(tmp_path: Path) -> None:
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    a, b = store.insert_many([_row(i, inflight=True) for i in "ab"]) or []
+    assert store.fail(a, "boom", max_deliver=1)
+    store.requeue("r")
+    assert [d.seq for d in store.take("r", 10)] == [b]
+    assert store.ack("r", [b]) == 1  # the cursor passes the dead letter
+    assert store.redrive("a") == "r"
+    store.commit()
+    row = store.message("a")
+    assert row is not None and row.seq > b
+    assert (row.state, row.failures, row.error) == (State.PENDING, 0, None)
+    store.begin()
+    assert [d.seq for d in store.take("r", 10)] == [row.seq]
+    store.commit()
+
+
+def test_a_mailbox_from_before_cursors_keeps_its_states(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "m.db"
+    with contextlib.closing(sqlite3.connect(path)) as old:
+        old.executescript(
+            """
+            CREATE TABLE messages (seq INTEGER PRIMARY KEY, id TEXT NOT NULL,
+                recipient TEXT NOT NULL, sender TEXT NOT NULL, type TEXT NOT NULL,
+                frame BLOB NOT NULL, state INTEGER NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,
+                error TEXT, created_ms INTEGER NOT NULL, done_ms INTEGER);
+            CREATE UNIQUE INDEX messages_sender_id ON messages(sender, id);
+            CREATE INDEX messages_inflight ON messages(recipient, seq) WHERE state = 1;
+            INSERT INTO messages (seq, id, recipient, sender, type, frame, state, created_ms)
+                VALUES (3, 'done', 'r', 's', 't', x'80', 2, 1),
+                       (4, 'flying', 'r', 's', 't', x'80', 1, 1),
+                       (5, 'waiting', 'r', 's', 't', x'80', 0, 1);
+            """
+        )
+    store = MailboxStore(path)
+    assert _states(store) == {
+        "done": State.DONE,
+        "flying": State.INFLIGHT,
+        "waiting": State.PENDING,
+    }
+    store.begin()
+    assert store.recover() == 1
+    assert [d.seq for d in store.take("r", 10)] == [4, 5]
+    assert store.ack("r", [4, 5]) == 2
+    store.commit()
+    assert set(_states(store).values()) == {State.DONE}
