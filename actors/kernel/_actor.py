@@ -25,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import trio
 
@@ -39,8 +39,10 @@ log = logging.getLogger("lineup.actor")
 _ACK_BATCH = 64
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(NamedTuple):
+    """One delivered message. A tuple: built for every delivery, and a frozen dataclass
+    costs twice as much to build."""
+
     id: str
     sender: str
     type: str
@@ -315,30 +317,37 @@ class _Session:
         self.actor = actor
         self.channel = channel
         self.wake = trio.lowlevel.ParkingLot()
+        self.idle = False  # the handler loop is parked on `wake`
         self.awaiting_reset = False
         self.acks: list[int] = []
 
-    async def read(self, frames: AsyncIterator[Frame], nursery: trio.Nursery) -> None:
-        actor = self.actor
-        async for frame in frames:
-            kind = frame["type"]
-            if "seq" in frame:
-                if not self.awaiting_reset:
-                    actor._queue.append(message_from_frame(frame))
-                    self.wake.unpark_all()
-            elif kind == "kernel.reply":
-                waiting = actor._calls.get(frame.get("corr", ""))
-                if waiting is not None and not waiting[0].is_set():
-                    waiting[1].append(frame)
-                    waiting[0].set()
-            elif kind == "kernel.reset":
-                self.awaiting_reset = False
-            elif kind == "kernel.stats_request":
-                stats = vars(actor.statistics())
-                await self.channel.send(
-                    {"type": "kernel.stats", "nonce": frame.get("nonce"), "stats": stats}
-                )
+    async def read(self, batches: AsyncIterator[list[Frame]], nursery: trio.Nursery) -> None:
+        async for batch in batches:
+            for frame in batch:
+                if "seq" in frame:
+                    if not self.awaiting_reset:
+                        self.actor._queue.append(message_from_frame(frame))
+                else:
+                    await self.other_frame(frame)
+            if self.idle and self.actor._queue:
+                self.wake.unpark_all()  # once for what one receive brought
         nursery.cancel_scope.cancel()
+
+    async def other_frame(self, frame: Frame) -> None:
+        actor = self.actor
+        kind = frame["type"]
+        if kind == "kernel.reply":
+            waiting = actor._calls.get(frame.get("corr", ""))
+            if waiting is not None and not waiting[0].is_set():
+                waiting[1].append(frame)
+                waiting[0].set()
+        elif kind == "kernel.reset":
+            self.awaiting_reset = False
+        elif kind == "kernel.stats_request":
+            stats = vars(actor.statistics())
+            await self.channel.send(
+                {"type": "kernel.stats", "nonce": frame.get("nonce"), "stats": stats}
+            )
 
     async def flush_acks(self) -> None:
         if self.acks:
@@ -350,7 +359,13 @@ class _Session:
         while True:
             if not actor._queue:
                 await self.flush_acks()  # group acks: flush when there is nothing to do
-                await self.wake.park()
+                if actor._queue:
+                    continue
+                self.idle = True
+                try:
+                    await self.wake.park()
+                finally:
+                    self.idle = False
                 continue
             msg = actor._queue.popleft()
             crash_point("actor.after_receive")
@@ -386,13 +401,24 @@ class _Session:
         await self.channel.send({"type": "kernel.fail", "seq": msg.seq, "error": error})
 
 
+async def _after(
+    rest: list[Frame], batches: AsyncIterator[list[Frame]]
+) -> AsyncIterator[list[Frame]]:
+    """What came with the welcome, then every later receive."""
+    if rest:
+        yield rest
+    async for batch in batches:
+        yield batch
+
+
 async def serve(actor: Actor, channel: Channel) -> None:
     """Run `actor` on `channel` until the channel closes (the supervisor went away)."""
     async with trio.open_nursery() as nursery:
         nursery.start_soon(channel.run_writer)
         await channel.send({"type": "kernel.hello", "pid": os.getpid()})
-        frames = channel.frames()
-        welcome = await anext(frames)
+        batches = channel.batches()
+        first = await anext(batches)
+        welcome = first[0]
         if welcome.get("type") != "kernel.welcome":
             raise ChannelClosed(f"expected kernel.welcome, got {welcome.get('type')!r}")
         actor.name = welcome["name"]
@@ -401,7 +427,7 @@ async def serve(actor: Actor, channel: Channel) -> None:
         actor._channel = channel
         actor.nursery = nursery
         session = _Session(actor, channel)
-        nursery.start_soon(session.read, frames, nursery)
+        nursery.start_soon(session.read, _after(first[1:], batches), nursery)
         await actor.on_start()
         await channel.send({"type": "kernel.ready"})
         await session.handle_forever()

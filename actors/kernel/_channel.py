@@ -53,6 +53,7 @@ class Channel:
         self._space_lot = trio.lowlevel.ParkingLot()
         self._closed = False
         self._sending = False
+        self._writer_parked = False  # unparking nobody costs as much as queueing a frame
         self.close_reason: str | None = None
         self._peak = 0
         self._frames_sent = self._frames_received = 0
@@ -72,7 +73,17 @@ class Channel:
             raise ChannelClosed(self.close_reason or "closed")
         self._queue.append(frame)
         self._peak = max(self._peak, len(self._queue))
-        self._writer_lot.unpark_all()
+        if self._writer_parked:
+            self._writer_lot.unpark_all()
+
+    def send_many(self, frames: list[Frame | bytes]) -> None:
+        """`send_nowait` for several frames at once, in order."""
+        if self._closed:
+            raise ChannelClosed(self.close_reason or "closed")
+        self._queue.extend(frames)
+        self._peak = max(self._peak, len(self._queue))
+        if self._writer_parked:
+            self._writer_lot.unpark_all()
 
     async def send(self, frame: Frame) -> None:
         """Queue a frame, waiting while the queue is above its high-water mark."""
@@ -85,7 +96,11 @@ class Channel:
         try:
             while not self._closed:
                 if not self._queue:
-                    await self._writer_lot.park()
+                    self._writer_parked = True
+                    try:
+                        await self._writer_lot.park()
+                    finally:
+                        self._writer_parked = False
                     continue
                 chunks: list[bytes] = []
                 size = 0
@@ -113,6 +128,18 @@ class Channel:
 
     async def frames(self) -> AsyncIterator[Frame]:
         """Every frame the peer sends, in order; ends at EOF; raises FrameError on garbage."""
+        async for batch in self.packed_batches():
+            for frame, _ in batch:
+                yield frame
+
+    async def batches(self) -> AsyncIterator[list[Frame]]:
+        """Like `frames`, what each receive brought as one list."""
+        async for batch in self.packed_batches():
+            yield [frame for frame, _ in batch]
+
+    async def packed_batches(self) -> AsyncIterator[list[tuple[Frame, bytes]]]:
+        """What each receive brought: whole frames, each with the msgpack bytes it was
+        decoded from, in order; ends at EOF; raises FrameError on garbage."""
         while True:
             try:
                 data = await self._stream.receive_some(65536)
@@ -123,13 +150,13 @@ class Channel:
                 return
             self._bytes_received += len(data)
             try:
-                batch = self._decoder.feed(data)
+                batch = self._decoder.feed_packed(data)
             except FrameError as exc:
                 self.close(f"malformed frame: {exc}")
                 raise
             self._frames_received += len(batch)
-            for frame in batch:
-                yield frame
+            if batch:
+                yield batch
 
     async def drain(self) -> None:
         """Wait until every queued frame has been handed to the socket (or the channel closed)."""

@@ -43,6 +43,23 @@ def unpack_body(data: bytes) -> Any:
 
 _SEQ_KEY = _packer.pack("seq")
 _ATTEMPT_KEY = _packer.pack("attempt")
+_FROM_KEY = _packer.pack("from")
+
+
+def with_sender(packed: bytes, sender: str) -> bytes | None:
+    """The packed message map `packed` with `from` added, or None if it is not a fixmap
+    with room for one more key (the caller then encodes the decoded frame instead).
+
+    The supervisor stores what an actor sent as it arrived, plus the sender it knows:
+    re-encoding the decoded frame cost as much as decoding it. A child's frame cannot carry
+    its own `from` (`classify` refuses it), and a decoder keeps the last of repeated keys,
+    so the appended `from` is the one every reader sees.
+    """
+    head = packed[0]
+    if 0x80 <= head <= 0x8E:
+        tail = (memoryview(packed)[1:], _FROM_KEY, _packer.pack(sender))
+        return b"".join((bytes((head + 1,)), *tail))
+    return None
 
 
 def with_delivery(packed: bytes, seq: int, attempt: int) -> bytes:
@@ -97,8 +114,12 @@ class FrameDecoder:
         self._buffer = bytearray()
 
     def feed(self, data: bytes) -> list[Frame]:
+        return [frame for frame, _ in self.feed_packed(data)]
+
+    def feed_packed(self, data: bytes) -> list[tuple[Frame, bytes]]:
+        """Like `feed`, each frame with the msgpack bytes it was decoded from."""
         self._buffer += data
-        frames: list[Frame] = []
+        frames: list[tuple[Frame, bytes]] = []
         buffer = self._buffer
         offset = 0
         while len(buffer) - offset >= 4:
@@ -108,7 +129,8 @@ class FrameDecoder:
             end = offset + 4 + length
             if end > len(buffer):
                 break
-            frames.append(decode_body(bytes(buffer[offset + 4 : end])))
+            body = bytes(buffer[offset + 4 : end])
+            frames.append((decode_body(body), body))
             offset = end
         if offset:
             del buffer[:offset]

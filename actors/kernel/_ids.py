@@ -56,7 +56,12 @@ def derive_id(parent: str, position: int) -> str:
     """
     if not 0 <= position <= MAX_POSITION:
         raise ValueError(f"`position` must be in 0..{MAX_POSITION}")
-    return _encode(_derived_base(parent) | position)
+    head, low = _derived_head(parent)
+    value = low | position
+    # The last 5 characters carry the low 25 bits: the position and one bit of the hash.
+    return (
+        head + _ALPHABET[(value >> 20) & 31] + _PAIRS[(value >> 10) & 1023] + _PAIRS[value & 1023]
+    )
 
 
 class DerivedIds:
@@ -74,6 +79,13 @@ class DerivedIds:
 
 
 @functools.lru_cache(maxsize=4096)  # a handler derives many ids from one parent
+def _derived_head(parent: str) -> tuple[str, int]:
+    """The 21 characters every id derived from `parent` starts with, and the low 25 bits
+    of its base (the position goes into those)."""
+    base = _derived_base(parent)
+    return _encode(base)[:21], base & ((1 << 25) - 1)
+
+
 def _derived_base(parent: str) -> int:
     # A message born outside may carry an outside identity (an idempotency key) as its
     # id; it has no timestamp to inherit, and a deterministic id must not read the clock.

@@ -13,6 +13,7 @@ import math
 import os
 import signal
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +24,17 @@ from ._children import Child, RestartHistory, lock_data_dir
 from ._control import serve_control
 from ._delegation import supervise_for
 from ._forked import Zygote
-from ._frames import FrameError, pack_body
+from ._frames import Frame, FrameError, pack_body
 from ._ids import new_id
 from ._mailbox import MailboxStore
 from ._process import ChildProcess, Incarnation, describe_exit
 from ._sandbox import log_jail_report, plan_jail
 from ._specs import ChildSpec, Restart, RuntimeConfig
-from ._switchboard import Switchboard
+from ._switchboard import Op, Switchboard
 from ._wire import ProtocolViolation, check_supervise, classify
+
+# Frames a child sends to the supervisor itself, not through the mailboxes.
+_SUPERVISOR_KINDS = frozenset({"kernel.ready", "kernel.supervise", "kernel.stats"})
 
 log = logging.getLogger("lineup.supervisor")
 
@@ -357,12 +361,13 @@ class Supervisor:
     async def _read(self, child: Child, channel: Channel, on_ready: Any) -> None:
         assert self.switchboard is not None
         spec = child.spec
-        frames = channel.frames()
-        hello = None
+        batches = channel.packed_batches()
+        first = None
         with trio.move_on_after(self.config.hello_timeout):
-            hello = await anext(frames, None)
-        if hello is None:
+            first = await anext(batches, None)
+        if first is None:
             return
+        hello = first[0][0]
         if hello["type"] != "kernel.hello":
             raise ProtocolViolation(f"first frame is {hello['type']!r}, not kernel.hello")
         channel.send_nowait(
@@ -377,7 +382,9 @@ class Supervisor:
         # A start hook that never returns must not hold up the children after it.
         not_ready = trio.CancelScope(deadline=trio.current_time() + self.config.ready_timeout)
         with not_ready:
-            await self._read_frames(child, channel, frames, on_ready, not_ready)
+            await self._read_frames(
+                child, channel, first[1:], batches, on_ready=on_ready, not_ready=not_ready
+            )
         if not_ready.cancelled_caught:
             raise ProtocolViolation(f"not ready within {self.config.ready_timeout:g} s")
 
@@ -385,41 +392,72 @@ class Supervisor:
         self,
         child: Child,
         channel: Channel,
-        frames: Any,
+        after_hello: list[tuple[Frame, bytes]],
+        batches: AsyncIterator[list[tuple[Frame, bytes]]],
+        *,
         on_ready: Any,
         not_ready: trio.CancelScope,
     ) -> None:
+        """Everything the child says after its hello. What one receive brought goes to the
+        switchboard as one list (a queue operation per frame cost as much as its insert),
+        flushed before anything that must come after it."""
+        assert self.switchboard is not None
+        switchboard = self.switchboard
+        name = child.spec.name
+        ready = False
+        batch = after_hello
+        while True:
+            ops: list[Op] = []
+            for frame, packed in batch:
+                kind = frame["type"]
+                if kind in _SUPERVISOR_KINDS:
+                    await switchboard.submit_many(ops)
+                    ops = []
+                    if kind == "kernel.ready":
+                        if ready:  # a second `up` would forget what is in flight to it
+                            raise ProtocolViolation("kernel.ready sent twice")
+                        ready = True
+                        not_ready.deadline = math.inf
+                        await self._ready(child, channel, on_ready)
+                    else:
+                        self._supervisor_frame(child, channel, frame)
+                    continue
+                try:
+                    op, payload = classify(frame)
+                except ProtocolViolation:
+                    await switchboard.submit_many(ops)  # what came before it is taken
+                    raise
+                ops.append((op, name, payload, None, packed if op == "message" else None))
+            await switchboard.submit_many(ops)
+            next_batch = await anext(batches, None)
+            if next_batch is None:
+                return
+            batch = next_batch
+
+    async def _ready(self, child: Child, channel: Channel, on_ready: Any) -> None:
         assert self.switchboard is not None
         spec = child.spec
-        ready = False
-        async for frame in frames:
-            kind = frame["type"]
-            if kind == "kernel.ready":
-                if ready:  # a second `up` would forget what is in flight to it
-                    raise ProtocolViolation("kernel.ready sent twice")
-                ready = True
-                not_ready.deadline = math.inf
-                await self.switchboard.request(
-                    "up",
-                    spec.name,
-                    {"channel": channel, "window": spec.window, "max_deliver": spec.max_deliver},
-                )
-                child.state = "running"
-                on_ready()
-            elif kind == "kernel.supervise":
-                # In its own task: starting a child waits until it is ready.
-                assert self._nursery is not None
-                self._nursery.start_soon(
-                    supervise_for, self, spec.name, channel, check_supervise(frame)
-                )
-            elif kind == "kernel.stats":
-                waiter = child.stats_waiters.get(str(frame.get("nonce")))
-                if waiter is not None:
-                    waiter[1].append(frame.get("stats") or {})
-                    waiter[0].set()
-            else:
-                op, payload = classify(frame)
-                await self.switchboard.submit(op, spec.name, payload)
+        await self.switchboard.request(
+            "up",
+            spec.name,
+            {"channel": channel, "window": spec.window, "max_deliver": spec.max_deliver},
+        )
+        child.state = "running"
+        on_ready()
+
+    def _supervisor_frame(self, child: Child, channel: Channel, frame: Frame) -> None:
+        """kernel.supervise and kernel.stats: for the supervisor itself."""
+        if frame["type"] == "kernel.supervise":
+            # In its own task: starting a child waits until it is ready.
+            assert self._nursery is not None
+            self._nursery.start_soon(
+                supervise_for, self, child.spec.name, channel, check_supervise(frame)
+            )
+        else:
+            waiter = child.stats_waiters.get(str(frame.get("nonce")))
+            if waiter is not None:
+                waiter[1].append(frame.get("stats") or {})
+                waiter[0].set()
 
     async def actor_statistics(self, name: str, timeout: float = 0.5) -> dict[str, Any] | None:
         """Ask a running actor for its `statistics()` record; None if it does not answer."""

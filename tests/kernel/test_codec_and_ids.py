@@ -19,6 +19,7 @@ from actors.kernel import (
     is_valid_id,
     new_id,
 )
+from actors.kernel._frames import with_delivery, with_sender
 
 
 def test_ids_are_time_ordered_and_unique() -> None:
@@ -37,6 +38,15 @@ def test_derived_ids_are_deterministic_and_distinct() -> None:
     assert id_timestamp(first[7]) == id_timestamp(parent)
 
 
+@given(st.text(min_size=1, max_size=40), st.integers(min_value=0, max_value=2**24 - 1))
+def test_a_derived_id_carries_its_position_and_sorts_by_it(parent: str, position: int) -> None:
+    value = int(derive_id(parent, position).translate(_TO_PYTHON), 32)
+    assert value & (2**24 - 1) == position
+    assert is_valid_id(derive_id(parent, position))
+    if position:
+        assert derive_id(parent, position - 1) < derive_id(parent, position)
+
+
 def test_a_replayed_handler_derives_the_same_ids_in_the_same_process() -> None:
     # A handler that failed is redelivered to the same process: its new DerivedIds must
     # start over at position 0, or the replay would emit ids the mailbox has not seen.
@@ -46,6 +56,9 @@ def test_a_replayed_handler_derives_the_same_ids_in_the_same_process() -> None:
     replay = DerivedIds(parent)
     assert [replay.next() for _ in range(3)] == emitted
     assert emitted == [derive_id(parent, n) for n in range(3)]
+
+
+_TO_PYTHON = str.maketrans("0123456789ABCDEFGHJKMNPQRSTVWXYZ", "0123456789abcdefghijklmnopqrstuv")
 
 
 @given(
@@ -82,3 +95,26 @@ def test_frames_survive_any_split(bodies: list[dict[str, object]], chunk: int) -
 def test_bad_frames_have_definite_reasons(wire: bytes, reason: str) -> None:
     with pytest.raises(FrameError, match=reason):
         FrameDecoder().feed(wire)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["v", "id", "to", "type", "body", "call"]),
+        st.integers(min_value=-(2**63), max_value=2**64 - 1),
+    ),
+    st.text(max_size=20),
+)
+def test_the_sender_and_delivery_fields_are_appended_to_the_packed_frame(
+    frame: dict[str, int], sender: str
+) -> None:
+    packed = with_sender(msgpack.packb(frame), sender)
+    assert packed is not None
+    assert msgpack.unpackb(packed) == {**frame, "from": sender}
+    delivery = with_delivery(packed, 2**40, 3)
+    assert msgpack.unpackb(delivery[4:]) == {**frame, "from": sender, "seq": 2**40, "attempt": 3}
+
+
+def test_a_map_without_room_for_the_sender_is_left_to_the_encoder() -> None:
+    full = msgpack.packb({str(n): n for n in range(15)})  # a fixmap holds at most 15 keys
+    assert with_sender(full, "a") is None
+    assert with_sender(msgpack.packb({str(n): n for n in range(16)}), "a") is None  # map16
