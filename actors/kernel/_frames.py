@@ -41,50 +41,43 @@ def unpack_body(data: bytes) -> Any:
     return msgpack.unpackb(data, raw=False, strict_map_key=False)
 
 
-_SEQ_KEY = _packer.pack("seq")
+_HEADER_AND_HEAD = struct.Struct(">IB")
+_SEQ_KEY_UINT64 = _packer.pack("seq") + b"\xcf"  # then 8 bytes: one size for every seq
 _ATTEMPT_KEY = _packer.pack("attempt")
-_FROM_KEY = _packer.pack("from")
+_from_fields: dict[str, bytes] = {}  # sender -> its packed `from` key and value
 
 
-def with_sender(packed: bytes, sender: str) -> bytes | None:
-    """The packed message map `packed` with `from` added, or None if it is not a fixmap
-    with room for one more key (the caller then encodes the decoded frame instead).
+def delivery(packed: bytes, sender: str, seq: int, attempt: int) -> bytes:
+    """A whole delivery frame (length prefix included): the message map `packed` as its
+    sender packed it, plus `from`, `seq` and `attempt`.
 
-    The supervisor stores what an actor sent as it arrived, plus the sender it knows:
-    re-encoding the decoded frame cost as much as decoding it. A child's frame cannot carry
-    its own `from` (`classify` refuses it), and a decoder keeps the last of repeated keys,
-    so the appended `from` is the one every reader sees.
+    The supervisor stores what an actor sent as it arrived and appends the fields it
+    knows at delivery: decoding and re-encoding every message cost as much as everything
+    else it does with one. A child's frame cannot carry these keys (`classify` refuses
+    them), and a decoder keeps the last of repeated keys, so the appended values are the
+    ones every reader sees. Kernel messages have a handful of keys, so the map is a fixmap
+    (at most 15 keys), whose first byte says how many; anything else is decoded and
+    encoded again.
     """
     head = packed[0]
-    if 0x80 <= head <= 0x8E:
-        tail = (memoryview(packed)[1:], _FROM_KEY, _packer.pack(sender))
-        return b"".join((bytes((head + 1,)), *tail))
-    return None
-
-
-def with_delivery(packed: bytes, seq: int, attempt: int) -> bytes:
-    """A whole delivery frame (length prefix included): the packed message map `packed`
-    plus its `seq` and `attempt`.
-
-    The supervisor stores each message packed; appending the delivery fields to those
-    bytes spares it decoding and re-encoding every delivery. Kernel messages have a
-    handful of keys, so the map is a fixmap (at most 15 keys) and its first byte says how
-    many; anything else falls back to a decode.
-    """
-    head = packed[0]
-    if 0x80 <= head <= 0x8D:
-        body = b"".join(
+    if 0x80 <= head <= 0x8C and 0 <= attempt < 128:
+        fields = _from_fields.get(sender)
+        if fields is None:
+            fields = _from_fields[sender] = _packer.pack("from") + _packer.pack(sender)
+        size = len(packed) + len(fields) + 22  # head + 12 for seq + 9 for attempt
+        return b"".join(
             (
-                bytes((head + 2,)),
+                _HEADER_AND_HEAD.pack(size, head + 3),
                 memoryview(packed)[1:],
-                _SEQ_KEY,
-                _packer.pack(seq),
+                fields,
+                _SEQ_KEY_UINT64,
+                seq.to_bytes(8, "big"),
                 _ATTEMPT_KEY,
-                _packer.pack(attempt),
+                bytes((attempt,)),
             )
         )
-        return _HEADER.pack(len(body)) + body
-    return encode({**msgpack.unpackb(packed, raw=False), "seq": seq, "attempt": attempt})
+    message = msgpack.unpackb(packed, raw=False)
+    return encode({**message, "from": sender, "seq": seq, "attempt": attempt})
 
 
 def encode_many(frames: list[Frame]) -> bytes:

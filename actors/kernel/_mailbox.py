@@ -100,7 +100,8 @@ def _create_schema(db: sqlite3.Connection) -> None:
 @dataclass(frozen=True)
 class Delivery:
     seq: int
-    frame: bytes
+    frame: bytes  # as its sender packed it, without `from`
+    sender: str
     attempts: int
 
 
@@ -164,8 +165,9 @@ class MailboxStore(MailboxViews):
         self._db.close()
 
     def checkpoint(self) -> tuple[int, int]:
-        """Copy the WAL back into the database without blocking the writer; call it from a
-        worker thread on a store of its own. Returns (WAL pages, pages checkpointed)."""
+        """Copy the WAL back into the database without blocking the writer (PASSIVE): from
+        a worker thread on a store of its own, or on the writer's store between two
+        transactions. Returns (WAL pages, pages checkpointed)."""
         row = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         return int(row[1]), int(row[2])
 
@@ -277,11 +279,11 @@ class MailboxStore(MailboxViews):
         rows = self._db.execute(
             "UPDATE messages SET state = 1, attempts = attempts + 1 WHERE seq IN"
             " (SELECT seq FROM messages WHERE recipient = ? AND state = 0 ORDER BY seq LIMIT ?)"
-            " RETURNING seq, frame, attempts",
+            " RETURNING seq, frame, sender, attempts",
             (recipient, limit),
         ).fetchall()
         rows.sort()
-        return [Delivery(seq, frame, attempts) for seq, frame, attempts in rows]
+        return [Delivery(*row) for row in rows]
 
     def ack(self, recipient: str, seqs: Iterable[int]) -> int:
         """Mark delivered messages done; how many were. Only `recipient`'s own inflight
