@@ -203,13 +203,13 @@ class MailboxStore(MailboxViews):
             self._last_seq = int(row[0])
         return self._last_seq + 1
 
-    def _stored(self, rows: list[tuple[str, int]]) -> None:
-        """`rows` (recipient, seq) were inserted: seqs are used; a first message gives its
-        recipient a cursor just below it."""
-        self._last_seq = max(seq for _, seq in rows)
-        for recipient, seq in rows:
+    def _stored(self, recipients: Iterable[str], first: int, last: int) -> None:
+        """Seqs `first`..`last` were inserted, for `recipients`: seqs are used; a first
+        message gives its recipient a cursor below it (below `first` is below it)."""
+        self._last_seq = last
+        for recipient in recipients:
             if recipient not in self._cursors and self._cursor(recipient) is None:
-                self._move_cursor(recipient, seq - 1)
+                self._move_cursor(recipient, first - 1)
 
     # -- the mailbox protocol (call inside begin/commit) -------------------------------
 
@@ -266,9 +266,9 @@ class MailboxStore(MailboxViews):
             self._db.execute("RELEASE insert_many")
         if not stored:
             return None
-        seqs = list(range(first, first + len(rows)))
-        self._stored([(row[1], seq) for row, seq in zip(rows, seqs, strict=True)])
-        return seqs
+        last = first + len(rows) - 1
+        self._stored({row[1] for row in rows}, first, last)
+        return list(range(first, last + 1))
 
     def take(self, recipient: str, limit: int) -> list[Delivery]:
         """The oldest `limit` pending messages of `recipient`, now inflight, attempts raised."""
@@ -371,7 +371,7 @@ class MailboxStore(MailboxViews):
             " created_ms) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)",
             (new_seq, *moved),
         )
-        self._stored([(recipient, new_seq)])
+        self._stored((recipient,), new_seq, new_seq)
         return recipient
 
     def store_reply(self, request_id: str, caller: str, frame: bytes) -> bool:

@@ -325,7 +325,10 @@ class Supervisor:
             process.signal(signal.SIGKILL)
         code = await process.wait()
         reason = violation or describe_exit(code)
-        blame = code != 0 and not child.kill_requested and not child.stopping
+        # A bad frame is the child's doing however it then exited: the channel is closed
+        # at the bad frame, and under load the child may see the EOF and exit 0 before
+        # the SIGKILL lands (which made the restart count against the intensity).
+        blame = (code != 0 or bool(violation)) and not child.kill_requested and not child.stopping
         attributed = await self.switchboard.request(
             "down", spec.name, {"blame": blame, "reason": reason}
         )

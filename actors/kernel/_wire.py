@@ -15,6 +15,11 @@ MAX_TYPE = 128
 MAX_ID = 128
 MAX_ACKS = 65536
 _MESSAGE_KEYS = frozenset({"v", "id", "to", "type", "body", "call", "corr"})
+# Recipient names already matched against ACTOR_NAME: a frame's `to` is almost always one
+# of a few actors, and the match cost as much as the rest of the checks. Bounded, so that
+# a child inventing names cannot grow it.
+_known_names: set[str] = set()
+_KNOWN_NAMES_MAX = 4096
 
 
 class ProtocolViolation(Exception):
@@ -56,16 +61,19 @@ def classify(frame: Frame) -> tuple[str, Any]:
         raise ProtocolViolation(f"{kind} is not a frame a child may send here")
     if frame.get("v") != 1:
         raise ProtocolViolation(f"message version {frame.get('v')!r} is not 1")
-    extra = set(frame) - _MESSAGE_KEYS
-    if extra:
+    if not frame.keys() <= _MESSAGE_KEYS:
+        extra = set(frame) - _MESSAGE_KEYS
         raise ProtocolViolation(f"unknown message fields: {', '.join(sorted(map(str, extra)))}")
     if not _short_str(frame.get("id"), MAX_ID):
         raise ProtocolViolation("message needs a string `id` of at most 128 characters")
     if not _short_str(kind, MAX_TYPE):
         raise ProtocolViolation("message `type` too long")
     to = frame.get("to")
-    if not isinstance(to, str) or not ACTOR_NAME.match(to):
-        raise ProtocolViolation(f"message `to` {to!r} is not an actor name")
+    if not isinstance(to, str) or to not in _known_names:
+        if not isinstance(to, str) or not ACTOR_NAME.match(to):
+            raise ProtocolViolation(f"message `to` {to!r} is not an actor name")
+        if len(_known_names) < _KNOWN_NAMES_MAX:
+            _known_names.add(to)
     if "body" in frame and not isinstance(frame["body"], bytes):
         raise ProtocolViolation("message `body` must be packed msgpack bytes")
     if "call" in frame and not isinstance(frame["call"], bool):
