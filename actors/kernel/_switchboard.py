@@ -114,9 +114,15 @@ class Switchboard:
         }
         self.batches = 0
         self.frames = 0
-        self.wal_dirty = trio.Event()  # set after `checkpoint_every` frames since a checkpoint
-        self.checkpoint_every = 10_000
-        self._since_checkpoint = 0
+        # Set when the WAL has grown by about `checkpoint_pages` pages since a checkpoint.
+        # SQLite does not tell how big the WAL is, so it is estimated: a commit writes at
+        # least a page of each B-tree it changes (about 2: rows and ids), and a frame fills
+        # about a sixth of a 4 KiB page. Counting frames alone let the WAL of a paced run,
+        # a frame a commit, grow to 150 MB before its first checkpoint, which then stalled
+        # commits for up to 100 ms.
+        self.wal_dirty = trio.Event()
+        self.checkpoint_pages = 2_000
+        self._wal_pages = 0
         self._finish_checkpoint = False  # a background checkpoint ended: finish it here
 
     def endpoint(self, name: str) -> Endpoint:
@@ -206,9 +212,9 @@ class Switchboard:
         crash_point("supervisor.after_commit")
         self.batches += 1
         self.frames += len(ops)
-        self._since_checkpoint += len(ops)
-        if self._since_checkpoint >= self.checkpoint_every:
-            self._since_checkpoint = 0
+        self._wal_pages += 2 + len(ops) // 6
+        if self._wal_pages >= self.checkpoint_pages:
+            self._wal_pages = 0
             self.wal_dirty.set()
         by_channel: dict[Channel, list[Frame | bytes]] = {}
         for channel, frame in out:
