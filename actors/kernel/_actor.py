@@ -102,7 +102,7 @@ def handles(message_type: str) -> Callable[[H], H]:
     return mark
 
 
-@dataclass
+@dataclass(slots=True)  # one per handled message
 class _Emitting:
     """What the running handler has emitted so far, for deterministic output ids."""
 

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import socket
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import trio
 
 from ._frames import DEFAULT_MAX_FRAME, Frame, FrameDecoder, FrameError, encode
 
 _BATCH_BYTES = 256 * 1024
+T = TypeVar("T")
 
 
 class ChannelClosed(Exception):
@@ -128,35 +130,44 @@ class Channel:
 
     async def frames(self) -> AsyncIterator[Frame]:
         """Every frame the peer sends, in order; ends at EOF; raises FrameError on garbage."""
-        async for batch in self.packed_batches():
-            for frame, _ in batch:
+        async for batch in self.batches():
+            for frame in batch:
                 yield frame
 
     async def batches(self) -> AsyncIterator[list[Frame]]:
         """Like `frames`, what each receive brought as one list."""
-        async for batch in self.packed_batches():
-            yield [frame for frame, _ in batch]
-
-    async def packed_batches(self) -> AsyncIterator[list[tuple[Frame, bytes]]]:
-        """What each receive brought: whole frames, each with the msgpack bytes it was
-        decoded from, in order; ends at EOF; raises FrameError on garbage."""
-        while True:
-            try:
-                data = await self._stream.receive_some(65536)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                data = b""
-            if not data:
-                self.close("peer closed the channel")
-                return
-            self._bytes_received += len(data)
-            try:
-                batch = self._decoder.feed_packed(data)
-            except FrameError as exc:
-                self.close(f"malformed frame: {exc}")
-                raise
-            self._frames_received += len(batch)
+        while (data := await self._receive()) is not None:
+            batch = self._decode(self._decoder.feed, data)
             if batch:
                 yield batch
+
+    async def packed_batches(self) -> AsyncIterator[list[tuple[Frame, bytes]]]:
+        """Like `batches`, each frame with the msgpack bytes it was decoded from."""
+        while (data := await self._receive()) is not None:
+            batch = self._decode(self._decoder.feed_packed, data)
+            if batch:
+                yield batch
+
+    async def _receive(self) -> bytes | None:
+        """The next bytes from the peer; None (and the channel closed) at EOF."""
+        try:
+            data = await self._stream.receive_some(65536)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            data = b""
+        if not data:
+            self.close("peer closed the channel")
+            return None
+        self._bytes_received += len(data)
+        return data
+
+    def _decode(self, feed: Callable[[bytes], list[T]], data: bytes) -> list[T]:
+        try:
+            batch = feed(data)
+        except FrameError as exc:
+            self.close(f"malformed frame: {exc}")
+            raise
+        self._frames_received += len(batch)
+        return batch
 
     async def drain(self) -> None:
         """Wait until every queued frame has been handed to the socket (or the channel closed)."""

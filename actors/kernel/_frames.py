@@ -107,27 +107,32 @@ class FrameDecoder:
         self._buffer = bytearray()
 
     def feed(self, data: bytes) -> list[Frame]:
-        return [frame for frame, _ in self.feed_packed(data)]
+        return [decode_body(body) for body in self._bodies(data)]
 
     def feed_packed(self, data: bytes) -> list[tuple[Frame, bytes]]:
         """Like `feed`, each frame with the msgpack bytes it was decoded from."""
+        return [(decode_body(body), body) for body in self._bodies(data)]
+
+    def _bodies(self, data: bytes) -> list[bytes]:
+        """The bodies of the whole frames buffered with `data`; keeps the partial one."""
         self._buffer += data
-        frames: list[tuple[Frame, bytes]] = []
+        bodies: list[bytes] = []
         buffer = self._buffer
         offset = 0
-        while len(buffer) - offset >= 4:
-            (length,) = _HEADER.unpack_from(buffer, offset)
-            if length > self._max_frame:
-                raise FrameError(f"frame length {length} exceeds the limit {self._max_frame}")
-            end = offset + 4 + length
-            if end > len(buffer):
-                break
-            body = bytes(buffer[offset + 4 : end])
-            frames.append((decode_body(body), body))
-            offset = end
-        if offset:
-            del buffer[:offset]
-        return frames
+        try:
+            while len(buffer) - offset >= 4:
+                (length,) = _HEADER.unpack_from(buffer, offset)
+                if length > self._max_frame:
+                    raise FrameError(f"frame length {length} exceeds the limit {self._max_frame}")
+                end = offset + 4 + length
+                if end > len(buffer):
+                    break
+                bodies.append(bytes(buffer[offset + 4 : end]))
+                offset = end
+        finally:
+            if offset:
+                del buffer[:offset]
+        return bodies
 
     @property
     def buffered(self) -> int:
