@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -71,14 +71,9 @@ class Channel:
 
     def send_nowait(self, frame: Frame | bytes) -> None:
         """Queue a frame without waiting. For senders whose volume is already bounded."""
-        if self._closed:
-            raise ChannelClosed(self.close_reason or "closed")
-        self._queue.append(frame)
-        self._peak = max(self._peak, len(self._queue))
-        if self._writer_parked:
-            self._writer_lot.unpark_all()
+        self.send_many((frame,))
 
-    def send_many(self, frames: list[Frame | bytes]) -> None:
+    def send_many(self, frames: Iterable[Frame | bytes]) -> None:
         """`send_nowait` for several frames at once, in order."""
         if self._closed:
             raise ChannelClosed(self.close_reason or "closed")

@@ -275,8 +275,8 @@ class Switchboard:
         all at once, then hand them out. A duplicate among them (rare: replays) sends the
         run through `_op_message` one by one instead."""
         if len(run) < 2:
-            for _, sender, frame, _, _ in run:
-                self._op_message(sender, frame, out, touched)
+            for _, sender, frame, _, packed in run:
+                self._message(sender, frame, packed, out, touched)
             return
         taken: dict[str, int] = {}  # credits the run has spoken for, per recipient
         queued: set[str] = set()  # recipients for which the run already queued to disk
@@ -307,11 +307,17 @@ class Switchboard:
                 touched.add(row[1])
 
     def _op_message(self, sender: str, frame: Frame, out: Outbox, touched: set[str]) -> None:
+        self._message(sender, frame, None, out, touched)
+
+    def _message(
+        self, sender: str, frame: Frame, packed: bytes | None, out: Outbox, touched: set[str]
+    ) -> None:
+        """One message, `packed` as its sender sent it if known."""
         frame["from"] = sender  # an actor cannot speak for another
         to = frame["to"]
         ep = self.endpoint(to)
         direct = ep.takes_directly()
-        packed = _packed(frame)
+        packed = packed or _packed(frame)
         seq = self.store.insert(
             message_id=frame["id"],
             recipient=to,
