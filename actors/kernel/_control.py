@@ -93,8 +93,8 @@ async def _answer(supervisor: Supervisor, stream: trio.SocketStream) -> None:
 
 async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str, Any]:
     kind = request["type"]
-    # Reads go through a read-only connection of their own: the switchboard's connection
-    # may be in the middle of a commit on a worker thread.
+    # Reads go through a read-only connection of their own, never the switchboard's, whose
+    # transaction may be open.
     store = supervisor.inspector
     assert store is not None and supervisor.switchboard is not None
     if kind == "status":
@@ -111,10 +111,13 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
             "tracers": len(supervisor.switchboard.tracers),
         }
     if kind == "actors":
-        counts = mailbox_counts(store)
+        # In flight is what the switchboard holds, exactly; the file is asked the rest.
+        counts = mailbox_counts(store, inflight=False)
+        endpoints = supervisor.switchboard.endpoints
         actors: list[dict[str, Any]] = []
         for name, child in supervisor.children.items():
             c = counts.get(name, {})
+            ep = endpoints.get(name)
             record: dict[str, Any] = {
                 "name": name,
                 "pid": child.pid,
@@ -122,7 +125,7 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
                 "restarts": child.restarts,
                 "uptime_s": round(time.monotonic() - child.started_at, 3) if child.pid else None,
                 "pending": c.get("pending", 0),
-                "inflight": c.get("inflight", 0),
+                "inflight": len(ep.inflight) if ep is not None else 0,
                 "dead": c.get("dead", 0),
                 "last_exit": child.last_exit,
             }

@@ -49,8 +49,8 @@ def mailbox_listing(
     return [describe_message(row, body=body) for row in rows]
 
 
-def mailbox_counts(store: MailboxStore) -> dict[str, dict[str, int]]:
+def mailbox_counts(store: MailboxStore, *, inflight: bool = True) -> dict[str, dict[str, int]]:
     return {
         name: {"pending": c.pending, "inflight": c.inflight, "dead": c.dead}
-        for name, c in store.counts().items()
+        for name, c in store.counts(inflight=inflight).items()
     }

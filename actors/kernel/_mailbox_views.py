@@ -62,13 +62,17 @@ _COLUMNS = (
 class MailboxViews:
     _db: sqlite3.Connection
 
-    def counts(self) -> dict[str, MailboxCounts]:
+    def counts(self, *, inflight: bool = True) -> dict[str, MailboxCounts]:
+        """Pending, in-flight and dead messages per recipient. In-flight rows are found
+        from each recipient's cursor on, and an idle actor's cursor trails everything
+        sent since its last ack: a running supervisor, which knows what is in flight,
+        asks without them (`inflight=False`)."""
         totals: dict[str, dict[str, int]] = {}
         for recipient, n in self._db.execute(
             "SELECT recipient, count(*) FROM messages WHERE state = 0 GROUP BY recipient"
         ):
             totals.setdefault(recipient, {})["pending"] = n
-        for recipient, n in self._inflight_counts():
+        for recipient, n in self._inflight_counts() if inflight else ():
             totals.setdefault(recipient, {})["inflight"] = n
         for recipient, n in self._db.execute(
             "SELECT recipient, count(*) FROM messages WHERE state = 3 GROUP BY recipient"
