@@ -321,6 +321,25 @@ class MailboxStore(MailboxViews):
         )
         return cur.rowcount
 
+    def settle(self, recipient: str, seq: int) -> None:
+        """`recipient` had nothing in flight when its message `seq` came: move its cursor up
+        to just below it, so that acks look for its live rows from there and not from its
+        previous ack, which trails everything the others were sent meanwhile (an actor
+        that idles through a burst would make its next ack scan the whole burst).
+
+        The caller knows what is in flight; pending rows are checked here (their index
+        makes it one lookup), and one below `seq` leaves the cursor where it is.
+        """
+        cursor = self._cursor(recipient)
+        if cursor is None or cursor >= seq - 1:
+            return
+        pending = self._db.execute(
+            "SELECT 1 FROM messages WHERE recipient = ? AND state = 0 AND seq < ? LIMIT 1",
+            (recipient, seq),
+        ).fetchone()
+        if pending is None:
+            self._move_cursor(recipient, seq - 1)
+
     def _last_row(self) -> int:
         row = self._db.execute("SELECT max(seq) FROM messages").fetchone()
         return int(row[0] or 0)

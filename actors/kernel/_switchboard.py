@@ -280,6 +280,7 @@ class Switchboard:
             return
         taken: dict[str, int] = {}  # credits the run has spoken for, per recipient
         queued: set[str] = set()  # recipients for which the run already queued to disk
+        idle: dict[str, int] = {}  # recipient -> its first row here, when nothing was live
         rows: list[tuple[str, str, str, str, bytes, bool]] = []
         for _, sender, frame, _, packed in run:
             frame["from"] = sender  # an actor cannot speak for another
@@ -287,6 +288,8 @@ class Switchboard:
             ep = self.endpoint(to)
             direct = to not in queued and ep.takes_directly(taken.get(to, 0))
             if direct:
+                if to not in taken and not ep.inflight:
+                    idle[to] = len(rows)
                 taken[to] = taken.get(to, 0) + 1
             else:
                 queued.add(to)
@@ -296,6 +299,8 @@ class Switchboard:
             for _, sender, frame, _, _ in run:
                 self._op_message(sender, frame, out, touched)
             return
+        for to, index in idle.items():
+            self.store.settle(to, seqs[index])
         for (_, _, frame, _, _), seq, row in zip(run, seqs, rows, strict=True):
             if self.tracers:
                 self._trace(frame, "send")
@@ -317,6 +322,7 @@ class Switchboard:
         to = frame["to"]
         ep = self.endpoint(to)
         direct = ep.takes_directly()
+        idle = direct and not ep.inflight
         packed = packed or _packed(frame)
         seq = self.store.insert(
             message_id=frame["id"],
@@ -332,6 +338,8 @@ class Switchboard:
             if frame.get("call"):
                 self._resend_reply(frame["id"], sender, out)
             return
+        if idle:
+            self.store.settle(to, seq)
         if direct:
             self._hand_out(ep, out, seq, packed, sender, attempt=1)
         else:

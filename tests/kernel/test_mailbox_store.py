@@ -210,3 +210,34 @@ def test_a_mailbox_from_before_cursors_keeps_its_states(tmp_path: Path) -> None:
     assert store.ack("r", [4, 5]) == 2
     store.commit()
     assert set(_states(store).values()) == {State.DONE}
+
+
+def test_settle_moves_an_idle_recipients_cursor_up_to_its_new_message(tmp_path: Path) -> None:
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    (a,) = store.insert_many([_row("a", inflight=True)]) or []
+    assert store.ack("r", [a]) == 1
+    others = store.insert_many([(f"o{n}", "other", "s", "t", b"\x80", False) for n in range(50)])
+    assert others is not None
+    (b,) = store.insert_many([_row("b", inflight=True)]) or []
+    store.settle("r", b)
+    store.commit()
+    cursor = store._db.execute("SELECT acked FROM cursors WHERE recipient = 'r'").fetchone()[0]
+    assert cursor == b - 1  # past the others' 50 rows, which the next ack need not read
+    assert _states(store)["b"] is State.INFLIGHT
+    store.begin()
+    assert store.ack("r", [b]) == 1
+    store.commit()
+    assert _states(store)["b"] is State.DONE
+
+
+def test_settle_leaves_the_cursor_below_a_pending_message(tmp_path: Path) -> None:
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    (a,) = store.insert_many([_row("a")]) or []  # pending
+    (b,) = store.insert_many([_row("b", inflight=True)]) or []
+    store.settle("r", b)
+    store.commit()
+    cursor = store._db.execute("SELECT acked FROM cursors WHERE recipient = 'r'").fetchone()[0]
+    assert cursor == a - 1
+    assert _states(store) == {"a": State.PENDING, "b": State.INFLIGHT}
