@@ -123,14 +123,9 @@ class Channel:
             self.close("writer cancelled")
             raise
 
-    async def frames(self) -> AsyncIterator[Frame]:
-        """Every frame the peer sends, in order; ends at EOF; raises FrameError on garbage."""
-        async for batch in self.batches():
-            for frame in batch:
-                yield frame
-
     async def batches(self) -> AsyncIterator[list[Frame]]:
-        """Like `frames`, what each receive brought as one list."""
+        """Every frame the peer sends, in order, as what each receive brought; ends at
+        EOF; raises FrameError on garbage."""
         while (data := await self._receive()) is not None:
             batch = self._decode(self._decoder.feed, data)
             if batch:

@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ._mailbox_views import EFFECTIVE_STATE, MailboxCounts, MailboxViews, MessageRow, State
+from ._mailbox_views import (
+    EFFECTIVE_STATE,
+    IN_FLIGHT,
+    MailboxCounts,
+    MailboxViews,
+    MessageRow,
+    State,
+)
 
 __all__ = ["MailboxCounts", "MailboxStore", "MessageRow", "State"]
 
@@ -192,9 +199,9 @@ class MailboxStore(MailboxViews):
         )
         self._cursors[recipient] = acked
 
-    def _next_seqs(self, count: int) -> int:
-        """The first of `count` new seqs. Above every cursor as well as every row: a seq
-        reused after old rows were pruned would be born done."""
+    def _next_seq(self) -> int:
+        """The next seq to use. Above every cursor as well as every row: a seq reused
+        after old rows were pruned would be born done."""
         if self._last_seq is None:
             row = self._db.execute(
                 "SELECT max(coalesce((SELECT max(seq) FROM messages), 0),"
@@ -245,7 +252,7 @@ class MailboxStore(MailboxViews):
         caller can fall back to `insert` one by one and learn which."""
         if not rows:
             return []
-        first = self._next_seqs(len(rows))
+        first = self._next_seq()
         now = _now_ms()
         single = len(rows) == 1
         if not single:
@@ -347,7 +354,7 @@ class MailboxStore(MailboxViews):
     def requeue(self, recipient: str) -> int:
         """Hand every inflight message of `recipient` back to pending (it restarted)."""
         cur = self._db.execute(
-            "UPDATE messages SET state = 0 WHERE seq > ? AND recipient = ? AND state = 1",
+            f"UPDATE messages SET state = 0 WHERE {IN_FLIGHT}",
             (self._cursor(recipient) or 0, recipient),
         )
         return cur.rowcount
@@ -378,7 +385,7 @@ class MailboxStore(MailboxViews):
         if row is None:
             return None
         seq, recipient = int(row[0]), str(row[1])
-        new_seq = self._next_seqs(1)
+        new_seq = self._next_seq()
         # Delete before insert: (sender, id) is unique.
         moved = self._db.execute(
             "DELETE FROM messages WHERE seq = ? RETURNING id, recipient, sender, type, frame,"

@@ -53,6 +53,8 @@ EFFECTIVE_STATE = (
     "CASE WHEN state IN (0, 1) AND seq <= (SELECT acked FROM cursors c"
     " WHERE c.recipient = messages.recipient) THEN 2 ELSE state END"
 )
+# A recipient's rows in flight, given (its cursor, the recipient): found from its cursor on.
+IN_FLIGHT = "seq > ? AND recipient = ? AND state = 1"
 _COLUMNS = (
     f"seq, id, recipient, sender, type, {EFFECTIVE_STATE}, attempts, failures, error,"
     " created_ms, frame"
@@ -84,8 +86,7 @@ class MailboxViews:
         counts = []
         for recipient, acked in self._db.execute("SELECT recipient, acked FROM cursors"):
             (n,) = self._db.execute(
-                "SELECT count(*) FROM messages WHERE seq > ? AND recipient = ? AND state = 1",
-                (acked, recipient),
+                f"SELECT count(*) FROM messages WHERE {IN_FLIGHT}", (acked, recipient)
             ).fetchone()
             if n:
                 counts.append((recipient, n))
@@ -112,9 +113,7 @@ class MailboxViews:
             if State.INFLIGHT in states:
                 cursors = self._db.execute(f"SELECT recipient, acked FROM cursors WHERE 1{of}", key)
                 for name, acked in cursors.fetchall():
-                    rows += self._select(
-                        "seq > ? AND recipient = ? AND state = 1", acked, name, limit=limit
-                    )
+                    rows += self._select(IN_FLIGHT, acked, name, limit=limit)
             rows.sort(key=lambda row: row.seq)
         return rows[:limit]
 
