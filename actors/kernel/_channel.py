@@ -84,9 +84,16 @@ class Channel:
 
     async def send(self, frame: Frame) -> None:
         """Queue a frame, waiting while the queue is above its high-water mark."""
-        while len(self._queue) >= self._high_water and not self._closed:
+        queue = self._queue
+        while len(queue) >= self._high_water and not self._closed:
             await self._space_lot.park()
-        self.send_nowait(frame)
+        if self._closed:
+            raise ChannelClosed(self.close_reason or "closed")
+        # `send_many`'s work inline: an actor's every cast comes through here.
+        queue.append(frame)
+        self._peak = max(self._peak, len(queue))
+        if self._writer_parked:
+            self._writer_lot.unpark_all()
 
     async def run_writer(self) -> None:
         """The channel's only writer. Returns when the channel closes."""

@@ -54,9 +54,13 @@ def derive_id(parent: str, position: int) -> str:
     inserts by id and ignores duplicates) delivers each output once (issue 2, item 4).
     The timestamp half is the parent's, so derived ids stay near their parent in the index.
     """
+    head, low = _derived_head(parent)
+    return _derived(head, low, position)
+
+
+def _derived(head: str, low: int, position: int) -> str:
     if not 0 <= position <= MAX_POSITION:
         raise ValueError(f"`position` must be in 0..{MAX_POSITION}")
-    head, low = _derived_head(parent)
     value = low | position
     # The last 5 characters carry the low 25 bits: the position and one bit of the hash.
     return (
@@ -66,14 +70,20 @@ def derive_id(parent: str, position: int) -> str:
 
 class DerivedIds:
     """The ids of what one handler emits, in emission order: `derive_id(parent, 0)`, then
-    1, 2, ... — for actors that pass ids explicitly (a call retried with the same id)."""
+    1, 2, ... The actor base class keeps one per handled message; actors that pass ids
+    explicitly (a call retried with the same id) make their own."""
+
+    __slots__ = ("_head", "_low", "parent", "position")
 
     def __init__(self, parent: str) -> None:
         self.parent = parent
         self.position = 0
+        self._head = ""  # worked out at the first id: most handlers emit nothing
 
     def next(self) -> str:
-        value = derive_id(self.parent, self.position)
+        if not self._head:
+            self._head, self._low = _derived_head(self.parent)
+        value = _derived(self._head, self._low, self.position)
         self.position += 1
         return value
 

@@ -262,7 +262,8 @@ class MailboxStore(MailboxViews):
             "INSERT INTO messages (seq, id, recipient, sender, type, frame, state, attempts,"
             " created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(sender, id) DO NOTHING",
             [
-                (first + i, mid, to, sender, type, frame, int(inflight), int(inflight), now)
+                # state and attempts: 1 if handed out at once (a bool binds as 0 or 1)
+                (first + i, mid, to, sender, type, frame, inflight, inflight, now)
                 for i, (mid, to, sender, type, frame, inflight) in enumerate(rows)
             ],
         )

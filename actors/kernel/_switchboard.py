@@ -59,10 +59,11 @@ class Endpoint:
             return min(self.credits, self.probe - len(self.inflight))
         return self.credits
 
-    def takes_directly(self, spoken_for: int = 0) -> bool:
-        """A new message may skip the disk queue: the actor is up, nothing waits before it,
-        and it has room beyond the `spoken_for` deliveries already decided for it."""
-        return self.channel is not None and not self.backlog and self.room - spoken_for > 0
+    @property
+    def direct_room(self) -> int:
+        """How many new messages may skip the disk queue: none unless the actor is up and
+        nothing waits on disk before them."""
+        return self.room if self.channel is not None and not self.backlog else 0
 
 
 @dataclass
@@ -278,21 +279,22 @@ class Switchboard:
             for _, sender, frame, _, packed in run:
                 self._message(sender, frame, packed, out, touched)
             return
-        taken: dict[str, int] = {}  # credits the run has spoken for, per recipient
-        queued: set[str] = set()  # recipients for which the run already queued to disk
+        # Per recipient: how many more of the run it takes directly (0 once one of them
+        # had to wait on disk: the rest waits behind it), worked out at its first message.
+        room: dict[str, int] = {}
         idle: dict[str, int] = {}  # recipient -> its first row here, when nothing was live
         rows: list[tuple[str, str, str, str, bytes, bool]] = []
         for _, sender, frame, _, packed in run:
             frame["from"] = sender  # an actor cannot speak for another
             to = frame["to"]
-            ep = self.endpoint(to)
-            direct = to not in queued and ep.takes_directly(taken.get(to, 0))
-            if direct:
-                if to not in taken and not ep.inflight:
+            left = room.get(to)
+            if left is None:
+                ep = self.endpoint(to)
+                left = ep.direct_room
+                if left > 0 and not ep.inflight:
                     idle[to] = len(rows)
-                taken[to] = taken.get(to, 0) + 1
-            else:
-                queued.add(to)
+            direct = left > 0
+            room[to] = left - 1 if direct else 0
             rows.append((frame["id"], to, sender, frame["type"], packed or _packed(frame), direct))
         seqs = self.store.insert_many(rows)
         if seqs is None:
@@ -301,15 +303,18 @@ class Switchboard:
             return
         for to, index in idle.items():
             self.store.settle(to, seqs[index])
-        for (_, _, frame, _, _), seq, row in zip(run, seqs, rows, strict=True):
-            if self.tracers:
+        endpoints, tracing = self.endpoints, bool(self.tracers)
+        for (_, _, frame, _, _), seq, (_, to, sender, _, packed, direct) in zip(
+            run, seqs, rows, strict=True
+        ):
+            if tracing:
                 self._trace(frame, "send")
-            ep = self.endpoints[row[1]]
-            if row[5]:
-                self._hand_out(ep, out, seq, row[4], row[2], attempt=1)
+            ep = endpoints[to]
+            if direct:
+                self._hand_out(ep, out, seq, packed, sender, attempt=1)
             else:
                 ep.backlog = True
-                touched.add(row[1])
+                touched.add(to)
 
     def _op_message(self, sender: str, frame: Frame, out: Outbox, touched: set[str]) -> None:
         self._message(sender, frame, None, out, touched)
@@ -321,7 +326,7 @@ class Switchboard:
         frame["from"] = sender  # an actor cannot speak for another
         to = frame["to"]
         ep = self.endpoint(to)
-        direct = ep.takes_directly()
+        direct = ep.direct_room > 0
         idle = direct and not ep.inflight
         packed = packed or _packed(frame)
         seq = self.store.insert(

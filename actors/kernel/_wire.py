@@ -32,7 +32,34 @@ def _short_str(value: Any, limit: int) -> bool:
 
 def classify(frame: Frame) -> tuple[str, Any]:
     """Map a child's frame to a switchboard operation (kind, payload), or raise."""
-    kind = frame["type"]
+    kind = frame["type"]  # a string: the codec refuses frames without one
+    if kind.startswith("kernel."):
+        return _classify_kernel(kind, frame)
+    # A message: every frame an actor emits comes through here, so the checks are inline.
+    if frame.get("v") != 1:
+        raise ProtocolViolation(f"message version {frame.get('v')!r} is not 1")
+    if not frame.keys() <= _MESSAGE_KEYS:
+        extra = set(frame) - _MESSAGE_KEYS
+        raise ProtocolViolation(f"unknown message fields: {', '.join(sorted(map(str, extra)))}")
+    message_id = frame.get("id")
+    if type(message_id) is not str or not 0 < len(message_id) <= MAX_ID:
+        raise ProtocolViolation("message needs a string `id` of at most 128 characters")
+    if not 0 < len(kind) <= MAX_TYPE:
+        raise ProtocolViolation("message `type` too long")
+    to = frame.get("to")
+    if type(to) is not str or to not in _known_names:
+        if not isinstance(to, str) or not ACTOR_NAME.match(to):
+            raise ProtocolViolation(f"message `to` {to!r} is not an actor name")
+        if len(_known_names) < _KNOWN_NAMES_MAX:
+            _known_names.add(to)
+    if "body" in frame and type(frame["body"]) is not bytes:
+        raise ProtocolViolation("message `body` must be packed msgpack bytes")
+    if "call" in frame and type(frame["call"]) is not bool:
+        raise ProtocolViolation("message `call` must be a boolean")
+    return "message", frame
+
+
+def _classify_kernel(kind: str, frame: Frame) -> tuple[str, Any]:
     if kind == "kernel.ack":
         seqs = frame.get("seqs")
         if (
@@ -57,28 +84,7 @@ def classify(frame: Frame) -> tuple[str, Any]:
         if "body" in frame and not isinstance(frame["body"], bytes):
             raise ProtocolViolation("kernel.reply `body` must be packed msgpack bytes")
         return "reply", frame
-    if kind.startswith("kernel."):
-        raise ProtocolViolation(f"{kind} is not a frame a child may send here")
-    if frame.get("v") != 1:
-        raise ProtocolViolation(f"message version {frame.get('v')!r} is not 1")
-    if not frame.keys() <= _MESSAGE_KEYS:
-        extra = set(frame) - _MESSAGE_KEYS
-        raise ProtocolViolation(f"unknown message fields: {', '.join(sorted(map(str, extra)))}")
-    if not _short_str(frame.get("id"), MAX_ID):
-        raise ProtocolViolation("message needs a string `id` of at most 128 characters")
-    if not _short_str(kind, MAX_TYPE):
-        raise ProtocolViolation("message `type` too long")
-    to = frame.get("to")
-    if not isinstance(to, str) or to not in _known_names:
-        if not isinstance(to, str) or not ACTOR_NAME.match(to):
-            raise ProtocolViolation(f"message `to` {to!r} is not an actor name")
-        if len(_known_names) < _KNOWN_NAMES_MAX:
-            _known_names.add(to)
-    if "body" in frame and not isinstance(frame["body"], bytes):
-        raise ProtocolViolation("message `body` must be packed msgpack bytes")
-    if "call" in frame and not isinstance(frame["call"], bool):
-        raise ProtocolViolation("message `call` must be a boolean")
-    return "message", frame
+    raise ProtocolViolation(f"{kind} is not a frame a child may send here")
 
 
 def check_supervise(frame: Frame) -> Frame:
