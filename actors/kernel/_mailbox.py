@@ -330,6 +330,13 @@ class MailboxStore(MailboxViews):
         )
         return cur.rowcount
 
+    def advance(self, recipient: str, acked: int) -> None:
+        """Move `recipient`'s cursor up to `acked`, for a caller that knows that every live
+        message of `recipient` at or below it has just been acked (`ack` finds that out
+        from the rows)."""
+        if acked > (self._cursor(recipient) or 0):
+            self._move_cursor(recipient, acked)
+
     def settle(self, recipient: str, seq: int) -> None:
         """`recipient` had nothing in flight when its message `seq` came: move its cursor up
         to just below it, so that acks look for its live rows from there and not from its

@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import msgpack
@@ -39,7 +41,12 @@ class Endpoint:
     channel: Channel | None = None  # set once the incarnation is ready: deliveries
     reply_channel: Channel | None = None  # set at its hello: replies to calls in on_start
     credits: int = 0
-    inflight: set[int] = field(default_factory=set)
+    # Seqs in flight, in the order they were handed out (a dict as an ordered set).
+    inflight: dict[int, None] = field(default_factory=dict)
+    # Whether they were handed out in increasing seq order since `inflight` was last
+    # emptied (they are: see `_op_ack`; checked, not assumed).
+    in_order: bool = True
+    last_handed: int = 0
     backlog: bool = True  # pending rows may wait on disk; deliver from there first
     delivered: int = 0
     acked: int = 0
@@ -51,6 +58,11 @@ class Endpoint:
     # window after a few round trips.
     suspects: set[int] = field(default_factory=set)
     probe: int = 1
+
+    def forget_inflight(self) -> None:
+        self.inflight.clear()
+        self.in_order = True
+        self.last_handed = 0
 
     @property
     def room(self) -> int:
@@ -81,8 +93,8 @@ def _packed(frame: Frame) -> bytes:
     return packed
 
 
-# What a batch forwards after its commit, in order.
-Outbox = list[tuple[Channel, Frame | bytes]]
+# What a batch forwards after its commit: per channel, in order.
+Outbox = defaultdict[Channel, list[Frame | bytes]]
 
 # Operations: (kind, actor name, payload, outcome or None, the message as its sender packed
 # it or None)
@@ -185,7 +197,7 @@ class Switchboard:
     # -- one batch ---------------------------------------------------------------------
 
     def _apply_batch(self, ops: list[Op]) -> None:
-        out: Outbox = []
+        out: Outbox = defaultdict(list)
         touched: set[str] = set()
         self.store.begin()
         try:
@@ -217,14 +229,7 @@ class Switchboard:
         if self._wal_pages >= self.checkpoint_pages:
             self._wal_pages = 0
             self.wal_dirty.set()
-        by_channel: dict[Channel, list[Frame | bytes]] = {}
-        for channel, frame in out:
-            frames = by_channel.get(channel)
-            if frames is None:
-                by_channel[channel] = [frame]
-            else:
-                frames.append(frame)
-        for channel, frames in by_channel.items():
+        for channel, frames in out.items():
             # A closed channel: its actor is down, and the down op requeues what was inflight.
             with contextlib.suppress(ChannelClosed):
                 channel.send_many(frames)
@@ -251,9 +256,12 @@ class Switchboard:
     ) -> None:
         assert ep.channel is not None
         ep.credits -= 1
-        ep.inflight.add(seq)
+        if seq <= ep.last_handed:
+            ep.in_order = False
+        ep.last_handed = seq
+        ep.inflight[seq] = None
         ep.delivered += 1
-        out.append((ep.channel, delivery(packed, sender, seq, attempt)))
+        out[ep.channel].append(delivery(packed, sender, seq, attempt))
         if self.tracers:
             self._trace({**msgpack.unpackb(packed, raw=False), "from": sender}, "deliver")
 
@@ -355,7 +363,7 @@ class Switchboard:
         stored = self.store.reply_for(request_id, caller)
         ep = self.endpoints.get(caller)
         if stored is not None and ep is not None and ep.reply_channel is not None:
-            out.append((ep.reply_channel, msgpack.unpackb(stored, raw=False)))
+            out[ep.reply_channel].append(msgpack.unpackb(stored, raw=False))
 
     def _op_reply(self, callee: str, frame: Frame, out: Outbox, touched: set[str]) -> None:
         # The reply names its caller (`to`): ids are unique per sender, not across senders.
@@ -377,18 +385,30 @@ class Switchboard:
             self._trace({**reply, "to": caller}, "reply")
         ep = self.endpoints.get(caller)
         if ep is not None and ep.reply_channel is not None:
-            out.append((ep.reply_channel, reply))
+            out[ep.reply_channel].append(reply)
 
     def _op_ack(self, name: str, seqs: list[int], out: Outbox, touched: set[str]) -> None:
         crash_point("supervisor.after_forward")
         ep = self.endpoint(name)
-        mine = [seq for seq in seqs if seq in ep.inflight]
+        inflight = ep.inflight
+        # Once each: a seq acked twice must not give its actor two credits.
+        mine = [seq for seq in dict.fromkeys(seqs) if seq in inflight]
         if len(mine) != len(seqs):
             log.warning("%s acked %d seqs it does not hold", name, len(seqs) - len(mine))
         if not mine:
             return
-        self.store.ack(name, mine)
-        ep.inflight.difference_update(mine)
+        # The common ack: an actor handles and acks its deliveries in order, so what it
+        # acks is the oldest in flight. With nothing of its waiting on disk (no backlog)
+        # and everything handed out in seq order, nothing of its below the next one in
+        # flight is live any more: the cursor moves without reading a row. Anything else
+        # is checked against the rows by `ack`.
+        oldest = not ep.backlog and ep.in_order and mine == list(islice(inflight, len(mine)))
+        for seq in mine:
+            del inflight[seq]
+        if oldest:
+            self.store.advance(name, next(iter(inflight)) - 1 if inflight else mine[-1])
+        else:
+            self.store.ack(name, mine)
         ep.suspects.difference_update(mine)
         if ep.suspects:
             ep.probe = min(ep.window, ep.probe * 2)
@@ -403,11 +423,11 @@ class Switchboard:
         if seq in ep.inflight:
             self._count_failure(ep, seq, str(payload.get("error", "")), out)
         self.store.requeue(name)
-        ep.inflight.clear()
+        ep.forget_inflight()
         ep.credits = ep.window
         ep.backlog = True
         if ep.channel is not None:
-            out.append((ep.channel, {"type": "kernel.reset"}))
+            out[ep.channel].append({"type": "kernel.reset"})
         touched.add(name)
 
     def _count_failure(self, ep: Endpoint, seq: int, error: str, out: Outbox) -> bool:
@@ -444,7 +464,7 @@ class Switchboard:
         ep.window = payload["window"]
         ep.max_deliver = payload["max_deliver"]
         ep.credits = ep.window
-        ep.inflight.clear()
+        ep.forget_inflight()
         ep.backlog = True
         touched.add(name)
 
@@ -468,7 +488,7 @@ class Switchboard:
             ep.probe = 1
         self.store.requeue(name)
         ep.channel = ep.reply_channel = None
-        ep.inflight.clear()
+        ep.forget_inflight()
         ep.credits = 0
         ep.backlog = True
         return attributed

@@ -1,0 +1,114 @@
+"""The switchboard's acks on a real mailbox file and a real channel: the common ack (the
+oldest in flight, nothing waiting on disk) moves the cursor without reading rows, and
+whichever way an ack goes, what the rows say afterwards is the same."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from actors.kernel import MailboxStore, State
+from actors.kernel._channel import Channel
+from actors.kernel._frames import pack_body
+from actors.kernel._switchboard import Endpoint, Op, Switchboard
+
+
+@pytest.fixture
+def board(tmp_path: Path) -> Iterator[Switchboard]:
+    a, b = socket.socketpair()
+    store = MailboxStore(tmp_path / "mailbox.db")
+    board = Switchboard(store, batch_max=256, queue_size=1024)
+    up = {"channel": Channel(a), "window": 8, "max_deliver": 3}
+    board._apply_batch([("up", "sink", up, None, None)])
+    yield board
+    store.close()
+    a.close()
+    b.close()
+
+
+def _messages(ids: list[str], to: str = "sink") -> list[Op]:
+    ops: list[Op] = []
+    for message_id in ids:
+        frame = {"v": 1, "id": message_id, "to": to, "type": "item", "body": pack_body(None)}
+        ops.append(("message", "producer", frame, None, msgpack.packb(frame)))
+    return ops
+
+
+def _ack(board: Switchboard, seqs: list[int]) -> None:
+    board._apply_batch([("ack", "sink", seqs, None, None)])
+
+
+def _states(board: Switchboard, to: str = "sink") -> dict[str, State]:
+    rows = board.store.messages(recipient=to, states=tuple(State), limit=100)
+    return {m.id: m.state for m in rows}
+
+
+def _sink(board: Switchboard) -> Endpoint:
+    return board.endpoints["sink"]
+
+
+def test_in_order_acks_move_the_cursor_and_the_rows_agree(board: Switchboard) -> None:
+    board._apply_batch(_messages(["a", "b", "c", "d"]))
+    seqs = list(_sink(board).inflight)
+    assert len(seqs) == 4 and seqs == sorted(seqs)
+    _ack(board, seqs[:2])
+    assert _states(board) == {
+        "a": State.DONE,
+        "b": State.DONE,
+        "c": State.INFLIGHT,
+        "d": State.INFLIGHT,
+    }
+    _ack(board, seqs[2:])
+    assert set(_states(board).values()) == {State.DONE}
+    # A restart hands back only what is still in flight: nothing.
+    board.store.begin()
+    assert board.store.requeue("sink") == 0
+    board.store.commit()
+
+
+def test_an_ack_that_skips_the_oldest_is_checked_against_the_rows(board: Switchboard) -> None:
+    board._apply_batch(_messages(["a", "b", "c"]))
+    seqs = list(_sink(board).inflight)
+    _ack(board, [seqs[1]])  # not the oldest: marked in its row, the cursor stays
+    assert _states(board) == {"a": State.INFLIGHT, "b": State.DONE, "c": State.INFLIGHT}
+    _ack(board, [seqs[0], seqs[2]])
+    assert set(_states(board).values()) == {State.DONE}
+
+
+def test_with_a_backlog_on_disk_acks_still_leave_the_waiting_messages_live(
+    board: Switchboard,
+) -> None:
+    # Window 8: ten messages, two wait on disk.
+    board._apply_batch(_messages([f"m{n}" for n in range(10)]))
+    ep = _sink(board)
+    first = list(ep.inflight)
+    assert len(first) == 8 and ep.backlog
+    _ack(board, first)  # frees credits: the two from disk go out in the same batch
+    states = _states(board)
+    assert [states[f"m{n}"] for n in range(8)] == [State.DONE] * 8
+    assert [states[f"m{n}"] for n in (8, 9)] == [State.INFLIGHT] * 2
+    _ack(board, list(ep.inflight))
+    assert set(_states(board).values()) == {State.DONE}
+
+
+def test_a_seq_acked_twice_in_one_frame_frees_one_credit(board: Switchboard) -> None:
+    board._apply_batch(_messages(["a", "b"]))
+    ep = _sink(board)
+    credits = ep.credits
+    first = next(iter(ep.inflight))
+    _ack(board, [first, first])
+    assert ep.credits == credits + 1
+    assert ep.acked == 1
+    assert _states(board) == {"a": State.DONE, "b": State.INFLIGHT}
+
+
+def test_other_recipients_rows_between_do_not_stop_the_cursor(board: Switchboard) -> None:
+    board._apply_batch(_messages(["a"]) + _messages(["x1", "x2"], to="other") + _messages(["b"]))
+    seqs = list(_sink(board).inflight)
+    _ack(board, seqs)
+    assert set(_states(board).values()) == {State.DONE}
+    assert set(_states(board, "other").values()) == {State.PENDING}
