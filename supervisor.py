@@ -10,6 +10,7 @@ in start order (stopped in reverse), are the runtime's actors below; a JSON conf
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 from pathlib import Path
@@ -74,6 +75,9 @@ def default_config(
 
 
 def run(data_dir: Path, config: RuntimeConfig) -> None:
+    # What is imported lives as long as the process: out of the collector's way, which
+    # otherwise walks it again in every full collection of a busy switchboard.
+    gc.freeze()
     trio.run(Supervisor(config, data_dir).run)
 
 

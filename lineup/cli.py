@@ -13,6 +13,7 @@ lineup bench ...           measure the runtime beside a bare baseline
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 from pathlib import Path
@@ -98,6 +99,7 @@ def _run_headless(args: argparse.Namespace) -> int:
             await Supervisor(configure(url), data_dir).run()
 
     print(f"LineUp Runtime on {data_dir} (Ctrl-C stops it)", file=sys.stderr)
+    gc.freeze()  # as `supervisor.run` does: what is imported stays out of every collection
     try:
         trio.run(main)
     except RuntimeError as exc:

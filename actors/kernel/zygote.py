@@ -14,6 +14,7 @@ dies with the zygote, so nothing outlives the supervisor.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import os
 import select
@@ -74,6 +75,9 @@ def serve(supervisor_pid: int, control_fd: int, preload: list[str]) -> None:
     for module in preload:
         with contextlib.suppress(ImportError):  # a bad target fails later, in its child
             importlib.import_module(module)
+    # The preloaded modules are permanent: a child's collections never walk them, so
+    # they never write to (and copy) the pages the children share with the zygote.
+    gc.freeze()
     control = socket.socket(fileno=control_fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
