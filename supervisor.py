@@ -10,14 +10,13 @@ in start order (stopped in reverse), are the runtime's actors below; a JSON conf
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import sys
 from pathlib import Path
 
 import trio
 
-from actors.kernel import ChildSpec, RuntimeConfig, Supervisor
+from actors.kernel import ChildSpec, RuntimeConfig, Supervisor, settle_garbage_collector
 
 RUNTIME_CHILDREN = [
     ChildSpec(name="store", target="actors.store:StoreActor"),
@@ -75,9 +74,7 @@ def default_config(
 
 
 def run(data_dir: Path, config: RuntimeConfig) -> None:
-    # What is imported lives as long as the process: out of the collector's way, which
-    # otherwise walks it again in every full collection of a busy switchboard.
-    gc.freeze()
+    settle_garbage_collector()  # what is imported lives as long as the process
     trio.run(Supervisor(config, data_dir).run)
 
 

@@ -13,12 +13,11 @@ lineup bench ...           measure the runtime beside a bare baseline
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import sys
 from pathlib import Path
 
-from actors.kernel import ControlError
+from actors.kernel import ControlError, settle_garbage_collector
 
 from . import agent, app_cmd, appserver, bench, chat_cmd, debug_cmd, protocol_cmd
 from ._common import add_data_dir, data_dir_of, fail
@@ -99,7 +98,7 @@ def _run_headless(args: argparse.Namespace) -> int:
             await Supervisor(configure(url), data_dir).run()
 
     print(f"LineUp Runtime on {data_dir} (Ctrl-C stops it)", file=sys.stderr)
-    gc.freeze()  # as `supervisor.run` does: what is imported stays out of every collection
+    settle_garbage_collector()  # what is imported lives as long as the process
     try:
         trio.run(main)
     except RuntimeError as exc:

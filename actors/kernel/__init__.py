@@ -22,6 +22,7 @@ from ._actor import (
 )
 from ._applied import applied_once, ensure_applied_table
 from ._channel import Channel, ChannelClosed, ChannelStatistics
+from ._collector import settle_garbage_collector
 from ._faults import crash_point
 from ._frames import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, decode_body, encode
 from ._ids import DerivedIds, derive_id, id_timestamp, is_valid_id, new_id
@@ -99,5 +100,6 @@ __all__ = [
     "mailbox_counts",
     "mailbox_listing",
     "new_id",
+    "settle_garbage_collector",
     "supervisor_pid_alive",
 ]

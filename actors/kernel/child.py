@@ -7,7 +7,6 @@ supervisor, which then stops the actors in order.
 
 from __future__ import annotations
 
-import gc
 import importlib
 import logging
 import os
@@ -20,6 +19,7 @@ from actors.jail._env import die_with_parent
 
 from ._actor import Actor, serve
 from ._channel import Channel
+from ._collector import settle_garbage_collector
 
 # The launcher of isolated apps shares it, and must not import this package (trio).
 _die_with_parent = die_with_parent
@@ -57,10 +57,7 @@ def run_actor(target: str, fd: int, parent_pid: int) -> int:
         format=f"%(asctime)s {target.rpartition(':')[2]}[{os.getpid()}] %(levelname)s %(message)s",
     )
     actor = load_actor(target)
-    # Everything loaded so far lives as long as the process: out of the collector's way,
-    # its collections walk only what the actor makes (walking the imports again and
-    # again cost a busy actor 14 % of its CPU).
-    gc.freeze()
+    settle_garbage_collector()  # what is loaded lives as long as the process
     trio.run(_run, actor, fd)
     return 0
 

@@ -14,7 +14,6 @@ dies with the zygote, so nothing outlives the supervisor.
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib
 import os
 import select
@@ -23,6 +22,7 @@ import socket
 import sys
 import traceback
 
+from ._collector import settle_garbage_collector
 from ._frames import FrameDecoder, encode
 from .child import _die_with_parent, run_actor
 
@@ -77,7 +77,7 @@ def serve(supervisor_pid: int, control_fd: int, preload: list[str]) -> None:
             importlib.import_module(module)
     # The preloaded modules are permanent: a child's collections never walk them, so
     # they never write to (and copy) the pages the children share with the zygote.
-    gc.freeze()
+    settle_garbage_collector()
     control = socket.socket(fileno=control_fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
