@@ -268,21 +268,13 @@ class Actor:
             raise RuntimeError("the actor is not connected to its supervisor yet")
         return self._channel
 
-    async def _handle(self, msg: Message) -> tuple[str, Any]:
-        """Run the handler; ('ok', reply body) or ('error', {code, detail})."""
-        attr = self._handlers.get(msg.type)
-        if attr is None:
-            if msg.type.startswith("kernel."):
-                return "ok", None  # kernel notices an actor does not care about
-            log.warning("%s: no handler for %s (message %s)", self.name, msg.type, msg.id)
-            return "error", {"code": "unknown_type", "detail": f"no handler for {msg.type}"}
-        token = _emitting.set(DerivedIds(msg.id))
-        try:
-            return "ok", await getattr(self, attr)(msg)
-        except ReplyError as exc:
-            return "error", {"code": exc.code, "detail": exc.detail}
-        finally:
-            _emitting.reset(token)
+    def _unhandled(self, msg: Message) -> tuple[str, Any]:
+        """The outcome of a message no handler takes: ('ok', None) for kernel notices an
+        actor does not care about, ('error', {code, detail}) for anything else."""
+        if msg.type.startswith("kernel."):
+            return "ok", None
+        log.warning("%s: no handler for %s (message %s)", self.name, msg.type, msg.id)
+        return "error", {"code": "unknown_type", "detail": f"no handler for {msg.type}"}
 
 
 _new_tuple = tuple.__new__
@@ -318,6 +310,10 @@ class _Session:
         self.idle = False  # the handler loop is parked on `wake`
         self.awaiting_reset = False
         self.acks: list[int] = []
+        # Each handled type's bound method, looked up once per incarnation.
+        self.handlers: dict[str, Callable[[Message], Awaitable[Any]]] = {
+            message_type: getattr(actor, attr) for message_type, attr in actor._handlers.items()
+        }
 
     async def read(self, batches: AsyncIterator[list[Frame]], nursery: trio.Nursery) -> None:
         async for batch in batches:
@@ -367,11 +363,21 @@ class _Session:
                 continue
             msg = actor._queue.popleft()
             crash_point("actor.after_receive")
+            handler = self.handlers.get(msg.type)
+            # Inline rather than a method: a coroutine fewer for every message handled.
+            token = _emitting.set(DerivedIds(msg.id))
             try:
-                outcome, value = await actor._handle(msg)
+                if handler is None:
+                    outcome, value = actor._unhandled(msg)
+                else:
+                    outcome, value = "ok", await handler(msg)
+            except ReplyError as exc:
+                outcome, value = "error", {"code": exc.code, "detail": exc.detail}
             except Exception as exc:
+                _emitting.reset(token)
                 await self.failed(msg, exc)
                 continue
+            _emitting.reset(token)
             if msg.wants_reply:
                 reply: Frame = {"type": "kernel.reply", "corr": msg.id, "to": msg.sender}
                 if outcome == "ok":
