@@ -23,6 +23,8 @@ ID_PATTERN = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
 _last_ms = 0
 _last_rand = 0
+_head_of = -1  # the value >> 25 that `_head` encodes
+_head = ""
 
 
 def _encode(value: int) -> str:
@@ -36,7 +38,7 @@ def _decode(text: str) -> int:
 
 def new_id() -> str:
     """A fresh id, strictly increasing within this process (monotonic within a millisecond)."""
-    global _last_ms, _last_rand
+    global _last_ms, _last_rand, _head_of, _head
     now = time.time_ns() // 1_000_000
     if now <= _last_ms:
         now = _last_ms
@@ -44,7 +46,19 @@ def new_id() -> str:
     else:
         rand = int.from_bytes(os.urandom(10), "big") >> 1  # leave room to increment
     _last_ms, _last_rand = now, rand
-    return _encode((now << 80) | (rand & ((1 << 80) - 1)))
+    value = (now << 80) | (rand & ((1 << 80) - 1))
+    # The ids of one millisecond differ in their last few characters (rand counts up):
+    # the first 21 are encoded once for all of them, the last 5 (25 bits) each time.
+    if value >> 25 != _head_of:
+        _head_of, _head = value >> 25, _encode(value)[:21]
+    return _tail(_head, value)
+
+
+def _tail(head: str, value: int) -> str:
+    """`head` (21 characters) and the last 5, which carry the low 25 bits of `value`."""
+    return (
+        head + _ALPHABET[(value >> 20) & 31] + _PAIRS[(value >> 10) & 1023] + _PAIRS[value & 1023]
+    )
 
 
 def derive_id(parent: str, position: int) -> str:
@@ -61,11 +75,8 @@ def derive_id(parent: str, position: int) -> str:
 def _derived(head: str, low: int, position: int) -> str:
     if not 0 <= position <= MAX_POSITION:
         raise ValueError(f"`position` must be in 0..{MAX_POSITION}")
-    value = low | position
     # The last 5 characters carry the low 25 bits: the position and one bit of the hash.
-    return (
-        head + _ALPHABET[(value >> 20) & 31] + _PAIRS[(value >> 10) & 1023] + _PAIRS[value & 1023]
-    )
+    return _tail(head, low | position)
 
 
 class DerivedIds:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import time
 
 import msgpack
 import pytest
@@ -13,6 +14,7 @@ from actors.kernel import (
     DerivedIds,
     FrameDecoder,
     FrameError,
+    _ids,
     derive_id,
     encode,
     id_timestamp,
@@ -20,6 +22,7 @@ from actors.kernel import (
     new_id,
 )
 from actors.kernel._frames import delivery
+from actors.kernel._ids import _decode, _encode
 
 
 def test_ids_are_time_ordered_and_unique() -> None:
@@ -27,6 +30,20 @@ def test_ids_are_time_ordered_and_unique() -> None:
     assert ids == sorted(ids)
     assert len(set(ids)) == len(ids)
     assert all(is_valid_id(i) for i in ids)
+    # Each id is its value encoded whole (new_id encodes most of it once a millisecond).
+    assert all(_encode(_decode(i)) == i for i in ids)
+
+
+def test_an_id_whose_counter_carries_past_the_cached_characters_is_encoded_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The same millisecond, with the counter 1 below a carry into the 21 cached characters.
+    monkeypatch.setattr(_ids, "_last_ms", time.time_ns() // 1_000_000 + 60_000)
+    monkeypatch.setattr(_ids, "_last_rand", (1 << 25) - 2)
+    before, carried = new_id(), new_id()
+    assert _decode(carried) == _decode(before) + 1
+    assert carried[:21] != before[:21]
+    assert _encode(_decode(carried)) == carried
 
 
 def test_derived_ids_are_deterministic_and_distinct() -> None:
