@@ -71,29 +71,28 @@ class Channel:
 
     def send_nowait(self, frame: Frame | bytes) -> None:
         """Queue a frame without waiting. For senders whose volume is already bounded."""
-        self.send_many((frame,))
+        if self._closed:
+            raise ChannelClosed(self.close_reason or "closed")
+        self._queue.append(frame)  # not through `send_many`: every cast comes this way
+        self._queued()
 
     def send_many(self, frames: Iterable[Frame | bytes]) -> None:
         """`send_nowait` for several frames at once, in order."""
         if self._closed:
             raise ChannelClosed(self.close_reason or "closed")
         self._queue.extend(frames)
+        self._queued()
+
+    def _queued(self) -> None:
         self._peak = max(self._peak, len(self._queue))
         if self._writer_parked:
             self._writer_lot.unpark_all()
 
     async def send(self, frame: Frame) -> None:
         """Queue a frame, waiting while the queue is above its high-water mark."""
-        queue = self._queue
-        while len(queue) >= self._high_water and not self._closed:
+        while len(self._queue) >= self._high_water and not self._closed:
             await self._space_lot.park()
-        if self._closed:
-            raise ChannelClosed(self.close_reason or "closed")
-        # `send_many`'s work inline: an actor's every cast comes through here.
-        queue.append(frame)
-        self._peak = max(self._peak, len(queue))
-        if self._writer_parked:
-            self._writer_lot.unpark_all()
+        self.send_nowait(frame)
 
     async def run_writer(self) -> None:
         """The channel's only writer. Returns when the channel closes."""
