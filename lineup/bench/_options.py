@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_MESSAGES,
         help=f"messages per throughput round and path (default {DEFAULT_MESSAGES:,}:"
-        " the whole run takes 1-2 minutes on 2 cores)",
+        " the whole run takes under a minute on 2 cores)",
     )
     parser.add_argument(
         "--rounds",
