@@ -4,12 +4,17 @@ whichever way an ack goes, what the rows say afterwards is the same."""
 
 from __future__ import annotations
 
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import msgpack
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from actors.kernel import MailboxStore, State
 from actors.kernel._channel import Channel
@@ -112,3 +117,99 @@ def test_other_recipients_rows_between_do_not_stop_the_cursor(board: Switchboard
     _ack(board, seqs)
     assert set(_states(board).values()) == {State.DONE}
     assert set(_states(board, "other").values()) == {State.PENDING}
+
+
+class SwitchboardAcks(RuleBasedStateMachine):
+    """The switchboard driven as its actors drive it (messages, acks in order and out of
+    order, a seq twice, a handler failure, a crash and a new incarnation), with a small
+    window so that messages also wait on disk. After every step the rows say done for
+    exactly the acked messages, and what is in flight is what the switchboard holds."""
+
+    @initialize()
+    def open(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="switchboard-acks-"))
+        self.sock, self.peer = socket.socketpair()
+        self.board = Switchboard(
+            MailboxStore(self.dir / "mailbox.db"), batch_max=256, queue_size=64
+        )
+        self.count = 0
+        self.acked: set[str] = set()
+        self._up()
+
+    def teardown(self) -> None:
+        if hasattr(self, "board"):
+            self.board.store.close()
+            self.sock.close()
+            self.peer.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _up(self) -> None:
+        up = {"channel": Channel(self.sock), "window": 4, "max_deliver": 1000}
+        self.board._apply_batch([("up", "sink", up, None, None)])
+
+    def _inflight(self) -> list[int]:
+        return list(_sink(self.board).inflight)
+
+    @rule(n=st.integers(1, 6), other=st.booleans())
+    def send(self, n: int, other: bool) -> None:
+        ids = [f"m{self.count + i:04}" for i in range(n)]
+        self.count += n
+        ops = _messages(ids)
+        if other:  # another actor's message in between: its seq must not stop the cursor
+            ops.insert(n // 2, _messages([f"o{self.count:04}"], to="other")[0])
+        self.board._apply_batch(ops)
+
+    @precondition(lambda self: bool(self._inflight()))
+    @rule(data=st.data())
+    def ack_oldest(self, data: st.DataObject) -> None:
+        inflight = self._inflight()
+        seqs = inflight[: data.draw(st.integers(1, len(inflight)))]
+        self._ack(seqs)
+
+    @precondition(lambda self: bool(self._inflight()))
+    @rule(data=st.data())
+    def ack_any(self, data: st.DataObject) -> None:
+        inflight = self._inflight()
+        seqs = data.draw(st.lists(st.sampled_from(inflight), min_size=1, max_size=6))
+        self._ack(seqs)
+
+    def _ack(self, seqs: list[int]) -> None:
+        ids = {m.seq: m.id for m in self.board.store.messages(recipient="sink", limit=1000)}
+        self.acked.update(ids[seq] for seq in seqs)
+        _ack(self.board, seqs)
+
+    @precondition(lambda self: bool(self._inflight()))
+    @rule()
+    def handler_failed(self) -> None:
+        seq = self._inflight()[0]
+        self.board._apply_batch([("fail", "sink", {"seq": seq, "error": "boom"}, None, None)])
+
+    @rule()
+    def crash_and_restart(self) -> None:
+        self.board._apply_batch([("down", "sink", {"blame": False}, None, None)])
+        self._up()
+
+    @invariant()
+    def rows_agree(self) -> None:
+        if not hasattr(self, "board"):
+            return
+        states = _states(self.board)
+        done = {i for i, state in states.items() if state == State.DONE}
+        assert done == self.acked
+        in_flight = {
+            m.seq
+            for m in self.board.store.messages(
+                recipient="sink", states=(State.INFLIGHT,), limit=1000
+            )
+        }
+        assert in_flight == set(self._inflight())
+        assert set(_states(self.board, "other").values()) <= {State.PENDING}
+
+
+TestSwitchboardAcks = SwitchboardAcks.TestCase
+TestSwitchboardAcks.settings = settings(
+    max_examples=60,
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
