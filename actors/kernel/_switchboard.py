@@ -394,7 +394,7 @@ class Switchboard:
         # Once each: a seq acked twice must not give its actor two credits.
         mine = [seq for seq in dict.fromkeys(seqs) if seq in inflight]
         if len(mine) != len(seqs):
-            log.warning("%s acked %d seqs it does not hold", name, len(seqs) - len(mine))
+            log.warning("%s acked %d seqs it does not hold (or twice)", name, len(seqs) - len(mine))
         if not mine:
             return
         # The common ack: an actor handles and acks its deliveries in order, so what it
