@@ -27,12 +27,17 @@ def board(tmp_path: Path) -> Iterator[Switchboard]:
     a, b = socket.socketpair()
     store = MailboxStore(tmp_path / "mailbox.db")
     board = Switchboard(store, batch_max=256, queue_size=1024)
-    up = {"channel": Channel(a), "window": 8, "max_deliver": 3}
-    board._apply_batch([("up", "sink", up, None, None)])
+    _up(board, a, window=8)
     yield board
     store.close()
     a.close()
     b.close()
+
+
+def _up(board: Switchboard, sock: socket.socket, *, window: int, max_deliver: int = 3) -> None:
+    """The sink's incarnation is ready on `sock`."""
+    up = {"channel": Channel(sock), "window": window, "max_deliver": max_deliver}
+    board._apply_batch([("up", "sink", up, None, None)])
 
 
 def _messages(ids: list[str], to: str = "sink") -> list[Op]:
@@ -48,7 +53,7 @@ def _ack(board: Switchboard, seqs: list[int]) -> None:
 
 
 def _states(board: Switchboard, to: str = "sink") -> dict[str, State]:
-    rows = board.store.messages(recipient=to, states=tuple(State), limit=100)
+    rows = board.store.messages(recipient=to, states=tuple(State), limit=10_000)
     return {m.id: m.state for m in rows}
 
 
@@ -144,8 +149,7 @@ class SwitchboardAcks(RuleBasedStateMachine):
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def _up(self) -> None:
-        up = {"channel": Channel(self.sock), "window": 4, "max_deliver": 1000}
-        self.board._apply_batch([("up", "sink", up, None, None)])
+        _up(self.board, self.sock, window=4, max_deliver=1000)
 
     def _inflight(self) -> list[int]:
         return list(_sink(self.board).inflight)
