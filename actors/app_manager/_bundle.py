@@ -24,6 +24,7 @@ import re
 import stat
 import struct
 import tempfile
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
@@ -55,6 +56,12 @@ _ZIP_TIME: Final = (1980, 1, 1, 0, 0, 0)
 _ZIP_MODE: Final = (stat.S_IFREG | 0o644) << 16
 _ZIP_UNIX: Final = 3
 _MAX_PATH_BYTES: Final = 255
+# Unicode categories no entry name may hold: controls (Cc: C0, DEL, C1), formatting
+# characters (Cf: the bidi embeddings and overrides U+202A-202E, the isolates U+2066-2069,
+# the marks U+200E/F and U+061C, zero-width characters) and the line and paragraph
+# separators (Zl, Zp). Each makes a name display (in a listing, a log, a review) as
+# another name than the one the file system gets.
+_INVISIBLE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Zl", "Zp"})
 _SECRET_PREFIX: Final = "lineup-ed25519-secret:"
 _PUBLIC_PREFIX: Final = "lineup-ed25519-public:"
 # What zipfile raises on corrupt input: a bad header, a bad CRC or deflate stream, an
@@ -205,6 +212,10 @@ def load_trusted_keys(paths: Iterable[str | Path]) -> dict[str, nacl.signing.Ver
 # --- writing and signing ------------------------------------------------------------------
 
 
+def _invisible_char(name: str) -> str | None:
+    return next((c for c in name if unicodedata.category(c) in _INVISIBLE_CATEGORIES), None)
+
+
 def check_path(name: str) -> None:
     """Raises `bundle_bad_path` unless `name` is a plain relative path the bundle may hold."""
     problem = None
@@ -215,8 +226,8 @@ def check_path(name: str) -> None:
         problem = "absolute or not a POSIX path"
     elif any(part in ("", ".", "..") for part in parts):
         problem = "has an empty, '.' or '..' segment"
-    elif any(ord(char) < 32 or ord(char) == 127 for char in name):
-        problem = "has a control character"
+    elif (hidden := _invisible_char(name)) is not None:
+        problem = f"has a control or formatting character (U+{ord(hidden):04X})"
     elif name not in (MANIFEST_NAME, SIGNATURE_NAME) and not name.startswith(APP_PREFIX):
         problem = f"outside {APP_PREFIX!r}"
     if problem is not None:

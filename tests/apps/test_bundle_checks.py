@@ -256,6 +256,61 @@ def test_bad_paths(
     assert problem in error.detail
 
 
+# Names that display as other names: each holds one character of Unicode category Cc, Cf,
+# Zl or Zp. "app/\u202eyp.exe" shows as "app/exe.py" in a right-to-left-aware listing.
+INVISIBLE_NAMES = {
+    "rlo": ("app/\u202eyp.txt", "U+202E"),
+    "lre": ("app/a\u202ab.py", "U+202A"),
+    "lri": ("app/a\u2066b.py", "U+2066"),
+    "rli": ("app/a\u2067b.py", "U+2067"),
+    "fsi": ("app/a\u2068b.py", "U+2068"),
+    "pdi": ("app/a\u2069b.py", "U+2069"),
+    "lrm": ("app/a\u200eb.py", "U+200E"),
+    "rlm": ("app/a\u200fb.py", "U+200F"),
+    "alm": ("app/a\u061cb.py", "U+061C"),
+    "zwsp": ("app/a\u200bb.py", "U+200B"),
+    "bom": ("app/\ufeffa.py", "U+FEFF"),
+    "tab": ("app/a\tb.py", "U+0009"),
+    "del": ("app/a\x7fb.py", "U+007F"),
+    "c1": ("app/a\x85b.py", "U+0085"),
+    "line-separator": ("app/a\u2028b.py", "U+2028"),
+    "paragraph-separator": ("app/a\u2029b.py", "U+2029"),
+}
+
+
+@pytest.mark.parametrize("case", INVISIBLE_NAMES.values(), ids=INVISIBLE_NAMES.keys())
+def test_names_with_control_or_bidi_characters(
+    cache: BundleCache, signed: Signed, tmp_path: Path, case: tuple[str, str]
+) -> None:
+    name, codepoint = case
+    error = _refused(cache, signed, _raw_bundle(signed, tmp_path / "b", name))
+    assert error.code is Code.BUNDLE_BAD_PATH
+    assert f"control or formatting character ({codepoint})" in error.detail
+    assert error.detail.isprintable()  # the detail names the character, never shows it
+
+
+def test_a_publisher_cannot_build_such_a_name(signed: Signed, tmp_path: Path) -> None:
+    contents = read_bundle(signed.data())
+    files = {**contents.files, "app/\u202egnp.py": b"x"}
+    with pytest.raises(BundleError) as caught:
+        write_bundle(tmp_path / "b", manifest=contents.manifest, files=files)
+    assert caught.value.code is Code.BUNDLE_BAD_PATH
+    assert not (tmp_path / "b").exists()
+
+
+def test_plain_non_ascii_names_are_admitted(signed: Signed, tmp_path: Path) -> None:
+    """Letters of any script are names like any other; only invisible characters are not."""
+    contents = read_bundle(signed.data())
+    files = {**contents.files, "app/données/résumé_日本.txt": b"x"}
+    contents = BundleContents(contents.manifest, None, files)
+    out = tmp_path / "b"
+    write_bundle(
+        out, manifest=contents.manifest, files=files, signature=_resigned(signed, contents)
+    )
+    entry = BundleCache(tmp_path / "bundles").admit(out, signed.trusted)
+    assert (entry.dir / "app/données/résumé_日本.txt").read_bytes() == b"x"
+
+
 def test_invalid_manifest(cache: BundleCache, signed: Signed, tmp_path: Path) -> None:
     def drop_entrypoints(manifest: dict[str, Any]) -> None:
         manifest["entrypoints"] = []
