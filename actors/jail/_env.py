@@ -17,13 +17,22 @@ PROJECT_ROOT: Final = Path(__file__).resolve().parents[2]  # holds the `actors` 
 _PR_SET_PDEATHSIG: Final = 1
 
 
-def die_with_parent(parent_pid: int) -> None:
-    """SIGKILL when the parent dies (Linux); exit now if it already has."""
+def set_death_signal() -> None:
+    """SIGKILL when the parent dies (Linux)."""
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL when the parent dies (Linux); exit now if it already has."""
+    set_death_signal()
     # The parent may have died before prctl took effect; then we were re-parented.
-    if os.getppid() != parent_pid:
+    # A parent outside our pid namespace reads as 0: we are an app, the init of its own
+    # namespace, and the launcher that forked us checked that it was alive once the
+    # signal was armed (which survives our exec).
+    ppid = os.getppid()
+    if ppid not in (parent_pid, 0):
         os._exit(0)
 
 

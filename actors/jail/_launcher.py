@@ -38,17 +38,22 @@ import os
 import signal
 import stat
 import sys
+from collections.abc import Callable
 from typing import Any, Final
 
+from . import _init
 from ._env import die_with_parent as _die_with_parent
 from ._env import scrubbed_environment
+from ._limits import join_cgroups, set_limits
 
 CLONE_NEWNS: Final = 0x0002_0000
 CLONE_NEWIPC: Final = 0x0800_0000
+CLONE_NEWPID: Final = 0x2000_0000
 CLONE_NEWUSER: Final = 0x1000_0000
 CLONE_NEWNET: Final = 0x4000_0000
 MS_NOSUID: Final = 0x2
 MS_NODEV: Final = 0x4
+MS_NOEXEC: Final = 0x8
 MS_BIND: Final = 0x1000
 MS_REC: Final = 0x4000
 MS_PRIVATE: Final = 0x4_0000
@@ -121,45 +126,58 @@ class Report:
         print(f"jail: NOT enforced: {step}: {reason}", file=sys.stderr, flush=True)
 
     def record(self, fds: list[int]) -> dict[str, Any]:
-        if not self.not_enforced:
-            level = "full"
-        elif any(step in self.enforced for step in CORE_STEPS):
-            level = "partial"
-        else:
-            level = "none"
         return {
-            "level": level,
+            "level": level_of(self.enforced, self.not_enforced),
             "enforced": self.enforced,
             "not_enforced": self.not_enforced,
             "fds": fds,
         }
 
 
+def level_of(enforced: dict[str, str], not_enforced: dict[str, str]) -> str:
+    """full: nothing missing; partial: some of the core steps enforced; else none."""
+    if not not_enforced:
+        return "full"
+    return "partial" if any(step in enforced for step in CORE_STEPS) else "none"
+
+
 # -- the steps ---------------------------------------------------------------------------
 
 
-def enter_namespaces(report: Report) -> bool:
-    """New network, mount and IPC namespaces; True if the mount namespace is ours."""
-    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC
+def enter_namespaces(report: Report) -> tuple[bool, bool]:
+    """New network, mount, IPC and pid namespaces: (the mount namespace is ours, the pid
+    namespace is). A pid namespace alone refused (none left) still leaves the others."""
     try:
-        if os.geteuid() == 0:
-            _check(_libc.unshare(flags), "unshare")
-        else:
-            # Unprivileged: a user namespace first, mapping only our own ids, so that after
-            # the exec (a non-zero uid) no capability is left in it either.
-            uid, gid = os.geteuid(), os.getegid()
-            _check(_libc.unshare(CLONE_NEWUSER | flags), "unshare (user namespace)")
-            # setgroups first: an unprivileged gid_map is refused while setgroups is allowed.
-            _write_proc("setgroups", "deny")
-            _write_proc("uid_map", f"{uid} {uid} 1")
-            _write_proc("gid_map", f"{gid} {gid} 1")
+        try:
+            _unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID)
+            own_pids = True
+        except OSError as exc:
+            _unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC)
+            report.missing("pid_namespace", f"refused ({exc.strerror or exc})")
+            own_pids = False
     except OSError as exc:
-        for step in ("network", "ipc", "filesystem"):
+        for step in ("network", "ipc", "filesystem", "pid_namespace"):
             report.missing(step, f"no namespace ({exc.strerror or exc})")
-        return False
+        return False, False
     report.ok("network", "namespace of its own, no interface up")
     report.ok("ipc", "namespace of its own")
-    return True
+    if own_pids:
+        report.ok("pid_namespace", "its own, the app its init: what it leaves dies with it")
+    return True, own_pids
+
+
+def _unshare(flags: int) -> None:
+    if os.geteuid() == 0:
+        _check(_libc.unshare(flags), "unshare")
+        return
+    # Unprivileged: a user namespace first, mapping only our own ids, so that after the
+    # exec (a non-zero uid) no capability is left in it either.
+    uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(CLONE_NEWUSER | flags), "unshare (user namespace)")
+    # setgroups first: an unprivileged gid_map is refused while setgroups is allowed.
+    _write_proc("setgroups", "deny")
+    _write_proc("uid_map", f"{uid} {uid} 1")
+    _write_proc("gid_map", f"{gid} {gid} 1")
 
 
 def _write_proc(name: str, line: str) -> None:
@@ -200,7 +218,13 @@ def _hand_over(fd: int, uid: int, gid: int) -> None:
 
 
 def build_view(
-    report: Report, private_fd: int, hidden: list[str], *, other_uid: bool, app_code: str | None
+    report: Report,
+    private_fd: int,
+    hidden: list[str],
+    *,
+    other_uid: bool,
+    app_code: str | None,
+    own_pids: bool,
 ) -> str:
     """The app's file system (step 4); returns its working directory. `other_uid`: the app
     will run as a uid of its own, to which the supervisor's files are "other"."""
@@ -231,6 +255,8 @@ def build_view(
         os.fchdir(private_fd)
         return os.getcwd()
     report.ok("filesystem", f"its directory at {VIEW_DIR}, empty /tmp, data dir hidden")
+    if own_pids:
+        _mount_proc(report)
     try:
         _set_mount_attributes("/", add=MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, recursive=True)
         read_only = True
@@ -243,6 +269,16 @@ def build_view(
         _set_mount_attributes(VIEW_DIR, add=MOUNT_ATTR_NOSUID, remove=MOUNT_ATTR_RDONLY)
     os.chdir(VIEW_DIR)
     return VIEW_DIR
+
+
+def _mount_proc(report: Report) -> None:
+    """A /proc of its pid namespace: it lists the app's own processes only."""
+    try:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError as exc:
+        report.missing("proc", f"the host's /proc stays ({exc.strerror or exc})")
+        return
+    report.ok("proc", "its own: only its processes")
 
 
 def _set_mount_attributes(path: str, *, add: int, remove: int = 0, recursive: bool = False) -> None:
@@ -306,7 +342,7 @@ def _open_path(path: str) -> int:
     return os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
 
 
-def become_app(report: Report, uid: int, gid: int, parent_pid: int) -> None:
+def become_app(report: Report, uid: int, gid: int, rearm: Callable[[], None]) -> None:
     """Step 5. Only root can change who it is; anyone else stays the supervisor's user."""
     if os.geteuid() != 0:
         report.missing("identity", f"not root: runs as the supervisor's uid {os.geteuid()}")
@@ -318,7 +354,7 @@ def become_app(report: Report, uid: int, gid: int, parent_pid: int) -> None:
     except OSError as exc:
         message = f"jail: cannot become uid {uid}: {exc}; refusing to run it as root"
         raise SystemExit(message) from None
-    _die_with_parent(parent_pid)  # cleared by the change of uid
+    rearm()  # the parent-death signal: cleared by the change of uid
     with contextlib.suppress(ProcessLookupError):
         os.kill(-1, signal.SIGKILL)  # as `uid` now: its leftovers only, never us
     report.ok("identity", f"uid {uid}, gid {gid}, no supplementary groups, no capabilities")
@@ -357,6 +393,9 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--parent-pid", type=int, required=True)
     parser.add_argument("--hide", action="append", default=[])
     parser.add_argument("--code", help="the app's verified code (a bundle's app/ directory)")
+    parser.add_argument("--cgroup", action="append", default=[], help="a cgroup dir to join")
+    parser.add_argument("--max-file-bytes", type=int, help="RLIMIT_FSIZE")
+    parser.add_argument("--max-processes", type=int, help="RLIMIT_NPROC of its own uid")
     child = argv[split + 1 :]
     if not child:
         raise SystemExit("jail: no child command after --")
@@ -367,11 +406,22 @@ def main(argv: list[str]) -> None:
     args, child = _parse(argv)
     _die_with_parent(args.parent_pid)
     report = Report()
-    own_mounts = enter_namespaces(report)
+    join_cgroups(report, args.cgroup)
+    own_mounts, own_pids = enter_namespaces(report)
+    host_pid = os.getpid()
+    rearm: Callable[[], None] = lambda: _die_with_parent(args.parent_pid)  # noqa: E731
+    if own_pids:
+        host_pid = _init.fork_init()  # the launcher stays behind, as its waiting parent
+        rearm = _init.rearm_death_signal
     private_fd = prepare_private_dir(args.private_dir, args.uid, args.gid)
     if own_mounts:
         home = build_view(
-            report, private_fd, args.hide, other_uid=os.geteuid() == 0, app_code=args.code
+            report,
+            private_fd,
+            args.hide,
+            other_uid=os.geteuid() == 0,
+            app_code=args.code,
+            own_pids=own_pids,
         )
         code_view = CODE_VIEW if os.path.isdir(f"{CODE_VIEW}/app") else args.code
     else:
@@ -380,13 +430,20 @@ def main(argv: list[str]) -> None:
         home = os.getcwd()
         code_view = args.code
     os.close(private_fd)
-    become_app(report, args.uid, args.gid, args.parent_pid)
+    become_app(report, args.uid, args.gid, rearm)
+    set_limits(
+        report,
+        max_file=args.max_file_bytes,
+        max_processes=args.max_processes,
+        own_uid="identity" in report.enforced,
+    )
     forbid_new_privileges(report)
     env = scrubbed_environment(os.environ, home=home)
     if code_view is not None:  # the directory that holds the package `app`
         env["LINEUP_APP_CODE"] = os.path.dirname(code_view) if code_view == args.code else CODE_VIEW
     kept = [0, 1, 2, args.channel_fd]
     with os.fdopen(args.report_fd, "w") as out:
-        out.write(json.dumps(report.record(kept)) + "\n")
+        out.write(json.dumps({**report.record(kept), "pid": host_pid}) + "\n")
+    _init.close_launcher_fd()
     close_all_but(set(kept))
     os.execve(child[0], child, env)

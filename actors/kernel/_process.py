@@ -14,6 +14,9 @@ from typing import Any
 
 import trio
 
+from ._applog import AppLog
+from ._containment import AppCgroup
+from ._quota import watch_directory
 from ._sandbox import JailPlan
 from ._specs import ChildSpec
 
@@ -25,9 +28,20 @@ class Incarnation:
     pid: int
     sock: socket.socket
     isolation: dict[str, Any] | None = None  # what the launcher enforced (isolated apps)
+    failure: str = ""  # why the supervisor ended it, if it did (its quota)
 
     async def wait(self) -> int:
         raise NotImplementedError
+
+    async def run_aside(self) -> None:
+        """What runs beside its channel for its life (an isolated app's log and quota)."""
+
+    def kill_remains(self) -> None:
+        """Kill whatever it started that is still alive (an isolated app's cgroup)."""
+
+    async def release(self) -> str:
+        """Once it has exited: nothing of it left; a note on its end ("" or why)."""
+        return ""
 
     @property
     def returncode(self) -> int | None:
@@ -58,6 +72,7 @@ class ChildProcess(Incarnation):
         log_dir: Path,
         env: dict[str, str] | None,
         jail: JailPlan | None = None,
+        cgroup: AppCgroup | None = None,
     ) -> None:
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         command = [
@@ -78,16 +93,23 @@ class ChildProcess(Incarnation):
             pass_fds.append(report_w)
             env = jail.env
         log_dir.mkdir(parents=True, exist_ok=True)
+        self.spec = spec
+        self.cgroup = cgroup
+        self.log: AppLog | None = None
         try:
             with open(log_dir / f"{spec.name}.log", "ab") as log_file:
+                output: Any = log_file
+                if spec.isolation is not None:  # it gets a pipe, never its log file
+                    self.log = AppLog(log_dir / f"{spec.name}.log", spec.isolation.log_max)
+                    output = self.log.write_fd
                 # Popen runs here, in the supervisor's main thread: a parent-death signal is
                 # tied to the thread that forked, and trio's worker threads come and go.
                 self.popen = subprocess.Popen(
                     command,
                     pass_fds=pass_fds,
                     stdin=subprocess.DEVNULL,
-                    stdout=log_file,
-                    stderr=log_file,
+                    stdout=output,
+                    stderr=output,
                     start_new_session=True,
                     env=env,
                     cwd="/" if jail is not None else None,
@@ -95,13 +117,18 @@ class ChildProcess(Incarnation):
         except BaseException:
             if self._report >= 0:
                 os.close(self._report)
+            if self.log is not None:
+                self.log.close()
             raise
         finally:
             child_sock.close()
             if report_w >= 0:
                 os.close(report_w)
+            if self.log is not None:
+                self.log.started()
         self.sock = parent_sock
-        self.pid = self.popen.pid
+        self.pid = self.popen.pid  # the launcher's, until it reports the app's
+        self.jail = jail
         self._pidfd = os.pidfd_open(self.pid)
         self._waiting = False
         self._exit_lot = trio.lowlevel.ParkingLot()
@@ -121,7 +148,53 @@ class ChildProcess(Incarnation):
             self.isolation = json.loads(data)
         except ValueError:
             return None
+        assert self.isolation is not None
+        self.pid = int(self.isolation.pop("pid", self.pid))
         return self.isolation
+
+    def signal(self, sig: signal.Signals) -> None:
+        """To the launcher, which relays it to the app; SIGKILL to all of it at once."""
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.popen.pid, sig)
+        if sig == signal.SIGKILL:
+            self.kill_remains()
+
+    async def run_aside(self) -> None:
+        isolation = self.spec.isolation
+        async with trio.open_nursery() as nursery:
+            if self.log is not None:
+                nursery.start_soon(self.log.copy)
+            if isolation is not None and self.jail is not None:
+
+                def fail(reason: str) -> None:
+                    self.failure = reason
+                    self.signal(signal.SIGKILL)
+
+                nursery.start_soon(
+                    watch_directory,
+                    self.jail.private_dir,
+                    isolation.dir_max,
+                    isolation.dir_check_s,
+                    fail,
+                )
+
+    def kill_remains(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.kill()
+
+    async def release(self) -> str:
+        note = ""
+        if self.cgroup is not None:
+            if self.cgroup.oom_kills():
+                note = "out of memory (the limit of its cgroup)"
+            if not await self.cgroup.destroy():
+                note = (note + "; " if note else "") + "its cgroup could not be emptied"
+            self.cgroup = None
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+        return note
 
     async def _read_report(self) -> bytes:
         while True:

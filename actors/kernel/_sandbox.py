@@ -12,8 +12,11 @@ uid and then execs the child. What the supervisor decides is here:
 - **what it must not reach**: the data dir is made 0700 (`seal_data_dir`): the mailbox,
   `runtime.db`, the token, the control socket, the logs and every app's directory are below
   it, and the launcher hides it from the app's view as well;
-- **what it learns back**: the launcher's report of what it enforced (`log_jail_report`),
-  shown in the actor's statistics as `isolation`.
+- **what it may use**: a cgroup (`_containment`), which the launcher joins, and the
+  rlimits the launcher sets (`JailPlan.max_file`, `max_processes`);
+- **what it learns back**: the launcher's report of what it enforced, with the cgroup's
+  and the log's steps merged in (`merge_report`, `log_jail_report`), shown in the
+  actor's statistics as `isolation`.
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from actors.jail._env import scrubbed_environment
+from actors.jail._launcher import level_of
 
 if TYPE_CHECKING:
+    from ._containment import AppCgroup
     from ._specs import ChildSpec
 
 log = logging.getLogger("lineup.supervisor")
@@ -117,11 +122,19 @@ class JailPlan:
     hidden: tuple[Path, ...]
     env: dict[str, str]
     code_dir: Path | None = None
+    cgroups: tuple[Path, ...] = ()  # one directory per hierarchy, for the launcher to join
+    max_file: int | None = None  # RLIMIT_FSIZE
+    max_processes: int | None = None  # RLIMIT_NPROC of its own uid
 
     def command(self, child_command: list[str], *, channel_fd: int, report_fd: int) -> list[str]:
         hide = [arg for path in self.hidden for arg in ("--hide", str(path))]
         if self.code_dir is not None:
             hide += ["--code", str(self.code_dir)]
+        hide += [arg for path in self.cgroups for arg in ("--cgroup", str(path))]
+        if self.max_file is not None:
+            hide += ["--max-file-bytes", str(self.max_file)]
+        if self.max_processes is not None:
+            hide += ["--max-processes", str(self.max_processes)]
         return [
             sys.executable,
             "-m",
@@ -144,19 +157,51 @@ class JailPlan:
         ]
 
 
-def plan_jail(spec: ChildSpec, data_dir: Path, source_env: Mapping[str, str]) -> JailPlan:
-    assert spec.isolation is not None
+def plan_jail(
+    spec: ChildSpec,
+    data_dir: Path,
+    source_env: Mapping[str, str],
+    cgroup: AppCgroup | None = None,
+) -> JailPlan:
+    isolation = spec.isolation
+    assert isolation is not None
     data_dir = data_dir.resolve()
     seal_data_dir(data_dir)
-    number = app_id(data_dir, spec.isolation.scope)
+    number = app_id(data_dir, isolation.scope)
     return JailPlan(
-        private_dir=data_dir / spec.isolation.private_dir,
+        private_dir=data_dir / isolation.private_dir,
         uid=number,
         gid=number,
         hidden=(data_dir,),
         env=scrubbed_environment(source_env),
-        code_dir=data_dir / spec.isolation.code_dir if spec.isolation.code_dir else None,
+        code_dir=data_dir / isolation.code_dir if isolation.code_dir else None,
+        cgroups=tuple(cgroup.dirs) if cgroup is not None else (),
+        max_file=isolation.file_max,
+        max_processes=isolation.max_processes,
     )
+
+
+def merge_report(
+    report: dict[str, Any] | None, cgroup: AppCgroup, spec: ChildSpec
+) -> dict[str, Any] | None:
+    """The launcher's report with what the supervisor enforced itself: the cgroup's limits,
+    the log and the directory quota; the level worked out again over all of it."""
+    if report is None:
+        return None
+    isolation = spec.isolation
+    assert isolation is not None
+    enforced = {**report.get("enforced", {}), **cgroup.enforced}
+    missing = {**report.get("not_enforced", {}), **cgroup.not_enforced}
+    enforced["log"] = f"a pipe; logs/{spec.name}.log rotated to .1 at {isolation.log_max} bytes"
+    enforced["directory_quota"] = (
+        f"{isolation.dir_max} bytes in its directory, checked every {isolation.dir_check_s:g} s"
+    )
+    return {
+        **report,
+        "level": level_of(enforced, missing),
+        "enforced": enforced,
+        "not_enforced": missing,
+    }
 
 
 def log_jail_report(name: str, report: dict[str, Any] | None) -> None:

@@ -31,6 +31,7 @@ ACTOR_NAME = re.compile(r"^[a-z][a-z0-9_]*(?:[.:-][a-z0-9_]+)*$")
 # directory (its owner could then replace it) and never elsewhere (the launcher chowns it).
 CODE_DIR = re.compile(r"^bundles/[0-9a-f]{64}/app$")
 PRIVATE_DIR = re.compile(r"^apps/[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+MiB = 1 << 20
 # Config keys an isolated app is never given (its config reaches a process we do not trust).
 _SECRET_KEY = re.compile(r"token|secret|password|credential|data_dir", re.IGNORECASE)
 
@@ -45,9 +46,11 @@ class Isolation(BaseModel):
     """How an installed app's process is confined (docs/architecture.md, "Isolation").
 
     The launcher (`actors.jail`) gives it a network namespace of its own (no
-    interfaces up: no network), its private directory as its working directory and only
+    interfaces up: no network), a pid namespace of its own (it is its init: what it
+    leaves dies with it), its private directory as its working directory and only
     writable place, a uid and gid of its own (allocated per app and persisted in
-    `DATA_DIR/app_ids.json`) and no way to regain privileges. What could not be enforced
+    `DATA_DIR/app_ids.json`) and no way to regain privileges; the supervisor gives it a
+    cgroup with the limits below and a log it cannot touch. What could not be enforced
     is logged and shown in the actor's statistics (`isolation`).
     """
 
@@ -59,6 +62,26 @@ class Isolation(BaseModel):
         default=None,
         description="'bundles/<sha256>/app', relative to the data dir: the verified code, "
         "mounted read-only in the app's view (LINEUP_APP_CODE says where)",
+    )
+
+    max_processes: int = Field(
+        default=64, ge=8, le=4096, description="tasks in its cgroup (pids.max), threads included"
+    )
+    memory_max: int = Field(
+        default=512 * MiB, ge=16 * MiB, description="bytes of memory for all its processes"
+    )
+    cpu_shares: int = Field(
+        default=512, ge=2, le=262144, description="its CPU share; a trusted actor has 1024"
+    )
+    file_max: int = Field(
+        default=256 * MiB, ge=MiB, description="largest file it may write (RLIMIT_FSIZE)"
+    )
+    dir_max: int = Field(default=1024 * MiB, ge=MiB, description="bytes in its directory")
+    dir_check_s: float = Field(
+        default=10.0, ge=0.1, description="seconds between two checks of dir_max"
+    )
+    log_max: int = Field(
+        default=8 * MiB, ge=65536, description="its log's size before it rotates to .log.1"
     )
 
     @field_validator("code_dir")

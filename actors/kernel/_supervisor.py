@@ -1,9 +1,12 @@
 """The supervisor: starts actors as processes, restarts them by OTP rules, stops them in order.
 
 Each child has a keeper task that runs one incarnation after another: spawn, read its
-channel into the switchboard until EOF, reap, tell the switchboard (which requeues what was
-in flight and blames the message being handled), then decide by the child's `restart`
-policy, the restart intensity and the strategy whether and when to start it again.
+channel into the switchboard until EOF or until its process has exited (then what it
+started is killed, and what is left in the channel is read for at most `EXIT_GRACE`
+seconds: a process it left holding the channel cannot keep the incarnation alive), reap,
+tell the switchboard (which requeues what was in flight and blames the message being
+handled), then decide by the child's `restart` policy, the restart intensity and the
+strategy whether and when to start it again.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import trio
 
 from ._channel import Channel
 from ._children import Child, RestartHistory, lock_data_dir
+from ._containment import CgroupLimits, prepare_cgroup, runtime_id
 from ._control import serve_control
 from ._delegation import supervise_for
 from ._forked import Zygote
@@ -28,7 +32,7 @@ from ._frames import Frame, FrameError, pack_body
 from ._ids import new_id
 from ._mailbox import MailboxStore
 from ._process import ChildProcess, Incarnation, describe_exit
-from ._sandbox import log_jail_report, plan_jail
+from ._sandbox import log_jail_report, merge_report, plan_jail
 from ._specs import ChildSpec, Restart, RuntimeConfig
 from ._switchboard import Op, Switchboard
 from ._wire import ProtocolViolation, check_supervise, classify
@@ -37,6 +41,10 @@ from ._wire import ProtocolViolation, check_supervise, classify
 _SUPERVISOR_KINDS = frozenset({"kernel.ready", "kernel.supervise", "kernel.stats"})
 
 log = logging.getLogger("lineup.supervisor")
+
+# Seconds the channel of an exited process is still read, for the frames it sent before
+# it exited; EOF normally ends it at once.
+EXIT_GRACE = 1.0
 
 
 class Supervisor:
@@ -309,14 +317,18 @@ class Supervisor:
         child.started_at = time.monotonic()
         channel = Channel(process.sock, max_frame=self.config.max_frame)
         violation = ""
+        reading = trio.CancelScope()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(channel.run_writer)
-            try:
-                await self._read(child, channel, on_ready)
-            except (FrameError, ProtocolViolation) as exc:
-                violation = f"sent a bad frame ({exc})"
-                log.error("%s %s: closing its channel", spec.name, violation)  # noqa: TRY400 (expected, no traceback)
-                process.signal(signal.SIGKILL)
+            nursery.start_soon(process.run_aside)
+            nursery.start_soon(_end_at_exit, process, reading)
+            with reading:
+                try:
+                    await self._read(child, channel, on_ready)
+                except (FrameError, ProtocolViolation) as exc:
+                    violation = f"sent a bad frame ({exc})"
+                    log.error("%s %s: closing its channel", spec.name, violation)  # noqa: TRY400 (expected, no traceback)
+                    process.signal(signal.SIGKILL)
             nursery.cancel_scope.cancel()
         channel.close()
         with trio.move_on_after(2.0):  # EOF came first; the exit follows at once
@@ -324,7 +336,10 @@ class Supervisor:
         if process.returncode is None:
             process.signal(signal.SIGKILL)
         code = await process.wait()
-        reason = violation or describe_exit(code)
+        note = await process.release()
+        reason = violation or process.failure or describe_exit(code)
+        if note:
+            reason = f"{reason} ({note})"
         # A bad frame is the child's doing however it then exited: the channel is closed
         # at the bad frame, and under load the child may see the EOF and exit 0 before
         # the SIGKILL lands (which made the restart count against the intensity).
@@ -356,9 +371,19 @@ class Supervisor:
     async def _spawn_jailed(self, spec: ChildSpec, log_dir: Path) -> Incarnation:
         """An installed app: exec'd through the launcher (`actors.jail`), never forked
         from the zygote, which is a copy of a trusted process (memory, fds, environment)."""
-        plan = plan_jail(spec, self.data_dir, self.child_env or os.environ)
-        process = ChildProcess(spec, log_dir=log_dir, env=None, jail=plan)
-        log_jail_report(spec.name, await process.read_jail_report(self.config.hello_timeout))
+        isolation = spec.isolation
+        assert isolation is not None
+        limits = CgroupLimits(isolation.max_processes, isolation.memory_max, isolation.cpu_shares)
+        cgroup = await prepare_cgroup(runtime_id(self.data_dir), isolation.scope, limits)
+        plan = plan_jail(spec, self.data_dir, self.child_env or os.environ, cgroup)
+        try:
+            process = ChildProcess(spec, log_dir=log_dir, env=None, jail=plan, cgroup=cgroup)
+        except BaseException:
+            await cgroup.destroy()
+            raise
+        report = await process.read_jail_report(self.config.hello_timeout)
+        process.isolation = merge_report(report, cgroup, spec)
+        log_jail_report(spec.name, process.isolation)
         return process
 
     async def _read(self, child: Child, channel: Channel, on_ready: Any) -> None:
@@ -483,3 +508,11 @@ class Supervisor:
         if stats is not None and child.process is not None and child.process.isolation:
             stats["isolation"] = child.process.isolation  # what its launcher enforced
         return stats
+
+
+async def _end_at_exit(process: Incarnation, reading: trio.CancelScope) -> None:
+    """An incarnation ends when its process exits, whatever holds its channel: what it
+    started is killed, and the channel read for `EXIT_GRACE` more seconds at most."""
+    await process.wait()
+    process.kill_remains()
+    reading.deadline = min(reading.deadline, trio.current_time() + EXIT_GRACE)

@@ -323,7 +323,10 @@ def test_without_root_a_user_namespace_confines_all_but_the_identity(tmp_path: P
     prefix = ["unshare", "--map-user=4242", "--map-group=4242"]
     report, out, logged = launch(tmp_path, prefix, PROBE_SCRIPT)
     assert report["level"] == "partial"
-    assert set(report["enforced"]) == {"network", "ipc", "filesystem", "read_only", "no_new_privs"}
+    assert set(report["enforced"]) == {
+        "network", "ipc", "pid_namespace", "proc", "filesystem", "read_only", "rlimits",
+        "no_new_privs",
+    }  # fmt: skip
     assert set(report["not_enforced"]) == {"identity"}
     assert "jail: NOT enforced: identity" in logged
     uid, netns, cwd, wrote = out
@@ -338,8 +341,10 @@ def test_without_namespaces_the_launcher_says_so_and_still_drops_root(tmp_path: 
         tmp_path, ["setpriv", "--bounding-set", "-sys_admin"], PROBE_SCRIPT
     )
     assert report["level"] == "partial"
-    assert set(report["not_enforced"]) == {"network", "ipc", "filesystem", "read_only"}
-    assert set(report["enforced"]) == {"identity", "no_new_privs"}
+    assert set(report["not_enforced"]) == {
+        "network", "ipc", "pid_namespace", "filesystem", "read_only",
+    }  # fmt: skip
+    assert set(report["enforced"]) == {"identity", "rlimits", "no_new_privs"}
     assert "jail: NOT enforced: network" in logged
     uid, netns, _, wrote = out
     assert (uid, wrote) == (str(0x7000_1234), "wrote")

@@ -1,0 +1,112 @@
+"""The app as pid 1 of a pid namespace of its own, and the launcher as its waiting parent.
+
+After `unshare(CLONE_NEWPID)` the launcher's next child is the namespace's init. The
+launcher forks it and stays, outside the namespace, as its parent:
+
+- it relays: a signal it receives (SIGTERM from the supervisor's stop) goes to the app;
+  the app's exit status becomes its own (a signal by killing itself with it), so the
+  supervisor sees the app's end as the launcher's;
+- it dies with the supervisor (its parent-death signal, armed at its start and never
+  cleared: it changes no credential), and the app dies with it (the app's parent-death
+  signal, armed again after each credential change). When the app, the namespace's init,
+  ends, the kernel kills every process left in the namespace;
+- it stays root, in the root pid namespace: the app's uid may neither signal nor trace it,
+  and cannot even name it (its pid is outside the app's namespace).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import select
+import signal
+import sys
+from typing import Final, NoReturn
+
+from ._env import set_death_signal
+
+RELAYED: Final = (
+    signal.SIGTERM,
+    signal.SIGINT,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
+
+_launcher_fd = -1  # in the app, before its exec: a pidfd of the launcher
+
+
+def fork_init() -> int:
+    """Fork the namespace's init. Returns its pid as the host sees it, in the app; in the
+    launcher, never (it waits, relays and exits as the app did)."""
+    own = os.pidfd_open(os.getpid())
+    # No signal may be lost between the fork and the relay's handlers.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, RELAYED)
+    pid = os.fork()
+    if pid == 0:
+        global _launcher_fd
+        _launcher_fd = own
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        set_death_signal()
+        if not _launcher_alive():  # it died before the signal was armed
+            os._exit(1)
+        return _host_pid()
+    os.close(own)
+    _relay(pid, mask)
+
+
+def rearm_death_signal() -> None:
+    """Again after a credential change (which clears it); exit if the launcher is gone."""
+    set_death_signal()
+    if not _launcher_alive():
+        os._exit(1)
+
+
+def close_launcher_fd() -> None:
+    global _launcher_fd
+    if _launcher_fd >= 0:
+        os.close(_launcher_fd)
+        _launcher_fd = -1
+
+
+def _launcher_alive() -> bool:
+    readable, _, _ = select.select([_launcher_fd], [], [], 0)  # a pidfd: readable at exit
+    return not readable
+
+
+def _host_pid() -> int:
+    """Our pid in the root namespace: /proc is still the host's here, and NSpid lists the
+    pid from the mount's namespace down to ours."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("NSpid:"):
+                return int(line.split()[1])
+    return os.getpid()
+
+
+def _relay(pid: int, mask: set[int | signal.Signals]) -> NoReturn:
+    """The launcher's life from here: hold nothing of the app's, wait, relay, end alike."""
+    # The channel, the report pipe, the private dir: the app's alone. (Not by /proc: the
+    # app mounts its own there, in the mount namespace we share, where we have no pid.)
+    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+    for sig in RELAYED:
+        signal.signal(sig, forward)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    _, status = os.waitpid(pid, 0)  # a handled signal interrupts it; Python retries
+    if os.WIFSIGNALED(status):
+        killed = os.WTERMSIG(status)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the app's core is not ours
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(killed, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [killed])
+        sys.stderr.flush()
+        os.kill(os.getpid(), killed)
+        os._exit(128 + killed)
+    os._exit(os.waitstatus_to_exitcode(status))
