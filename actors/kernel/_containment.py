@@ -8,7 +8,8 @@ it; otherwise that controller's v1 hierarchy; otherwise it is reported as not en
 The launcher joins every directory before it forks the app, so the app and all it starts
 are born inside. Ending an incarnation kills everything still in the cgroup, waits until
 it is empty and removes it; a cgroup left by a runtime that was killed is emptied and
-reused at the next start of the app.
+reused at the next start of the app; one left empty by another runtime that was killed is
+removed by the next runtime that starts an app (`STALE_AFTER`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import errno
 import hashlib
 import os
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -28,6 +30,9 @@ CONTROLLERS: Final = ("pids", "memory", "cpu")
 STEP: Final = {"pids": "processes", "memory": "memory", "cpu": "cpu"}
 MOUNTINFO: Final = Path("/proc/self/mountinfo")
 OWN_CGROUP: Final = Path("/proc/self/cgroup")
+# An app's cgroup is empty only from its creation until its launcher joins (milliseconds),
+# and after its end: an empty one older than this was left by a runtime that was killed.
+STALE_AFTER: Final = 60.0
 
 
 @dataclass(frozen=True)
@@ -166,6 +171,8 @@ async def prepare_cgroup(runtime: str, scope: str, limits: CgroupLimits) -> AppC
         for controller in CONTROLLERS:
             group.not_enforced[STEP[controller]] = reason
     placed: set[str] = set()
+    for hierarchy in hierarchies:
+        _sweep(hierarchy.own / "lineup")
     for hierarchy in sorted(hierarchies, key=lambda h: -h.version):  # v2 first
         wanted: list[str] = [
             c for c in CONTROLLERS if c in hierarchy.controllers and c not in placed
@@ -200,6 +207,20 @@ async def prepare_cgroup(runtime: str, scope: str, limits: CgroupLimits) -> AppC
         if controller not in placed and STEP[controller] not in group.not_enforced:
             group.not_enforced[STEP[controller]] = f"no {controller} cgroup controller here"
     return group
+
+
+def _sweep(lineup: Path) -> None:
+    """Remove the empty app cgroups that killed runtimes left behind."""
+    now = time.time()
+    with contextlib.suppress(OSError):  # another runtime may sweep at the same time
+        for runtime in lineup.iterdir():
+            for scope in runtime.iterdir():
+                with contextlib.suppress(OSError):
+                    old = scope.is_dir() and now - scope.stat().st_ctime > STALE_AFTER
+                    if old and not (scope / "cgroup.procs").read_text().strip():
+                        scope.rmdir()
+            with contextlib.suppress(OSError):
+                runtime.rmdir()
 
 
 def _make(
