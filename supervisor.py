@@ -18,19 +18,28 @@ import trio
 
 from actors.kernel import ChildSpec, RuntimeConfig, Supervisor, settle_garbage_collector
 
+# Who may send an app process what: the SDK's surface (every app.* process has this door).
+APP_DOOR = "apps.sdk.door:DOOR"
+
+
+def _actor(name: str, package: str, cls: str) -> ChildSpec:
+    """An actor of the runtime: its package holds its class and its door."""
+    return ChildSpec(name=name, target=f"{package}:{cls}", door=f"{package}.door:DOOR")
+
+
 RUNTIME_CHILDREN = [
-    ChildSpec(name="store", target="actors.store:StoreActor"),
-    ChildSpec(name="router", target="actors.router:RouterActor"),
-    ChildSpec(name="app_manager", target="actors.app_manager:AppManagerActor"),
-    ChildSpec(name="tool_router", target="actors.tool_router:ToolRouterActor"),
-    ChildSpec(name="capability_gateway", target="actors.capability_gateway:CapabilityGatewayActor"),
+    _actor("store", "actors.store", "StoreActor"),
+    _actor("router", "actors.router", "RouterActor"),
+    _actor("app_manager", "actors.app_manager", "AppManagerActor"),
+    _actor("tool_router", "actors.tool_router", "ToolRouterActor"),
+    _actor("capability_gateway", "actors.capability_gateway", "CapabilityGatewayActor"),
     # The chat core app (seed §4.5): its mailbox is its App Inbox (§5.4).
-    ChildSpec(name="app.chat", target="apps.chat:ChatApp"),
+    ChildSpec(name="app.chat", target="apps.chat:ChatApp", door=APP_DOOR),
     # The app-registry core app: the user's window on the registry (seed §4.3).
-    ChildSpec(name="app.app-registry", target="apps.app_registry:AppRegistryApp"),
-    ChildSpec(name="transport", target="actors.transport:TransportActor"),
+    ChildSpec(name="app.app-registry", target="apps.app_registry:AppRegistryApp", door=APP_DOOR),
+    _actor("transport", "actors.transport", "TransportActor"),
     # The user's side: UI sessions and host lifecycle intents (seed §5.1).
-    ChildSpec(name="host", target="actors.host:HostActor"),
+    _actor("host", "actors.host", "HostActor"),
 ]
 
 # Where the runtime's AppServer token lives in the data dir (mode 0600, transport only).
@@ -50,7 +59,7 @@ def default_config(
     the transport gets the AppServer URL and the token file's path.
     """
     if data_dir is None:
-        return RuntimeConfig(children=RUNTIME_CHILDREN, strategy="one_for_one")
+        return RuntimeConfig(children=RUNTIME_CHILDREN, strategy="one_for_one", app_door=APP_DOOR)
     root = Path(data_dir).resolve()
     settings: dict[str, dict[str, object]] = {
         "store": {"data_dir": str(root)},
@@ -70,7 +79,7 @@ def default_config(
         child.model_copy(update={"config": {**child.config, **settings.get(child.name, {})}})
         for child in RUNTIME_CHILDREN
     ]
-    return RuntimeConfig(children=children, strategy="one_for_one")
+    return RuntimeConfig(children=children, strategy="one_for_one", app_door=APP_DOOR)
 
 
 def run(data_dir: Path, config: RuntimeConfig) -> None:

@@ -49,6 +49,7 @@ from ._registry import (
 )
 from ._requests import HOST_NAVIGATION, NAVIGATION, check_requester, request_fields
 from ._steps import Outcome, Steps
+from .door import DOOR
 
 log = logging.getLogger("lineup.app_manager")
 
@@ -58,6 +59,8 @@ BUNDLED_APP: Final = "apps.sdk._bundled:BundledApp"  # imports the bundle's app 
 
 
 class AppManagerActor(Actor):
+    door = DOOR
+
     async def on_start(self) -> None:
         self.data_dir = Path(str(self.config.get("data_dir", ".")))
         self.steps = Steps(self.data_dir, BundleCache(bundle_cache_dir(self.data_dir)))

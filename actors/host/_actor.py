@@ -32,6 +32,8 @@ import msgpack
 from actors.contracts import Code
 from actors.kernel import Actor, Message, handles
 
+from .door import DOOR
+
 log = logging.getLogger("lineup.host")
 
 HOST_SOURCES: Final = frozenset({"ui", "debug"})
@@ -98,6 +100,8 @@ def _intent(body: Any) -> tuple[str, str, str | None]:
 
 class HostActor(Actor):
     """The user's side: one entry for UI actions, one for host lifecycle intents."""
+
+    door = DOOR
 
     async def on_start(self) -> None:
         # The apps with a UI the host may address; the app manager will own this list.

@@ -23,6 +23,7 @@ from ._actor import (
 from ._applied import applied_once, ensure_applied_table
 from ._channel import Channel, ChannelClosed, ChannelStatistics
 from ._collector import settle_garbage_collector
+from ._door import APPS, OPEN_DOOR, Accept, Door, PayloadError, accept, load_door
 from ._faults import crash_point
 from ._frames import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, decode_body, encode
 from ._ids import DerivedIds, derive_id, id_timestamp, is_valid_id, new_id
@@ -64,7 +65,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "APPS",
     "DEFAULT_MAX_FRAME",
+    "OPEN_DOOR",
+    "Accept",
     "Actor",
     "ActorStatistics",
     "CallFailed",
@@ -75,17 +79,20 @@ __all__ = [
     "ChildSpec",
     "ControlError",
     "DerivedIds",
+    "Door",
     "FrameDecoder",
     "FrameError",
     "MailboxCounts",
     "MailboxStore",
     "Message",
     "MessageRow",
+    "PayloadError",
     "ReplyError",
     "Restart",
     "RuntimeConfig",
     "State",
     "Supervisor",
+    "accept",
     "applied_once",
     "control_request",
     "control_stream",
@@ -97,6 +104,7 @@ __all__ = [
     "handles",
     "id_timestamp",
     "is_valid_id",
+    "load_door",
     "mailbox_counts",
     "mailbox_listing",
     "new_id",

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 import trio
 
 from ._channel import Channel, ChannelClosed
+from ._door import Door, PayloadError
 from ._faults import crash_point
 from ._frames import Frame, pack_body, unpack_body
 from ._ids import DerivedIds, new_id
@@ -121,9 +122,15 @@ class ActorStatistics:
 
 
 class Actor:
-    """Subclass, add `@handles` methods and optionally `on_start`; the kernel does the rest."""
+    """Subclass, add `@handles` methods and optionally `on_start`; the kernel does the rest.
+
+    An actor of the runtime names its `door` (who may send it each type, and the body's
+    declared type): every handled type must be declared there, and each body is checked
+    against its type before the handler sees it.
+    """
 
     _handlers: ClassVar[dict[str, str]] = {}
+    door: ClassVar[Door | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -133,6 +140,10 @@ class Actor:
             if message_type is not None:
                 handlers[message_type] = attr
         cls._handlers = handlers
+        if cls.door is not None:
+            undeclared = sorted(set(handlers) - cls.door.types())
+            if undeclared:
+                raise TypeError(f"{cls.__name__} handles {undeclared} without declaring them")
 
     def __init__(self) -> None:
         self.name = ""
@@ -144,7 +155,8 @@ class Actor:
         self._calls: dict[str, tuple[trio.Event, list[Frame]]] = {}
         self._handled = 0
         self._failed = 0
-        self._queue: deque[Message] = deque()
+        self._refused = 0  # messages whose body was not what their type declares
+        self._queue: deque[Frame] = deque()
         self._started = time.monotonic()
         self.nursery: trio.Nursery
 
@@ -254,7 +266,7 @@ class Actor:
             queued=len(self._queue),
             pending_calls=len(self._calls),
             uptime_s=round(time.monotonic() - self._started, 3),
-            extra=self.statistics_extra(),
+            extra={"refused_bodies": self._refused, **self.statistics_extra()},
         )
 
     # -- kernel plumbing -------------------------------------------------------------
@@ -281,6 +293,8 @@ _new_tuple = tuple.__new__
 
 
 def message_from_frame(frame: Frame) -> Message:
+    """The delivery as a Message, its body decoded (raises on a body that is not msgpack:
+    called inside the handler loop's guard, never where a bad body could end the actor)."""
     # Built for every delivery: positionally through tuple.__new__, at half the cost
     # of NamedTuple's keyword constructor. The order is Message's fields'.
     get = frame.get
@@ -314,13 +328,14 @@ class _Session:
         self.handlers: dict[str, Callable[[Message], Awaitable[Any]]] = {
             message_type: getattr(actor, attr) for message_type, attr in actor._handlers.items()
         }
+        self.door = type(actor).door
 
     async def read(self, batches: AsyncIterator[list[Frame]], nursery: trio.Nursery) -> None:
         async for batch in batches:
             for frame in batch:
                 if "seq" in frame:
                     if not self.awaiting_reset:
-                        self.actor._queue.append(message_from_frame(frame))
+                        self.actor._queue.append(frame)
                 else:
                     await self.other_frame(frame)
             if self.idle and self.actor._queue:
@@ -361,8 +376,11 @@ class _Session:
                 finally:
                     self.idle = False
                 continue
-            msg = actor._queue.popleft()
+            frame = actor._queue.popleft()
             crash_point("actor.after_receive")
+            msg = await self.admitted(frame)
+            if msg is None:
+                continue
             handler = self.handlers.get(msg.type)
             # Inline rather than a method: a coroutine fewer for every message handled.
             token = _emitting.set(DerivedIds(msg.id))
@@ -392,6 +410,43 @@ class _Session:
             self.acks.append(msg.seq)
             if len(self.acks) >= _ACK_BATCH:
                 await self.flush_acks()
+
+    async def admitted(self, frame: Frame) -> Message | None:
+        """The delivery as its handler sees it: the body decoded and checked against its
+        declared type; None (answered and done) for a body no handler must see."""
+        try:
+            msg = message_from_frame(frame)
+            if self.door is not None:
+                msg = msg._replace(body=self.door.check(msg.type, msg.body))
+        except Exception as exc:  # a body that is not msgpack, or not of its type
+            await self.refused(frame, exc)
+            return None
+        return msg
+
+    async def refused(self, frame: Frame, exc: Exception) -> None:
+        """A body its handler must not see: answered `invalid_payload` (naming the field)
+        when it was a call, and done either way: redelivering it would change nothing."""
+        actor = self.actor
+        actor._refused += 1
+        detail = exc.detail if isinstance(exc, PayloadError) else f"the body is not msgpack ({exc})"
+        log.warning(
+            "%s: refused %s %s from %s: %s",
+            actor.name,
+            frame.get("type"),
+            frame.get("id"),
+            frame.get("from"),
+            detail,
+        )
+        if frame.get("call"):
+            await self.channel.send(
+                {
+                    "type": "kernel.reply",
+                    "corr": frame["id"],
+                    "to": frame.get("from"),
+                    "error": {"code": "invalid_payload", "detail": detail[:1000]},
+                }
+            )
+        self.acks.append(frame["seq"])
 
     async def failed(self, msg: Message, exc: Exception) -> None:
         """Report a failed handler, drop what is queued behind it, and wait for the reset

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from ._frames import FrameDecoder, FrameError, encode, pack_body
+from ._gate import Refusal
 from ._ids import new_id
 from ._inspect import mailbox_counts, mailbox_listing
 from ._specs import ChildSpec
@@ -128,6 +129,7 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
                 "inflight": len(ep.inflight) if ep is not None else 0,
                 "dead": c.get("dead", 0),
                 "last_exit": child.last_exit,
+                "refused": supervisor.gates[name].statistics() if name in supervisor.gates else {},
             }
             if request.get("stats"):
                 record["statistics"] = await supervisor.actor_statistics(name)
@@ -183,6 +185,11 @@ async def _inject(supervisor: Supervisor, request: dict[str, Any], to: str, send
         "body": pack_body(request.get("body")),
     }
     op, payload = classify(frame)
+    try:
+        supervisor.gate(sender).check(payload)
+    except Refusal as refusal:
+        supervisor.gate(sender).refuse(payload, refusal)
+        raise ValueError(f"refused ({refusal.code}): {refusal.detail}") from None
     assert supervisor.switchboard is not None  # the control socket opens after it
     await supervisor.switchboard.request(op, sender, payload)
     return str(frame["id"])

@@ -43,7 +43,8 @@ def _check_name(supervisor: Supervisor, name: str) -> None:
 
 
 async def _start(supervisor: Supervisor, raw: dict[str, Any]) -> dict[str, Any]:
-    spec = ChildSpec.model_validate(raw)
+    # An app's door is the runtime's app door, whatever the request says it is.
+    spec = ChildSpec.model_validate(raw).model_copy(update={"door": supervisor.config.app_door})
     _check_name(supervisor, spec.name)
     if spec.isolation is None or spec.isolation.scope != spec.name.removeprefix("app."):
         # An app started for an actor is always jailed, in its own scope's directory.

@@ -114,6 +114,11 @@ class ChildSpec(BaseModel):
     max_deliver: int = Field(default=3, ge=1)
     config: dict[str, Any] = Field(default_factory=dict)
     isolation: Isolation | None = None
+    door: str | None = Field(
+        default=None,
+        description="'module:ATTRIBUTE' of the actor's Door: who may send it what (none:"
+        " anything from the runtime's actors and the operator, nothing from an app)",
+    )
 
     @field_validator("name")
     @classmethod
@@ -163,6 +168,23 @@ def _flatten(value: Any, key: str = "") -> list[tuple[str, Any]]:
     return [(key, value)]
 
 
+class AppLimits(BaseModel):
+    """What one app process may send: checked by the supervisor before anything is stored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rate: float = Field(default=2000.0, gt=0, description="messages a second, sustained")
+    burst: int = Field(default=4000, ge=1, description="messages at once above the rate")
+    outstanding: int = Field(
+        default=256,
+        ge=1,
+        description="its messages stored and not yet handled; past it, its channel waits",
+    )
+    max_body: int = Field(default=256 * 1024, ge=64, description="bytes of one packed body")
+    max_depth: int = Field(default=32, ge=1, description="nesting of a body")
+    max_items: int = Field(default=65536, ge=1, description="values in one body, all told")
+
+
 class RuntimeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -191,6 +213,13 @@ class RuntimeConfig(BaseModel):
         default="fork",
         description="fork: from a preloaded zygote (≈5 ms); exec: a new interpreter each time",
     )
+    app_door: str | None = Field(
+        default=None,
+        description="the Door of every app process: an app.* child the app supervisor starts"
+        " gets it whatever its spec says, and a message to an app that is not running is"
+        " checked against it",
+    )
+    app_limits: AppLimits = Field(default_factory=AppLimits)
 
     @model_validator(mode="after")
     def _unique_names(self) -> RuntimeConfig:

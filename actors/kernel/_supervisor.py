@@ -27,8 +27,10 @@ from ._children import Child, RestartHistory, lock_data_dir
 from ._containment import CgroupLimits, prepare_cgroup, runtime_id
 from ._control import serve_control
 from ._delegation import supervise_for
+from ._door import load_door
 from ._forked import Zygote
 from ._frames import Frame, FrameError, pack_body
+from ._gate import Doors, Gate, Refusal
 from ._ids import new_id
 from ._mailbox import MailboxStore
 from ._process import ChildProcess, Incarnation, describe_exit
@@ -65,6 +67,12 @@ class Supervisor:
         self.child_env: dict[str, str] | None = None  # None: children inherit ours
         self.zygote: Zygote | None = None
         self._zygote_lock = trio.Lock()
+        # Who may send what to whom (each child's door), and each sender's gate, which
+        # keeps its refusal counts across its restarts.
+        self.doors = Doors(load_door(config.app_door))
+        for spec in config.children:  # known before they start: early messages wait for them
+            self.doors.set(spec.name, load_door(spec.door))
+        self.gates: dict[str, Gate] = {}
 
     @property
     def uptime_s(self) -> float:
@@ -154,9 +162,11 @@ class Supervisor:
         ):
             raise ValueError(f"a child named {spec.name!r} is already running")
         assert self._nursery is not None
+        door = load_door(spec.door)
         child = Child(spec, RestartHistory(self.config.max_restarts, self.config.max_seconds))
         child.dynamic = dynamic
         self.children[spec.name] = child
+        self.doors.set(spec.name, door)
         await self._nursery.start(self._keep, child)
         self._refresh_state()
         return child
@@ -168,12 +178,23 @@ class Supervisor:
         await self._stop(child)
         if remove:
             del self.children[name]
+            self.doors.drop(name)
         self._refresh_state()
 
     def _refresh_state(self) -> None:
         """Degraded while some child is failed; back to running once none is."""
         if self.state in ("running", "degraded"):
             self.state = "degraded" if self.degraded else "running"
+
+    def gate(self, sender: str) -> Gate:
+        """The door's check for `sender`'s messages (a child's, or a control client's)."""
+        gate = self.gates.get(sender)
+        if gate is None:
+            gate = self.gates[sender] = Gate(sender, self.doors, self.config.app_limits)
+            if gate.limits is not None:
+                assert self.switchboard is not None
+                self.switchboard.metered.add(sender)
+        return gate
 
     def kill_child(self, name: str) -> int:
         """SIGKILL a child now (recovery testing). It restarts like after any crash."""
@@ -432,9 +453,16 @@ class Supervisor:
         assert self.switchboard is not None
         switchboard = self.switchboard
         name = child.spec.name
+        gate = self.gate(name)
+        limits = gate.limits
         ready = False
         batch = after_hello
         while True:
+            if limits is not None:
+                # An app's pace and its sending credits: while either is spent, its
+                # channel is not read and its own sends block; nothing is dropped.
+                await gate.pace(len(batch))
+                await switchboard.wait_for_room(name, limits.outstanding)
             ops: list[Op] = []
             for frame, packed in batch:
                 kind = frame["type"]
@@ -455,6 +483,14 @@ class Supervisor:
                 except ProtocolViolation:
                     await switchboard.submit_many(ops)  # what came before it is taken
                     raise
+                if op == "message":
+                    try:
+                        gate.check(payload)
+                    except Refusal as refusal:
+                        reply = gate.refuse(payload, refusal)
+                        if reply is not None:
+                            channel.send_nowait(reply)
+                        continue
                 ops.append((op, name, payload, None, packed if op == "message" else None))
             await switchboard.submit_many(ops)
             next_batch = await anext(batches, None)

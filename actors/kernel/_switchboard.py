@@ -58,6 +58,8 @@ class Endpoint:
     # window after a few round trips.
     suspects: set[int] = field(default_factory=set)
     probe: int = 1
+    # Seqs of metered senders' messages (apps) not yet handled here -> their sender.
+    metered: dict[int, str] = field(default_factory=dict)
 
     def forget_inflight(self) -> None:
         self.inflight.clear()
@@ -137,6 +139,11 @@ class Switchboard:
         self.checkpoint_pages = 2_000
         self._wal_pages = 0
         self._finish_checkpoint = False  # a background checkpoint ended: finish it here
+        # An app's sending credits: how many of its messages are stored and not yet
+        # handled. Its reader waits while that is at its limit (`wait_for_room`).
+        self.metered: set[str] = set()
+        self.outstanding: dict[str, int] = {}
+        self._room: dict[str, trio.Event] = {}
 
     def endpoint(self, name: str) -> Endpoint:
         ep = self.endpoints.get(name)
@@ -156,6 +163,27 @@ class Switchboard:
             self._send.send_nowait(ops)
         except trio.WouldBlock:
             await self._send.send(ops)
+
+    async def wait_for_room(self, sender: str, limit: int) -> None:
+        """Return once fewer than `limit` of a metered sender's messages wait unhandled."""
+        while self.outstanding.get(sender, 0) >= limit:
+            event = self._room.get(sender)
+            if event is None:
+                event = self._room[sender] = trio.Event()
+            await event.wait()
+
+    def _count_out(self, ep: Endpoint, seq: int, sender: str) -> None:
+        ep.metered[seq] = sender
+        self.outstanding[sender] = self.outstanding.get(sender, 0) + 1
+
+    def _count_done(self, ep: Endpoint, seqs: list[int]) -> None:
+        for seq in seqs:
+            sender = ep.metered.pop(seq, None)
+            if sender is not None:
+                self.outstanding[sender] -= 1
+                event = self._room.pop(sender, None)
+                if event is not None:
+                    event.set()
 
     async def request(self, kind: str, name: str, payload: Any = None) -> Any:
         """Submit an operation and wait for the switchboard to have committed it."""
@@ -311,13 +339,15 @@ class Switchboard:
             return
         for to, index in idle.items():
             self.store.settle(to, seqs[index])
-        endpoints, tracing = self.endpoints, bool(self.tracers)
+        endpoints, tracing, metered = self.endpoints, bool(self.tracers), self.metered
         for (_, _, frame, _, _), seq, (_, to, sender, _, packed, direct) in zip(
             run, seqs, rows, strict=True
         ):
             if tracing:
                 self._trace(frame, "send")
             ep = endpoints[to]
+            if sender in metered:
+                self._count_out(ep, seq, sender)
             if direct:
                 self._hand_out(ep, out, seq, packed, sender, attempt=1)
             else:
@@ -353,6 +383,8 @@ class Switchboard:
             return
         if idle:
             self.store.settle(to, seq)
+        if sender in self.metered:
+            self._count_out(ep, seq, sender)
         if direct:
             self._hand_out(ep, out, seq, packed, sender, attempt=1)
         else:
@@ -405,6 +437,8 @@ class Switchboard:
         oldest = not ep.backlog and ep.in_order and mine == list(islice(inflight, len(mine)))
         for seq in mine:
             del inflight[seq]
+        if ep.metered:
+            self._count_done(ep, mine)
         if oldest:
             self.store.advance(name, next(iter(inflight)) - 1 if inflight else mine[-1])
         else:
@@ -434,6 +468,8 @@ class Switchboard:
         dead = self.store.fail(seq, error, max_deliver=ep.max_deliver)
         if dead:
             ep.suspects.discard(seq)
+            if ep.metered:
+                self._count_done(ep, [seq])
             row = self.store.message_by_seq(seq)
             log.error(
                 "message %s to %s is dead after %d failures: %s",

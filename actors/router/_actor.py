@@ -20,6 +20,7 @@ from actors.kernel import Actor, DerivedIds, Message, ReplyError, handles, new_i
 
 from ._delivery import app_actor, project, rejection_envelope, user_envelope
 from ._filter_chain import Accepted, FilterContext, Rejected, check_inbound
+from .door import DOOR
 
 log = logging.getLogger("lineup.router")
 
@@ -65,6 +66,8 @@ def _check_user_side(app: str) -> None:
 
 class RouterActor(Actor):
     """Filter chain (seed §5.3), persistence through the store, delivery to app inboxes."""
+
+    door = DOOR
 
     async def on_start(self) -> None:
         self.ctx = FilterContext.from_config(self.config.get("apps"))
@@ -218,6 +221,13 @@ class RouterActor(Actor):
         }
         await self._store("store.outbox.enqueue", {"items": [item]}, ids.next())
         await self.cast("transport", "transport.outbox.wake", {}, id=ids.next())
+
+    @handles("router.inbox.ack")
+    async def inbox_ack(self, msg: Message) -> None:
+        """An app acknowledged messages of its inbox: only its own, named by its stamp."""
+        app = msg.sender.removeprefix("app.")
+        body = {"app": app, "ids": msg.body["ids"]}
+        await self.cast("store", "store.inbox.ack", body, id=DerivedIds(msg.id).next())
 
     @handles("router.outbox.verdict")
     async def outbox_verdict(self, msg: Message) -> None:

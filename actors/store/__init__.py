@@ -1,7 +1,8 @@
 """The store actor: `runtime.db`, the runtime's own facts (seed §3.2, issue 4 item 4).
 
 `_schema` creates the tables (sqlite-utils) and opens the connection; `_actor` holds the
-handlers. Messages it answers (all bodies are msgpack maps; "call" means it replies):
+handlers. Messages it answers (all bodies are msgpack maps; "call" means it replies); who may send
+each, and its body's type, is in `door`:
 
 | type | kind | body → reply |
 |---|---|---|
@@ -11,8 +12,7 @@ handlers. Messages it answers (all bodies are msgpack maps; "call" means it repl
 | `store.outbox.enqueue` | call | `items` [{key, envelope, origin, conversation_id}] → `orders` |
 | `store.outbox.pending` | call | `after`, `limit` → `items` [{order, key, envelope}] |
 | `store.outbox.settle` | call | `key`, `status`, `seq`/`code`/`detail` → `changed`, `origin` |
-| `store.inbox.ack` | cast | `ids`: the sending app's inbox entries are acknowledged |
-| `store.inbox.list` | call | `after`, `conversation_id`?, `limit` → the sending app's inbox |
+| `store.inbox.ack` | cast | `app`, `ids`: that app's inbox entries are acknowledged |
 | `store.audit` | cast | `code`, `detail`, `message_id`?, `seq`? |
 | `store.lifecycle.set` | cast | `state`, `detail` (seed §3.3, from the transport) |
 | `store.apps.load` | call | → `records`, `operations`, `instances`, `settings` (issue 5) |

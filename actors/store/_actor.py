@@ -19,6 +19,7 @@ from actors.kernel import Message, ReplyError, applied_once, handles
 
 from ._apps import AppTables
 from ._schema import open_db
+from .door import DOOR
 
 log = logging.getLogger("lineup.store")
 
@@ -50,6 +51,8 @@ def _chunks(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
 
 class StoreActor(AppTables):
     """Owns `runtime.db`: conversations, messages, cursor, outbox, App Inbox, audit."""
+
+    door = DOOR
 
     db: sqlite3.Connection
 
@@ -172,7 +175,7 @@ class StoreActor(AppTables):
                             f"id already stored at seq {row[0]}",
                             item["id"],
                             item["seq"],
-                            "router",
+                            msg.sender,
                         )
                     continue
                 fresh.append(item["id"])
@@ -188,7 +191,7 @@ class StoreActor(AppTables):
                     rejection.get("detail", ""),
                     rejection.get("message_id"),
                     rejection.get("seq"),
-                    "router",
+                    msg.sender,
                 )
             self._enqueue(body.get("outbox", []))
             cursor = max(self._cursor(), int(body.get("cursor") or 0))
@@ -299,9 +302,10 @@ class StoreActor(AppTables):
 
     @handles("store.inbox.ack")
     async def inbox_ack(self, msg: Message) -> None:
-        """An app acknowledged messages of its inbox; only its own (the sender is the app)."""
-        app = msg.sender.removeprefix("app.")
-        ids = list(msg.body.get("ids", []))
+        """An app acknowledged messages of its inbox. Only the router sends this, naming
+        the app from the stamp of the app's own message, never from what the app said."""
+        app = msg.body["app"]
+        ids = msg.body["ids"]
 
         def apply() -> None:
             now = _now_ms()
@@ -313,29 +317,6 @@ class StoreActor(AppTables):
                 )
 
         self._once(msg, apply)
-
-    @handles("store.inbox.list")
-    async def inbox_list(self, msg: Message) -> Any:
-        """The app's inbox after `after` (pos): message projections' envelopes and acks."""
-        app = msg.sender.removeprefix("app.")
-        body = msg.body or {}
-        query = (
-            "SELECT i.pos, i.message_id, i.acked_ms, m.envelope, m.seq FROM app_inbox i"
-            " JOIN messages m ON m.id = i.message_id WHERE i.app_scope = ? AND i.pos > ?"
-        )
-        params: list[Any] = [app, int(body.get("after", 0))]
-        if body.get("conversation_id"):
-            query += " AND i.conversation_id = ?"
-            params.append(body["conversation_id"])
-        query += " ORDER BY i.pos LIMIT ?"
-        params.append(min(int(body.get("limit", 100)), 500))
-        rows = self.db.execute(query, params).fetchall()
-        return {
-            "messages": [
-                {"pos": p, "id": i, "acked": a is not None, "envelope": e, "seq": s}
-                for p, i, a, e, s in rows
-            ]
-        }
 
     # -- audit and lifecycle -----------------------------------------------------------------
 

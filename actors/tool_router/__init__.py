@@ -6,9 +6,11 @@ handlers arrive with the issue named above.
 
 from actors.kernel import Actor
 
+from .door import DOOR
+
 
 class ToolRouterActor(Actor):
-    pass
+    door = DOOR
 
 
 __all__ = ["ToolRouterActor"]

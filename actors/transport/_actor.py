@@ -32,6 +32,7 @@ from lineup.agent._link import LinkState
 
 from ._lifecycle import Lifecycle, lifecycle_of
 from ._token import TokenError, read_token
+from .door import DOOR
 
 log = logging.getLogger("lineup.transport")
 
@@ -39,6 +40,8 @@ _LINK_STATES: tuple[LinkState, ...] = ("connecting", "syncing", "live", "backoff
 
 
 class TransportActor(Actor):
+    door = DOOR
+
     async def on_start(self) -> None:
         config = self.config
         self.url: str | None = config.get("appserver_url")

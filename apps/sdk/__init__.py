@@ -11,7 +11,8 @@ it never sees the AppServer, the agent, the token, another app or the runtime's 
 Kernel messages an app process answers: `app.deliver` {`messages`: [projection]} from the
 router, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.input`
 {...} from the host actor only (the user's side; any other sender's is refused and
-counted). It sends `router.action` and `store.inbox.ack` {`ids`}.
+counted). It sends `router.action`, `router.inbox.ack` {`ids`} and `app_manager.request`,
+and nothing else reaches past the supervisor (`door` lists what it takes, from whom).
 """
 
 from pathlib import Path

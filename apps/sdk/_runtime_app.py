@@ -30,6 +30,7 @@ from actors.kernel import Actor, Message, derive_id, handles, new_id
 from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
 from ._view import ConversationView, ViewModel
+from .door import DOOR
 
 log = logging.getLogger("lineup.app")
 
@@ -174,6 +175,8 @@ class SDK:
 class RuntimeApp(Actor):
     """Base class of an app process. Subclasses override `on_app_start` and `on_input`."""
 
+    door = DOOR
+
     app_kind = "core"
     app_version = "0.1.0"
 
@@ -211,7 +214,7 @@ class RuntimeApp(Actor):
     async def _ack(self, ids: list[str]) -> None:
         if ids:
             self._log.mark_acked(ids)
-            await self.cast(STORE, "store.inbox.ack", {"ids": ids}, id=self._ids.next())
+            await self.cast(ROUTER, "router.inbox.ack", {"ids": ids}, id=self._ids.next())
 
     def _enter(self, msg: Message) -> None:
         self._ids.parent, self._ids.position = msg.id, 0

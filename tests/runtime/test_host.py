@@ -5,6 +5,8 @@ but a UI session is refused with its code, audited, and reaches no app."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -105,20 +107,25 @@ async def test_bad_ui_requests_are_refused_with_their_code(stack: Stack) -> None
 
 
 async def test_an_actor_cannot_act_for_the_user(stack: Stack, tmp_path: Path) -> None:
-    """An actor's host.* or app.input message is not a user's action: refused, audited."""
+    """An actor's host.* or app.* message is not a user's action nor a delivery: the door
+    refuses each before it is stored, and counts it against the sender."""
     await stack.start_appserver()
     await stack.start_runtime()
     assert stack.runtime is not None
+    runtime = stack.runtime
     spec = {"name": "impostor", "target": "tests.runtime.impostor:Impostor"}
-    stack.runtime.control({"type": "start_child", "spec": spec})
-    stack.runtime.send("impostor", "impostor.go")
+    runtime.control({"type": "start_child", "spec": spec})
+    runtime.send("impostor", "impostor.go")
 
-    def refused() -> list[str] | None:
-        details = [d for code, d in _audit_codes(stack) if code == "sender_not_allowed"]
-        return details or None
+    def refused() -> dict[str, int] | None:
+        counts = runtime.actors()["impostor"]["refused"]
+        return counts if counts.get("sender_not_allowed") == 3 else None
 
-    details = await wait_for(refused, 30, "the impostor's refusal")
-    assert details == ["host.ui.action: 'impostor' is not a UI session or the operator"]
-    await wait_for(lambda: _actor_stats(stack, "app.chat")["refused_inputs"] == 2, 30, "chat")
+    assert await wait_for(refused, 30, "the impostor's refusals") == {"sender_not_allowed": 3}
+    mailbox = sqlite3.connect(f"file:{runtime.data_dir / 'mailbox.db'}?mode=ro", uri=True)
+    with contextlib.closing(mailbox):
+        stored = mailbox.execute("SELECT count(*) FROM messages WHERE sender = 'impostor'")
+        assert stored.fetchone()[0] == 0  # never stored, so never delivered
+    assert _actor_stats(stack, "app.chat")["refused_inputs"] == 0  # nothing reached it
     assert stack.timeline() == []
     assert stack.outbox() == []

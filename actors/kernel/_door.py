@@ -1,0 +1,125 @@
+"""The door: the message types an actor takes, who may send each, and the shape of its body.
+
+Each actor package lists its door in one module (`door.py`), next to its handlers: a
+`Door` maps every handled type to an `Accept` with the senders allowed to send it and the
+body's declared type. Two places enforce it, each for what it can know:
+
+- the supervisor, before a message is stored: the sender (its stamp, never a body field)
+  must be allowed for the recipient and the type, or the message is refused, never stored
+  and counted against the sender. An app process (`app.*`) reaches only what some door
+  opens to apps, which is its SDK's surface;
+- the actor, before its handler runs: the body is decoded inside a per-message guard and
+  validated against the declared type, so a body of the wrong shape is `invalid_payload`
+  with the field named, never a crash of the recipient.
+
+Senders are actor names, or `APPS` for any app process. The operator (`debug`, the user at
+the 0600 control socket) may send every declared type of every door; nobody may send a
+type that is not declared.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+APPS = "app.*"  # any app process
+OPERATOR = "debug"
+APP_PREFIX = "app."
+
+
+class PayloadError(Exception):
+    """A body that does not have its type's declared shape; says which field."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Accept:
+    """Who may send one message type, and how its body is checked (None: not checked)."""
+
+    senders: frozenset[str]
+    check: Callable[[Any], Any] | None = None
+
+
+def accept(*senders: str, body: Any = None) -> Accept:
+    """`accept("router", "transport", body=SomeTypedDict)`: a body type is anything pydantic
+    validates (a TypedDict keeps the body a plain dict for the handler)."""
+    if not senders:
+        raise ValueError("a message type needs at least one allowed sender")
+    return Accept(frozenset(senders), _checker(body) if body is not None else None)
+
+
+def _checker(body: Any) -> Callable[[Any], Any]:
+    adapter = TypeAdapter(body)
+
+    def check(value: Any) -> Any:
+        try:
+            return adapter.validate_python(value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "body"
+            raise PayloadError(f"{where}: {first['msg']}") from None
+
+    return check
+
+
+class Door:
+    def __init__(self, accepts: Mapping[str, Accept], *, open_to_all: bool = False) -> None:
+        self.accepts = dict(accepts)
+        self.open_to_all = open_to_all
+
+    def types(self) -> frozenset[str]:
+        return frozenset(self.accepts)
+
+    def allows(self, message_type: str, sender: str) -> bool:
+        if self.open_to_all:
+            # An actor that declares no door (a test's or a bench's) takes anything from
+            # the runtime's own actors and the operator, and nothing from an app.
+            return not sender.startswith(APP_PREFIX)
+        rule = self.accepts.get(message_type)
+        if rule is None:
+            return False
+        senders = rule.senders
+        return (
+            sender in senders
+            or sender == OPERATOR
+            or (APPS in senders and sender.startswith(APP_PREFIX))
+        )
+
+    def check(self, message_type: str, body: Any) -> Any:
+        """The body validated against its declared type (raises PayloadError)."""
+        rule = self.accepts.get(message_type)
+        return rule.check(body) if rule is not None and rule.check is not None else body
+
+    def senders_of(self, message_type: str) -> frozenset[str]:
+        rule = self.accepts.get(message_type)
+        return rule.senders if rule is not None else frozenset()
+
+
+OPEN_DOOR = Door({}, open_to_all=True)
+
+
+def load_door(path: str | None) -> Door:
+    """The door a child spec names (`module:ATTRIBUTE`), or the open door for none."""
+    if not path:
+        return OPEN_DOOR
+    module, _, attribute = path.partition(":")
+    door = getattr(importlib.import_module(module), attribute or "DOOR")
+    if not isinstance(door, Door):
+        raise TypeError(f"{path} is not a Door")
+    return door
+
+
+def merge(*doors: Door, extra: Iterable[tuple[str, Accept]] = ()) -> Door:
+    """One door from several (a class that adds handlers to its base's)."""
+    accepts: dict[str, Accept] = {}
+    for door in doors:
+        accepts.update(door.accepts)
+    accepts.update(extra)
+    return Door(accepts)

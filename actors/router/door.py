@@ -1,0 +1,60 @@
+"""What the router takes, and from whom: the stream and the AppServer's verdicts from the
+transport, duplicates from the store, the registry's view from the app manager, and from
+any app process its declarative actions and its inbox acknowledgements (the SDK's
+surface). Whether an app may speak for the user is the router's next check: only chat."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict
+from typing_extensions import TypedDict
+
+from actors.kernel import APPS, Door, accept
+
+_CLOSED = ConfigDict(extra="forbid")
+
+
+class Inbound(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    items: list[tuple[int, str]]
+
+
+class Duplicates(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    items: list[dict[str, Any]]
+
+
+class Apps(TypedDict, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    apps: dict[str, dict[str, Any]]
+
+
+class _VerdictRequired(TypedDict):
+    key: str
+    status: str
+
+
+class Verdict(_VerdictRequired, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    seq: int | None
+    code: str | None
+    detail: str | None
+
+
+class InboxAck(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    ids: list[str]
+
+
+DOOR = Door(
+    {
+        "router.inbound": accept("transport", body=Inbound),
+        "router.inbound.duplicates": accept("store", body=Duplicates),
+        "router.apps": accept("app_manager", body=Apps),
+        "router.outbox.verdict": accept("transport", body=Verdict),
+        # The action's own fields are the contract's (`user_envelope` names a bad one).
+        "router.action": accept(APPS, body=dict[str, Any]),
+        "router.inbox.ack": accept(APPS, body=InboxAck),
+    }
+)

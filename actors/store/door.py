@@ -1,0 +1,114 @@
+"""What the store takes, and from whom: every request comes from the actor that owns the
+fact it writes (the router for what the agent said and the outbox, the transport for the
+stream's position and the lifecycle, the app manager for the registry). No app reaches the
+store: an app's inbox acknowledgements come through the router, which names the app from
+the stamp of the app's own message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict
+from typing_extensions import TypedDict
+
+from actors.kernel import Door, accept
+
+_CLOSED = ConfigDict(extra="forbid")
+
+
+class Empty(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+
+
+class Persist(TypedDict, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    items: list[dict[str, Any]]
+    rejections: list[dict[str, Any]]
+    outbox: list[dict[str, Any]]
+    associate: dict[str, str]
+    cursor: int
+    deliver: bool
+
+
+class OutboxItem(TypedDict):
+    key: str
+    envelope: str
+    origin: str | None
+    conversation_id: str
+
+
+class Enqueue(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    items: list[OutboxItem]
+
+
+class Pending(TypedDict, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    after: int
+    limit: int
+
+
+class _SettleRequired(TypedDict):
+    key: str
+    status: str
+
+
+class Settle(_SettleRequired, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    seq: int | None
+    code: str | None
+    detail: str | None
+
+
+class InboxAck(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    app: str
+    ids: list[str]
+
+
+class _AuditRequired(TypedDict):
+    code: str
+
+
+class Audit(_AuditRequired, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    detail: str
+    message_id: str | None
+    seq: int | None
+
+
+class _LifecycleRequired(TypedDict):
+    state: str
+
+
+class Lifecycle(_LifecycleRequired, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    detail: str
+
+
+class AppsWrite(TypedDict, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    records: list[dict[str, Any]]
+    operations: list[dict[str, Any]]
+    instances: list[dict[str, Any]]
+    settings: dict[str, Any]
+    remove_records: list[str]
+    remove_instances: list[str]
+    keep_operations: int | None
+
+
+DOOR = Door(
+    {
+        "store.inbound.persist": accept("router", body=Persist),
+        "store.cursor.get": accept("router", "transport", body=Empty),
+        "store.conversations": accept("router", body=Empty),
+        "store.outbox.enqueue": accept("router", body=Enqueue),
+        "store.outbox.pending": accept("transport", body=Pending),
+        "store.outbox.settle": accept("router", body=Settle),
+        "store.inbox.ack": accept("router", body=InboxAck),
+        "store.audit": accept("host", "router", "app_manager", body=Audit),
+        "store.lifecycle.set": accept("transport", body=Lifecycle),
+        "store.apps.load": accept("app_manager", "router", body=Empty),
+        "store.apps.write": accept("app_manager", body=AppsWrite),
+    }
+)

@@ -1,0 +1,29 @@
+"""What an app process takes, and from whom: what the store persisted for it, the router's
+word on its actions, the user's input through the host, its instances' lifecycle from the
+app manager, and the supervisor's notices. Nothing from another app: no app can put words
+in the agent's or the user's mouth for another."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict
+from typing_extensions import TypedDict
+
+from actors.kernel import Door, accept
+
+
+class Deliver(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    messages: list[dict[str, Any]]
+
+
+DOOR = Door(
+    {
+        "app.deliver": accept("store", body=Deliver),
+        "app.action.state": accept("router", body=dict[str, Any]),
+        "app.input": accept("host", body=dict[str, Any]),
+        "app.lifecycle": accept("app_manager", body=dict[str, Any]),
+        "kernel.actor_failed": accept("supervisor", body=dict[str, Any]),
+    }
+)
