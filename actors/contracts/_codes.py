@@ -86,6 +86,9 @@ class Code(StrEnum):
     BUNDLE_SCOPE_MISMATCH = "bundle_scope_mismatch"
     BUNDLE_MISSING = "bundle_missing"
     BUNDLE_UNREADABLE = "bundle_unreadable"
+    # An update signed by another trusted key than the installed version: the signer is
+    # pinned per app until the user accepts the new one.
+    BUNDLE_SIGNER_CHANGED = "bundle_signer_changed"
     # App management (§4.3-4.4): a registry operation or a navigation request refused.
     ALREADY_INSTALLED = "already_installed"
     CORE_APP_PROTECTED = "core_app_protected"
