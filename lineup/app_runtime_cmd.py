@@ -74,20 +74,43 @@ def _request(args: argparse.Namespace, body: dict[str, Any]) -> int:
         extra = " ".join(f"{k}={v}" for k, v in result.items())
         print(f"{op['kind']} {op['app_scope']}: succeeded {extra}".rstrip())
     else:
-        print(f"{op['kind']} {op['app_scope']}: {op['state']}: {op['code']}: {op['detail']}")
+        print(refusal_sentence(op, data_dir))
     return 0 if op["state"] == "succeeded" else 1
 
 
+def refusal_sentence(op: dict[str, Any], data_dir: Path) -> str:
+    """A refused operation as one sentence for the user: what was refused, why (the
+    operation's detail), and, for a refusal the user can act on, what to do next."""
+    what = f"{op['kind']} {op['app_scope']}".rstrip()
+    detail = str(op.get("detail") or "").rstrip(". ")
+    code = str(op.get("code") or "")
+    scope = op["app_scope"] or "APP"
+    next_step = {
+        "bundle_signer_changed": "pass --accept-new-signer if you trust the new publisher",
+        "same_version": "an update needs a higher version number",
+        "older_version": f"to go back, run `lineup app rollback --data-dir {data_dir} {scope}`",
+        "bundle_scope_mismatch": f"use a bundle built for {scope}",
+        "bundle_bad_path": "ask its publisher for a bundle built with `lineup app build`",
+        "bundle_untrusted_key": f"if you trust its publisher, copy their .pub file into"
+        f" {data_dir}/trusted_keys/ and try again",
+        "already_installed": "to change its version, use `lineup app update`",
+        "confirmation_required": "pass --yes to confirm that the app and its data go",
+    }.get(code)
+    if next_step is None:
+        return f"{what}: {op['state'].replace('_', ' ')}: {detail} ({code})."
+    return f"{what} refused: {detail}; {next_step}."
+
+
 def _list(args: argparse.Namespace) -> int:
+    from actors.app_manager._registry import AppRecord
     from actors.store import read_apps
 
     registry = read_apps(data_dir_of(args))
-    records = registry["records"]
+    # The rows as the app manager reads them: the signers come out of the manifest column.
+    records = [AppRecord.from_row(row).public() for row in registry["records"]]
     stack = registry["settings"].get("focus_stack", [])
     instances = [i for i in registry["instances"] if i["state"] not in ("closed", "failed")]
     if args.json:
-        for record in records:
-            record.pop("manifest", None)
         print_json(
             {
                 "apps": records,
@@ -105,10 +128,11 @@ def _list(args: argparse.Namespace) -> int:
             r["previous_version"] or "",
             "yes" if r["enabled"] else "no",
             r["install_state"],
+            r["signer_key_id"] or "",
         ]
         for r in records
     ]
-    print_table("apps", ["app", "kind", "version", "previous", "enabled", "state"], rows)
+    print_table("apps", ["app", "kind", "version", "previous", "enabled", "state", "signer"], rows)
     rows = [
         [
             i["instance_id"],
@@ -131,6 +155,8 @@ def _command(kind: str, *fields: str) -> Any:
                 body[name] = str(Path(value).resolve()) if name == "bundle" else value
         if kind == "remove":
             body["confirmed"] = bool(args.yes)
+        if kind == "update" and args.accept_new_signer:
+            body["accept_new_signer"] = True
         return _request(args, body)
 
     return run
@@ -162,6 +188,12 @@ def add_runtime_commands(commands: Any) -> None:
     )
     update.add_argument("app_scope", metavar="APP")
     update.add_argument("bundle", help="the new version's bundle file")
+    update.add_argument(
+        "--accept-new-signer",
+        action="store_true",
+        help="accept an update signed by another trusted key than the installed version"
+        " (a new publisher, who inherits the app's data); the new key is then pinned",
+    )
     remove = command(
         "remove", "remove", "close the app, delete its bundle and private data", "app_scope"
     )

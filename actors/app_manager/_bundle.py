@@ -141,6 +141,9 @@ class VerifiedBundle:
     digest: str  # SHA-256 of the bundle file: its cache key
     key_id: str
     files: tuple[SignedFile, ...]
+    # The signer's whole public key (64 hex digits): what an app's signer is pinned to.
+    # The key id is its first 64 bits only, a name to select the key by, not an identity.
+    public_key: str
 
 
 def canonical_json(value: Any) -> bytes:
@@ -506,6 +509,7 @@ def verify_contents(
         digest=digest,
         key_id=record.key_id,
         files=tuple(signed.files),
+        public_key=bytes(trusted_keys[record.key_id]).hex(),
     )
 
 

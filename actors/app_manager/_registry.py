@@ -16,6 +16,15 @@ from typing import Any, Final
 from actors.contracts import Code
 
 CORE_APPS: Final = {"chat": "Chat", "app-registry": "App Registry"}
+# Where a record's signers travel in its row: the store keeps the columns it knows, and the
+# manifest column is the app manager's JSON. A dotted key is never a manifest field name.
+SIGNERS_KEY: Final = "lineup.signers"
+SIGNER_FIELDS: Final = (
+    "signer_key_id",
+    "signer_public_key",
+    "previous_signer_key_id",
+    "previous_signer_public_key",
+)
 RECOVERY_APP: Final = "chat"  # the app everything falls back to; never removed or disabled
 OPERATION_KINDS: Final = frozenset({"install", "enable", "disable", "update", "rollback", "remove"})
 TERMINAL_STATES: Final = frozenset({"succeeded", "failed", "rolled_back"})
@@ -49,18 +58,38 @@ class AppRecord:
     bundle_digest: str | None = None
     previous_digest: str | None = None
     manifest: dict[str, Any] | None = None
+    # The key that signed each version (its id, and the whole public key in hex): an
+    # update must come from the installed version's signer unless the user accepts a new
+    # one, and a rollback goes back to the previous version's signer with its code.
+    signer_key_id: str | None = None
+    signer_public_key: str | None = None
+    previous_signer_key_id: str | None = None
+    previous_signer_public_key: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> AppRecord:
         values: dict[str, Any] = {f.name: row.get(f.name) for f in dataclasses.fields(cls)}
+        manifest = values["manifest"]
+        if isinstance(manifest, dict) and SIGNERS_KEY in manifest:
+            manifest = dict(manifest)
+            signers = manifest.pop(SIGNERS_KEY)
+            values["manifest"] = manifest
+            if isinstance(signers, dict):
+                values.update({name: signers.get(name) for name in SIGNER_FIELDS})
         return cls(**values)
 
     def to_row(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The row the store keeps: its columns, with the signers inside the manifest's."""
+        row = dataclasses.asdict(self)
+        signers = {name: row.pop(name) for name in SIGNER_FIELDS}
+        if row["manifest"] is not None and any(signers.values()):
+            row["manifest"] = {**row["manifest"], SIGNERS_KEY: signers}
+        return row
 
     def public(self) -> dict[str, Any]:
-        """The record as the seed names it, for the CLI and the app-registry app."""
-        row = self.to_row()
+        """The record as the seed names it (and its signers), for the CLI and the
+        app-registry app."""
+        row = dataclasses.asdict(self)
         row.pop("manifest")
         return row
 

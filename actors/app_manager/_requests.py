@@ -23,7 +23,15 @@ HOST_NAVIGATION: Final = {
     "open_default_app": "open_default",
 }
 REQUEST_FIELDS: Final = frozenset(
-    {"bundle", "confirmed", "conversation_id", "instance_id", "local", "entrypoint"}
+    {
+        "bundle",
+        "confirmed",
+        "accept_new_signer",  # the user re-trusts an update's new signer (`--accept-new-signer`)
+        "conversation_id",
+        "instance_id",
+        "local",
+        "entrypoint",
+    }
 )
 MAX_FIELD: Final = 1024
 

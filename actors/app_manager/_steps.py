@@ -12,16 +12,27 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from actors.contracts import Code, ContractError
 
-from ._bundle import MANIFEST_NAME, load_trusted_keys, trusted_keys_dir
+from ._bundle import (
+    MANIFEST_NAME,
+    SIGNATURE_NAME,
+    VerifiedBundle,
+    load_trusted_keys,
+    trusted_keys_dir,
+)
 from ._cache import BundleCache, CachedBundle
 from ._registry import AppOperation, AppRecord, Refused, check_request, now_ms, semver_key
+
+log = logging.getLogger("lineup.app_manager")
 
 
 @dataclass
@@ -52,15 +63,35 @@ class Steps:
         except ValueError as exc:  # a key file in the trust store that is not a key
             raise Refused(Code.BUNDLE_UNTRUSTED_KEY, f"trust store: {exc}") from None
 
+    @contextmanager
+    def _unless_refused(
+        self, cached: CachedBundle, records: dict[str, AppRecord]
+    ) -> Iterator[None]:
+        """The cache entry an operation admitted stays only if the operation goes on: when
+        it is refused (or fails) after the admit, the entry goes again, unless a version
+        in the registry uses it. A refused bundle leaves no trace in the cache; a replay
+        after a crash admits it again and decides the same."""
+        try:
+            yield
+        except Exception:
+            digest = cached.bundle.digest
+            used = {d for r in records.values() for d in (r.bundle_digest, r.previous_digest)}
+            if digest not in used:
+                try:
+                    self.cache.remove(digest)
+                except OSError as exc:  # an entry left is unused, never wrong: go on
+                    log.warning("could not remove unused cache entry %s: %s", digest, exc)
+            raise
+
     def _keys(self) -> dict[str, Any]:
         """The trust store as it is now (`DATA_DIR/trusted_keys/*.pub`)."""
         return load_trusted_keys(sorted(trusted_keys_dir(self.data_dir).glob("*.pub")))
 
-    def reverify(self, digest: str | None) -> None:
+    def reverify(self, digest: str | None) -> VerifiedBundle:
         """A cached bundle checked again before its code runs (a launch, a rollback): a key
         removed from the trust store since the install stops it."""
         try:
-            self.cache.reverify(digest or "", self._keys())
+            return self.cache.reverify(digest or "", self._keys())
         except ContractError as exc:
             raise Refused(str(exc.code), exc.detail) from None
         except (OSError, ValueError) as exc:
@@ -76,10 +107,48 @@ class Steps:
     def private_dir(self, scope: str) -> Path:
         return self.data_dir / "apps" / scope
 
+    def _entry_key_id(self, digest: str | None) -> str | None:
+        """The key id in a cache entry's signature record: the signer of a version
+        installed before signers were recorded."""
+        entry = self.cache.entry(digest or "")
+        if entry is None:
+            return None
+        try:
+            key_id = json.loads((entry / SIGNATURE_NAME).read_bytes())["key_id"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return key_id if isinstance(key_id, str) else None
+
+    def _check_signer(
+        self, op: AppOperation, record: AppRecord, bundle: VerifiedBundle
+    ) -> tuple[str | None, str | None]:
+        """An update comes from the installed version's signer: another key, even a
+        trusted one, is another publisher, who would inherit the app's data and its
+        instances. Only the user's explicit `accept_new_signer` admits it. Returns the
+        installed version's signer (key id, public key), which becomes the previous one."""
+        pinned_id = record.signer_key_id or self._entry_key_id(record.bundle_digest)
+        if record.signer_public_key is not None:  # the whole key, not a 64-bit id
+            same = bundle.public_key == record.signer_public_key
+        else:  # recorded before signers were: the id is all there is; none is no match
+            same = pinned_id is not None and bundle.key_id == pinned_id
+        if not same and op.request.get("accept_new_signer") is not True:
+            raise Refused(
+                Code.BUNDLE_SIGNER_CHANGED,
+                f"the update is signed by key {bundle.key_id},"
+                f" the installed version by key {pinned_id or 'unknown'}",
+            )
+        return pinned_id, record.signer_public_key
+
     # -- the operations ----------------------------------------------------------------------
 
     def install(self, op: AppOperation, records: dict[str, AppRecord]) -> Outcome:
         cached = self._admit(op, op.app_scope or None)
+        with self._unless_refused(cached, records):
+            return self._install(op, cached, records)
+
+    def _install(
+        self, op: AppOperation, cached: CachedBundle, records: dict[str, AppRecord]
+    ) -> Outcome:
         manifest = cached.bundle.manifest
         scope = manifest.app_scope
         existing = records.get(scope)
@@ -96,12 +165,17 @@ class Steps:
             installed_version=cached.bundle.version,
             bundle_digest=cached.bundle.digest,
             manifest=manifest.model_dump(mode="json", exclude_none=True),
+            signer_key_id=cached.bundle.key_id,
+            signer_public_key=cached.bundle.public_key,
         )
         return Outcome([record], result={"app_scope": scope, "version": record.installed_version})
 
     def update(self, op: AppOperation, records: dict[str, AppRecord]) -> Outcome:
-        record = records[op.app_scope]
         cached = self._admit(op, op.app_scope)
+        with self._unless_refused(cached, records):
+            return self._update(op, cached, records[op.app_scope])
+
+    def _update(self, op: AppOperation, cached: CachedBundle, record: AppRecord) -> Outcome:
         if cached.bundle.digest == record.bundle_digest:
             if op.step != "resumed":  # the very bundle that is installed
                 raise Refused(Code.SAME_VERSION, f"{op.app_scope}: this bundle is installed")
@@ -114,8 +188,9 @@ class Steps:
         if semver_key(cached.bundle.version) < semver_key(record.installed_version):
             raise Refused(
                 Code.OLDER_VERSION,
-                f"{cached.bundle.version} is older than {record.installed_version}: roll back",
+                f"{cached.bundle.version} is older than the installed {record.installed_version}",
             )
+        signer_key_id, signer_public_key = self._check_signer(op, record, cached.bundle)
         updated = dataclasses.replace(
             record,
             installed_version=cached.bundle.version,
@@ -124,15 +199,31 @@ class Steps:
             previous_digest=record.bundle_digest,
             install_state="installed",
             manifest=cached.bundle.manifest.model_dump(mode="json", exclude_none=True),
+            signer_key_id=cached.bundle.key_id,
+            signer_public_key=cached.bundle.public_key,
+            previous_signer_key_id=signer_key_id,
+            previous_signer_public_key=signer_public_key,
         )
         return Outcome([updated], result={"version": updated.installed_version})
 
     def rollback(self, op: AppOperation, records: dict[str, AppRecord]) -> Outcome:
         record = records[op.app_scope]
-        self.reverify(record.previous_digest)
+        verified = self.reverify(record.previous_digest)
         manifest = self.manifest_of(record.previous_digest)
         if manifest is None:
             raise Refused(Code.BUNDLE_MISSING, f"the bundle of {record.previous_version} is gone")
+        # The previous version comes back with the signer it was installed with: its cache
+        # entry must still be signed by that key.
+        recorded = record.previous_signer_public_key
+        recorded_id = record.previous_signer_key_id
+        if (recorded is not None and verified.public_key != recorded) or (
+            recorded is None and recorded_id is not None and verified.key_id != recorded_id
+        ):
+            raise Refused(
+                Code.BUNDLE_SIGNER_CHANGED,
+                f"the cached {record.previous_version} is signed by key {verified.key_id},"
+                f" not by key {recorded_id} it was installed with",
+            )
         back = dataclasses.replace(
             record,
             installed_version=str(record.previous_version),
@@ -141,6 +232,10 @@ class Steps:
             previous_digest=record.bundle_digest,
             install_state="installed",
             manifest=manifest,
+            signer_key_id=recorded_id or verified.key_id,
+            signer_public_key=recorded or verified.public_key,
+            previous_signer_key_id=record.signer_key_id,
+            previous_signer_public_key=record.signer_public_key,
         )
         return Outcome([back], result={"version": back.installed_version})
 
