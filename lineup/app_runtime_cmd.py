@@ -4,7 +4,8 @@ Each command (but `list`) asks the runtime's app manager for one operation and f
 it to its end: the request goes through the control socket, the operation's row in
 `runtime.db` says how it went (`succeeded`, or `failed` / `rolled_back` with a code).
 `list` reads the registry directly, so it also works with the runtime stopped.
-Exit status: 0 succeeded, 1 failed with `code: detail`, 2 usage error or no runtime.
+Exit status: 0 succeeded; 1 refused or failed, said in one sentence with the next step (the
+row with its code and detail under `--json`); 2 usage error or no runtime.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,10 @@ from typing import Any
 import pytest
 
 from actors.app_manager._bundle import key_id, load_public_key
-from actors.app_manager._registry import AppRecord
+from actors.app_manager._registry import SIGNERS_KEY, AppRecord
+from actors.store import DB_FILE
+from actors.store._apps import load_apps, write_apps
+from actors.store._schema import open_db
 from tests.kernel.conftest import RuntimeFactory
 from tests.kernel.helpers import REPO_ROOT, wait_until
 
@@ -251,3 +255,77 @@ def test_the_same_signer_needs_no_flag_and_the_flag_changes_nothing_else(
         signers.publisher_id,
         signers.publisher_public,
     )
+
+
+def test_a_record_without_recorded_signers_is_pinned_to_its_cache_entrys_key(
+    factory: RuntimeFactory, bundles: Bundles, signers: Signers
+) -> None:
+    """A registry written before signers were recorded: the installed version's signer is
+    the key id in its cache entry's signature record."""
+    apps = _trusting_both(factory, bundles, signers)
+    assert apps.app("install", bundles.v1)[0] == 0
+    apps.runtime.stop()
+    db = sqlite3.connect(apps.data_dir / DB_FILE)
+    with db:
+        (manifest,) = db.execute(
+            "SELECT manifest FROM app_records WHERE app_scope = 'pomodoro'"
+        ).fetchone()
+        older = {k: v for k, v in json.loads(manifest).items() if k != SIGNERS_KEY}
+        db.execute(
+            "UPDATE app_records SET manifest = ? WHERE app_scope = 'pomodoro'",
+            (json.dumps(older),),
+        )
+    db.close()
+    apps.runtime.start()
+    apps.wait_ready()
+    assert _signer(apps.record("pomodoro"))[1:3] == (None, None)
+
+    code, out = apps.app("update", "pomodoro", signers.v2_second)
+    assert (code, out["code"]) == (1, "bundle_signer_changed")
+    assert out["detail"].endswith(f"the installed version by key {signers.publisher_id}")
+    code, out = apps.app("update", "pomodoro", bundles.v2)
+    assert (code, out["state"]) == (0, "succeeded")
+    assert _signer(apps.record("pomodoro")) == (
+        "0.2.0",
+        signers.publisher_id,
+        signers.publisher_public,
+        "0.1.0",
+        signers.publisher_id,
+        None,
+    )
+    # Rolling back to it, its key comes from its (re-verified) cache entry.
+    assert apps.app("rollback", "pomodoro")[0] == 0
+    assert _signer(apps.record("pomodoro"))[:3] == (
+        "0.1.0",
+        signers.publisher_id,
+        signers.publisher_public,
+    )
+
+
+def test_the_signers_travel_in_the_manifest_column(tmp_path: Path) -> None:
+    """The store keeps its columns; the signers ride in the manifest's JSON and come back
+    out of it, and the record's public form names them without the manifest."""
+    record = AppRecord(
+        "pomodoro",
+        "installed",
+        "Pomodoro",
+        "0.2.0",
+        previous_version="0.1.0",
+        manifest={"app_scope": "pomodoro", "version": "0.2.0"},
+        signer_key_id="a" * 16,
+        signer_public_key="b" * 64,
+        previous_signer_key_id="c" * 16,
+        previous_signer_public_key="d" * 64,
+    )
+    db = open_db(tmp_path)
+    write_apps(db, {"records": [record.to_row()]})
+    (row,) = load_apps(db)["records"]
+    assert row["manifest"][SIGNERS_KEY]["signer_key_id"] == "a" * 16
+    assert AppRecord.from_row(row) == record
+    public = record.public()
+    assert "manifest" not in public
+    assert (public["signer_key_id"], public["previous_signer_public_key"]) == ("a" * 16, "d" * 64)
+    # A core record has no manifest and no signer; its row is as it always was.
+    core = AppRecord("chat", "core", "Chat", "1.0.0")
+    assert core.to_row()["manifest"] is None
+    assert AppRecord.from_row(core.to_row()) == core
