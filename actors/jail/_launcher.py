@@ -12,8 +12,9 @@ it: same pid, so the supervisor waits on it as on any child. In order:
 3. its private directory: created 0700 and handed to the app's uid;
 4. its view of the file system: every mount read-only and nosuid; an empty /tmp, /var/tmp
    and /dev/shm of its own; the data dir covered; the interpreter, the project and the
-   import path reachable even under a directory its uid may not search (a Python under
-   /root, 0700); its private directory mounted at /tmp/app, its cwd and HOME. Its cwd is a
+   import path reachable wherever they are installed, below a directory its uid may not
+   search or owner-only themselves (`_reach`); its private directory mounted at /tmp/app,
+   its cwd and HOME. Its cwd is a
    mount root, so `..` leads to that empty /tmp, not to the other apps' directories;
 5. its identity (root only): no supplementary groups, then the app's gid and uid as real,
    effective and saved ids (no way back, no capability left); then the parent-death
@@ -45,6 +46,7 @@ from . import _init
 from ._env import die_with_parent as _die_with_parent
 from ._env import scrubbed_environment
 from ._limits import join_cgroups, set_limits
+from ._reach import Show, entry_owner, needed, plan_view
 
 CLONE_NEWNS: Final = 0x0002_0000
 CLONE_NEWIPC: Final = 0x0800_0000
@@ -59,7 +61,15 @@ MS_REC: Final = 0x4000
 MS_PRIVATE: Final = 0x4_0000
 PR_SET_PDEATHSIG: Final = 1
 PR_SET_NO_NEW_PRIVS: Final = 38
-SYS_MOUNT_SETATTR: Final = 442  # the same number on every architecture (a "new" syscall)
+# The same numbers on every architecture (the "new" mount syscalls).
+SYS_OPEN_TREE: Final = 428
+SYS_MOVE_MOUNT: Final = 429
+SYS_MOUNT_SETATTR: Final = 442
+OPEN_TREE_CLONE: Final = 0x1
+OPEN_TREE_CLOEXEC: Final = os.O_CLOEXEC
+AT_EMPTY_PATH: Final = 0x1000
+MOVE_MOUNT_F_EMPTY_PATH: Final = 0x4
+MOUNT_ATTR_IDMAP: Final = 0x10_0000
 AT_FDCWD: Final = -100
 AT_RECURSIVE: Final = 0x8000
 MOUNT_ATTR_RDONLY: Final = 0x1
@@ -67,7 +77,6 @@ MOUNT_ATTR_NOSUID: Final = 0x2
 
 VIEW_DIR: Final = "/tmp/app"  # where the app sees its private directory
 CODE_VIEW: Final = "/tmp/app-code"  # where it sees its verified code, read-only
-PRIVATE_TMP: Final = ("/tmp", "/var/tmp", "/dev/shm")  # shared, writable by all: covered
 CORE_STEPS: Final = ("network", "filesystem", "identity")
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -222,39 +231,46 @@ def build_view(
     private_fd: int,
     hidden: list[str],
     *,
-    other_uid: bool,
+    app: tuple[int, int] | None,
     app_code: str | None,
     own_pids: bool,
+    interpreter: str,
+    import_path: list[str],
 ) -> str:
-    """The app's file system (step 4); returns its working directory. `other_uid`: the app
-    will run as a uid of its own, to which the supervisor's files are "other"."""
+    """The app's file system (step 4); returns its working directory. `app`: the uid and
+    gid the app will run as, to which the supervisor's files are "other" (None: it keeps
+    the launcher's uid)."""
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the host
-        code = _code_locations()
-        covers = _covers(code, other_uid=other_uid)
-        exposed = {p: _open_path(p) for p in code if any(_inside(p, c) for c in covers)}
-        # Opened before the data dir is covered: the code lives in its bundle cache.
+        plan = plan_view(*needed(interpreter, import_path), other_uid=app is not None)
+        # Everything is opened before anything is covered: the code may live below a
+        # cover, or in the bundle cache under the data dir.
+        sources = [(show, _open_show(show)) for show in plan.shows]
         code_fd = _open_path(app_code) if app_code is not None else None
-        for cover in covers:
+        for cover in plan.covers:
             _empty_tmpfs(cover, "0755")
-        for path, fd in exposed.items():
-            os.makedirs(path, exist_ok=True)
-            _bind(fd, path)
-            os.close(fd)
+        shown = _OwnerViews(app)
+        for show, opened in sources:
+            _mount_show(show, opened, shown, report)
         for path in hidden:
             if os.path.isdir(path):  # under /tmp it is gone already
                 _empty_tmpfs(path, "0000")
         os.mkdir(VIEW_DIR)  # in the /tmp of its own
         if code_fd is not None:  # read-only with everything else below; never its to change
             os.makedirs(f"{CODE_VIEW}/app")
-            _bind(code_fd, f"{CODE_VIEW}/app")
+            owner = entry_owner(app_code) if app is not None and app_code is not None else None
+            shown.mount(code_fd, f"{CODE_VIEW}/app", owner, report)
             os.close(code_fd)
+        shown.close()
     except OSError as exc:
         report.missing("filesystem", f"no view of its own ({exc.strerror or exc})")
         report.missing("read_only", "no view of its own")
         os.fchdir(private_fd)
         return os.getcwd()
-    report.ok("filesystem", f"its directory at {VIEW_DIR}, empty /tmp, data dir hidden")
+    detail = f"its directory at {VIEW_DIR}, empty /tmp, data dir hidden"
+    if shown.count:
+        detail += f"; {shown.count} owner-only code location(s) shown read-only as its own"
+    report.ok("filesystem", detail)
     if own_pids:
         _mount_proc(report)
     try:
@@ -269,6 +285,159 @@ def build_view(
         _set_mount_attributes(VIEW_DIR, add=MOUNT_ATTR_NOSUID, remove=MOUNT_ATTR_RDONLY)
     os.chdir(VIEW_DIR)
     return VIEW_DIR
+
+
+_Opened = int | list[tuple[str, int, tuple[int, int] | None, bool]]
+
+
+def _open_show(show: Show) -> _Opened:
+    """An fd of the location, or of each of its shown entries: (name, fd, owner, is a dir)."""
+    if show.entries is None:
+        return _open_path(show.path)
+    opened = []
+    for name in show.entries:
+        path = os.path.join(show.path, name)
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        opened.append((name, fd, entry_owner(path), os.path.isdir(path)))
+    return opened
+
+
+def _mount_show(show: Show, opened: _Opened, shown: _OwnerViews, report: Report) -> None:
+    # Its mount point is created on a tmpfs of the view: the path exists on the real file
+    # system, so nothing is ever created there.
+    os.makedirs(show.path, exist_ok=True)
+    if isinstance(opened, int):
+        shown.mount(opened, show.path, show.as_owner, report)
+        os.close(opened)
+        return
+    _empty_tmpfs(show.path, "0755")  # only what Python imports from it is shown
+    for name, fd, owner, is_dir in opened:
+        target = os.path.join(show.path, name)
+        if is_dir:
+            os.mkdir(target)
+        else:
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+        shown.mount(fd, target, owner, report)
+        os.close(fd)
+
+
+class _OwnerViews:
+    """Mounts a location back, as it is or with its owner shown as the app's uid: an
+    idmapped mount (mount_setattr(2) MOUNT_ATTR_IDMAP) through a user namespace that maps
+    the owner's ids to the app's, one namespace per owner. Nothing changes on the real file
+    system, and the whole view is made read-only afterwards."""
+
+    def __init__(self, app: tuple[int, int] | None) -> None:
+        self.app = app
+        self.userns: dict[tuple[int, int], int] = {}
+        self.count = 0
+
+    def mount(self, fd: int, target: str, owner: tuple[int, int] | None, report: Report) -> None:
+        if owner is None or self.app is None:
+            _bind(fd, target)
+            return
+        try:
+            if owner not in self.userns:
+                self.userns[owner] = _mapping_userns(owner, self.app)
+            _bind_idmapped(fd, target, self.userns[owner])
+        except OSError as exc:
+            # Shown as it is: the app meets the same "Permission denied" as its log says.
+            report.missing("code_access", f"{target}: its owner's alone ({exc.strerror or exc})")
+            _bind(fd, target)
+            return
+        self.count += 1
+
+    def close(self) -> None:
+        for fd in self.userns.values():
+            os.close(fd)
+        self.userns.clear()
+
+
+def _mapping_userns(owner: tuple[int, int], app: tuple[int, int]) -> int:
+    """An fd of a new user namespace in which the owner's uid and gid are the app's.
+
+    A helper process makes it (unshare(2) CLONE_NEWUSER) and waits; we write its maps
+    (root may map any id) and keep the namespace by an fd. The helper says its pid as
+    /proc sees it: we are in a pid namespace of our own, and /proc is still the host's.
+    """
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the helper
+        try:
+            os.close(ready_r)
+            os.close(done_w)
+            _check(_libc.unshare(CLONE_NEWUSER), "unshare (user namespace)")
+            os.write(ready_w, str(_proc_pid()).encode())
+            os.read(done_r, 1)  # until the namespace is kept (or we are gone)
+        finally:
+            os._exit(0)
+    os.close(ready_w)
+    os.close(done_r)
+    try:
+        host_pid = os.read(ready_r, 32).decode()
+        if not host_pid:
+            raise OSError(f"the helper of the idmapping ended: {os.waitpid(pid, 0)}")
+        _write_map(f"/proc/{host_pid}/uid_map", f"{owner[0]} {app[0]} 1")
+        _write_map(f"/proc/{host_pid}/gid_map", f"{owner[1]} {app[1]} 1")
+        return os.open(f"/proc/{host_pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(ready_r)
+        os.close(done_w)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def _proc_pid() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("NSpid:"):
+                return int(line.split()[1])
+    return os.getpid()
+
+
+def _write_map(path: str, line: str) -> None:
+    with open(path, "w") as f:
+        f.write(line)
+
+
+def _bind_idmapped(fd: int, target: str, userns_fd: int) -> None:
+    """A copy of the mount of `fd` (open_tree(2)), idmapped through `userns_fd`, moved to
+    `target` (move_mount(2))."""
+    tree = _libc.syscall(
+        ctypes.c_long(SYS_OPEN_TREE),
+        ctypes.c_long(fd),
+        ctypes.c_char_p(b""),
+        ctypes.c_long(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH),
+    )
+    if tree < 0:
+        _check(tree, f"open_tree {target}")
+    try:
+        attr = _MountAttr(MOUNT_ATTR_IDMAP, 0, 0, userns_fd)
+        _check(
+            _libc.syscall(
+                ctypes.c_long(SYS_MOUNT_SETATTR),
+                ctypes.c_long(tree),
+                ctypes.c_char_p(b""),
+                ctypes.c_long(AT_EMPTY_PATH),
+                ctypes.byref(attr),
+                ctypes.c_long(ctypes.sizeof(attr)),
+            ),
+            f"idmap {target}",
+        )
+        _check(
+            _libc.syscall(
+                ctypes.c_long(SYS_MOVE_MOUNT),
+                ctypes.c_long(tree),
+                ctypes.c_char_p(b""),
+                ctypes.c_long(AT_FDCWD),
+                ctypes.c_char_p(target.encode()),
+                ctypes.c_long(MOVE_MOUNT_F_EMPTY_PATH),
+            ),
+            f"move_mount {target}",
+        )
+    finally:
+        os.close(tree)
 
 
 def _mount_proc(report: Report) -> None:
@@ -293,49 +462,6 @@ def _set_mount_attributes(path: str, *, add: int, remove: int = 0, recursive: bo
         ctypes.c_long(ctypes.sizeof(attr)),
     )
     _check(result, f"mount_setattr {path}")
-
-
-def _code_locations() -> list[str]:
-    """The directories the child's interpreter reads (its installation, the venv, the
-    import path), outermost only: a bind mount takes what is below it."""
-    candidates = [
-        sys.prefix,
-        sys.exec_prefix,
-        sys.base_prefix,
-        sys.base_exec_prefix,
-        os.path.dirname(os.path.realpath(sys.executable)),
-        *sys.path,
-    ]
-    found = {os.path.realpath(p) for p in candidates if p}
-    dirs = {p for p in found if os.path.isdir(p)}
-    return sorted(p for p in dirs if not any(_inside(p, q) for q in dirs))
-
-
-def _covers(code: list[str], *, other_uid: bool) -> list[str]:
-    """What gets an empty tmpfs: the shared temporary dirs, and, when the app will run as a
-    uid of its own, the highest directory above some code location that "others" may not
-    search (the code below it is mounted back)."""
-    covers = {p for p in PRIVATE_TMP if os.path.isdir(p) and not os.path.islink(p)}
-    if other_uid:
-        for path in code:
-            blocked = next((a for a in _ancestors(path) if not _searchable(a)), None)
-            if blocked is not None:
-                covers.add(blocked)
-    return sorted(c for c in covers if not any(_inside(c, o) for o in covers))
-
-
-def _ancestors(path: str) -> list[str]:
-    parts = path.strip("/").split("/")[:-1]
-    return ["/" + "/".join(parts[:n]) for n in range(1, len(parts) + 1)]
-
-
-def _searchable(path: str) -> bool:
-    # The app's uid and gid are its own: on any directory not its own it is "other".
-    return bool(os.stat(path).st_mode & stat.S_IXOTH)
-
-
-def _inside(path: str, parent: str) -> bool:
-    return path != parent and path.startswith(parent.rstrip("/") + "/")
 
 
 def _open_path(path: str) -> int:
@@ -419,9 +545,11 @@ def main(argv: list[str]) -> None:
             report,
             private_fd,
             args.hide,
-            other_uid=os.geteuid() == 0,
+            app=(args.uid, args.gid) if os.geteuid() == 0 else None,
             app_code=args.code,
             own_pids=own_pids,
+            interpreter=child[0],
+            import_path=os.environ.get("PYTHONPATH", "").split(os.pathsep),
         )
         code_view = CODE_VIEW if os.path.isdir(f"{CODE_VIEW}/app") else args.code
     else:
