@@ -229,6 +229,11 @@ class AppManagerActor(Actor):
             op.request = request_fields(body)
         try:
             check_requester(msg.sender, op, self.focus)
+        except Refused as refusal:
+            # A request its sender may not make leaves no row: an app asking again and
+            # again must cost the registry nothing.
+            raise ReplyError(str(refusal.code), refusal.detail) from None
+        try:
             op = await self._run(op, ids)
         except Refused as refusal:
             op = op.ended("failed", refusal.code, refusal.detail)

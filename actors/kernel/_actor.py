@@ -428,7 +428,7 @@ class _Session:
         when it was a call, and done either way: redelivering it would change nothing."""
         actor = self.actor
         actor._refused += 1
-        detail = exc.detail if isinstance(exc, PayloadError) else f"the body is not msgpack ({exc})"
+        detail = exc.detail if isinstance(exc, PayloadError) else "the body is not msgpack"
         log.warning(
             "%s: refused %s %s from %s: %s",
             actor.name,

@@ -82,8 +82,12 @@ def check_body(body: bytes, limits: AppLimits) -> None:
         )
     except msgpack.StackError:
         raise Refusal("too_deep", "the body nests deeper than msgpack allows") from None
-    except Exception as exc:  # msgpack raises several unrelated types for garbage
-        raise Refusal("invalid_payload", f"the body is not msgpack ({exc})") from None
+    except ValueError as exc:
+        if "exceeds max" in str(exc):  # a string, bytes or container over its limit
+            raise Refusal("too_large", str(exc)) from None
+        raise Refusal("invalid_payload", "the body is not one msgpack value") from None
+    except Exception:  # msgpack raises several unrelated types for garbage
+        raise Refusal("invalid_payload", "the body is not one msgpack value") from None
     # What a body costs once decoded is its count of values, not its bytes: a megabyte
     # of empty arrays is a million lists.
     items = 0
@@ -169,8 +173,9 @@ class Gate:
             "error": {"code": refusal.code, "detail": refusal.detail},
         }
 
-    async def pace(self, count: int) -> None:
-        """Wait until an app may send `count` more messages (its token bucket)."""
+    async def pace(self, count: float) -> None:
+        """Wait until an app may send `count` more messages (its token bucket). What the
+        door refused costs a tenth: it is never stored, only decoded and counted."""
         limits = self.limits
         if limits is None:
             return

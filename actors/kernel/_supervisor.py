@@ -458,11 +458,6 @@ class Supervisor:
         ready = False
         batch = after_hello
         while True:
-            if limits is not None:
-                # An app's pace and its sending credits: while either is spent, its
-                # channel is not read and its own sends block; nothing is dropped.
-                await gate.pace(len(batch))
-                await switchboard.wait_for_room(name, limits.outstanding)
             ops: list[Op] = []
             for frame, packed in batch:
                 kind = frame["type"]
@@ -492,6 +487,11 @@ class Supervisor:
                             channel.send_nowait(reply)
                         continue
                 ops.append((op, name, payload, None, packed if op == "message" else None))
+            if limits is not None:
+                # An app's pace and its sending credits: while either is spent, its
+                # channel is not read and its own sends block; nothing is dropped.
+                await gate.pace(len(ops) + (len(batch) - len(ops)) / 10)
+                await switchboard.wait_for_room(name, limits.outstanding)
             await switchboard.submit_many(ops)
             next_batch = await anext(batches, None)
             if next_batch is None:

@@ -1,0 +1,96 @@
+"""An installed app that tries to speak as the agent, the user and the runtime's own actors.
+
+It runs the attacks its orders name (`orders.json` in its private directory, written by the
+test before the launch) as soon as it starts, each from its own process through its one
+channel, and writes what every attempt got back to `report.json` there: the test checks
+that from independent records too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from actors.kernel import CallFailed, new_id
+from apps.sdk import RuntimeApp, declare_app
+
+from ._attacks import ATTACKS
+
+ORDERS = "orders.json"
+REPORT = "report.json"
+
+
+def _read_orders() -> dict[str, Any]:
+    orders = Path(ORDERS)
+    return dict(json.loads(orders.read_text())) if orders.exists() else {}
+
+
+@declare_app(
+    app_scope="hostile",
+    version="1.0.0",
+    title="Hostile",
+    entrypoints=[{"id": "main", "kind": "contextual"}],
+    required_features=["app.lifecycle.v1"],
+)
+class HostileApp(RuntimeApp):
+    async def on_app_start(self) -> None:
+        orders = _read_orders()
+        self.report: dict[str, Any] = {"pid": os.getpid(), "results": {}, "seconds": {}}
+        self.nursery.start_soon(self._attack, orders)
+
+    async def _attack(self, orders: dict[str, Any]) -> None:
+        for name in orders.get("attacks", []):
+            started = time.monotonic()
+            try:
+                outcome = await ATTACKS[name](self, orders.get(name, {}))
+            except Exception as exc:  # the report says what broke, the app goes on
+                outcome = {"raised": f"{exc.__class__.__name__}: {exc}"}
+            self.report["results"][name] = outcome
+            self.report["seconds"][name] = round(time.monotonic() - started, 3)
+            self._write_report()
+        self.report["done"] = True
+        self._write_report()
+
+    def _write_report(self) -> None:
+        partial = Path(REPORT + ".tmp")
+        partial.write_text(json.dumps(self.report))
+        partial.replace(REPORT)
+
+    # -- the raw means of an app process -------------------------------------------------
+
+    async def attempt(self, to: str, type: str, body: Any, *, timeout: float = 5.0) -> str:
+        """A call as any app could make it: what came back, as one word."""
+        try:
+            reply = await self.call(to, type, body, timeout=timeout, id=new_id())
+        except CallFailed as exc:
+            return f"refused:{exc.code}"
+        return f"accepted:{json.dumps(reply)[:200]}"
+
+    async def raw(self, to: str, type: str, body: bytes, *, call: bool = True) -> str:
+        """A frame with a body of the app's own bytes, not packed by the SDK."""
+        message_id = new_id()
+        frame: dict[str, Any] = {"v": 1, "id": message_id, "to": to, "type": type, "body": body}
+        if not call:
+            await self._connected().send(frame)
+            return "sent"
+        frame["call"] = True
+        try:
+            reply = await self._request(message_id, frame, 5.0, to, type)
+        except CallFailed as exc:
+            return f"refused:{exc.code}:{exc.detail[:120]}"
+        return f"accepted:{json.dumps(reply)[:200]}"
+
+    async def flood(self, to: str, type: str, body: Any, count: int) -> float:
+        """`count` casts as fast as the channel takes them; seconds it took."""
+        started = time.monotonic()
+        for _ in range(count):
+            await self.cast(to, type, body, id=new_id())
+        return time.monotonic() - started
+
+    async def pause(self, seconds: float) -> None:
+        await trio.sleep(seconds)

@@ -1,0 +1,76 @@
+"""The hostile app floods the runtime: casts the door refuses, to names that do not exist,
+and casts it lets through. The mailbox and the supervisor's memory stay bounded, and the
+agent's messages still reach the chat within twice the quiet latency."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import trio
+
+from tests.runtime.helpers import CONVERSATION, Stack, texts, wait_for
+
+from .conftest import Hostile
+
+FLOOD = 200_000
+
+
+def _rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+async def _latencies(stack: Stack, label: str, count: int = 20) -> list[float]:
+    """Seconds from the agent's send to the chat's timeline, one message at a time."""
+    assert stack.agent is not None
+    seconds = []
+    for n in range(count):
+        text = f"{label} {n}"
+        started = time.monotonic()
+        await stack.agent.send_text(CONVERSATION, text)
+        deadline = started + 30
+        while text not in texts(stack.timeline()):
+            assert time.monotonic() < deadline, f"{text!r} never reached the chat"
+            await trio.sleep(0.002)
+        seconds.append(time.monotonic() - started)
+    return seconds
+
+
+async def test_a_flood_is_bounded_and_the_agent_still_gets_through(hostile: Hostile) -> None:
+    stack = hostile.stack
+    await stack.start_appserver()
+    runtime = await stack.start_runtime()
+    await stack.start_agent()
+    await _latencies(stack, "warm", 5)
+    quiet = statistics.median(await _latencies(stack, "quiet"))
+    assert runtime.process is not None
+    supervisor_rss = _rss_mib(runtime.process.pid)
+    mailbox = hostile.data_dir / "mailbox.db"
+    mailbox_bytes = mailbox.stat().st_size + (hostile.data_dir / "mailbox.db-wal").stat().st_size
+
+    await hostile.install({"attacks": ["flood"], "flood": {"count": FLOOD}})
+    await hostile.launch()
+    await wait_for(lambda: runtime.actors()["app.hostile"]["refused"], 30, "the flood")
+    busy = statistics.median(await _latencies(stack, "busy"))
+    report = await hostile.wait_report(120)
+    sent = report["results"]["flood"]
+
+    assert sent["refused"] + sent["nobody"] + sent["allowed"] >= FLOOD
+    assert busy <= 2 * quiet, f"busy {busy * 1000:.1f} ms, quiet {quiet * 1000:.1f} ms"
+    everything = sent["refused"] + sent["nobody"]
+
+    def all_refused() -> bool:  # the last casts may still be in its channel
+        return runtime.actors()["app.hostile"]["refused"]["sender_not_allowed"] >= everything
+
+    await wait_for(all_refused, 30, "every refused cast counted")
+    assert runtime.actors()["app.hostile"]["refused"] == {"sender_not_allowed": everything}
+    # Nothing refused was stored; what was let through was handled, not left waiting.
+    stored = hostile.mailbox_rows("SELECT count(*) FROM messages WHERE sender = 'app.hostile'")
+    assert stored[0][0] <= sent["allowed"] + 10
+    grown = (
+        mailbox.stat().st_size + (hostile.data_dir / "mailbox.db-wal").stat().st_size
+    ) - mailbox_bytes
+    assert grown < 32 * 1024 * 1024, f"mailbox.db grew by {grown} bytes"
+    assert _rss_mib(runtime.process.pid) - supervisor_rss < 40
