@@ -247,6 +247,7 @@ def build_view(
         # cover, or in the bundle cache under the data dir.
         sources = [(show, _open_show(show)) for show in plan.shows]
         code_fd = _open_path(app_code) if app_code is not None else None
+        code_owner = entry_owner(app_code) if app is not None and app_code is not None else None
         for cover in plan.covers:
             _empty_tmpfs(cover, "0755")
         shown = _OwnerViews(app)
@@ -258,8 +259,7 @@ def build_view(
         os.mkdir(VIEW_DIR)  # in the /tmp of its own
         if code_fd is not None:  # read-only with everything else below; never its to change
             os.makedirs(f"{CODE_VIEW}/app")
-            owner = entry_owner(app_code) if app is not None and app_code is not None else None
-            shown.mount(code_fd, f"{CODE_VIEW}/app", owner, report)
+            shown.mount(code_fd, f"{CODE_VIEW}/app", code_owner, report)
             os.close(code_fd)
         shown.close()
     except OSError as exc:
