@@ -117,6 +117,13 @@ def _status(args: argparse.Namespace) -> int:
             "mailboxes": len(counts),
         }
     status["lifecycle"] = runtime_lifecycle(data_dir, status)
+    if status["lifecycle"] == "offline_degraded" and status["state"] == "running":
+        # Up, but not reaching the AppServer: the user's messages wait in the outbox.
+        from actors.store import read_lifecycle
+
+        record = read_lifecycle(data_dir) or {}
+        status["state"] = "degraded"
+        status["reason"] = f"offline: {record.get('detail') or 'the AppServer cannot be reached'}"
     if args.json:
         print_json(status)
     else:

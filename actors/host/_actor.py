@@ -30,7 +30,7 @@ from typing import Any, Final, TypeVar
 import msgpack
 
 from actors.contracts import Code
-from actors.kernel import Actor, Message, handles
+from actors.kernel import Actor, Message, ReplyError, handles
 
 from .door import DOOR
 
@@ -124,8 +124,9 @@ class HostActor(Actor):
             "store", "store.audit", {"code": code, "detail": detail, "message_id": msg.id}
         )
 
-    async def _checked(self, msg: Message, parse: Callable[[], T]) -> T | None:
-        """`parse()`'s result, or None once a refusal (wrong source, bad body) is audited."""
+    async def _checked(self, msg: Message, parse: Callable[[], T]) -> T:
+        """`parse()`'s result; a refusal (wrong source, bad body) is audited, then answered
+        with its code (ReplyError)."""
         try:
             if msg.sender not in HOST_SOURCES:
                 raise Refused(  # noqa: TRY301 - one path for every refusal
@@ -137,30 +138,26 @@ class HostActor(Actor):
             self.refused += 1
             log.warning("refused %s %s from %s: %s", msg.type, msg.id, msg.sender, refusal)
             await self._audit(refusal.code, f"{msg.type}: {refusal.detail}", msg)
-            return None
+            raise ReplyError(refusal.code, refusal.detail) from None
 
     @handles("host.session.open")
     async def session_open(self, msg: Message) -> None:
-        opened = await self._checked(msg, lambda: _session_open(msg.body))
-        if opened is not None:
-            session, kind = opened
-            self.sessions[session] = kind
-            await self._audit("host.session.open", f"{kind} session {session}", msg)
+        session, kind = await self._checked(msg, lambda: _session_open(msg.body))
+        self.sessions[session] = kind
+        await self._audit("host.session.open", f"{kind} session {session}", msg)
 
     @handles("host.session.close")
     async def session_close(self, msg: Message) -> None:
         session = await self._checked(msg, lambda: _session_of(msg.body))
-        if session is not None:
-            self.sessions.pop(session, None)
-            await self._audit("host.session.close", f"session {session}", msg)
+        self.sessions.pop(session, None)
+        await self._audit("host.session.close", f"session {session}", msg)
 
     @handles("host.ui.action")
     async def ui_action(self, msg: Message) -> None:
         """A user's action in an app's UI, handed to that app's process as `app.input`."""
-        checked = await self._checked(msg, lambda: _ui_action(msg.body, self.ui_apps))
-        if checked is None:
-            return
-        session, app, action = checked
+        session, app, action = await self._checked(
+            msg, lambda: _ui_action(msg.body, self.ui_apps)
+        )
         self.actions += 1
         known = "" if session in self.sessions else " (session not open)"
         await self._audit("ui.action", f"{action['kind']} in {app} by {session}{known}", msg)
@@ -169,10 +166,7 @@ class HostActor(Actor):
     @handles("host.intent")
     async def intent(self, msg: Message) -> None:
         """A host lifecycle intent (the window came to the front, open this app, ...)."""
-        checked = await self._checked(msg, lambda: _intent(msg.body))
-        if checked is None:
-            return
-        session, intent, app = checked
+        session, intent, app = await self._checked(msg, lambda: _intent(msg.body))
         self.intents += 1
         await self._audit("host.intent", f"{intent} {app or ''} by {session}".strip(), msg)
         await self.cast(

@@ -220,6 +220,11 @@ class RuntimeConfig(BaseModel):
         " checked against it",
     )
     app_limits: AppLimits = Field(default_factory=AppLimits)
+    door_checks: bool = Field(
+        default=True,
+        description="off only where `lineup bench kernel` measures what the door costs: the"
+        " supervisor then stores whatever anyone sends to anyone",
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> RuntimeConfig:

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from actors.kernel import Actor, Message, derive_id, handles, new_id
+from actors.kernel import Actor, Message, ReplyError, derive_id, handles, new_id
 
 from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
@@ -222,19 +222,18 @@ class RuntimeApp(Actor):
     def _leave(self) -> None:
         self._ids.parent = None
 
-    def _from(self, msg: Message, sender: str) -> bool:
-        """Each kind of input has one source; anything else is refused and counted (an
-        app that sends another app `app.deliver` must not put words in the agent's mouth)."""
+    def _from(self, msg: Message, sender: str) -> None:
+        """Each kind of input has one source; anything else is refused with its code and
+        counted (the supervisor's door refuses it first; this holds wherever an app runs
+        without one)."""
         if msg.sender == sender:
-            return True
+            return
         self._refused_inputs += 1
-        log.warning("refused %s %s from %s: only %s sends it", msg.type, msg.id, msg.sender, sender)
-        return False
+        raise ReplyError("sender_not_allowed", f"only {sender} sends {msg.type}")
 
     @handles("app.deliver")
     async def _deliver(self, msg: Message) -> None:
-        if not self._from(msg, STORE):  # the store delivers what it has persisted
-            return
+        self._from(msg, STORE)  # the store delivers what it has persisted
         self._enter(msg)
         try:
             messages = msg.body["messages"]
@@ -260,8 +259,7 @@ class RuntimeApp(Actor):
 
     @handles("app.action.state")
     async def _action_state(self, msg: Message) -> None:
-        if not self._from(msg, ROUTER):
-            return
+        self._from(msg, ROUTER)
         body = msg.body
         if self._log.set_action_state(msg.id, body):
             for event in self._log.events_by_id(body["id"]):
@@ -270,8 +268,7 @@ class RuntimeApp(Actor):
     @handles("app.lifecycle")
     async def _lifecycle(self, msg: Message) -> None:
         # Instances are the app manager's to move (seed §4.4); nobody else's word counts.
-        if not self._from(msg, APP_MANAGER):
-            return
+        self._from(msg, APP_MANAGER)
         self._enter(msg)
         try:
             await self.sdk.lifecycle._fire(dict(msg.body or {}))
@@ -282,8 +279,7 @@ class RuntimeApp(Actor):
     async def _input(self, msg: Message) -> None:
         # The user's side reaches an app only through the host actor (seed §5.1): an
         # input from anyone else is not the user's, whatever it says.
-        if not self._from(msg, HOST):
-            return
+        self._from(msg, HOST)
         self._enter(msg)
         try:
             await self.on_input(dict(msg.body or {}))

@@ -12,11 +12,13 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import trio
+from pydantic import ConfigDict
+from typing_extensions import TypedDict
 
-from actors.kernel import Actor, Message, handles
+from actors.kernel import Actor, Door, Message, accept, handles
 
 from ._envelope import envelope
 
@@ -28,8 +30,44 @@ def write_atomically(path: str, value: Any) -> None:
     os.replace(partial, path)
 
 
+class Begin(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    count: int
+    out: str
+    paced: bool
+
+
+class Envelope(TypedDict):
+    """The bench's 208-byte envelope, as a runtime actor declares a body's type."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    id: str
+    type: str
+    scope: str
+    payload: dict[str, Any]
+    ts: int
+
+
+# Each bench actor's door, as a runtime actor has one, so that the kernel path (c) pays what
+# the runtime's door costs: the sender's check in the supervisor, the body's in the actor.
+PRODUCER_DOOR = Door(
+    {
+        "bench.burst": accept("debug", body=dict[str, Any]),
+        "bench.paced": accept("debug", body=dict[str, Any]),
+        "bench.fill": accept("debug", body=dict[str, Any]),
+    }
+)
+SINK_DOOR = Door(
+    {"bench.begin": accept("producer", body=Begin), "bench.item": accept("producer", body=Envelope)}
+)
+REPLAYER_DOOR = Door({"bench.hold": accept("producer", body=dict[str, Any])})
+IDLE_DOOR = Door({})
+
+
 class Producer(Actor):
     """Casts envelopes to another actor: a burst as fast as the kernel takes them, or paced."""
+
+    door: ClassVar[Door | None] = PRODUCER_DOOR
 
     @handles("bench.burst")
     async def burst(self, msg: Message) -> None:
@@ -57,6 +95,8 @@ class Producer(Actor):
 
 class Sink(Actor):
     """Counts `bench.item`s; after the announced count, writes one result file."""
+
+    door: ClassVar[Door | None] = SINK_DOOR
 
     async def on_start(self) -> None:
         self.expected = 0
@@ -98,6 +138,8 @@ class Replayer(Actor):
     next incarnation handled the replayed message: kill -> first replayed message handled.
     """
 
+    door = REPLAYER_DOOR
+
     async def on_start(self) -> None:
         self.noted = False
 
@@ -117,3 +159,16 @@ class Replayer(Actor):
 
 class Idle(Actor):
     """Does nothing at all: its process is what one idle actor costs in memory."""
+
+    door = IDLE_DOOR
+
+
+class UncheckedProducer(Producer):
+    """The same actors without their doors: the kernel path with the door off, to measure
+    what it costs (only the bench runs a supervisor with `door_checks` off)."""
+
+    door = None
+
+
+class UncheckedSink(Sink):
+    door = None

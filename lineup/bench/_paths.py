@@ -106,36 +106,61 @@ class BarePaths:
 class KernelPath:
     """(c) a real supervisor process with bench actors, driven through the control socket."""
 
-    def __init__(self, procs: Processes, work: Path, *, synchronous: str, kills: int) -> None:
+    def __init__(
+        self,
+        procs: Processes,
+        work: Path,
+        *,
+        synchronous: str,
+        kills: int,
+        door: bool = True,
+    ) -> None:
+        """With `door` off (the bench's own switch) the same actors run without their doors
+        and the supervisor checks no sender: what the door costs is the difference."""
         self.procs = procs
+        self.name = "supervisor" if door else "supervisor-unchecked"
         self.work = work
-        self.data_dir = work / "runtime"
-        self.replayer_log = work / "replayer.log"
+        suffix = "" if door else "-u"  # short: the control socket's path has a length limit
+        self.data_dir = work / f"runtime{suffix}"
+        self.replayer_log = work / f"replayer{suffix}.log"
+        self.files = f"{self.name}-"
         self.runs = 0
+
+        def actor(name: str, cls: str, door_name: str, **fields: Any) -> ChildSpec:
+            if not door:
+                cls, door_name = {"Sink": "UncheckedSink", "Producer": "UncheckedProducer"}.get(
+                    cls, cls
+                ), ""
+            spec_door = f"{_ACTORS}:{door_name}" if door_name else None
+            return ChildSpec(
+                name=name, target=f"{_ACTORS}:{cls}", door=spec_door, shutdown=2.0, **fields
+            )
+
         self.config = RuntimeConfig(
             children=[
-                ChildSpec(name="sink", target=f"{_ACTORS}:Sink", shutdown=2.0),
-                ChildSpec(name="producer", target=f"{_ACTORS}:Producer", shutdown=2.0),
-                ChildSpec(
-                    name="replayer",
-                    target=f"{_ACTORS}:Replayer",
+                actor("sink", "Sink", "SINK_DOOR"),
+                actor("producer", "Producer", "PRODUCER_DOOR"),
+                actor(
+                    "replayer",
+                    "Replayer",
+                    "REPLAYER_DOOR",
                     config={"log": str(self.replayer_log), "hold_s": 0.001},
-                    shutdown=2.0,
                 ),
-                ChildSpec(name="idle", target=f"{_ACTORS}:Idle", shutdown=2.0),
+                actor("idle", "Idle", "IDLE_DOOR"),
             ],
             synchronous=synchronous,  # type: ignore[arg-type]
             # Restart intensity and backoff are policy, not mechanism: with them at their
             # defaults, 20 kills in a few seconds would (rightly) escalate or back off.
             max_restarts=2 * kills + 10,
             backoff_base=0.0,
+            door_checks=door,
         )
 
     def start(self, timeout: float = 60.0) -> None:
-        config_file = self.work / "runtime.json"
+        config_file = self.work / f"{self.files}runtime.json"
         config_file.write_text(self.config.model_dump_json())
         self.procs.start(
-            "supervisor",
+            self.name,
             "lineup.bench._supervise",
             ["--", "--data-dir", str(self.data_dir), "--config", str(config_file)],
         )
@@ -148,7 +173,7 @@ class KernelPath:
                 pass
             if time.monotonic() > deadline:
                 raise BenchError(
-                    f"the runtime did not start in {timeout:.0f} s{self.procs.tail('supervisor')}"
+                    f"the runtime did not start in {timeout:.0f} s{self.procs.tail(self.name)}"
                 )
             time.sleep(0.05)
 
@@ -166,7 +191,7 @@ class KernelPath:
     def run(self, count: int, rate: float = 0.0) -> Run:
         """Producer → sink through the supervisor's durable mailboxes."""
         self.runs += 1
-        out = self.work / f"sink-{self.runs}.json"
+        out = self.work / f"{self.files}sink-{self.runs}.json"
         body: dict[str, Any] = {"to": "sink", "count": count, "out": str(out)}
         if rate:
             body["rate"] = rate
@@ -178,7 +203,7 @@ class KernelPath:
             if time.monotonic() > deadline:
                 raise BenchError(
                     f"the kernel path did not deliver {count} messages in"
-                    f" {timeout:.0f} s{self.procs.tail('supervisor')}"
+                    f" {timeout:.0f} s{self.procs.tail(self.name)}"
                 )
             time.sleep(0.02)
         result = json.loads(out.read_text())

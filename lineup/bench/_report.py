@@ -19,6 +19,7 @@ TARGET_RATIO = 0.8
 TARGET_P50_MS = 1.0
 TARGET_RESTART_P50_MS = 300.0
 TARGET_RSS_MIB = 40.0
+TARGET_AUTHZ_RATIO = 0.95  # the door (senders checked, bodies validated) costs at most 5 %
 
 # BASELINE.md, the same hardware class, medians of 3 runs.
 REFERENCE: dict[str, Any] = {
@@ -44,6 +45,7 @@ def result_record(
     bare: list[Run],
     relay: list[Run],
     kernel: list[Run],
+    unchecked: list[Run],
     paced: dict[str, Run],
     restarts_ms: list[float],
     replayed: int,
@@ -55,6 +57,8 @@ def result_record(
     kernel_rate = median(r.msgs_per_s for r in kernel)
     relay_rate = median(r.msgs_per_s for r in relay)
     ratio = kernel_rate / relay_rate
+    unchecked_rate = median(r.msgs_per_s for r in unchecked)
+    authz_ratio = kernel_rate / unchecked_rate
     record: dict[str, Any] = {
         **settings,
         "kernel_msgs_per_s": round(kernel_rate),
@@ -63,6 +67,10 @@ def result_record(
         "ratio_vs_durable_baseline": round(ratio, 3),
         "p50_ms": _r(paced["kernel"].p(50)),
         "p99_ms": _r(paced["kernel"].p(99)),
+        "unchecked_msgs_per_s": round(unchecked_rate),
+        "unchecked_p50_ms": _r(paced["unchecked"].p(50)),
+        "unchecked_p99_ms": _r(paced["unchecked"].p(99)),
+        "authz_ratio": round(authz_ratio, 3),
         "baseline_p50_ms": _r(paced["relay"].p(50)),
         "baseline_p99_ms": _r(paced["relay"].p(99)),
         "bare_socketpair_p50_ms": _r(paced["bare"].p(50)),
@@ -80,12 +88,14 @@ def result_record(
             "bare_socketpair": [round(r.msgs_per_s) for r in bare],
             "durable_baseline": [round(r.msgs_per_s) for r in relay],
             "kernel": [round(r.msgs_per_s) for r in kernel],
+            "kernel_unchecked": [round(r.msgs_per_s) for r in unchecked],
         },
     }
     full = settings["synchronous"] == "FULL"
     record["targets"] = {
         "ratio_vs_durable_baseline": _verdict(ratio, ">=", TARGET_RATIO, applies=full),
         "p50_ms": _verdict(record["p50_ms"], "<=", TARGET_P50_MS),
+        "authz_ratio": _verdict(authz_ratio, ">=", TARGET_AUTHZ_RATIO),
         "restart_p50_ms": _verdict(record["restart_p50_ms"], "<=", TARGET_RESTART_P50_MS),
         "actor_rss_mib": _verdict(record["actor_rss_mib"], "<=", TARGET_RSS_MIB),
     }
@@ -151,6 +161,22 @@ def print_table(record: dict[str, Any], console: Console) -> None:
         "",
         f">= {TARGET_RATIO} with FULL",
         _mark(t["ratio_vs_durable_baseline"]),
+    )
+    table.add_row(
+        "door on / off, msg/s",
+        f"{_n(record['kernel_msgs_per_s'])} / {_n(record['unchecked_msgs_per_s'])}",
+        f"p50 {record['p50_ms']:.3f} / {record['unchecked_p50_ms']:.3f} ms",
+        "",
+        "",
+        "",
+    )
+    table.add_row(
+        "ratio door on / off",
+        f"{record['authz_ratio']:.3f}",
+        "",
+        "",
+        f">= {TARGET_AUTHZ_RATIO}",
+        _mark(t["authz_ratio"]),
     )
     table.add_row(
         "bare A→B, msg/s",

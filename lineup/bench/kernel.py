@@ -1,10 +1,12 @@
 """`lineup bench kernel`: the kernel's durable actor→actor path beside its bare baselines.
 
-One run measures, on the same machine at the same time (issue 2, "Benchmark"):
-(a) a bare A→B socketpair, (b) a bare durable relay (SQLite WAL, group commit, forward
-after commit, batched acks) and (c) the kernel itself: a real supervisor process with a
-producer and a sink actor. Throughputs are medians over interleaved rounds (a, b, c, a, b,
-c, ...), so drift on a shared machine hits all three alike; latency is one-way at a paced
+One run measures, on the same machine at the same time: (a) a bare A→B socketpair, (b) a
+bare durable relay (SQLite WAL, group commit, forward after commit, batched acks), (c) the
+kernel itself: a real supervisor process with a producer and a sink actor behind their
+doors (senders checked by the supervisor, bodies validated by the sink), and (d) the same
+kernel with the door off, a switch only the bench uses: (c) / (d) is what the door costs.
+Throughputs are medians over interleaved rounds (a, b, c, d, a, b, c, d, ...), so drift
+on a shared machine hits all four alike; latency is one-way at a paced
 1,000 msg/s; then restart after SIGKILL and the memory of an idle actor. All files live in
 one fresh temp dir, removed at the end, and every process started is stopped at the end,
 on Ctrl-C too.
@@ -102,12 +104,15 @@ def measure(
     paced_count = args.paced or max(100, min(MAX_PACED, args.messages // 4))
     bare_paths = BarePaths(procs, work, synchronous=sync)
     kernel = KernelPath(procs, work, synchronous=sync, kills=args.kills)
+    unchecked = KernelPath(procs, work, synchronous=sync, kills=args.kills, door=False)
     n = args.messages
-    with steps.step("(c) starting the supervisor and its actors"):
+    with steps.step("(c) and (d) starting the supervisors and their actors"):
         kernel.start()
+        unchecked.start()
     bare: list[Run] = []
     relay: list[Run] = []
     kernel_runs: list[Run] = []
+    unchecked_runs: list[Run] = []
     try:
         for r in range(1, args.rounds + 1):
             of = f"round {r}/{args.rounds}, {n:,} messages"
@@ -117,6 +122,8 @@ def measure(
                 relay.append(bare_paths.relay(n))
             with steps.step(f"(c) kernel throughput, {of}"):
                 kernel_runs.append(kernel.run(n))
+            with steps.step(f"(d) kernel with the door off, throughput, {of}"):
+                unchecked_runs.append(unchecked.run(n))
         paced: dict[str, Run] = {}
         at = f"{paced_count:,} messages at {PACED_RATE:,.0f} msg/s"
         with steps.step(f"(a) bare socketpair latency, {at}"):
@@ -125,6 +132,8 @@ def measure(
             paced["relay"] = bare_paths.relay(paced_count, PACED_RATE)
         with steps.step(f"(c) kernel latency, {at}"):
             paced["kernel"] = kernel.run(paced_count, PACED_RATE)
+        with steps.step(f"(d) kernel with the door off, latency, {at}"):
+            paced["unchecked"] = unchecked.run(paced_count, PACED_RATE)
         with steps.step("idle actor memory"):
             memory = _memory(kernel.actor_pid("idle"))
         with steps.step(f"restart after SIGKILL, {args.kills} kills", weight=0):
@@ -133,6 +142,7 @@ def measure(
             )
     finally:
         kernel.stop()
+        unchecked.stop()
     settings = {
         "synchronous": sync,
         "messages": n,
@@ -154,6 +164,7 @@ def measure(
         bare=bare,
         relay=relay,
         kernel=kernel_runs,
+        unchecked=unchecked_runs,
         paced=paced,
         restarts_ms=restarts,
         replayed=replayed,
@@ -165,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     """The `lineup bench kernel` command; 0 when it measured, whatever the verdicts."""
 
     def measure_with_progress(work: Path, procs: Processes, err: Console) -> dict[str, Any]:
-        steps = _Steps(err, total=2 + 3 * args.rounds + 3 + 1)
+        steps = _Steps(err, total=2 + 4 * args.rounds + 4 + 1)
         with steps.progress:
             return measure(args, work, procs, steps)
 
