@@ -1,7 +1,7 @@
 """What an app process takes, and from whom: what the store persisted for it, the router's
 word on its actions, the user's input through the host, its instances' lifecycle from the
-app manager, and the supervisor's notices. Nothing from another app: no app can put words
-in the agent's or the user's mouth for another."""
+app manager. Nothing from another app: no app can put words in the agent's or the user's
+mouth for another. (The supervisor's own notices reach every actor without a door.)"""
 
 from __future__ import annotations
 
@@ -24,6 +24,5 @@ DOOR = Door(
         "app.action.state": accept("router", body=dict[str, Any]),
         "app.input": accept("host", body=dict[str, Any]),
         "app.lifecycle": accept("app_manager", body=dict[str, Any]),
-        "kernel.actor_failed": accept("supervisor", body=dict[str, Any]),
     }
 )

@@ -1,0 +1,53 @@
+"""The door, as a rule of the architecture: every actor of the runtime declares what it
+takes, from whom, and an app process reaches only its SDK's surface."""
+
+from __future__ import annotations
+
+import importlib
+
+import supervisor
+from actors.kernel import APPS, Actor, Door, load_door
+
+# What an app process may send, and to whom: the SDK's surface, nothing more.
+SDK_SURFACE = {
+    ("router", "router.action"),
+    ("router", "router.inbox.ack"),
+    ("app_manager", "app_manager.request"),
+}
+
+
+def _runtime_actors() -> list[tuple[str, type[Actor], Door]]:
+    config = supervisor.default_config()
+    found = []
+    for spec in config.children:
+        module, _, cls = spec.target.partition(":")
+        actor = getattr(importlib.import_module(module), cls)
+        assert spec.door is not None, f"{spec.name} declares no door"
+        found.append((spec.name, actor, load_door(spec.door)))
+    return found
+
+
+def test_every_runtime_actor_declares_exactly_what_it_handles() -> None:
+    for name, actor, door in _runtime_actors():
+        assert actor.door is door, f"{name}: the spec's door is not the class's"
+        assert door.types() == set(actor._handlers), name
+        for message_type in door.types():
+            assert door.senders_of(message_type), f"{name} {message_type}: nobody may send it"
+
+
+def test_an_app_reaches_only_its_sdk() -> None:
+    config = supervisor.default_config()
+    doors = {name: door for name, _, door in _runtime_actors()}
+    app_door = load_door(config.app_door)
+    reachable = {
+        (name, message_type)
+        for name, door in doors.items()
+        for message_type in door.types()
+        if door.allows(message_type, "app.whiteboard")
+    }
+    assert reachable == SDK_SURFACE
+    assert not [t for t in app_door.types() if app_door.allows(t, "app.whiteboard")]
+    assert all(APPS not in app_door.senders_of(t) for t in app_door.types())
+    # Nobody may send a type no door declares, the operator included.
+    for door in doors.values():
+        assert not door.allows("store.anything.else", "debug")
