@@ -1,6 +1,6 @@
 """The hostile app leaves processes behind (a detached grandchild, a child holding its
-channel): none of them outlives the app's disable or the runtime's death, and disabling it
-is not held up by them."""
+channel): none of them outlives the app's disable, its removal or the runtime's death, and
+disabling it is not held up by them."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ async def _escaped(hostile: Hostile) -> int:
     return uid
 
 
-async def test_nothing_of_the_app_outlives_its_disable_or_the_runtime(hostile: Hostile) -> None:
+async def test_nothing_of_the_app_outlives_disable_remove_or_the_runtime(hostile: Hostile) -> None:
     stack = hostile.stack
     await stack.start_appserver()
     runtime = await stack.start_runtime()
@@ -59,6 +59,11 @@ async def test_nothing_of_the_app_outlives_its_disable_or_the_runtime(hostile: H
 
     await hostile.app("enable", SCOPE)
     (hostile.app_dir / "report.json").unlink()
+    await _escaped(hostile)
+    await hostile.app("remove", SCOPE, "--yes")
+    await wait_for(lambda: not _processes_of(uid), 2, "no process of the app after remove")
+
+    await hostile.install({"attacks": ["escape"]})
     await _escaped(hostile)
     assert runtime.process is not None
     os.kill(runtime.process.pid, signal.SIGKILL)
