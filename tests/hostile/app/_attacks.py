@@ -195,15 +195,16 @@ async def request_spam(app: HostileApp, options: dict[str, Any]) -> dict[str, An
 
 async def flood(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]:
     """`count` casts: the door refuses most (a type it may not send, a name nobody has); one
-    in a hundred it lets through (an ack of nothing)."""
+    in `refused_per_allowed` + 1 it lets through (an ack of nothing)."""
     count = int(options.get("count", 200_000))
+    between = int(options.get("refused_per_allowed", 100)) // 2
     refused = allowed = nobody = 0
     while refused + allowed + nobody < count:
-        for _ in range(50):
+        for _ in range(between):
             await app.cast("store", "store.audit", {"code": "x", "detail": "x"}, id=new_id())
             await app.cast("nosuch", "nosuch.thing", {}, id=new_id())
-        refused += 50
-        nobody += 50
+        refused += between
+        nobody += between
         await app.cast("router", "router.inbox.ack", {"ids": [new_id()]}, id=new_id())
         allowed += 1
     return {"refused": refused, "nobody": nobody, "allowed": allowed}
