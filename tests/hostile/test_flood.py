@@ -63,6 +63,7 @@ async def _flood(hostile: Hostile, *, refused_per_allowed: int, count: int) -> N
     options = {"count": count, "refused_per_allowed": refused_per_allowed}
     await hostile.install({"attacks": ["flood"], "flood": options})
     await hostile.launch()
+
     def flooding() -> bool:
         refused = runtime.actors()["app.hostile"]["refused"]
         stored = hostile.mailbox_rows("SELECT count(*) FROM messages WHERE sender = 'app.hostile'")
