@@ -155,9 +155,7 @@ class HostActor(Actor):
     @handles("host.ui.action")
     async def ui_action(self, msg: Message) -> None:
         """A user's action in an app's UI, handed to that app's process as `app.input`."""
-        session, app, action = await self._checked(
-            msg, lambda: _ui_action(msg.body, self.ui_apps)
-        )
+        session, app, action = await self._checked(msg, lambda: _ui_action(msg.body, self.ui_apps))
         self.actions += 1
         known = "" if session in self.sessions else " (session not open)"
         await self._audit("ui.action", f"{action['kind']} in {app} by {session}{known}", msg)

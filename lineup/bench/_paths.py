@@ -128,9 +128,10 @@ class KernelPath:
 
         def actor(name: str, cls: str, door_name: str, **fields: Any) -> ChildSpec:
             if not door:
-                cls, door_name = {"Sink": "UncheckedSink", "Producer": "UncheckedProducer"}.get(
-                    cls, cls
-                ), ""
+                cls, door_name = (
+                    {"Sink": "UncheckedSink", "Producer": "UncheckedProducer"}.get(cls, cls),
+                    "",
+                )
             spec_door = f"{_ACTORS}:{door_name}" if door_name else None
             return ChildSpec(
                 name=name, target=f"{_ACTORS}:{cls}", door=spec_door, shutdown=2.0, **fields
