@@ -36,6 +36,7 @@ from actors.kernel import (
     handles,
     new_id,
 )
+from actors.kernel._process import log_tail
 
 from ._cache import BundleCache, bundle_cache_dir
 from ._focus import Focus, Instance, startup_target
@@ -395,8 +396,12 @@ class AppManagerActor(Actor):
             started = await self.supervise("start", spec=spec)
         except CallFailed as exc:
             raise Refused(Code.APP_START_FAILED, f"{scope}: {exc.code}: {exc.detail}") from None
-        if started["state"] == "failed":
-            raise Refused(Code.APP_START_FAILED, f"{scope}: its process did not start")
+        if started["state"] in ("failed", "stopped"):
+            # It ended before it was ready, and the supervisor answered at once: why is in
+            # the last lines of its log.
+            reason = log_tail(self.data_dir / "logs" / f"app.{scope}.log")
+            detail = f"{scope}: its process did not start" + (f": {reason}" if reason else "")
+            raise Refused(Code.APP_START_FAILED, detail)
 
     async def _stop_process(self, scope: str) -> None:
         if scope in CORE_APPS:

@@ -9,8 +9,9 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import trio
 
@@ -20,6 +21,10 @@ from ._quota import watch_directory
 from ._sandbox import JailPlan
 from ._specs import ChildSpec
 
+# What of an app's log explains a start that failed: its last lines, at most this much.
+TAIL_LINES: Final = 6
+TAIL_CHARS: Final = 1500
+
 
 class Incarnation:
     """What the supervisor does with an actor process, however it was started: wait for its
@@ -28,7 +33,10 @@ class Incarnation:
     pid: int
     sock: socket.socket
     isolation: dict[str, Any] | None = None  # what the launcher enforced (isolated apps)
-    failure: str = ""  # why the supervisor ended it, if it did (its quota)
+    failure: str = ""  # why it ended, if not its exit status alone (its quota, a failed start)
+    # Set for a start someone waits on: called once the process has exited, True if that
+    # start failed (it never became ready). Its reason then comes from its log.
+    start_failed: Callable[[], bool] | None = None
 
     async def wait(self) -> int:
         raise NotImplementedError
@@ -93,6 +101,11 @@ class ChildProcess(Incarnation):
             pass_fds.append(report_w)
             env = jail.env
         log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_dir / f"{spec.name}.log"
+        try:
+            self._log_start = self.log_path.stat().st_size  # where this incarnation's begins
+        except FileNotFoundError:
+            self._log_start = 0
         self.spec = spec
         self.cgroup = cgroup
         self.log: AppLog | None = None
@@ -185,6 +198,15 @@ class ChildProcess(Incarnation):
 
     async def release(self) -> str:
         note = ""
+        code = self.returncode
+        if self.start_failed is not None and code is not None and self.start_failed():
+            self.failure = f"did not start ({describe_exit(code)})"
+            if self.log is not None:
+                self.log.close()  # all it wrote is in the file now
+                self.log = None
+            tail = log_tail(self.log_path, self._log_start)
+            if tail:
+                self.failure += f": {tail}"
         if self.cgroup is not None:
             if self.cgroup.oom_kills():
                 note = "out of memory (the limit of its cgroup)"
@@ -231,3 +253,18 @@ def describe_exit(code: int) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exited with status {code}"
+
+
+def log_tail(path: Path, start: int = 0) -> str:
+    """The last lines of what an actor's log holds past `start` (from its beginning if it
+    was rotated since), one line each, joined by " | ": why a start failed."""
+    try:
+        with open(path, "rb") as log:
+            size = log.seek(0, os.SEEK_END)
+            begin = start if start <= size else 0
+            log.seek(max(begin, size - 64 * 1024))
+            text = log.read().decode(errors="replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " | ".join(lines[-TAIL_LINES:])[-TAIL_CHARS:]

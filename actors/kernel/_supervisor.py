@@ -407,6 +407,20 @@ class Supervisor:
         report = await process.read_jail_report(self.config.hello_timeout)
         process.isolation = merge_report(report, cgroup, spec)
         log_jail_report(spec.name, process.isolation)
+        child = self.children.get(spec.name)
+        if child is not None and child.dynamic and child.state == "starting":
+            # Its first process, and an actor waits for the start (the app manager's
+            # launch): one that ends before it is ready failed to start. It is not
+            # restarted (it would only fail again until the restart intensity gave up):
+            # the start is answered at once, its reason taken from the app's log.
+            def failed_start() -> bool:
+                if child.state != "starting" or child.stopping:
+                    return False
+                child.stopping = True
+                log.warning("%s ended before it was ready: its start failed", spec.name)
+                return True
+
+            process.start_failed = failed_start
         return process
 
     async def _read(self, child: Child, channel: Channel, on_ready: Any) -> None:

@@ -22,11 +22,13 @@ from typing import Any
 
 import pytest
 
+from .conftest import MakeRuntime
 from .helpers import REPO_ROOT, Runtime, child, outcomes, wait_until
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the full jail needs root")
 
 PROBE = "tests.kernel.jailed_actors:Probe"
+STARTER = "tests.kernel.starting_actors:Starter"
 COPIED = ("actors", "apps", "lineup", "supervisor.py", "tests/__init__.py", "tests/kernel")
 
 
@@ -203,3 +205,33 @@ def test_a_jailed_app_runs_from_a_checkout_made_under_umask_077(
         assert parent.stat().st_mode & 0o777 == 0o700
     finally:
         shutil.rmtree(parent, ignore_errors=True)
+
+
+@needs_root
+def test_an_app_that_cannot_start_fails_its_start_at_once_with_the_reason(
+    make_runtime: MakeRuntime,
+) -> None:
+    rt = make_runtime({})
+    out = rt.log_dir / "starts.jsonl"
+    starter = {"name": "boss", "target": STARTER, "config": {"out": str(out)}}
+    rt.config = {"app_supervisor": "boss", "children": [starter]}
+    rt.start()
+    missing = "tests.kernel.no_such_module:App"
+    spec = {"name": "app.broken", "target": missing, "isolation": {"private_dir": "apps/broken"}}
+    rt.send("boss", "start", spec)
+    line = wait_until(lambda: out.exists() and out.read_text().strip(), 60, "the start's answer")
+    outcome = json.loads(line)
+    # answered at once: its first process ended before it was ready, and is not restarted
+    assert outcome["ok"] is True and outcome["state"] == "stopped", outcome
+    assert outcome["seconds"] < 5.0, outcome
+    record = rt.actors()["app.broken"]
+    assert record["restarts"] == 0 and record["pid"] is None, record
+    # the reason, from the last lines of its log, where `lineup debug actors` shows it
+    assert record["last_exit"].startswith("did not start (exited with status 1): "), record
+    assert "No module named 'tests.kernel.no_such_module'" in record["last_exit"], record
+    assert rt.status()["state"] == "running"  # a start that failed is no degraded runtime
+    # the next start is tried again (and fails again, as promptly)
+    rt.send("boss", "start", spec)
+    wait_until(lambda: len(out.read_text().splitlines()) == 2, 60, "the second answer")
+    again = json.loads(out.read_text().splitlines()[1])
+    assert again["state"] == "stopped" and again["seconds"] < 5.0, again
