@@ -240,6 +240,10 @@ def build_view(
     """The app's file system (step 4); returns its working directory. `app`: the uid and
     gid the app will run as, to which the supervisor's files are "other" (None: it keeps
     the launcher's uid)."""
+    # The directories made for its view (mount points on a tmpfs of its own) must be
+    # searchable by its uid whatever umask the runtime runs under (077 makes them 0700);
+    # the app's own umask is set later (step 6).
+    os.umask(0o022)
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the host
         plan = plan_view(*needed(interpreter, import_path), other_uid=app is not None)

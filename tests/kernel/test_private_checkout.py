@@ -132,10 +132,18 @@ def probe_the_jailed_app(
 ) -> dict[str, Any]:
     root = make_checkout(parent, private_files=private_files)
     calls = root / "run" / "caller.db"
+    # An installed app's verified code, as the bundle cache keeps it (owner-only too, when
+    # the runtime runs under umask 077).
+    code_dir = f"bundles/{'c0de' * 16}/app"
+    code = root / "data" / code_dir
+    code.mkdir(parents=True, mode=0o700 if private_files else 0o755)
+    (code / "__init__.py").write_text("# the app's code\n")
+    (code / "__init__.py").chmod(0o600 if private_files else 0o644)
+    isolation = {"private_dir": "apps/probe", "code_dir": code_dir}
     config = {
         "children": [
             child("caller", "Caller", config={"db": str(calls)}),
-            {"name": "app.probe", "target": PROBE, "isolation": {"private_dir": "apps/probe"}},
+            {"name": "app.probe", "target": PROBE, "isolation": isolation},
         ]
     }
     rt = CheckoutRuntime(root, config, umask=0o077 if private_files else 0o022)
@@ -152,6 +160,7 @@ def probe_the_jailed_app(
             "secret": str(data / "secret.txt"),
             "key": str(key),
             "code": str(root / "actors" / "__init__.py"),
+            "app_code": "/tmp/app-code/app/__init__.py",
         },
         "databases": {"mailbox": str(data / "mailbox.db")},
         "list": {"data_dir": str(data), "checkout": str(root)},
@@ -165,6 +174,7 @@ def probe_the_jailed_app(
     assert got["uid"] not in (0, os.getuid())
     # it reads the code it runs, in place, and nothing of the runtime's
     assert got["read"]["code"] == "ok"
+    assert got["read"]["app_code"] == "ok" and got["env"]["LINEUP_APP_CODE"] == "/tmp/app-code"
     assert got["read"]["secret"] != "ok" and got["databases"]["mailbox"] != "ok"
     assert got["read"]["key"] != "ok"
     assert got["list"]["data_dir"] != "ok"
