@@ -292,19 +292,27 @@ class Actor:
 _new_tuple = tuple.__new__
 
 
-def message_from_frame(frame: Frame) -> Message:
-    """The delivery as a Message, its body decoded (raises on a body that is not msgpack:
-    called inside the handler loop's guard, never where a bad body could end the actor)."""
+def message_from_frame(
+    frame: Frame, checks: dict[str, Callable[[Any], Any]] | None = None
+) -> Message:
+    """The delivery as a Message, its body decoded and, with `checks` (a door's body check
+    per type), validated. Raises on a body that is not msgpack or not of its type: called
+    inside the handler loop's guard, never where a bad body could end the actor."""
     # Built for every delivery: positionally through tuple.__new__, at half the cost
     # of NamedTuple's keyword constructor. The order is Message's fields'.
     get = frame.get
     body = unpack_body(frame["body"]) if "body" in frame else None
+    kind = frame["type"]
+    if checks:
+        check = checks.get(kind)
+        if check is not None:
+            body = check(body)
     return _new_tuple(
         Message,
         (
             frame["id"],
             get("from", ""),
-            frame["type"],
+            kind,
             body,
             frame["seq"],
             get("attempt", 1),
@@ -328,7 +336,8 @@ class _Session:
         self.handlers: dict[str, Callable[[Message], Awaitable[Any]]] = {
             message_type: getattr(actor, attr) for message_type, attr in actor._handlers.items()
         }
-        self.door = type(actor).door
+        door = type(actor).door
+        self.checks = door.checks if door is not None else None
 
     async def read(self, batches: AsyncIterator[list[Frame]], nursery: trio.Nursery) -> None:
         async for batch in batches:
@@ -415,13 +424,10 @@ class _Session:
         """The delivery as its handler sees it: the body decoded and checked against its
         declared type; None (answered and done) for a body no handler must see."""
         try:
-            msg = message_from_frame(frame)
-            if self.door is not None:
-                msg = msg._replace(body=self.door.check(msg.type, msg.body))
+            return message_from_frame(frame, self.checks)
         except Exception as exc:  # a body that is not msgpack, or not of its type
             await self.refused(frame, exc)
             return None
-        return msg
 
     async def refused(self, frame: Frame, exc: Exception) -> None:
         """A body its handler must not see: answered `invalid_payload` (naming the field)

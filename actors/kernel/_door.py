@@ -20,7 +20,7 @@ type that is not declared.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +73,8 @@ class Door:
     def __init__(self, accepts: Mapping[str, Accept], *, open_to_all: bool = False) -> None:
         self.accepts = dict(accepts)
         self.open_to_all = open_to_all
+        # Each type's body check, looked up once per delivery by the actor.
+        self.checks = {t: rule.check for t, rule in self.accepts.items() if rule.check}
 
     def types(self) -> frozenset[str]:
         return frozenset(self.accepts)
@@ -92,11 +94,6 @@ class Door:
             or (APPS in senders and sender.startswith(APP_PREFIX))
         )
 
-    def check(self, message_type: str, body: Any) -> Any:
-        """The body validated against its declared type (raises PayloadError)."""
-        rule = self.accepts.get(message_type)
-        return rule.check(body) if rule is not None and rule.check is not None else body
-
     def senders_of(self, message_type: str) -> frozenset[str]:
         rule = self.accepts.get(message_type)
         return rule.senders if rule is not None else frozenset()
@@ -114,12 +111,3 @@ def load_door(path: str | None) -> Door:
     if not isinstance(door, Door):
         raise TypeError(f"{path} is not a Door")
     return door
-
-
-def merge(*doors: Door, extra: Iterable[tuple[str, Accept]] = ()) -> Door:
-    """One door from several (a class that adds handlers to its base's)."""
-    accepts: dict[str, Accept] = {}
-    for door in doors:
-        accepts.update(door.accepts)
-    accepts.update(extra)
-    return Door(accepts)
