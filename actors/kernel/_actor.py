@@ -30,7 +30,7 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 import trio
 
 from ._channel import Channel, ChannelClosed
-from ._door import Door, PayloadError
+from ._door import Door, PayloadError, from_outside
 from ._faults import crash_point
 from ._frames import Frame, pack_body, unpack_body
 from ._ids import DerivedIds, new_id
@@ -296,14 +296,16 @@ def message_from_frame(
     frame: Frame, checks: dict[str, Callable[[Any], Any]] | None = None
 ) -> Message:
     """The delivery as a Message, its body decoded and, with `checks` (a door's body check
-    per type), validated. Raises on a body that is not msgpack or not of its type: called
-    inside the handler loop's guard, never where a bad body could end the actor."""
+    per type), validated if it comes from outside the runtime's own actors. Raises on a
+    body that is not msgpack or not of its type: called inside the handler loop's guard,
+    never where a bad body could end the actor."""
     # Built for every delivery: positionally through tuple.__new__, at half the cost
     # of NamedTuple's keyword constructor. The order is Message's fields'.
     get = frame.get
     body = unpack_body(frame["body"]) if "body" in frame else None
     kind = frame["type"]
-    if checks:
+    sender = get("from", "")
+    if checks and from_outside(sender):
         check = checks.get(kind)
         if check is not None:
             body = check(body)
@@ -311,7 +313,7 @@ def message_from_frame(
         Message,
         (
             frame["id"],
-            get("from", ""),
+            sender,
             kind,
             body,
             frame["seq"],

@@ -8,9 +8,12 @@ body's declared type. Two places enforce it, each for what it can know:
   must be allowed for the recipient and the type, or the message is refused, never stored
   and counted against the sender. An app process (`app.*`) reaches only what some door
   opens to apps, which is its SDK's surface;
-- the actor, before its handler runs: the body is decoded inside a per-message guard and
-  validated against the declared type, so a body of the wrong shape is `invalid_payload`
-  with the field named, never a crash of the recipient.
+- the actor, before its handler runs: every body is decoded inside a per-message guard,
+  and one from outside the runtime's own actors (an app, the operator, a UI session) is
+  validated against its declared type, so a body of the wrong shape is `invalid_payload`
+  with the field named, never a crash of the recipient. The runtime's actors pack their
+  bodies from the types their own code builds; validating those too cost the kernel's
+  busiest path 5-8 % (`lineup bench kernel`), for no sender that could lie.
 
 Senders are actor names, or `APPS` for any app process. The operator (`debug`, the user at
 the 0600 control socket) may send every declared type of every door; nobody may send a
@@ -28,7 +31,13 @@ from pydantic import TypeAdapter, ValidationError
 
 APPS = "app.*"  # any app process
 OPERATOR = "debug"
+UI = "ui"
 APP_PREFIX = "app."
+
+
+def from_outside(sender: str) -> bool:
+    """Whether a sender's code is not the runtime's own: an app, the operator, a UI."""
+    return sender.startswith(APP_PREFIX) or sender in (OPERATOR, UI)
 
 
 class PayloadError(Exception):

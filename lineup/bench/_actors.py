@@ -49,7 +49,8 @@ class Envelope(TypedDict):
 
 
 # Each bench actor's door, as a runtime actor has one, so that the kernel path (c) pays what
-# the runtime's door costs: the sender's check in the supervisor, the body's in the actor.
+# the runtime's door costs its own traffic: the sender's check in the supervisor (a body is
+# validated only when it comes from outside the runtime's actors, as the operator's does).
 PRODUCER_DOOR = Door(
     {
         "bench.burst": accept("debug", body=dict[str, Any]),

@@ -3,8 +3,9 @@
 One run measures, on the same machine at the same time: (a) a bare A→B socketpair, (b) a
 bare durable relay (SQLite WAL, group commit, forward after commit, batched acks), (c) the
 kernel itself: a real supervisor process with a producer and a sink actor behind their
-doors (senders checked by the supervisor, bodies validated by the sink), and (d) the same
-kernel with the door off, a switch only the bench uses: (c) / (d) is what the door costs.
+doors, as the runtime's actors are (every sender checked by the supervisor, every body
+decoded inside the sink's guard), and (d) the same kernel with the door off, a switch only
+the bench uses: (c) / (d) is what the door costs the runtime's own traffic.
 Throughputs are medians over interleaved rounds (a, b, c, d, a, b, c, d, ...), so drift
 on a shared machine hits all four alike; latency is one-way at a paced
 1,000 msg/s; then restart after SIGKILL and the memory of an idle actor. All files live in
