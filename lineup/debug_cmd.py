@@ -159,12 +159,19 @@ def _actors(args: argparse.Namespace) -> int:
     if args.json:
         print_json(actors)
     else:
-        print_table("actors", ACTOR_COLUMNS, [[a.get(c) for c in ACTOR_COLUMNS] for a in actors])
+        rows = [[a.get(c) for c in ACTOR_COLUMNS] + [_refused(a)] for a in actors]
+        print_table("actors", [*ACTOR_COLUMNS, "refused"], rows)
         if args.stats:
             for actor in actors:
                 if actor.get("statistics"):
                     print(f"{actor['name']}: {json.dumps(actor['statistics'])}")
     return 0
+
+
+def _refused(actor: dict[str, Any]) -> str:
+    """What the door refused of an actor's messages, by code (a running runtime's count)."""
+    counts = actor.get("refused") or {}
+    return ", ".join(f"{code} {n}" for code, n in sorted(counts.items()))
 
 
 def _messages(args: argparse.Namespace, name: str | None, *, dead: bool) -> int:

@@ -11,7 +11,8 @@ tests all import these types from here and nowhere else. The layers, bottom up:
 - `_envelope`: RuntimeEnvelope v1 and `validate_envelope` (seed §5.1, §5.3);
 - `_legacy`: the `lineup.v1.*` compatibility adapter (§5.2);
 - `_manifest`: the `lineup.app.v1` manifest and the SDK feature check (§9);
-- `_wire`: the AppServer wire frames (docs/protocol.md);
+- `_wire`: the AppServer wire frames (docs/protocol.md), and `_verdict`, the verdict on an
+  outbox item as it travels from the transport to the store;
 - `_schemas`: the exported JSON Schemas and the committed copies.
 
 This package imports nothing from the rest of the runtime, so any process can use it.
@@ -149,6 +150,7 @@ from actors.contracts._tools import (
     check_tool_output,
     validate_tool_descriptor,
 )
+from actors.contracts._verdict import OutboxVerdict
 from actors.contracts._wire import (
     CLIENT_FRAMES,
     MAX_BATCH_ITEMS,
@@ -256,6 +258,7 @@ __all__ = [
     "MessageIdFactory",
     "MessageSpec",
     "OperationId",
+    "OutboxVerdict",
     "Ping",
     "Pong",
     "RuntimeEnvelope",

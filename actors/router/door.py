@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ConfigDict
 from typing_extensions import TypedDict
 
+from actors.contracts import OutboxVerdict
 from actors.kernel import APPS, Door, accept
 
 _CLOSED = ConfigDict(extra="forbid")
@@ -30,18 +31,6 @@ class Apps(TypedDict, total=False):
     apps: dict[str, dict[str, Any]]
 
 
-class _VerdictRequired(TypedDict):
-    key: str
-    status: str
-
-
-class Verdict(_VerdictRequired, total=False):
-    __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    seq: int | None
-    code: str | None
-    detail: str | None
-
-
 class InboxAck(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     ids: list[str]
@@ -52,7 +41,7 @@ DOOR = Door(
         "router.inbound": accept("transport", body=Inbound),
         "router.inbound.duplicates": accept("store", body=Duplicates),
         "router.apps": accept("app_manager", body=Apps),
-        "router.outbox.verdict": accept("transport", body=Verdict),
+        "router.outbox.verdict": accept("transport", body=OutboxVerdict),
         # The action's own fields are the contract's (`user_envelope` names a bad one).
         "router.action": accept(APPS, body=dict[str, Any]),
         "router.inbox.ack": accept(APPS, body=InboxAck),

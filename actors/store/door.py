@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ConfigDict
 from typing_extensions import TypedDict
 
+from actors.contracts import OutboxVerdict
 from actors.kernel import Door, accept
 
 _CLOSED = ConfigDict(extra="forbid")
@@ -46,18 +47,6 @@ class Pending(TypedDict, total=False):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     after: int
     limit: int
-
-
-class _SettleRequired(TypedDict):
-    key: str
-    status: str
-
-
-class Settle(_SettleRequired, total=False):
-    __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    seq: int | None
-    code: str | None
-    detail: str | None
 
 
 class InboxAck(TypedDict):
@@ -104,7 +93,7 @@ DOOR = Door(
         "store.conversations": accept("router", body=Empty),
         "store.outbox.enqueue": accept("router", body=Enqueue),
         "store.outbox.pending": accept("transport", body=Pending),
-        "store.outbox.settle": accept("router", body=Settle),
+        "store.outbox.settle": accept("router", body=OutboxVerdict),
         "store.inbox.ack": accept("router", body=InboxAck),
         "store.audit": accept("host", "router", "app_manager", body=Audit),
         "store.lifecycle.set": accept("transport", body=Lifecycle),

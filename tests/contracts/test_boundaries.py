@@ -9,7 +9,8 @@ from pathlib import Path
 import actors.contracts
 
 PACKAGE = Path(actors.contracts.__file__).parent
-THIRD_PARTY = {"pydantic", "pydantic_core", "jsonschema", "msgpack"}
+# typing_extensions: pydantic's TypedDict on Python 3.11.
+THIRD_PARTY = {"pydantic", "pydantic_core", "jsonschema", "msgpack", "typing_extensions"}
 
 
 def _imports(path: Path) -> set[str]:
