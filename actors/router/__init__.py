@@ -13,8 +13,6 @@ that leave the router (app projections, rejection envelopes, the user's envelope
   outbox (`store.outbox.enqueue`), then `transport.outbox.wake`;
 - `router.action` (from an app) `action`, `id`, `conversation_id`, `text` / `response`: the
   envelope into the outbox (`store.outbox.enqueue`), then `transport.outbox.wake`;
-- `router.inbox.ack` (from an app) `ids`: `store.inbox.ack` {`app`, `ids`}, the app named
-  by the stamp of its own message;
 - `router.outbox.verdict` (from the transport) `key`, `status`, `seq` / `code` / `detail`:
   `store.outbox.settle`, then `app.action.state` to the app that sent it.
 

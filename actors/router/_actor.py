@@ -222,13 +222,6 @@ class RouterActor(Actor):
         await self._store("store.outbox.enqueue", {"items": [item]}, ids.next())
         await self.cast("transport", "transport.outbox.wake", {}, id=ids.next())
 
-    @handles("router.inbox.ack")
-    async def inbox_ack(self, msg: Message) -> None:
-        """An app acknowledged messages of its inbox: only its own, named by its stamp."""
-        app = msg.sender.removeprefix("app.")
-        body = {"app": app, "ids": msg.body["ids"]}
-        await self.cast("store", "store.inbox.ack", body, id=DerivedIds(msg.id).next())
-
     @handles("router.outbox.verdict")
     async def outbox_verdict(self, msg: Message) -> None:
         """The AppServer's verdict on an outbox item: record it, tell the app that sent it."""

@@ -1,7 +1,7 @@
 """What the router takes, and from whom: the stream and the AppServer's verdicts from the
 transport, duplicates from the store, the registry's view from the app manager, and from
-any app process its declarative actions and its inbox acknowledgements (the SDK's
-surface). Whether an app may speak for the user is the router's next check: only chat."""
+any app process its declarative actions (the SDK's surface). Whether an app may speak for
+the user is the router's next check: only chat."""
 
 from __future__ import annotations
 
@@ -31,11 +31,6 @@ class Apps(TypedDict, total=False):
     apps: dict[str, dict[str, Any]]
 
 
-class InboxAck(TypedDict):
-    __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    ids: list[str]
-
-
 DOOR = Door(
     {
         "router.inbound": accept("transport", body=Inbound),
@@ -44,6 +39,5 @@ DOOR = Door(
         "router.outbox.verdict": accept("transport", body=OutboxVerdict),
         # The action's own fields are the contract's (`user_envelope` names a bad one).
         "router.action": accept(APPS, body=dict[str, Any]),
-        "router.inbox.ack": accept(APPS, body=InboxAck),
     }
 )

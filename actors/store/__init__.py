@@ -12,7 +12,6 @@ each, and its body's type, is in `door`:
 | `store.outbox.enqueue` | call | `items` [{key, envelope, origin, conversation_id}] → `orders` |
 | `store.outbox.pending` | call | `after`, `limit` → `items` [{order, key, envelope}] |
 | `store.outbox.settle` | call | `key`, `status`, `seq`/`code`/`detail` → `changed`, `origin` |
-| `store.inbox.ack` | cast | `app`, `ids`: that app's inbox entries are acknowledged |
 | `store.audit` | cast | `code`, `detail`, `message_id`?, `seq`? |
 | `store.lifecycle.set` | cast | `state`, `detail` (seed §3.3, from the transport) |
 | `store.apps.load` | call | → `records`, `operations`, `instances`, `settings` (issue 5) |

@@ -50,7 +50,7 @@ def _chunks(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
 
 
 class StoreActor(AppTables):
-    """Owns `runtime.db`: conversations, messages, cursor, outbox, App Inbox, audit."""
+    """Owns `runtime.db`: conversations, messages, cursor, outbox, audit, lifecycle, apps."""
 
     door = DOOR
 
@@ -179,12 +179,6 @@ class StoreActor(AppTables):
                         )
                     continue
                 fresh.append(item["id"])
-                if item.get("deliver_to"):
-                    self.db.execute(
-                        "INSERT INTO app_inbox (app_scope, message_id, conversation_id)"
-                        " VALUES (?, ?, ?) ON CONFLICT(app_scope, message_id) DO NOTHING",
-                        (item["deliver_to"], item["id"], item["conversation_id"]),
-                    )
             for rejection in body.get("rejections", []):
                 self._audit(
                     rejection["code"],
@@ -297,26 +291,6 @@ class StoreActor(AppTables):
             return {"changed": True, "origin": row[1], "state": status}
 
         return self._once(msg, apply)
-
-    # -- App Inbox metadata (seed §5.4) ----------------------------------------------------
-
-    @handles("store.inbox.ack")
-    async def inbox_ack(self, msg: Message) -> None:
-        """An app acknowledged messages of its inbox. Only the router sends this, naming
-        the app from the stamp of the app's own message, never from what the app said."""
-        app = msg.body["app"]
-        ids = msg.body["ids"]
-
-        def apply() -> None:
-            now = _now_ms()
-            for message_id in ids:
-                self.db.execute(
-                    "UPDATE app_inbox SET acked_ms = ? WHERE app_scope = ? AND message_id = ?"
-                    " AND acked_ms IS NULL",
-                    (now, app, message_id),
-                )
-
-        self._once(msg, apply)
 
     # -- audit and lifecycle -----------------------------------------------------------------
 

@@ -1,10 +1,11 @@
 """The tables of `runtime.db` and how the store opens it.
 
-Every table is keyed so that applying the same message twice changes nothing (issue 4,
-item 4): messages by envelope id, the outbox by idempotency key, the App Inbox by (app,
-message id), requests by the kernel message id that asked. The schema is created through
-sqlite-utils; writes are plain SQL on the same connection, because sqlite-utils commits
-on its own (`with conn:`) and would end the `applied_once` transaction early.
+Every table is keyed so that applying the same message twice changes nothing: messages by
+envelope id, the outbox by idempotency key, requests by the kernel message id that asked.
+An app's inbox is not here: it is the app's mailbox, mirrored in the app's own `app.db`.
+The schema is created through sqlite-utils; writes are plain SQL on the same connection,
+because sqlite-utils commits on its own (`with conn:`) and would end the `applied_once`
+transaction early.
 """
 
 from __future__ import annotations
@@ -55,16 +56,6 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
             "settled_ms": int,
         },
         "local_order",
-    ),
-    "app_inbox": (
-        {
-            "pos": int,
-            "app_scope": str,
-            "message_id": str,
-            "conversation_id": str,
-            "acked_ms": int,
-        },
-        "pos",
     ),
     "audit": (
         {
@@ -131,14 +122,10 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
     "requests": ({"id": str, "reply": str}, "id"),
 }
 
-_UNIQUE: Final = [
-    ("outbox", ("key",)),
-    ("app_inbox", ("app_scope", "message_id")),
-]
+_UNIQUE: Final = [("outbox", ("key",))]
 _INDEXES: Final = [
     ("messages", ("conversation_id", "seq")),
     ("outbox", ("state", "local_order")),
-    ("app_inbox", ("app_scope", "conversation_id", "pos")),
 ]
 
 

@@ -1,8 +1,7 @@
 """What the store takes, and from whom: every request comes from the actor that owns the
 fact it writes (the router for what the agent said and the outbox, the transport for the
 stream's position and the lifecycle, the app manager for the registry). No app reaches the
-store: an app's inbox acknowledgements come through the router, which names the app from
-the stamp of the app's own message."""
+store."""
 
 from __future__ import annotations
 
@@ -49,12 +48,6 @@ class Pending(TypedDict, total=False):
     limit: int
 
 
-class InboxAck(TypedDict):
-    __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    app: str
-    ids: list[str]
-
-
 class _AuditRequired(TypedDict):
     code: str
 
@@ -94,7 +87,6 @@ DOOR = Door(
         "store.outbox.enqueue": accept("router", body=Enqueue),
         "store.outbox.pending": accept("transport", body=Pending),
         "store.outbox.settle": accept("router", body=OutboxVerdict),
-        "store.inbox.ack": accept("router", body=InboxAck),
         "store.audit": accept("host", "router", "app_manager", body=Audit),
         "store.lifecycle.set": accept("transport", body=Lifecycle),
         "store.apps.load": accept("app_manager", "router", body=Empty),

@@ -9,9 +9,9 @@ it never sees the AppServer, the agent, the token, another app or the runtime's 
 - `_view`: the view model folded from that log (timeline, tasks, pending interactions).
 
 Kernel messages an app process answers: `app.deliver` {`messages`: [projection]} from the
-router, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.input`
-{...} from the host actor only (the user's side; any other sender's is refused and
-counted). It sends `router.action`, `router.inbox.ack` {`ids`} and `app_manager.request`,
+store, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.lifecycle`
+from the app manager, `app.input` {...} from the host actor only (the user's side; any
+other sender's is refused and counted). It sends `router.action` and `app_manager.request`,
 and nothing else reaches past the supervisor (`door` lists what it takes, from whom).
 """
 

@@ -124,7 +124,7 @@ class AgentMessagesAPI:
         return lambda: self._subscribers.remove(entry)
 
     async def acknowledge(self, message_id: str) -> None:
-        await self._app._ack([message_id])
+        self._app._ack([message_id])
 
     async def _dispatch(self, message: dict[str, Any]) -> None:
         for handler, conversation, types in list(self._subscribers):
@@ -211,10 +211,11 @@ class RuntimeApp(Actor):
         view = self._views.apply(event)
         await self.sdk.state._changed(view, event)
 
-    async def _ack(self, ids: list[str]) -> None:
+    def _ack(self, ids: list[str]) -> None:
+        """Acknowledged messages are no longer offered to subscribers. The ack is the app's
+        own: its mailbox already marked each delivery done once it was applied here."""
         if ids:
             self._log.mark_acked(ids)
-            await self.cast(ROUTER, "router.inbox.ack", {"ids": ids}, id=self._ids.next())
 
     def _enter(self, msg: Message) -> None:
         self._ids.parent, self._ids.position = msg.id, 0
@@ -253,7 +254,7 @@ class RuntimeApp(Actor):
                     await self.sdk.agent_messages._dispatch(message)
                     if message["type"] in AUTO_ACK_TYPES:
                         auto.append(message["id"])
-            await self._ack(auto)
+            self._ack(auto)
         finally:
             self._leave()
 

@@ -43,8 +43,8 @@ async def test_a_flood_is_bounded_and_the_agent_still_gets_through(hostile: Host
 
 
 async def test_a_flood_the_door_lets_through_is_paced(hostile: Hostile) -> None:
-    """Every cast allowed (an ack of nothing, which the router passes to the store): its
-    pace and its sending credits keep the agent's path clear."""
+    """Every cast allowed (an action the router refuses and answers): its pace and its
+    sending credits keep the agent's path clear."""
     await _flood(hostile, refused_per_allowed=0, count=20_000)
 
 

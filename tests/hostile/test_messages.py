@@ -131,12 +131,11 @@ def _each_refused(results: dict[str, Any]) -> None:
             continue
         allowed = target in (
             "router router.action",
-            "router router.inbox.ack",
             "app_manager app_manager.request",
         )
         code = "invalid_payload" if allowed else "sender_not_allowed"
         assert outcome.startswith(f"refused:{code}"), (target, outcome)
-    assert bad["wrong shape ack"] == "refused:invalid_payload"
+    assert bad["wrong shape action"] == "refused:invalid_payload"
     assert bad["wrong shape request"] == "refused:invalid_payload"
     large = results["large_bodies"]
     assert all(v.startswith("refused:too_large") for k, v in large.items() if k.startswith("flat"))

@@ -11,7 +11,6 @@ from actors.kernel import APPS, Actor, Door, load_door
 # What an app process may send, and to whom: the SDK's surface, nothing more.
 SDK_SURFACE = {
     ("router", "router.action"),
-    ("router", "router.inbox.ack"),
     ("app_manager", "app_manager.request"),
 }
 

@@ -156,7 +156,6 @@ async def bad_bodies(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]
     not_msgpack = b"\xc1"
     targets = [
         ("router", "router.action"),
-        ("router", "router.inbox.ack"),
         ("app_manager", "app_manager.request"),
         ("store", "store.audit"),
         ("transport", "transport.outbox.wake"),
@@ -166,7 +165,7 @@ async def bad_bodies(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]
     outcomes = {f"{to} {type}": await app.raw(to, type, not_msgpack) for to, type in targets}
     for to, type in targets:  # the same as casts: nothing comes back, nothing breaks
         await app.raw(to, type, not_msgpack, call=False)
-    outcomes["wrong shape ack"] = await app.attempt("router", "router.inbox.ack", {"ids": 5})
+    outcomes["wrong shape action"] = await app.attempt("router", "router.action", [])
     outcomes["wrong shape request"] = await app.attempt("app_manager", "app_manager.request", [])
     return outcomes
 
@@ -180,7 +179,7 @@ async def large_bodies(app: HostileApp, options: dict[str, Any]) -> dict[str, An
     for n in range(count):
         outcomes[f"flat {n}"] = await app.raw("app_manager", "app_manager.request", flat)
     outcomes["deep"] = await app.raw("app_manager", "app_manager.request", deep)
-    outcomes["wide"] = await app.attempt("router", "router.inbox.ack", {"ids": [[]] * 70_000})
+    outcomes["wide"] = await app.attempt("router", "router.action", {"ids": [[]] * 70_000})
     return outcomes
 
 
@@ -195,7 +194,8 @@ async def request_spam(app: HostileApp, options: dict[str, Any]) -> dict[str, An
 
 async def flood(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]:
     """`count` casts: the door refuses most (a type it may not send, a name nobody has); one
-    in `refused_per_allowed` + 1 it lets through (an ack of nothing)."""
+    in `refused_per_allowed` + 1 it lets through (an action the router refuses: only chat
+    speaks for the user)."""
     count = int(options.get("count", 200_000))
     between = int(options.get("refused_per_allowed", 100)) // 2
     refused = allowed = nobody = 0
@@ -205,7 +205,7 @@ async def flood(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]:
             await app.cast("nosuch", "nosuch.thing", {}, id=new_id())
         refused += between
         nobody += between
-        await app.cast("router", "router.inbox.ack", {"ids": [new_id()]}, id=new_id())
+        await app.cast("router", "router.action", {"action": "send_text"}, id=new_id())
         allowed += 1
     return {"refused": refused, "nobody": nobody, "allowed": allowed}
 
