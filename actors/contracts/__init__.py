@@ -32,12 +32,10 @@ from actors.contracts._catalog import (
 from actors.contracts._codes import (
     APP_TOOL_ERROR_CODES,
     CAPABILITY_FAILURE_CODES,
-    FILTER_CHAIN,
     TOOL_ERROR_CODES,
     CapabilityResult,
     Code,
     ContractError,
-    FilterStep,
 )
 from actors.contracts._envelope import (
     ENVELOPE_VERSION,
@@ -188,7 +186,6 @@ __all__ = [
     "CORE_APP_SCOPES",
     "ENTRY_TYPES",
     "ENVELOPE_VERSION",
-    "FILTER_CHAIN",
     "INSTANCE_ID_PATTERN",
     "INVENTORY_REVISION_PATTERN",
     "LEGACY_APP_IDS",
@@ -241,7 +238,6 @@ __all__ = [
     "EntryKind",
     "Entrypoint",
     "ErrorFrame",
-    "FilterStep",
     "Frame",
     "Hello",
     "HostIntent",

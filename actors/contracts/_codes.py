@@ -2,9 +2,9 @@
 
 A code is a promise: peers, apps and tests match on its string, so a value never changes
 meaning and is never reused. The filter chain of seed §5.3 has one code per kind of failure
-at each step (`FILTER_CHAIN` lists them in the order the steps run); the tool errors of
-§7.3 and the capability outcomes of §6.3 are in the same enum so that a rejection anywhere
-in the runtime has exactly one vocabulary.
+at each step (grouped below by step; the router runs them); the tool errors of §7.3 and the
+capability outcomes of §6.3 are in the same enum so that a rejection anywhere in the
+runtime has exactly one vocabulary.
 
 `completed` is a capability *result*, not an error, so it is not a `Code`: it lives in
 `CapabilityResult`, whose other members have the same strings as their `Code` twins.
@@ -13,7 +13,7 @@ in the runtime has exactly one vocabulary.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Final, NamedTuple
+from typing import Final
 
 
 class Code(StrEnum):
@@ -113,59 +113,6 @@ class CapabilityResult(StrEnum):
     EXPIRED = "expired"
     FAILED = "failed"
 
-
-class FilterStep(NamedTuple):
-    """One step of the runtime filter chain (seed §5.3) and the codes it may reject with."""
-
-    name: str
-    codes: tuple[Code, ...]
-
-
-FILTER_CHAIN: Final = (
-    FilterStep(
-        "envelope",
-        (
-            Code.TOO_LARGE,
-            Code.INVALID_JSON,
-            Code.TOO_DEEP,
-            Code.INVALID_ENVELOPE,
-            Code.UNSUPPORTED_VERSION,
-            Code.UNKNOWN_TYPE,
-            Code.SCOPE_MISSING,
-            Code.SCOPE_INVALID,
-            Code.SCOPE_MISMATCH,
-            Code.CORRELATION_MISSING,
-            Code.INVALID_PAYLOAD,
-        ),
-    ),
-    FilterStep("sender", (Code.SENDER_NOT_ALLOWED, Code.AGENT_NOT_ASSOCIATED)),
-    FilterStep("dedup_order", (Code.DUPLICATE, Code.OUT_OF_ORDER)),
-    FilterStep(
-        "app_state",
-        (
-            Code.APP_NOT_INSTALLED,
-            Code.APP_DISABLED,
-            Code.APP_VERSION_MISMATCH,
-            Code.APP_INCOMPATIBLE,
-            Code.UNSUPPORTED_ON_HOST,
-        ),
-    ),
-    FilterStep(
-        "tool_capability",
-        (
-            Code.TOOL_NOT_VISIBLE,
-            Code.STALE_INVENTORY_REVISION,
-            Code.INVALID_ARGUMENTS,
-            Code.PERMISSION_DENIED,
-            Code.POLICY_DENIED,
-            Code.RATE_LIMITED,
-            Code.FOREGROUND_REQUIRED,
-        ),
-    ),
-    FilterStep("ownership", (Code.OWNERSHIP_MISMATCH,)),
-    FilterStep("subscription", (Code.NOT_SUBSCRIBED,)),
-    FilterStep("persistence", (Code.STORE_UNAVAILABLE,)),
-)
 
 # The error codes §7.3 requires every tool call to be able to end with.
 TOOL_ERROR_CODES: Final = frozenset(

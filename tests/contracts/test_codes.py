@@ -8,7 +8,6 @@ import re
 from actors.contracts import (
     APP_TOOL_ERROR_CODES,
     CAPABILITY_FAILURE_CODES,
-    FILTER_CHAIN,
     TOOL_ERROR_CODES,
     CapabilityResult,
     Code,
@@ -54,15 +53,6 @@ def test_capability_results_are_exactly_those_of_the_seed() -> None:
     # `completed` is a result, never an error code; every other result is one.
     assert "completed" not in {code.value for code in Code}
     assert {code.value for code in CAPABILITY_FAILURE_CODES} == set(SEED_CAPABILITY_RESULTS[1:])
-
-
-def test_each_filter_step_has_its_own_codes() -> None:
-    seen: list[Code] = [code for step in FILTER_CHAIN for code in step.codes]
-    assert len(seen) == len(set(seen))
-    assert len(FILTER_CHAIN) == 8  # the eight checks of seed §5.3
-    required = "unsupported_version scope_missing scope_mismatch too_large unknown_type"
-    required += " duplicate stale_inventory_revision not_subscribed"
-    assert {Code(value) for value in required.split()} <= set(seen)
 
 
 def test_contract_error_carries_code_and_detail_and_pickles() -> None:
