@@ -13,30 +13,66 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import trio
 
 from actors.kernel import ChildSpec, RuntimeConfig, Supervisor, settle_garbage_collector
+from apps.app_registry import AppRegistryApp
+from apps.chat import ChatApp
+from apps.sdk import RuntimeApp, manifest_of
 
 # Who may send an app process what: the SDK's surface (every app.* process has this door).
 APP_DOOR = "apps.sdk.door:DOOR"
 
+# The core apps (seed §4.2): they ship with the runtime and run as its children, the chat
+# (§4.5) and the app registry (§4.3). Each declares its manifest with `@declare_app` like
+# any app, and everything the runtime knows of them derives from those declarations: their
+# children and settings, the host's UI apps, the app manager's core records and the
+# router's view of them before the app manager's first word.
+CORE_APPS: tuple[type[RuntimeApp], ...] = (ChatApp, AppRegistryApp)
+CORE_MANIFESTS: dict[str, dict[str, Any]] = {
+    str(manifest["app_scope"]): manifest for manifest in map(manifest_of, CORE_APPS)
+}
 
-def _actor(name: str, package: str, cls: str) -> ChildSpec:
+
+def _actor(name: str, package: str, cls: str, **config: object) -> ChildSpec:
     """An actor of the runtime: its package holds its class and its door."""
-    return ChildSpec(name=name, target=f"{package}:{cls}", door=f"{package}.door:DOOR")
+    return ChildSpec(
+        name=name, target=f"{package}:{cls}", door=f"{package}.door:DOOR", config=config
+    )
+
+
+def _core_app(app: type[RuntimeApp]) -> ChildSpec:
+    """A core app's process: its mailbox is its App Inbox (§5.4)."""
+    scope = manifest_of(app)["app_scope"]
+    return ChildSpec(name=f"app.{scope}", target=f"{app.__module__}:{app.__name__}", door=APP_DOOR)
+
+
+def core_routing() -> dict[str, dict[str, object]]:
+    """The router's view of the core apps, as the app manager writes it for any app."""
+    return {
+        scope: {
+            "enabled": True,
+            "subscriptions": [s["type"] for s in manifest["agent_subscriptions"]],
+            "instances": [],
+        }
+        for scope, manifest in CORE_MANIFESTS.items()
+    }
 
 
 RUNTIME_CHILDREN = [
     _actor("store", "actors.store", "StoreActor"),
-    _actor("router", "actors.router", "RouterActor"),
-    _actor("app_manager", "actors.app_manager", "AppManagerActor"),
+    _actor("router", "actors.router", "RouterActor", apps=core_routing()),
+    _actor(
+        "app_manager",
+        "actors.app_manager",
+        "AppManagerActor",
+        core_apps=list(CORE_MANIFESTS.values()),
+    ),
     _actor("tool_router", "actors.tool_router", "ToolRouterActor"),
     _actor("capability_gateway", "actors.capability_gateway", "CapabilityGatewayActor"),
-    # The chat core app (seed §4.5): its mailbox is its App Inbox (§5.4).
-    ChildSpec(name="app.chat", target="apps.chat:ChatApp", door=APP_DOOR),
-    # The app-registry core app: the user's window on the registry (seed §4.3).
-    ChildSpec(name="app.app-registry", target="apps.app_registry:AppRegistryApp", door=APP_DOOR),
+    *map(_core_app, CORE_APPS),
     _actor("transport", "actors.transport", "TransportActor"),
     # The user's side: UI sessions and host lifecycle intents (seed §5.1).
     _actor("host", "actors.host", "HostActor"),
@@ -64,12 +100,11 @@ def default_config(
     settings: dict[str, dict[str, object]] = {
         "store": {"data_dir": str(root)},
         "app_manager": {"data_dir": str(root)},
-        "app.chat": {"app_scope": "chat", "app_dir": str(root / "apps" / "chat")},
-        "app.app-registry": {
-            "app_scope": "app-registry",
-            "app_dir": str(root / "apps" / "app-registry"),
+        **{
+            f"app.{scope}": {"app_scope": scope, "app_dir": str(root / "apps" / scope)}
+            for scope in CORE_MANIFESTS
         },
-        "host": {"ui_apps": ["chat", "app-registry"]},
+        "host": {"ui_apps": list(CORE_MANIFESTS)},
         "transport": {
             "appserver_url": appserver_url,
             "token_file": str(Path(token_file).resolve() if token_file else root / TOKEN_FILE),

@@ -41,7 +41,6 @@ from actors.kernel._process import log_tail
 from ._cache import BundleCache, bundle_cache_dir
 from ._focus import Focus, Instance, startup_target
 from ._registry import (
-    CORE_APPS,
     AppOperation,
     AppRecord,
     Refused,
@@ -54,7 +53,6 @@ from .door import DOOR
 
 log = logging.getLogger("lineup.app_manager")
 
-CORE_VERSION: Final = "1.0.0"
 KEEP_OPERATIONS: Final = 1000  # finished operations kept for the CLI and the audit
 BUNDLED_APP: Final = "apps.sdk._bundled:BundledApp"  # imports the bundle's app class
 
@@ -66,14 +64,17 @@ class AppManagerActor(Actor):
         self.data_dir = Path(str(self.config.get("data_dir", ".")))
         self.steps = Steps(self.data_dir, BundleCache(bundle_cache_dir(self.data_dir)))
         self.steps.cache.sweep()  # what an admit or remove cut short by a crash left
+        # The core apps' declared manifests, by scope (the supervisor's, from their code).
+        self.core: dict[str, dict[str, Any]] = {
+            str(m["app_scope"]): m for m in self.config.get("core_apps", [])
+        }
         self.records: dict[str, AppRecord] = {}
         self.operations: dict[str, AppOperation] = {}
-        self.focus = Focus()
+        self.focus = Focus(frozenset(self.core))
         self.default_app: str | None = None
         self.host_intents: list[dict[str, Any]] = []
+        # The registry is loaded in a task of its own, and handlers wait for it.
         self.loaded = trio.Event()
-        # Calls made inside on_start get no reply (the supervisor routes replies from
-        # `kernel.ready` on), so the registry is loaded right after, and handlers wait.
         self.nursery.start_soon(self._load)
 
     def statistics_extra(self) -> dict[str, Any]:
@@ -104,7 +105,7 @@ class AppManagerActor(Actor):
         self.focus.stack = [i for i in settings.get("focus_stack", []) if i in self.focus.instances]
         self.default_app = settings.get("default_app")
         ids = DerivedIds(new_id())
-        fresh = core_records(self.records, CORE_VERSION)
+        fresh = core_records(self.records, self.core)
         for record in fresh:
             self.records[record.app_scope] = record
         # §4.3, once per run of the runtime (not when only the app manager restarted, in
@@ -197,15 +198,9 @@ class AppManagerActor(Actor):
         registry so that a router that restarts finds it in the store."""
         apps = {}
         for scope, record in self.records.items():
-            subscriptions = [
-                s["type"] for s in (record.manifest or {}).get("agent_subscriptions", [])
-            ]
-            if record.kind == "core" and scope == "chat":
-                subscriptions = [
-                    "lineup.message",
-                    "lineup.task.progress",
-                    "lineup.interaction.request",
-                ]
+            # A core app's manifest is the one its code declares, not kept in its record.
+            manifest = self.core.get(scope) if record.kind == "core" else record.manifest
+            subscriptions = [s["type"] for s in (manifest or {}).get("agent_subscriptions", [])]
             apps[scope] = {
                 "enabled": record.enabled and record.install_state == "installed",
                 "subscriptions": subscriptions,
@@ -229,7 +224,7 @@ class AppManagerActor(Actor):
             op = AppOperation(op_id, kind, scope)
             op.request = request_fields(body)
         try:
-            check_requester(msg.sender, op, self.focus)
+            check_requester(msg.sender, op, self.focus, self.core)
         except Refused as refusal:
             # A request its sender may not make leaves no row: an app asking again and
             # again must cost the registry nothing.
@@ -326,7 +321,9 @@ class AppManagerActor(Actor):
             apps = [r.public() for r in self.records.values()]
             return dataclasses.replace(op.ended("succeeded"), request={"result": {"apps": apps}})
         if op.kind == "open_default":
-            scope = startup_target(None, Focus(), self.default_app, self.records)
+            scope = startup_target(
+                None, Focus(frozenset(self.core)), self.default_app, self.records
+            )
             op = dataclasses.replace(op, kind="launch", app_scope=scope)
         if op.kind in ("launch", "set_default"):
             record = self.records.get(scope)
@@ -376,7 +373,7 @@ class AppManagerActor(Actor):
     async def _ensure_process(self, scope: str) -> None:
         """Installed apps run as isolated dynamic children while they have an instance;
         raises Refused if the process does not come up."""
-        if scope in CORE_APPS:
+        if scope in self.core:  # a core app is a static child of the runtime
             return
         record = self.records[scope]
         if self.steps.cache.entry(record.bundle_digest or "") is None:
@@ -404,7 +401,7 @@ class AppManagerActor(Actor):
             raise Refused(Code.APP_START_FAILED, detail)
 
     async def _stop_process(self, scope: str) -> None:
-        if scope in CORE_APPS:
+        if scope in self.core:
             return
         try:
             await self.supervise("stop", name=f"app.{scope}")

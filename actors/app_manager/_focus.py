@@ -21,7 +21,6 @@ from actors.contracts import Code
 
 from ._registry import RECOVERY_APP, AppRecord, Refused, now_ms
 
-GLOBAL_APPS: Final = frozenset({"chat", "app-registry"})  # one global instance each
 TRANSITIONS: Final[dict[str, frozenset[str]]] = {
     "not_running": frozenset({"launching"}),
     "launching": frozenset({"active", "failed", "closing"}),
@@ -67,18 +66,22 @@ class Instance:
         self.updated_ms = now_ms()
 
 
-def instance_id_for(scope: str, conversation_id: str | None, local: str | None) -> str:
-    """`<app_scope>:<local>`: chat and app-registry have one global instance (`main`);
-    a tool app gets one per conversation unless the caller names another."""
-    if scope in GLOBAL_APPS:
+def instance_id_for(
+    scope: str, conversation_id: str | None, local: str | None, global_apps: frozenset[str]
+) -> str:
+    """`<app_scope>:<local>`: a core app (`global_apps`) has one global instance (`main`);
+    any other app gets one per conversation unless the caller names another."""
+    if scope in global_apps:
         return f"{scope}:main"
     return f"{scope}:{local or conversation_id or 'main'}"
 
 
 @dataclass
 class Focus:
-    """The instances, the focus stack and what changed since the last `take_changes`."""
+    """The instances, the focus stack and what changed since the last `take_changes`.
+    `global_apps` are the apps of one global instance each: the core apps."""
 
+    global_apps: frozenset[str] = frozenset()
     instances: dict[str, Instance] = field(default_factory=dict)
     stack: list[str] = field(default_factory=list)
     changed: set[str] = field(default_factory=set)
@@ -117,7 +120,7 @@ class Focus:
 
     def launch(self, scope: str, conversation_id: str | None, local: str | None = None) -> Instance:
         """Start (or bring forward) an instance and give it the foreground."""
-        instance_id = instance_id_for(scope, conversation_id, local)
+        instance_id = instance_id_for(scope, conversation_id, local, self.global_apps)
         instance = self.instances.get(instance_id)
         if instance is not None and instance.live:
             self.focus(instance_id)
@@ -142,11 +145,6 @@ class Focus:
             self.stack.append(instance_id)
         self._bring_up(instance)
         return instance
-
-    def suspend(self, instance_id: str) -> None:
-        instance = self._live(instance_id)
-        if instance.state == "backgrounded":
-            self._set(instance, "suspended", "suspend")
 
     def close(self, instance_id: str, *, failed: str | None = None) -> Instance:
         """Close (or mark failed) an instance; the one below it comes back if it was on top."""

@@ -15,7 +15,6 @@ from typing import Any, Final
 
 from actors.contracts import Code
 
-CORE_APPS: Final = {"chat": "Chat", "app-registry": "App Registry"}
 # Where a record's signers travel in its row: the store keeps the columns it knows, and the
 # manifest column is the app manager's JSON. A dotted key is never a manifest field name.
 SIGNERS_KEY: Final = "lineup.signers"
@@ -149,11 +148,15 @@ def semver_key(version: str) -> tuple[Any, ...]:
     return (numbers, 0, fields)
 
 
-def core_records(existing: dict[str, AppRecord], version: str) -> list[AppRecord]:
-    """The core apps' records, for those the registry does not have yet: always enabled."""
+def core_records(
+    existing: dict[str, AppRecord], core: dict[str, dict[str, Any]]
+) -> list[AppRecord]:
+    """The core apps' records (from their declared manifests, `core`), for those the
+    registry does not have yet: always enabled."""
     made = []
-    for scope, name in CORE_APPS.items():
+    for scope, manifest in core.items():
         if scope not in existing:
+            name, version = str(manifest.get("title") or scope), str(manifest["version"])
             made.append(
                 AppRecord(scope, "core", name, version, enabled=True, enabled_at_ms=now_ms())
             )
@@ -168,7 +171,7 @@ def check_request(
         raise Refused(Code.INVALID_PAYLOAD, f"kind: {kind!r} is not an operation")
     record = records.get(scope)
     if kind == "install":
-        if scope in CORE_APPS:
+        if record is not None and record.kind == "core":
             raise Refused(
                 Code.CORE_APP_PROTECTED, f"{scope!r} is a core app; no bundle replaces it"
             )

@@ -7,12 +7,13 @@ own conversations and instances, and it never picks the user's default app.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Final
 
 from actors.contracts import Code
 
 from ._focus import Focus
-from ._registry import CORE_APPS, AppOperation, Refused
+from ._registry import AppOperation, Refused
 
 REQUESTERS: Final = frozenset({"debug", "host", "app.app-registry"})
 NAVIGATION: Final = frozenset({"launch", "focus", "close", "list", "open_default", "set_default"})
@@ -46,15 +47,16 @@ def request_fields(body: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def check_requester(sender: str, op: AppOperation, focus: Focus) -> None:
+def check_requester(sender: str, op: AppOperation, focus: Focus, core: Collection[str]) -> None:
     """The registry is managed by the user's side only (the operator, the host, the
-    app-registry app); any app may navigate, within its own conversations."""
+    app-registry app); any app may navigate, within its own conversations; a core app
+    (`core`: their scopes) anywhere."""
     if sender in REQUESTERS:
         return
     if not sender.startswith("app.") or op.kind not in NAVIGATION:
         raise Refused(Code.SENDER_NOT_ALLOWED, f"{sender!r} cannot {op.kind} apps")
     caller = sender.removeprefix("app.")
-    if caller in CORE_APPS or op.kind in ("list", "open_default"):
+    if caller in core or op.kind in ("list", "open_default"):
         return
     if op.kind == "set_default":  # the user's choice, made on the user's side only
         raise Refused(Code.SENDER_NOT_ALLOWED, f"{caller!r} cannot choose the default app")

@@ -47,8 +47,10 @@ WELL_KNOWN_SCOPES: Final = frozenset(
         SCOPE_RUNTIME,
     }
 )
-# Core apps ship with the runtime and cannot be overridden by a bundle (seed §4.2).
-CORE_APP_SCOPES: Final = frozenset({SCOPE_CHAT, SCOPE_APP_REGISTRY, SCOPE_SETTINGS})
+# Core apps ship with the runtime and cannot be overridden by a bundle (seed §4.2): the
+# scopes of the apps `supervisor.CORE_APPS` declares (a test holds the two together; the
+# contracts import nothing of the runtime, and a bundle is checked without it).
+CORE_APP_SCOPES: Final = frozenset({SCOPE_CHAT, SCOPE_APP_REGISTRY})
 
 # --- conversations (seed §5.1) -----------------------------------------------------------
 # Conversation ids are opaque tokens assigned by the AppServer. The colon is reserved for

@@ -1,6 +1,7 @@
 """The filter chain of seed §5.3, as pure functions over one inbound message.
 
-Steps run in the seed's order and the first failure decides, always as one `Code`:
+The first failure decides, always as one `Code`. The steps, numbered as in the seed (the
+frame's sequence check of step 3 runs right after step 1, before step 2):
 
 1. version / type / scope / size / schema — `validate_message` (legacy messages go through
    the compatibility adapter of §5.2 on the way);
@@ -9,10 +10,10 @@ Steps run in the seed's order and the first failure decides, always as one `Code
 3. id / sequence / cursor dedup — the frame's seq must agree with the envelope's
    `correlation.sequence`; id dedup against everything stored is the store's, in the same
    transaction as the insert (`store.inbound.persist` reports `duplicate`);
-4. app installed and enabled (today: the core apps of the router's config);
-5. tools / capabilities — no app publishes tools yet, so an agent's tool call is refused
-   with `tool_not_visible` (issue 5 brings the tool router);
-6. ownership — an instance id must be one the app has (the chat app has none);
+4. app installed and enabled (the app manager's routing view);
+5. tools / capabilities — no tool is served yet (the SDK offers no `app.tools.v1`), so an
+   agent's tool call is refused with `tool_not_visible`;
+6. ownership — an instance id must be one of the app's live instances;
 7. subscriptions — the app's manifest subscriptions (`not_subscribed` otherwise);
 
 then the router persists (step 8) and delivers (step 9). Messages from the runtime's own
@@ -34,12 +35,6 @@ from actors.contracts import (
     validate_message,
 )
 
-# The chat app's manifest subscriptions (seed §4.5, the Interaction App).
-CHAT_SUBSCRIPTIONS = ("lineup.message", "lineup.task.progress", "lineup.interaction.request")
-DEFAULT_APPS: dict[str, dict[str, Any]] = {
-    "chat": {"enabled": True, "subscriptions": list(CHAT_SUBSCRIPTIONS), "instances": []}
-}
-
 
 @dataclass(frozen=True, slots=True)
 class AppRule:
@@ -57,13 +52,15 @@ class FilterContext:
 
     @classmethod
     def from_config(cls, apps: dict[str, dict[str, Any]] | None) -> FilterContext:
+        """From the routing view the app manager writes (or the supervisor's, of the core
+        apps, in the router's config): {scope: {enabled, subscriptions, instances}}."""
         rules = {
             scope: AppRule(
                 bool(app.get("enabled", True)),
                 frozenset(app.get("subscriptions", ())),
                 frozenset(app.get("instances", ())),
             )
-            for scope, app in (DEFAULT_APPS if apps is None else apps).items()
+            for scope, app in (apps or {}).items()
         }
         return cls(rules)
 

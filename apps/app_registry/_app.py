@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from apps.sdk import NavigationError, RuntimeApp
+from apps.sdk import NavigationError, RuntimeApp, declare_app
 
 MANAGE: Final = frozenset(
     {"install", "update", "enable", "disable", "rollback", "remove", "set_default"}
@@ -26,6 +26,14 @@ MANAGE: Final = frozenset(
 KEEP: Final = 20
 
 
+@declare_app(
+    app_scope="app-registry",
+    version="1.0.0",
+    title="App Registry",
+    kind="core",
+    entrypoints=[{"id": "main", "kind": "primary"}],
+    required_features=["app.lifecycle.v1", "app.navigation.v1"],
+)
 class AppRegistryApp(RuntimeApp):
     async def on_app_start(self) -> None:
         self.outcomes: list[dict[str, Any]] = []

@@ -1,4 +1,4 @@
-"""The chat core app (`app.chat`, target `apps.chat:ChatApp`): issue 4, item 6.
+"""The chat core app (`app.chat`): the user's conversation with the agent.
 
 `_app` is the app; `_markdown` the safe rendering. `history` is what `lineup chat history`
 prints: the timeline as the user sees it, read from the app's own log.

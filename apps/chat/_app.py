@@ -10,17 +10,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from apps.sdk import RuntimeApp
+from apps.sdk import RuntimeApp, declare_app
 
 
+@declare_app(
+    app_scope="chat",
+    version="1.0.0",
+    title="Chat",
+    kind="core",
+    entrypoints=[{"id": "im", "kind": "primary", "default_eligible": True}],
+    required_features=["app.lifecycle.v1", "agent.messages.v1", "app.actions.v1"],
+    # What the agent says to the user; the router delivers the chat nothing else.
+    agent_subscriptions=[
+        {"type": "lineup.message", "scope": "conversation"},
+        {"type": "lineup.task.progress", "scope": "conversation"},
+        {"type": "lineup.interaction.request", "scope": "conversation"},
+    ],
+)
 class ChatApp(RuntimeApp):
-    async def on_app_start(self) -> None:
-        self.sdk.agent_messages.subscribe(self._on_message)
-
-    async def _on_message(self, message: dict[str, Any]) -> None:
-        # Nothing to do beyond the view model for now: a request stays unacknowledged
-        # (and pending in the view) until the user answers it.
-        return None
+    # The view model is all the chat shows, so it subscribes to no message itself: display
+    # messages are acknowledged by the SDK, a request once the user has answered it.
 
     async def on_input(self, body: dict[str, Any]) -> None:
         """`{"kind": "send", "conversation_id", "text"}` or `{"kind": "answer",

@@ -1,5 +1,5 @@
 """The focus stack and instance lifecycle (seed §4.3-4.5) as rules, fuzzed by a state
-machine: whatever the order of launches, focus changes, suspends and closes, exactly the
+machine: whatever the order of launches, focus changes and closes, exactly the
 top of the stack is in the foreground, every instance on the stack is live, and closing
 the top brings back the one below in the foreground."""
 
@@ -10,22 +10,22 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+import supervisor
 from actors.app_manager._focus import Focus, startup_target
 from actors.app_manager._registry import AppRecord, Refused
 
 SCOPES = ["chat", "whiteboard", "pomodoro", "draw-and-guess"]
+CORE = frozenset(supervisor.CORE_MANIFESTS)  # one global instance each
 
 
 def test_launch_backgrounds_the_current_and_close_restores_it() -> None:
-    focus = Focus()
+    focus = Focus(CORE)
     chat = focus.launch("chat", None)
     assert (chat.instance_id, chat.state, chat.mode) == ("chat:main", "active", "foreground")
     board = focus.launch("whiteboard", "conv-1")
     assert board.instance_id == "whiteboard:conv-1"
     assert (chat.state, chat.mode) == ("backgrounded", "background")
     assert focus.stack == ["chat:main", "whiteboard:conv-1"]
-    focus.suspend("chat:main")
-    assert chat.state == "suspended"
     focus.close("whiteboard:conv-1")
     assert board.state == "closed"
     assert (chat.state, chat.mode) == ("active", "foreground")
@@ -37,7 +37,6 @@ def test_launch_backgrounds_the_current_and_close_restores_it() -> None:
         ("chat:main", "background"),
         ("whiteboard:conv-1", "start"),
         ("whiteboard:conv-1", "foreground"),
-        ("chat:main", "suspend"),
         ("whiteboard:conv-1", "closing"),
         ("chat:main", "restore"),
         ("chat:main", "foreground"),
@@ -45,7 +44,7 @@ def test_launch_backgrounds_the_current_and_close_restores_it() -> None:
 
 
 def test_a_failed_instance_gives_the_foreground_back() -> None:
-    focus = Focus()
+    focus = Focus(CORE)
     focus.launch("chat", None)
     focus.launch("pomodoro", "c1")
     focus.close("pomodoro:c1", failed="crashed")
@@ -62,7 +61,7 @@ def test_startup_target_falls_back_to_chat() -> None:
         "whiteboard": AppRecord("whiteboard", "installed", "Whiteboard", "1", enabled=False),
         "pomodoro": AppRecord("pomodoro", "installed", "Pomodoro", "1", enabled=True),
     }
-    focus = Focus()
+    focus = Focus(CORE)
     assert startup_target(None, focus, None, records) == "chat"
     assert startup_target(None, focus, "whiteboard", records) == "chat"  # disabled default
     assert startup_target(None, focus, "gone", records) == "chat"  # removed default
@@ -76,7 +75,7 @@ def test_startup_target_falls_back_to_chat() -> None:
 class FocusMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.focus = Focus()
+        self.focus = Focus(CORE)
 
     @rule(scope=st.sampled_from(SCOPES), conversation=st.sampled_from(["c1", "c2"]))
     def launch(self, scope: str, conversation: str) -> None:
@@ -92,11 +91,6 @@ class FocusMachine(RuleBasedStateMachine):
         target = data.draw(st.sampled_from(self.focus.stack))
         self.focus.focus(target)
         assert self.focus.foreground == target
-
-    @precondition(lambda self: self.focus.stack)
-    @rule(data=st.data())
-    def suspend_one(self, data: st.DataObject) -> None:
-        self.focus.suspend(data.draw(st.sampled_from(self.focus.stack)))
 
     @precondition(lambda self: self.focus.stack)
     @rule(data=st.data(), failed=st.booleans())

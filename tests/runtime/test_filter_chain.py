@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
+import supervisor
 from actors.contracts import Code, fixtures_dir
 from actors.router import Accepted, FilterContext, Rejected, check_inbound
+
+CORE = supervisor.core_routing()  # the router's view of the core apps, before any other
 
 REJECTED = sorted((fixtures_dir() / "envelopes" / "rejected").glob("*.json"))
 # The router reads the stream with `validate_message`, like the AppServer: a canonical-looking
@@ -26,7 +29,7 @@ def _text(value: Any) -> str:
 @pytest.mark.parametrize("path", REJECTED, ids=lambda p: Path(p).stem)
 def test_each_rejected_fixture_gets_its_code(path: Path) -> None:
     case = json.loads(path.read_text())
-    verdict = check_inbound(7, _text(case["input"]), FilterContext.from_config(None))
+    verdict = check_inbound(7, _text(case["input"]), FilterContext.from_config(CORE))
     assert isinstance(verdict, Rejected)
     assert verdict.code == ROUTER_CODE.get(path.stem, case["code"])
 
@@ -40,14 +43,14 @@ def _agent_message(**changes: Any) -> dict[str, Any]:
 
 
 def test_a_good_agent_message_is_delivered_to_chat_and_associates_its_conversation() -> None:
-    ctx = FilterContext.from_config(None)
+    ctx = FilterContext.from_config(CORE)
     verdict = check_inbound(3, json.dumps(_agent_message()), ctx)
     assert isinstance(verdict, Accepted)
     assert (verdict.deliver_to, verdict.associates) == ("chat", verdict.env.sender.id)
 
 
 def test_an_agent_outside_its_conversation_is_not_associated() -> None:
-    ctx = FilterContext.from_config(None)
+    ctx = FilterContext.from_config(CORE)
     message = _agent_message()
     ctx.conversations[message["scope"]["conversation_id"]] = "someone-else"
     verdict = check_inbound(3, json.dumps(message), ctx)
@@ -71,13 +74,13 @@ def test_app_state_and_subscription_steps(apps: dict[str, Any], code: Code) -> N
 
 def test_a_sequence_that_disagrees_with_the_frame_is_out_of_order() -> None:
     message = _agent_message(correlation={"sequence": 5})
-    verdict = check_inbound(6, json.dumps(message), FilterContext.from_config(None))
+    verdict = check_inbound(6, json.dumps(message), FilterContext.from_config(CORE))
     assert isinstance(verdict, Rejected)
     assert verdict.code == Code.OUT_OF_ORDER
 
 
 def test_the_users_own_messages_are_history_not_deliveries() -> None:
     message = json.loads((VALID / "message.user-to-agent.json").read_text())
-    verdict = check_inbound(4, json.dumps(message), FilterContext.from_config(None))
+    verdict = check_inbound(4, json.dumps(message), FilterContext.from_config(CORE))
     assert isinstance(verdict, Accepted)
     assert verdict.deliver_to is None
