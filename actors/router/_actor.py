@@ -76,9 +76,8 @@ class RouterActor(Actor):
         self.floor = 0
         self.forwarded = 0  # accepted messages handed to the store for an app's inbox
         self.rejected = 0
-        # A call made inside on_start never gets its reply: the supervisor learns where to
-        # send replies at `kernel.ready`, which on_start's return sends. So the router
-        # loads what it needs from the store right after, and handlers wait for it.
+        # What the router needs from the store is loaded in a task of its own, and every
+        # handler waits for it before it filters anything.
         self.loaded = trio.Event()
         self.nursery.start_soon(self._load)
 
