@@ -3,7 +3,7 @@
 Handlers run one at a time, in mailbox order. A message is acked only after its handler
 returned, so a crash mid-handler means redelivery; every message a handler emits gets an
 id derived from the message being handled, so a replayed handler re-emits the same ids and
-the mailbox ignores them the second time (issue 2, item 4).
+the mailbox ignores them the second time.
 
     class Counter(Actor):
         async def on_start(self) -> None:

@@ -2,7 +2,7 @@
 
 One writer task owns the socket's send side and writes every queued frame in one
 `send_all`. If that task is cancelled mid-write the socket is closed at once, because the
-peer would otherwise see half a frame followed by the next one (issue 2, item 2).
+peer would otherwise see half a frame followed by the next one.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def derive_id(parent: str, position: int) -> str:
     """The id of the `position`-th message emitted while handling `parent`.
 
     A handler replayed after a crash emits the same ids again, so the mailbox (which
-    inserts by id and ignores duplicates) delivers each output once (issue 2, item 4).
+    inserts by id and ignores duplicates) delivers each output once.
     The timestamp half is the parent's, so derived ids stay near their parent in the index.
     """
     head, low = _derived_head(parent)

@@ -3,7 +3,7 @@
 Readers of the actors' channels hand it operations through one bounded queue. It takes
 whatever has arrived (up to `batch_max`), applies it in one transaction, commits, and only
 then forwards what the batch made deliverable: group commit when the input drains, never
-on a timer, and never a frame forwarded before its commit (issue 2, item 3). Because one
+on a timer, and never a frame forwarded before its commit. Because one
 task does all of this, the credit and backlog bookkeeping needs no locks.
 """
 

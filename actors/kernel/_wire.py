@@ -1,7 +1,7 @@
 """What a child may say to the supervisor, checked before anything reaches the mailbox.
 
 A frame that breaks these rules closes the child's channel with the reason logged, and
-the child is restarted; nothing it sent after that frame is taken (issue 2, tests).
+the child is restarted; nothing it sent after that frame is taken.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def project(env: RuntimeEnvelope, seq: int) -> dict[str, Any]:
 
 
 def rejection_envelope(env: RuntimeEnvelope, code: str, detail: str) -> dict[str, Any] | None:
-    """The answer an agent gets for a rejected message (issue 4, item 5), or None if the
+    """The answer an agent gets for a rejected message, or None if the
     rejected message names no conversation it could go to.
 
     A tool call is answered like any refused call, with `lineup.tool.error` (§7.3); any

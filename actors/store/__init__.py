@@ -1,4 +1,4 @@
-"""The store actor: `runtime.db`, the runtime's own facts (seed §3.2, issue 4 item 4).
+"""The store actor: `runtime.db`, the runtime's own facts (seed §3.2).
 
 `_schema` creates the tables (sqlite-utils) and opens the connection; `_actor` holds the
 handlers. Messages it answers (all bodies are msgpack maps; "call" means it replies); who may send
@@ -14,7 +14,7 @@ each, and its body's type, is in `door`:
 | `store.outbox.settle` | call | `key`, `status`, `seq`/`code`/`detail` → `changed`, `origin` |
 | `store.audit` | cast | `code`, `detail`, `message_id`?, `seq`? |
 | `store.lifecycle.set` | cast | `state`, `detail` (seed §3.3, from the transport) |
-| `store.apps.load` | call | → `records`, `operations`, `instances`, `settings` (issue 5) |
+| `store.apps.load` | call | → `records`, `operations`, `instances`, `settings` |
 | `store.apps.write` | call | whole rows of one app-manager step, in one transaction → `written` |
 
 With `deliver` (the router's way) the store does what follows the commit itself: each

@@ -70,7 +70,7 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
         "pos",
     ),
     "lifecycle": ({"name": str, "state": str, "detail": str, "at_ms": int}, "name"),
-    # Seed §4: the app registry, its operations, instances and the focus stack (issue 5).
+    # Seed §4: the app registry, its operations, instances and the focus stack.
     # The app manager decides every value; the store keeps whole rows, replaced at once.
     "app_records": (
         {

@@ -1,4 +1,4 @@
-"""Safe Markdown for the terminal (issue 4, item 6): no raw HTML, links shown, not followed.
+"""Safe Markdown for the terminal: no raw HTML, links shown, not followed.
 
 Agent text is untrusted. Raw HTML is never interpreted: tags are shown as the text they
 are. A link is rewritten to its label followed by its address, so the user sees where it

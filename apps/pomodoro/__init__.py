@@ -1,4 +1,4 @@
-"""Pomodoro: a focus timer, the sample installed app (issue 5) and the bundle tests' subject.
+"""Pomodoro: a focus timer, the sample installed app and the bundle tests' subject.
 
 Tools: `pomodoro.start` {minutes}, `pomodoro.status`, `pomodoro.stop`. Its manifest is
 generated from the declarations in `_app` (`lineup app build apps/pomodoro --out FILE`).
