@@ -90,7 +90,7 @@ def _import_package(target: str) -> tuple[Path, ModuleType]:
 
 def _package_files(root: Path) -> dict[str, bytes]:
     """The package's files as bundle entries (`app/...`); caches and dotfiles stay out."""
-    from actors.app_manager._bundle import BundleError
+    from actors.app_manager import BundleError
     from actors.contracts import Code
 
     files: dict[str, bytes] = {}
@@ -115,7 +115,7 @@ def _package_files(root: Path) -> dict[str, bytes]:
 
 
 def _keygen(args: argparse.Namespace) -> int:
-    from actors.app_manager._bundle import key_id, load_public_key, write_keypair
+    from actors.app_manager import key_id, load_public_key, write_keypair
 
     try:
         secret, public = write_keypair(args.out, args.name)
@@ -132,7 +132,7 @@ def _keygen(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from actors.app_manager._bundle import write_bundle
+    from actors.app_manager import write_bundle
     from apps.sdk import declared_app, manifest_of
 
     root, module = _import_package(args.app)
@@ -167,7 +167,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _sign(args: argparse.Namespace) -> int:
-    from actors.app_manager._bundle import key_id, load_signing_key, sign_bundle
+    from actors.app_manager import key_id, load_signing_key, sign_bundle
 
     key = load_signing_key(args.key)
     signed = sign_bundle(args.bundle, key)
@@ -181,7 +181,7 @@ def _sign(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from actors.app_manager._bundle import load_trusted_keys, verify_bundle
+    from actors.app_manager import load_trusted_keys, verify_bundle
 
     trusted = load_trusted_keys(args.trust)
     verified = verify_bundle(args.bundle, trusted)

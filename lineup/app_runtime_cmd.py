@@ -103,7 +103,7 @@ def refusal_sentence(op: dict[str, Any], data_dir: Path) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from actors.app_manager._registry import AppRecord
+    from actors.app_manager import AppRecord
     from actors.store import read_apps
 
     registry = read_apps(data_dir_of(args))

@@ -34,9 +34,9 @@ from actors.kernel import (
     ReplyError,
     crash_point,
     handles,
+    log_tail,
     new_id,
 )
-from actors.kernel._process import log_tail
 
 from ._cache import BundleCache, bundle_cache_dir
 from ._focus import Focus, Instance, startup_target

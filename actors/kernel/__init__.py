@@ -45,6 +45,7 @@ _LAZY = {
     "RuntimeConfig": "._specs",
     "Supervisor": "._supervisor",
     "supervisor_pid_alive": "._children",
+    "log_tail": "._process",
 }
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from ._control import ControlError, control_request, control_stream
     from ._inspect import mailbox_counts, mailbox_listing
     from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
+    from ._process import log_tail
     from ._specs import ChildSpec, Restart, RuntimeConfig
     from ._supervisor import Supervisor
 
@@ -105,6 +107,7 @@ __all__ = [
     "id_timestamp",
     "is_valid_id",
     "load_door",
+    "log_tail",
     "mailbox_counts",
     "mailbox_listing",
     "new_id",

@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from actors.jail._env import scrubbed_environment
-from actors.jail._launcher import level_of
+from actors.jail import level_of, scrubbed_environment
 
 if TYPE_CHECKING:
     from ._containment import AppCgroup

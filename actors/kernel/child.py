@@ -15,7 +15,7 @@ import sys
 
 import trio
 
-from actors.jail._env import die_with_parent
+from actors.jail import die_with_parent
 
 from ._actor import Actor, serve
 from ._channel import Channel

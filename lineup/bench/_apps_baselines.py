@@ -66,7 +66,7 @@ class Verification:
     SMALL_MESSAGE = b"lineup bench apps: the signed data of a small bundle, roughly".ljust(64)
 
     def __init__(self, sample: SignedSample) -> None:
-        from actors.app_manager._bundle import load_signing_key, load_trusted_keys
+        from actors.app_manager import load_signing_key, load_trusted_keys
 
         self.bundle = sample.bundle
         self.trusted_keys: Mapping[str, Any] = load_trusted_keys([sample.public_key])
@@ -75,7 +75,7 @@ class Verification:
         self.signature = signing_key.sign(self.SMALL_MESSAGE).signature  # 64 bytes
 
     def ours_ms(self) -> float:
-        from actors.app_manager._bundle import verify_bundle
+        from actors.app_manager import verify_bundle
 
         started = time.perf_counter()
         verify_bundle(self.bundle, self.trusted_keys)
