@@ -26,9 +26,8 @@ async def embedded_appserver(data_dir: Path, *, demo_agent: bool = True) -> Asyn
     """Serve an AppServer (and the demo agent) for the block; yields its URL."""
     import supervisor
     from actors.transport import write_token
-    from lineup.agent import run_demo_agent
-    from lineup.appserver import AppServer
-    from lineup.appserver._server import write_endpoint
+    from peers.agent import run_demo_agent
+    from peers.appserver import AppServer, write_endpoint
 
     appserver_dir = data_dir / "appserver"
     server = AppServer(appserver_dir)

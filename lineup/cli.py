@@ -19,7 +19,7 @@ from pathlib import Path
 
 from actors.kernel import ControlError, settle_garbage_collector
 
-from . import agent, app_cmd, appserver, bench, chat_cmd, debug_cmd, protocol_cmd
+from . import agent_cmd, app_cmd, appserver_cmd, bench, chat_cmd, debug_cmd, protocol_cmd
 from ._common import add_data_dir, data_dir_of, fail
 
 
@@ -152,8 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     debug_cmd.register(commands)
     protocol_cmd.register(commands)
     app_cmd.register(commands)
-    appserver.register(commands)
-    agent.register(commands)
+    appserver_cmd.register(commands)
+    agent_cmd.register(commands)
     bench.register(commands)
     return parser
 

@@ -1,6 +1,6 @@
 """The transport actor: the runtime's link to the AppServer (docs/protocol.md §4).
 
-It reuses `lineup.agent.Link`, the role-neutral connection layer (hello, sync from a
+It runs a `link.Link`, the role-neutral client end of the WebSocket (hello, sync from a
 cursor, live delivery, cumulative acks, submissions resent with their idempotency key until
 their verdict, heartbeats, reconnects with exponential backoff and jitter), as a `runtime`.
 
@@ -27,8 +27,7 @@ import trio
 
 from actors.contracts import ContractError
 from actors.kernel import Actor, Message, derive_id, handles, new_id
-from lineup.agent import Link, LinkFailed, Received, Submission
-from lineup.agent._link import LinkState
+from link import Link, LinkFailed, LinkState, Received, Submission
 
 from ._lifecycle import Lifecycle, lifecycle_of
 from ._token import TokenError, read_token

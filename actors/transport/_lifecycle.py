@@ -21,7 +21,7 @@ OFFLINE_AFTER: Final = 3
 
 
 def lifecycle_of(link_state: str, *, was_online: bool, failures: int) -> Lifecycle:
-    """The lifecycle state for a link state (`lineup.agent.Link.state`)."""
+    """The lifecycle state for a link state (`link.Link.state`)."""
     if link_state == "failed":
         return "offline_degraded"
     if link_state == "live":

@@ -101,7 +101,7 @@ class Agent:
 
 @asynccontextmanager
 async def open_bench_agent(url: str, credentials: Any) -> AsyncIterator[Agent]:
-    from lineup.agent import open_agent
+    from peers.agent import open_agent
 
     agent_id = credentials.agent_id
     token = credentials.token_for_agent(agent_id)
@@ -115,7 +115,7 @@ async def open_bare_client(
 ) -> AsyncIterator[Any]:
     """(a) the bare end: a `Link` in the runtime role that timestamps, acks and keeps
     nothing else; yields the link once it is live (caught up)."""
-    from lineup.agent import Link
+    from link import Link
 
     link = Link(url, role="runtime", peer_id="bench-bare", token=token, cursor=cursor)
 

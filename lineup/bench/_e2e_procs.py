@@ -50,7 +50,7 @@ class AppServerProcess:
         self.url = ""
 
     async def start(self) -> str:
-        from lineup.appserver import read_endpoint
+        from peers.appserver import read_endpoint
 
         args = ["appserver", "--data-dir", str(self.data_dir), "--port", str(self.port)]
         process = self.process = self.procs.spawn(self.name, args)
@@ -76,7 +76,7 @@ class AppServerProcess:
             self.process = None
 
     def credentials(self) -> Any:
-        from lineup.appserver import read_credentials
+        from peers.appserver import read_credentials
 
         return read_credentials(self.data_dir)
 
@@ -180,7 +180,7 @@ def prefill(appserver_dir: Path, *, conversation_id: str, agent_id: str, count: 
     `Store.append` writes (the message stamped with its seq, and its submission's verdict).
     The conversation must already exist (the live phase created it)."""
     from actors.contracts import new_message_id, utc_timestamp
-    from lineup.appserver._store import STORE_FILE, Store
+    from peers.appserver import STORE_FILE, Store
 
     path = appserver_dir / STORE_FILE
     store = Store(path)  # the schema, and where the stream ends

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 
-from lineup.appserver import AppServer
+from peers.appserver import AppServer
 
 StartAppServer = Callable[..., Awaitable[AppServer]]
 

@@ -18,9 +18,8 @@ from actors.contracts import (
     utc_timestamp,
     validate_frame,
 )
-from lineup.agent import Link, Received
-from lineup.agent._link import open_websocket
-from lineup.appserver import AppServer
+from link import Link, Received, open_websocket
+from peers.appserver import AppServer
 
 TIMEOUT = 10.0
 

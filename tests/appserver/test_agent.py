@@ -8,8 +8,8 @@ import pytest
 import trio
 
 from actors.contracts import ContractError, validate_message
-from lineup.agent import AgentClient, AgentError, LinkFailed, SubmitRejected, open_agent
-from lineup.appserver import AppServer
+from peers.agent import AgentClient, AgentError, LinkFailed, SubmitRejected, open_agent
+from peers.appserver import AppServer
 
 from .conftest import StartAppServer
 from .helpers import TIMEOUT, collect, inventory, runtime_link, user_text

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from lineup.agent import Link
-from lineup.agent import register as register_agent
-from lineup.appserver import read_credentials, read_endpoint
-from lineup.appserver import register as register_appserver
+from lineup.agent_cmd import register as register_agent
+from lineup.appserver_cmd import register as register_appserver
+from link import Link
+from peers.appserver import read_credentials, read_endpoint
 
 from .helpers import TIMEOUT, collect, text_of, user_text
 
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 async def _lineup(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
-    module = "lineup.appserver" if args[0] == "appserver" else "lineup.agent"
+    module = "lineup.appserver_cmd" if args[0] == "appserver" else "lineup.agent_cmd"
     with trio.fail_after(timeout):
         return await trio.run_process(
             [sys.executable, "-m", module, *args[1:]],
@@ -48,7 +48,7 @@ async def _first_line(stream: trio.abc.ReceiveStream) -> str:
 
 @asynccontextmanager
 async def _process(*args: str) -> AsyncIterator[trio.Process]:
-    module = "lineup.appserver" if args[0] == "appserver" else "lineup.agent"
+    module = "lineup.appserver_cmd" if args[0] == "appserver" else "lineup.agent_cmd"
     process = await trio.lowlevel.open_process(
         [sys.executable, "-m", module, *args[1:]],
         cwd=ROOT,

@@ -11,8 +11,9 @@ from typing import Any
 import trio
 
 from actors.contracts import validate_message
-from lineup.agent import AgentClient, Link, run_demo_agent
-from lineup.appserver import AppServer
+from link import Link
+from peers.agent import AgentClient, run_demo_agent
+from peers.appserver import AppServer
 
 from .conftest import StartAppServer
 from .helpers import collect, runtime_link, user_answer, user_text

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import trio
 
-from lineup.agent import AgentClient, open_agent
-from lineup.appserver import AppServer, Faults
+from peers.agent import AgentClient, open_agent
+from peers.appserver import AppServer, Faults
 
 from .conftest import StartAppServer
 from .helpers import TIMEOUT, collect, runtime_link, text_of, user_text

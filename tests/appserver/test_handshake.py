@@ -11,8 +11,8 @@ import trio
 import trio_websocket
 
 from actors.contracts import MAX_FRAME_BYTES, ErrorFrame, Welcome
-from lineup.agent._link import open_websocket
-from lineup.appserver import (
+from link import open_websocket
+from peers.appserver import (
     AppServer,
     DataDirInUse,
     ensure_credentials,

@@ -16,7 +16,7 @@ import trio_websocket
 from trio.testing import MockClock
 
 from actors.contracts import Ping, Welcome, encode_frame, utc_timestamp
-from lineup.agent import Link
+from link import Link
 
 from .conftest import StartAppServer
 from .helpers import collect, raw_client, runtime_link, user_text

@@ -1,4 +1,4 @@
-"""The link's shallow reader of stream frames (`lineup/agent/_shallow.py`) agrees with the
+"""The link's shallow reader of stream frames (`link/_shallow.py`) agrees with the
 full frame validation on every frame our AppServer writes, keeps each message's exact
 text, and hands anything else (a broken shell) back to the full path by returning None."""
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from actors.contracts import encode_frame, validate_frame
 from actors.contracts._wire import Batch, Deliver, Item
-from lineup.agent._shallow import read_stream_frame
+from link import read_stream_frame
 
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 _VALUE = st.recursive(

@@ -16,8 +16,8 @@ from actors.contracts import (
     encode_frame,
     validate_message,
 )
-from lineup.agent import Link
-from lineup.appserver import AppServer
+from link import Link
+from peers.appserver import AppServer
 
 from .conftest import StartAppServer
 from .helpers import (

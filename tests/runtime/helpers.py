@@ -21,9 +21,9 @@ from actors.kernel import ControlError, control_request
 from actors.store import read_audit, read_lifecycle, read_outbox
 from actors.transport import write_token
 from apps.chat import history
-from lineup.agent import AgentClient
-from lineup.appserver import AppServer
 from lineup.ui_session import UiSession
+from peers.agent import AgentClient
+from peers.appserver import AppServer
 from tests.kernel.helpers import Runtime
 
 T = TypeVar("T")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import trio
 
-from lineup.appserver import Faults
+from peers.appserver import Faults
 
 from .helpers import CONVERSATION, Stack, texts, wait_for
 

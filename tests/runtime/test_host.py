@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from actors.kernel import ControlError
-from lineup.agent import AgentClient
 from lineup.ui_session import UiSession
+from peers.agent import AgentClient
 
 from .helpers import CONVERSATION, Stack, wait_for
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import trio
 
-from lineup.agent import AgentClient
+from peers.agent import AgentClient
 
 from .helpers import CONVERSATION, Stack, wait_for
 

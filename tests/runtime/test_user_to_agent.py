@@ -4,7 +4,7 @@ AppServer accepts it."""
 
 from __future__ import annotations
 
-from lineup.agent import AgentClient
+from peers.agent import AgentClient
 
 from .helpers import CONVERSATION, Stack, wait_for
 

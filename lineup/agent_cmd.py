@@ -1,4 +1,9 @@
-"""`lineup agent send|demo`: talk to an AppServer as an agent, from the command line."""
+"""`lineup agent send|demo`: talk to an AppServer as an agent (`peers.agent`), from the
+command line.
+
+Also `python -m lineup.agent_cmd send|demo [options]`. The peers are imported when a
+command runs, so `lineup --help` loads none of them.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._common import fail, positive_int
+from ._common import fail, positive_int, run_subcommand
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +37,7 @@ def _positive_float(text: str) -> float:
 
 
 def _add_connection(parser: argparse.ArgumentParser) -> None:
-    from ..appserver._cli import DEFAULT_PORT, add_appserver_dir
+    from .appserver_cmd import DEFAULT_PORT, add_appserver_dir
 
     parser.add_argument(
         "--appserver",
@@ -109,7 +114,7 @@ def register(subparsers: Any) -> None:
 
 def _token(args: argparse.Namespace, data_dir: Path) -> tuple[str, str]:
     """The agent id and its token, from --token-file or the AppServer's data dir."""
-    from ..appserver import load_credentials, read_credentials
+    from peers.appserver import load_credentials, read_credentials
 
     if args.token_file is None:
         credentials = read_credentials(data_dir)
@@ -130,8 +135,9 @@ def _token(args: argparse.Namespace, data_dir: Path) -> tuple[str, str]:
 
 def _resolve(args: argparse.Namespace) -> _Target:
     """The URL, agent id and token from the options; `ValueError` with a definite reason."""
-    from ..appserver import CREDENTIALS_FILE, CredentialsError, read_endpoint
-    from ..appserver._cli import DEFAULT_PORT, default_appserver_dir
+    from peers.appserver import CREDENTIALS_FILE, CredentialsError, read_endpoint
+
+    from .appserver_cmd import DEFAULT_PORT, default_appserver_dir
 
     data_dir = Path(args.data_dir) if args.data_dir else default_appserver_dir()
     try:
@@ -155,10 +161,10 @@ def _run_agent(target: _Target, body: Callable[..., Awaitable[int]], **options: 
     import trio
 
     from actors.contracts import ContractError
+    from link import LinkFailed
+    from peers.agent import AgentClient, AgentError
 
-    from ..appserver._cli import first_error
-    from ._client import AgentClient, AgentError
-    from ._link import LinkFailed
+    from .appserver_cmd import first_error
 
     try:
         client = AgentClient(target.url, agent_id=target.agent_id, token=target.token, **options)
@@ -272,10 +278,18 @@ def _demo(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr, flush=True)
 
     async def body(client: Any) -> int:
-        from ._demo import DemoAgent
+        from peers.agent import DemoAgent
 
         log(f"demo agent {target.agent_id!r} on {target.url} (Ctrl-C stops it)")
         await DemoAgent(client, log=log).run()
         return 0
 
     return _run_agent(target, body, state_dir=state_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_subcommand(register, "agent", argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

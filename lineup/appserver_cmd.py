@@ -1,4 +1,8 @@
-"""`lineup appserver`: the reference AppServer in the foreground."""
+"""`lineup appserver`: the reference AppServer (`peers.appserver`) in the foreground.
+
+Also `python -m lineup.appserver_cmd [options]`. The peer is imported when the command
+runs, so `lineup --help` loads none of it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._common import DATA_DIR_ENV, default_data_dir, fail, positive_int
+from ._common import DATA_DIR_ENV, default_data_dir, fail, positive_int, run_subcommand
 
 DEFAULT_PORT = 8765
 
@@ -129,8 +133,7 @@ def first_error(exc: BaseException) -> BaseException:
 def _run(args: argparse.Namespace) -> int:
     import trio
 
-    from ._credentials import CredentialsError
-    from ._server import AppServer, DataDirInUse, write_endpoint
+    from peers.appserver import AppServer, CredentialsError, DataDirInUse, write_endpoint
 
     data_dir = Path(args.data_dir) if args.data_dir else default_appserver_dir()
     try:
@@ -178,3 +181,11 @@ def _run(args: argparse.Namespace) -> int:
         raise
     print("stopped", file=sys.stderr)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_subcommand(register, "appserver", argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

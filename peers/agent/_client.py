@@ -39,8 +39,7 @@ from actors.contracts import (
     validate_envelope,
     validate_message,
 )
-
-from ._link import Link, LinkStatistics, Received, Submission
+from link import Link, LinkStatistics, Received, Submission
 
 log = logging.getLogger("lineup.agent")
 

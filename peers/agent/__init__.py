@@ -1,0 +1,39 @@
+"""Write an agent for LineUp: a client of the AppServer (docs/protocol.md §5), and a demo.
+
+- `_client`: `AgentClient` on a `link.Link` with role `agent`: receive messages in order
+  and once, keep the cursor, send text, Markdown, task progress, choice / confirm / input
+  requests and tool calls;
+- `_demo`: `DemoAgent`, the deterministic conversation script, and `run_demo_agent`, which
+  is what `lineup run` starts beside its embedded AppServer.
+
+The link's names an agent meets (`LinkFailed` when the AppServer refuses it for good, ...)
+are exported here too. `lineup agent send|demo` is lineup/agent_cmd.py.
+"""
+
+from link import Link, LinkFailed, LinkStatistics, Received, Submission
+
+from ._client import (
+    AgentClient,
+    AgentError,
+    AgentMessage,
+    Sent,
+    SubmitRejected,
+    open_agent,
+)
+from ._demo import DemoAgent, run_demo_agent
+
+__all__ = [
+    "AgentClient",
+    "AgentError",
+    "AgentMessage",
+    "DemoAgent",
+    "Link",
+    "LinkFailed",
+    "LinkStatistics",
+    "Received",
+    "Sent",
+    "Submission",
+    "SubmitRejected",
+    "open_agent",
+    "run_demo_agent",
+]
