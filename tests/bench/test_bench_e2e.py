@@ -33,7 +33,7 @@ TARGETS = {"catchup_msgs_per_s", "live_p50_ms", "live_p99_ms", "cold_start_s", "
 def test_bench_e2e_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
     sizes = ["--messages", "30", "--paced", "10", "--backlog", "300"]
     done = subprocess.run(
-        [sys.executable, "-m", "lineup.bench.e2e", *sizes, "--json", "--work-dir", str(tmp_path)],
+        [sys.executable, "-m", "bench.e2e", *sizes, "--json", "--work-dir", str(tmp_path)],
         capture_output=True,
         timeout=120,  # a hang guard, not a speed check
         check=False,

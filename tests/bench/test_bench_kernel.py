@@ -48,7 +48,7 @@ def test_bench_kernel_reports_every_figure_and_cleans_up(tmp_path: Path) -> None
         [
             sys.executable,
             "-m",
-            "lineup.bench.kernel",
+            "bench.kernel",
             "--messages",
             "2000",
             "--rounds",

@@ -21,8 +21,8 @@ from actors.kernel import ChildSpec, RuntimeConfig, control_request
 from ._envelope import percentile
 from ._procs import BenchError, Processes
 
-_BARE = "lineup.bench._bare"
-_ACTORS = "lineup.bench._actors"
+_BARE = "bench._bare"
+_ACTORS = "bench._actors"
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ class KernelPath:
         config_file.write_text(self.config.model_dump_json())
         self.procs.start(
             self.name,
-            "lineup.bench._supervise",
+            "bench._supervise",
             ["--", "--data-dir", str(self.data_dir), "--config", str(config_file)],
         )
         deadline = time.monotonic() + timeout

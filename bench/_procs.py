@@ -48,7 +48,7 @@ class Processes:
         order), stdout and stderr to its log file."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_dir / f"{name}.log", "ab") as log:
-            tied = ["-m", "lineup.bench._tied", "--parent", str(os.getpid()), "--"]
+            tied = ["-m", "bench._tied", "--parent", str(os.getpid()), "--"]
             process = subprocess.Popen(
                 [sys.executable, *tied, *args],
                 stdin=subprocess.DEVNULL,

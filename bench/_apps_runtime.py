@@ -84,7 +84,7 @@ class AppsRuntime:
         config_file = self.work / "runtime.json"
         config_file.write_text(config.model_dump_json())
         args = ["--", "--data-dir", str(self.data_dir), "--config", str(config_file)]
-        self.process = self.procs.start("supervisor", "lineup.bench._supervise", args)
+        self.process = self.procs.start("supervisor", "bench._supervise", args)
         wait_for(self._registry_loaded, timeout, "the runtime and its app manager", every=0.05)
 
     def stop(self) -> None:

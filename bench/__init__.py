@@ -1,5 +1,8 @@
 """`lineup bench`: measurements of the runtime beside bare baselines rebuilt in the same run.
 
+A package of its own, outside the runtime and the command line: it drives the runtime, the
+peers and the `lineup` commands as a user would, and nothing but `lineup bench` imports it.
+
 Speed is measured here, never asserted in the test suite (DESIGN.md §7). Each benchmark
 runs the raw baseline (the same bytes over a bare socket, the same rows into bare SQLite)
 next to the runtime's path and prints the ratio, because absolute figures on shared

@@ -1,6 +1,6 @@
 """The bare baselines the kernel is held against, each end its own process.
 
-`python -m lineup.bench._bare ROLE --parent PID ...` with ROLE one of `source`, `sink`,
+`python -m bench._bare ROLE --parent PID ...` with ROLE one of `source`, `sink`,
 `relay`. They speak the kernel's frame format (4-byte length + one msgpack map) and use the
 same stack (trio, msgpack, sqlite3) but do only their job: no validation, no routing, no
 recovery, no flow control. That makes them limits, which is what BASELINE.md asks a
@@ -183,7 +183,7 @@ class Relay:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lineup.bench._bare")
+    parser = argparse.ArgumentParser(prog="python -m bench._bare")
     parser.add_argument("role", choices=["source", "sink", "relay"])
     parser.add_argument("--parent", type=int, required=True)
     parser.add_argument("--fd", type=int, required=True)

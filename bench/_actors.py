@@ -1,4 +1,4 @@
-"""Bench-only actors, spawned by a real supervisor as `lineup.bench._actors:NAME`.
+"""Bench-only actors, spawned by a real supervisor as `bench._actors:NAME`.
 
 They do as little as possible besides the kernel's own work, so the figures are the
 kernel's: the sink only counts and timestamps, and reports once per run by writing one

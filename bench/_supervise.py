@@ -1,4 +1,4 @@
-"""`python -m lineup.bench._supervise --parent PID -- SUPERVISOR ARGS`: the real supervisor,
+"""`python -m bench._supervise --parent PID -- SUPERVISOR ARGS`: the real supervisor,
 tied to the bench's life.
 
 It is `python -m supervisor` with one addition: a parent-death signal (SIGTERM, so the
@@ -16,7 +16,7 @@ from ._envelope import die_with_parent
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[0] != "--parent" or argv[2] != "--":
-        raise SystemExit("usage: python -m lineup.bench._supervise --parent PID -- ARGS")
+        raise SystemExit("usage: python -m bench._supervise --parent PID -- ARGS")
     die_with_parent(int(argv[1]), signal.SIGTERM)
     import supervisor  # after the signal is armed: the import takes a while
 

@@ -1,4 +1,4 @@
-"""`python -m lineup.bench._tied --parent PID -- LINEUP ARGS`: a `lineup` command tied to
+"""`python -m bench._tied --parent PID -- LINEUP ARGS`: a `lineup` command tied to
 the bench's life.
 
 It is `lineup ARGS` with a parent-death signal (SIGTERM, so `lineup run` still stops its
@@ -16,7 +16,7 @@ from ._envelope import die_with_parent
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[0] != "--parent" or argv[2] != "--":
-        raise SystemExit("usage: python -m lineup.bench._tied --parent PID -- ARGS")
+        raise SystemExit("usage: python -m bench._tied --parent PID -- ARGS")
     die_with_parent(int(argv[1]), signal.SIGTERM)
     from lineup.cli import main as lineup
 
