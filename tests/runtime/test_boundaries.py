@@ -1,55 +1,198 @@
-"""Imports follow the message boundaries (DESIGN §2): no actor package imports another
-actor's package; apps import only the SDK and the contracts; the SDK reaches the kernel."""
+"""Imports follow the process and message boundaries (DESIGN §2, docs/architecture.md
+"Import boundaries"), read from every module's source (ast), relative imports resolved:
+
+- the runtime (`supervisor.py`, `actors/`, `apps/`) never imports the command line
+  (`lineup`), the peers (`peers`) or the bench (`bench`); of it, only the transport imports
+  the link (`link`), the client end of the AppServer's WebSocket;
+- a peer imports only the contracts, the link and its own package (and the standard
+  library and its third-party libraries); the link only the contracts;
+- no module imports another package's private (`_name`) module;
+- no actor package imports another actor's package: the actors are the runtime's own
+  child specs (`supervisor.default_config()`), not a list kept here;
+- apps import only the SDK and the contracts; the SDK reaches the kernel.
+"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+import supervisor
 from tests.kernel.helpers import REPO_ROOT
 
-ACTORS = [
-    "store",
-    "router",
-    "transport",
-    "app_manager",
-    "tool_router",
-    "capability_gateway",
-    "host",
-]
+# Every top-level package of the project; any other top-level name is the standard library
+# or a third-party library.
+PROJECT = frozenset({"actors", "apps", "bench", "lineup", "link", "peers", "supervisor"})
+RUNTIME = ("supervisor.py", "actors", "apps")
+OUTSIDE_THE_RUNTIME = frozenset({"lineup", "peers", "bench"})
 
 
-def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
+def _modules(*roots: str, base: Path = REPO_ROOT) -> list[Path]:
+    paths: list[Path] = []
+    for root in roots:
+        path = base / root
+        paths.extend([path] if path.suffix == ".py" else sorted(path.rglob("*.py")))
+    return paths
+
+
+def imports_of(path: Path, base: Path = REPO_ROOT) -> Iterator[str]:
+    """Every name `path` imports, absolute, with each `from X import y` also as `X.y`
+    (y may be a module)."""
+    parts = path.relative_to(base).with_suffix("").parts
+    package = parts[:-1]  # an __init__'s package is its directory, as a module's is
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module.split(".") if node.module else []
+            if node.level:
+                module = [*package[: len(package) - node.level + 1], *module]
+            yield ".".join(module)
+            yield from (".".join([*module, alias.name]) for alias in node.names)
 
 
-def _modules(package: str) -> list[Path]:
-    return sorted((REPO_ROOT / package).rglob("*.py"))
+def _private_owner(name: str, base: Path) -> tuple[str, ...] | None:
+    """The package whose private module (or a module's private name) `name` reaches
+    into, if it does."""
+    parts = name.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            owner = tuple(parts[:i])
+            # A private name of a module belongs to that module's package.
+            return owner if base.joinpath(*owner).is_dir() else owner[:-1]
+    return None
+
+
+def private_import_violations(base: Path = REPO_ROOT) -> list[str]:
+    found = []
+    for module in _modules(*sorted(PROJECT - {"supervisor"}), "supervisor.py", base=base):
+        package = module.relative_to(base).with_suffix("").parts[:-1]
+        for name in imports_of(module, base):
+            owner = _private_owner(name, base)
+            if owner and owner[0] in PROJECT and package[: len(owner)] != owner:
+                found.append(f"{module.relative_to(base)}: {name}")
+    return found
+
+
+def runtime_violations(base: Path = REPO_ROOT) -> list[str]:
+    found = []
+    for module in _modules(*RUNTIME, base=base):
+        in_transport = module.relative_to(base).parts[:2] == ("actors", "transport")
+        for name in imports_of(module, base):
+            top = name.partition(".")[0]
+            if top in OUTSIDE_THE_RUNTIME or (top == "link" and not in_transport):
+                found.append(f"{module.relative_to(base)}: {name}")
+    return found
+
+
+def peer_violations(base: Path = REPO_ROOT) -> list[str]:
+    found = []
+    for module in _modules("peers", "link", base=base):
+        own = module.relative_to(base).parts[:2]  # ("peers", NAME) or ("link", ...)
+        allowed = {"actors.contracts", "link", ".".join(own)}
+        if own[0] == "link":
+            allowed = {"actors.contracts", "link"}
+        for name in imports_of(module, base):
+            if name.partition(".")[0] not in PROJECT:
+                continue
+            if not any(name == a or name.startswith(f"{a}.") for a in allowed):
+                found.append(f"{module.relative_to(base)}: {name}")
+    return found
+
+
+def runtime_actors() -> list[str]:
+    """The actor packages of the runtime's own children (`actors.NAME:Class`)."""
+    targets = [child.target for child in supervisor.default_config().children]
+    return sorted({t.split(":")[0].split(".")[1] for t in targets if t.startswith("actors.")})
+
+
+def actor_violations(base: Path = REPO_ROOT) -> list[str]:
+    found = []
+    for actor in runtime_actors():
+        modules = _modules(f"actors/{actor}", base=base)
+        assert modules, actor
+        for module in modules:
+            for name in imports_of(module, base):
+                parts = name.split(".")
+                if parts[0] == "actors" and len(parts) > 1:
+                    if parts[1] not in ("kernel", "contracts", actor):
+                        found.append(f"{module.relative_to(base)}: {name}")
+                elif parts[0] in ("apps", "supervisor"):
+                    found.append(f"{module.relative_to(base)}: {name}")
+    return found
+
+
+def test_the_actors_are_the_runtimes_children() -> None:
+    actors = runtime_actors()
+    assert {"store", "router", "transport", "app_manager", "host"} <= set(actors), actors
+    assert "kernel" not in actors and "contracts" not in actors
+
+
+def test_the_runtime_imports_neither_the_command_line_nor_the_peers_nor_the_bench() -> None:
+    assert runtime_violations() == []
+
+
+def test_peers_import_only_the_contracts_and_the_link() -> None:
+    assert _modules("peers/appserver") and _modules("peers/agent")
+    assert peer_violations() == []
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    assert private_import_violations() == []
 
 
 def test_no_actor_imports_another_actors_package() -> None:
-    for actor in ACTORS:
-        modules = _modules(f"actors/{actor}")
-        assert modules, actor
-        for module in modules:
-            for name in _imports(module):
-                parts = name.split(".")
-                if parts[0] == "actors" and len(parts) > 1:
-                    assert parts[1] in ("kernel", "contracts", actor), f"{module}: {name}"
-                assert parts[0] not in ("apps", "supervisor"), f"{module}: {name}"
+    assert actor_violations() == []
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "check"),
+    [
+        ("actors/router/door.py", "import lineup.cli", runtime_violations),
+        ("supervisor.py", "from peers.appserver import AppServer", runtime_violations),
+        ("apps/chat/_app.py", "from bench import register", runtime_violations),
+        ("actors/store/door.py", "from link import Link", runtime_violations),
+        ("peers/agent/_demo.py", "from actors.kernel import new_id", peer_violations),
+        ("peers/appserver/_store.py", "from peers.agent import AgentClient", peer_violations),
+        ("peers/agent/_client.py", "from lineup._common import fail", peer_violations),
+        ("link/_link.py", "from peers.agent import AgentClient", peer_violations),
+        (
+            "lineup/cli.py",
+            "from actors.app_manager._bundle import key_id",
+            private_import_violations,
+        ),
+        ("bench/_paths.py", "from peers.appserver._store import Store", private_import_violations),
+        ("actors/kernel/child.py", "from ..jail import _env", private_import_violations),
+        ("actors/router/_actor.py", "from actors.store import StoreActor", actor_violations),
+        ("actors/host/door.py", "from ..transport import door", actor_violations),
+    ],
+)
+def test_each_rule_catches_a_forbidden_import(
+    tmp_path: Path, module: str, line: str, check: object
+) -> None:
+    """The checks above, run on a copy of the tree with one forbidden import added."""
+    import shutil
+
+    assert callable(check)
+    for root in sorted(PROJECT - {"supervisor"}):
+        shutil.copytree(
+            REPO_ROOT / root, tmp_path / root, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copy(REPO_ROOT / "supervisor.py", tmp_path / "supervisor.py")
+    assert check(tmp_path) == []
+    target = tmp_path / module
+    target.write_text(f"{target.read_text(encoding='utf-8')}\n{line}\n", encoding="utf-8")
+    assert check(tmp_path), f"{module}: {line}"
 
 
 def test_apps_import_only_the_sdk_and_the_contracts() -> None:
     for module in _modules("apps"):
         if "sdk" in module.relative_to(REPO_ROOT / "apps").parts:
             continue
-        for name in _imports(module):
+        for name in imports_of(module):
             parts = name.split(".")
             if parts[0] == "actors":
                 assert name.startswith("actors.contracts"), f"{module}: {name}"
@@ -62,7 +205,7 @@ def test_apps_import_only_the_sdk_and_the_contracts() -> None:
 
 def test_the_sdk_reaches_the_runtime_only_through_the_kernel_and_the_contracts() -> None:
     for module in _modules("apps/sdk"):
-        for name in _imports(module):
+        for name in imports_of(module):
             parts = name.split(".")
             if parts[0] == "actors":
                 assert parts[1] in ("kernel", "contracts"), f"{module}: {name}"
