@@ -26,8 +26,8 @@ MANIFEST_FORMAT: Final = "lineup.app.v1"
 MAX_MANIFEST_BYTES: Final = 1024 * 1024
 RUNTIME_SDK_API_VERSION: Final = "1"
 SUPPORTED_SDK_API_VERSIONS: Final = frozenset({RUNTIME_SDK_API_VERSION})
-# The Runtime SDK v1 feature set this runtime offers (seed §6, §9).
-RUNTIME_SDK_FEATURES: Final = frozenset(
+# The Runtime SDK v1 features the contract specifies (seed §6, §9): what a manifest may name.
+SDK_FEATURES: Final = frozenset(
     {
         "app.lifecycle.v1",
         "app.tools.v1",
@@ -39,6 +39,12 @@ RUNTIME_SDK_FEATURES: Final = frozenset(
         "artifact.create.v1",
         "capability.request.v1",
     }
+)
+# The features this runtime serves today: an app that requires any other is refused
+# (`app_incompatible`) rather than installed to get nothing. A feature joins this set
+# together with the code that serves it and its tests.
+RUNTIME_SDK_FEATURES: Final = frozenset(
+    {"app.lifecycle.v1", "app.navigation.v1", "agent.messages.v1", "app.actions.v1"}
 )
 _TOOLS_FEATURE: Final = "app.tools.v1"
 _CAPABILITY_FEATURE: Final = "capability.request.v1"
@@ -137,8 +143,10 @@ class AppManifest(ContractModel):
         twice = _duplicates(tool.method for tool in self.tools)
         if twice is not None:
             raise rule("tools", f"method {twice!r} is declared twice")
-        if self.tools and _TOOLS_FEATURE not in self.runtime_sdk.required_features:
-            raise rule("runtime_sdk.required_features", f"tools need {_TOOLS_FEATURE!r}")
+        features = {*self.runtime_sdk.required_features, *self.runtime_sdk.optional_features}
+        if self.tools and _TOOLS_FEATURE not in features:
+            # Required, or optional where the app runs without its tools being called.
+            raise rule("runtime_sdk", f"tools need {_TOOLS_FEATURE!r}")
         if self.tools and all(sub.type != "lineup.tool.invoke" for sub in self.agent_subscriptions):
             raise rule("agent_subscriptions", "tools need a 'lineup.tool.invoke' subscription")
         twice = _duplicates(self.capabilities)
@@ -148,7 +156,6 @@ class AppManifest(ContractModel):
             undeclared = [name for name in tool.capabilities if name not in self.capabilities]
             if undeclared:
                 raise rule(f"tools[{index}].capabilities", f"{undeclared[0]!r} is not declared")
-        features = {*self.runtime_sdk.required_features, *self.runtime_sdk.optional_features}
         if self.capabilities and _CAPABILITY_FEATURE not in features:
             raise rule("runtime_sdk", f"capabilities need {_CAPABILITY_FEATURE!r}")
         return self

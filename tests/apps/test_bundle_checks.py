@@ -330,10 +330,26 @@ def test_a_missing_sdk_feature_is_named(cache: BundleCache, signed: Signed, tmp_
 
 
 def test_a_feature_this_runtime_lacks(cache: BundleCache, signed: Signed) -> None:
-    offered = frozenset({"app.lifecycle.v1"})  # a runtime without app.tools.v1
+    offered = frozenset({"app.navigation.v1"})  # a runtime without app.lifecycle.v1
     error = _refused(cache, signed, signed.path, offered_features=offered)
     assert error.code is Code.APP_INCOMPATIBLE
-    assert error.detail.endswith("missing app.tools.v1")
+    assert error.detail.endswith("missing app.lifecycle.v1")
+
+
+def test_a_feature_the_contract_names_but_this_runtime_does_not_serve_yet(
+    cache: BundleCache, signed: Signed, tmp_path: Path
+) -> None:
+    """Installed, such an app would silently get nothing: it is refused instead."""
+
+    def require_tools(manifest: dict[str, Any]) -> None:
+        sdk = manifest["runtime_sdk"]
+        sdk["optional_features"] = []
+        sdk["required_features"] = [*sdk["required_features"], "app.tools.v1", "surface.state.v1"]
+
+    bundle = _with_manifest(signed, tmp_path / "needs-tools.bundle", require_tools)
+    error = _refused(cache, signed, bundle)
+    assert error.code is Code.APP_INCOMPATIBLE
+    assert error.detail.endswith("missing app.tools.v1, surface.state.v1")
 
 
 def test_version_mismatch(cache: BundleCache, signed: Signed, tmp_path: Path) -> None:

@@ -31,7 +31,8 @@ def test_the_pomodoro_manifest_is_what_its_declarations_say() -> None:
     assert (manifest["app_scope"], manifest["version"], manifest["title"]) == (
         "pomodoro", "0.1.0", "Pomodoro",
     )  # fmt: skip
-    assert manifest["runtime_sdk"]["required_features"] == ["app.lifecycle.v1", "app.tools.v1"]
+    assert manifest["runtime_sdk"]["required_features"] == ["app.lifecycle.v1"]
+    assert manifest["runtime_sdk"]["optional_features"] == ["app.tools.v1"]
     assert manifest["agent_subscriptions"] == [
         {"type": "lineup.tool.invoke", "scope": "conversation"}
     ]
@@ -126,7 +127,8 @@ def test_a_subclass_can_override_or_withdraw_a_tool() -> None:
         app_scope="quiet-pomodoro",
         version="0.2.0",
         entrypoints=[{"id": "timer", "kind": "contextual"}],
-        required_features=["app.lifecycle.v1", "app.tools.v1"],
+        required_features=["app.lifecycle.v1"],
+        optional_features=["app.tools.v1"],
         agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
     )
     class QuietPomodoro(PomodoroApp):

@@ -10,6 +10,7 @@ import pytest
 
 from actors.contracts import (
     RUNTIME_SDK_FEATURES,
+    SDK_FEATURES,
     Code,
     ContractError,
     ToolDescriptor,
@@ -29,14 +30,35 @@ INVALID_TOOLS = files("tools/invalid/*.json")
 
 @pytest.mark.parametrize("path", VALID_MANIFESTS, ids=ids(VALID_MANIFESTS))
 def test_valid_manifest_passes_and_round_trips(path: Path) -> None:
-    manifest = validate_manifest(path.read_bytes())
+    """Valid as the contract specifies it: against every feature the contract names."""
+    manifest = validate_manifest(path.read_bytes(), offered_features=SDK_FEATURES)
     dumped = manifest.model_dump(mode="json", exclude_none=True)
-    assert validate_manifest(dumped) == manifest
-    assert check_sdk_compatibility(manifest).compatible
+    assert validate_manifest(dumped, offered_features=SDK_FEATURES) == manifest
+    assert check_sdk_compatibility(manifest, offered_features=SDK_FEATURES).compatible
+
+
+@pytest.mark.parametrize("path", VALID_MANIFESTS, ids=ids(VALID_MANIFESTS))
+def test_this_runtime_refuses_what_it_does_not_serve(path: Path) -> None:
+    """A manifest requiring a feature this runtime does not serve yet is `app_incompatible`,
+    naming each such feature: it is not installed to get nothing."""
+    manifest = validate_manifest(path.read_bytes(), offered_features=SDK_FEATURES)
+    unserved = [f for f in manifest.runtime_sdk.required_features if f not in RUNTIME_SDK_FEATURES]
+    if not unserved:
+        assert validate_manifest(path.read_bytes()) == manifest
+        return
+    with pytest.raises(ContractError) as caught:
+        validate_manifest(path.read_bytes())
+    assert caught.value.code is Code.APP_INCOMPATIBLE
+    assert caught.value.detail.endswith("missing " + ", ".join(unserved))
+
+
+def test_the_runtime_serves_only_features_the_contract_names() -> None:
+    assert RUNTIME_SDK_FEATURES < SDK_FEATURES
 
 
 def test_the_seed_example_is_valid_as_written() -> None:
-    manifest = validate_manifest(files("manifests/valid/whiteboard.json")[0].read_bytes())
+    raw = files("manifests/valid/whiteboard.json")[0].read_bytes()
+    manifest = validate_manifest(raw, offered_features=SDK_FEATURES)
     tool = manifest.tool("board.create")
     assert tool is not None
     assert (tool.activation_requirement, tool.handling, tool.delivery) == (
@@ -49,7 +71,7 @@ def test_the_seed_example_is_valid_as_written() -> None:
 def test_invalid_manifest_names_its_first_violation(path: Path) -> None:
     case = load(path)
     with pytest.raises(ContractError) as caught:
-        validate_manifest(case["manifest"])
+        validate_manifest(case["manifest"], offered_features=SDK_FEATURES)
     assert caught.value.code is Code(case["code"])
     assert caught.value.detail.startswith(case["violation"]), caught.value.detail
 
@@ -60,14 +82,15 @@ def test_first_violation_is_stable_under_field_order() -> None:
     details = set()
     for manifest in (case["manifest"], reordered):
         with pytest.raises(ContractError) as caught:
-            validate_manifest(manifest)
+            validate_manifest(manifest, offered_features=SDK_FEATURES)
         details.add(caught.value.detail)
     assert len(details) == 1
 
 
 def test_missing_features_are_all_named() -> None:
-    manifest = validate_manifest(files("manifests/valid/pomodoro.json")[0].read_bytes())
-    offered = RUNTIME_SDK_FEATURES - {"app.tools.v1", "app.session-data.v1"}
+    raw = files("manifests/valid/pomodoro.json")[0].read_bytes()
+    manifest = validate_manifest(raw, offered_features=SDK_FEATURES)
+    offered = SDK_FEATURES - {"app.tools.v1", "app.session-data.v1"}
     verdict = check_sdk_compatibility(manifest, offered_features=offered)
     assert not verdict.compatible
     assert verdict.missing_required == ("app.tools.v1", "app.session-data.v1")
@@ -78,9 +101,10 @@ def test_missing_features_are_all_named() -> None:
 
 
 def test_a_missing_optional_feature_is_compatible_but_reported() -> None:
-    manifest = validate_manifest(files("manifests/valid/whiteboard.json")[0].read_bytes())
+    raw = files("manifests/valid/whiteboard.json")[0].read_bytes()
+    manifest = validate_manifest(raw, offered_features=SDK_FEATURES)
     verdict = check_sdk_compatibility(
-        manifest, offered_features=RUNTIME_SDK_FEATURES - {"artifact.create.v1"}
+        manifest, offered_features=SDK_FEATURES - {"artifact.create.v1"}
     )
     assert verdict.compatible
     assert verdict.unavailable_optional == ("artifact.create.v1",)
