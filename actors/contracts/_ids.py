@@ -31,22 +31,10 @@ APP_SCOPE_MAX_LENGTH: Final = 64
 
 SCOPE_CHAT: Final = "chat"
 SCOPE_APP_REGISTRY: Final = "app-registry"
-SCOPE_SETTINGS: Final = "settings"
-SCOPE_VOICE: Final = "voice"
+SCOPE_VOICE: Final = "voice"  # the legacy adapter maps old app ids to these
 SCOPE_WHITEBOARD: Final = "whiteboard"
 SCOPE_DRAW_AND_GUESS: Final = "draw-and-guess"
 SCOPE_RUNTIME: Final = "runtime"
-WELL_KNOWN_SCOPES: Final = frozenset(
-    {
-        SCOPE_CHAT,
-        SCOPE_APP_REGISTRY,
-        SCOPE_SETTINGS,
-        SCOPE_VOICE,
-        SCOPE_WHITEBOARD,
-        SCOPE_DRAW_AND_GUESS,
-        SCOPE_RUNTIME,
-    }
-)
 # Core apps ship with the runtime and cannot be overridden by a bundle (seed §4.2): the
 # scopes of the apps `supervisor.CORE_APPS` declares (a test holds the two together; the
 # contracts import nothing of the runtime, and a bundle is checked without it).

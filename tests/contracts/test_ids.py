@@ -6,7 +6,6 @@ import pytest
 
 from actors.contracts import (
     RUNTIME_GLOBAL_CONVERSATION,
-    WELL_KNOWN_SCOPES,
     MessageIdFactory,
     derive_message_id,
     instance_app_scope,
@@ -17,15 +16,18 @@ from actors.contracts import (
     new_message_id,
     utc_timestamp,
 )
-from actors.contracts._ids import MESSAGE_ID_PATTERN, compile_pattern
+from actors.contracts._ids import (
+    CORE_APP_SCOPES,
+    MESSAGE_ID_PATTERN,
+    SCOPE_RUNTIME,
+    compile_pattern,
+)
 
 MESSAGE_ID = compile_pattern(MESSAGE_ID_PATTERN)
 
 
-def test_well_known_scopes_are_valid_scopes() -> None:
-    assert {"chat", "app-registry", "settings", "voice", "whiteboard", "draw-and-guess",
-            "runtime"} == WELL_KNOWN_SCOPES  # fmt: skip
-    assert all(is_app_scope(scope) for scope in WELL_KNOWN_SCOPES)
+def test_the_runtimes_own_scopes_are_valid_scopes() -> None:
+    assert all(is_app_scope(scope) for scope in (*CORE_APP_SCOPES, SCOPE_RUNTIME))
 
 
 @pytest.mark.parametrize(
