@@ -71,12 +71,10 @@ async def _flood(hostile: Hostile, *, refused_per_allowed: int, count: int) -> N
 
     await wait_for(flooding, 30, "the flood")
     busy = statistics.median(await _latencies(stack, "busy"))
+    assert not (hostile.report() or {}).get("done"), "the flood ended before it was measured"
     report = await hostile.wait_report(120)
     sent = report["results"]["flood"]
-
     assert sent["refused"] + sent["nobody"] + sent["allowed"] >= count
-    print(f"agent → chat p50: quiet {quiet * 1000:.1f} ms, flooded {busy * 1000:.1f} ms")
-    assert busy <= 2 * quiet, f"busy {busy * 1000:.1f} ms, quiet {quiet * 1000:.1f} ms"
     everything = sent["refused"] + sent["nobody"]
 
     def all_refused() -> bool:  # the last casts may still be in its channel
@@ -84,6 +82,11 @@ async def _flood(hostile: Hostile, *, refused_per_allowed: int, count: int) -> N
         return refused.get("sender_not_allowed", 0) >= everything
 
     await wait_for(all_refused, 30, "every refused cast counted")
+    # Quiet is the slower of a measure before and one after the flood, so that other load
+    # on the machine at either time is not counted as the flood's.
+    quiet = max(quiet, statistics.median(await _latencies(stack, "after")))
+    print(f"agent → chat p50: quiet {quiet * 1000:.1f} ms, flooded {busy * 1000:.1f} ms")
+    assert busy <= 2 * quiet, f"busy {busy * 1000:.1f} ms, quiet {quiet * 1000:.1f} ms"
     expected = {"sender_not_allowed": everything} if everything else {}
     assert runtime.actors()["app.hostile"]["refused"] == expected
     # Nothing refused was stored; what was let through was handled, not left waiting.
