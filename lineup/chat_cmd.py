@@ -3,8 +3,8 @@
 `lineup chat history --conversation ID [--json]` prints the timeline as the chat app shows
 it (read from the app's own log, so it works with the runtime up or stopped);
 `lineup chat send --conversation ID --text TEXT` types a message into the chat of a running
-runtime (a UI action through the host actor, like the terminal UI's); `lineup chat attach
-[--conversation ID]` is that terminal UI.
+runtime (a UI action through the host actor, over the runtime's UI socket, like the
+terminal UI's); `lineup chat attach [--conversation ID]` is that terminal UI.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 It reads what the chat app shows (its own log, `apps.chat.history`) and writes only as a UI
 session of the host actor (`lineup.ui_session`): the host checks and audits each action
 and hands it to the chat app as its durable input. It never talks to the AppServer, the
-store or the agent. Lines typed:
+store or the agent, and it holds no operator power: it uses the runtime's UI socket only
+(the runtime's state included), never the control socket. Lines typed:
 
     any text        send it as a message
     /1, /2, ...     pick that option of the waiting choice
@@ -23,7 +24,7 @@ from typing import Any
 
 from rich.console import Console, RenderableType
 
-from actors.kernel import ControlError, control_request
+from actors.kernel import ControlError, ui_request
 from apps.chat import history, render
 
 from .debug_cmd import runtime_lifecycle
@@ -160,18 +161,18 @@ def attach(data_dir: Path, conversation: str, *, stop: threading.Event | None = 
 
 def _lifecycle(data_dir: Path) -> str:
     try:
-        status = control_request(data_dir, {"type": "status"}, timeout=2)
+        status = ui_request(data_dir, {"type": "status"}, timeout=2)
     except ControlError:
         return "stopped"
     return runtime_lifecycle(data_dir, status)
 
 
 def wait_for_runtime(data_dir: Path, timeout: float) -> bool:
-    """True once the runtime on `data_dir` answers on its control socket."""
+    """True once the runtime on `data_dir` answers on its UI socket."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            control_request(data_dir, {"type": "status"}, timeout=2)
+            ui_request(data_dir, {"type": "status"}, timeout=2)
         except ControlError:
             time.sleep(0.1)
         else:

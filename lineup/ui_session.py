@@ -1,9 +1,10 @@
 """A UI session's side of the host actor: what a terminal (or any local UI) sends.
 
-Every request goes through the supervisor's control socket as a `ui` request, which
-delivers it to the host actor as sender `ui`; the host checks it, audits it and passes it
-to the app (`app.input`) or to the app manager (a host lifecycle intent). A UI never
-writes to an app, the store or the AppServer itself.
+Every request goes through the supervisor's UI socket (`DATA_DIR/ui.sock`), which stores
+it for the host actor as sender `ui`; the host checks it, audits it and passes it to the
+app (`app.input`) or to the app manager (a host lifecycle intent). A UI never writes to an
+app, the store or the AppServer itself, and never uses the operator's control socket: the
+UI socket can reach nothing but the host and stop nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from actors.kernel import control_request
+from actors.kernel import ui_request
 
 
 def new_session_id(kind: str = "terminal") -> str:
@@ -30,12 +31,8 @@ class UiSession:
         self.session_id = session_id or new_session_id(kind)
 
     def _send(self, message_type: str, body: dict[str, Any], timeout: float) -> str:
-        request = {
-            "type": "ui",
-            "message_type": message_type,
-            "body": {"session_id": self.session_id, **body},
-        }
-        return str(control_request(self.data_dir, request, timeout=timeout)["id"])
+        request = {"type": message_type, "body": {"session_id": self.session_id, **body}}
+        return str(ui_request(self.data_dir, request, timeout=timeout)["id"])
 
     def open(self, timeout: float = 10) -> str:
         return self._send("host.session.open", {"kind": self.kind}, timeout)

@@ -7,10 +7,10 @@
 | `host.ui.action` | `session_id`, `app_scope`, `input` {...} | `app.input` to `app.<scope>` |
 | `host.intent` | `session_id`, `intent`, `app_scope`? | `app_manager.host_intent` |
 
-Every one is accepted only from a UI session (`ui`, the control socket's `ui` request) or
-the operator (`debug`), and audited in the store with its own code (`ui.action`,
-`host.intent`, `host.session.*`), so the audit tells a user's action from an agent's. A
-refused one is audited with the code of its refusal: the control socket has already
+Every one is accepted only from a UI session (`ui`, a `host.*` request on the supervisor's
+UI socket) or the operator (`debug`), and audited in the store with its own code
+(`ui.action`, `host.intent`, `host.session.*`), so the audit tells a user's action from an
+agent's. A refused one is audited with the code of its refusal: the UI socket has already
 answered the UI by then, and the audit is where the UI looks (`lineup debug` and the
 terminal chat show it).
 

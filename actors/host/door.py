@@ -1,6 +1,6 @@
-"""What the host takes, and from whom: only a UI session (`ui`, injected by the control
-socket for a terminal or web window) and the operator. The host checks each body itself,
-because every refusal on the user's side is audited with its code."""
+"""What the host takes, and from whom: only a UI session (`ui`, stored by the supervisor's
+UI socket for a terminal or web window) and the operator. The host checks each body
+itself, because every refusal on the user's side is audited with its code."""
 
 from __future__ import annotations
 

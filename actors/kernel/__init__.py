@@ -4,8 +4,9 @@ Layers, bottom up: `_frames` (length-prefixed msgpack), `_channel` (one socketpa
 one writer task), `_mailbox` (the durable mailbox file), `_switchboard` (group commit and
 delivery with credits), `_process` / `_forked` + `zygote` (actor processes, exec'd or
 forked from a preloaded parent), `_children` and `_supervisor` (OTP restart rules),
-`_control` (the debug socket); `child` is an actor process's entry point. Actors see only
-`Actor`, `handles`, `Message`, the call errors and `applied_once`.
+`_control` (the operator's debug socket), `_ui_socket` (the UI sessions' socket); `child`
+is an actor process's entry point. Actors see only `Actor`, `handles`, `Message`, the call
+errors and `applied_once`.
 """
 
 import importlib
@@ -34,6 +35,7 @@ _LAZY = {
     "ControlError": "._control",
     "control_request": "._control",
     "control_stream": "._control",
+    "ui_request": "._ui_socket",
     "mailbox_counts": "._inspect",
     "mailbox_listing": "._inspect",
     "MailboxCounts": "._mailbox",
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     from ._process import log_tail
     from ._specs import ChildSpec, Restart, RuntimeConfig
     from ._supervisor import Supervisor
+    from ._ui_socket import ui_request
 
 
 def __getattr__(name: str) -> Any:
@@ -113,4 +116,5 @@ __all__ = [
     "new_id",
     "settle_garbage_collector",
     "supervisor_pid_alive",
+    "ui_request",
 ]

@@ -1,8 +1,12 @@
 """The supervisor's control socket, for the debug CLI: a Unix socket, mode 0600.
 
+It is the operator's: it kills and starts actors, redrives dead letters, injects messages
+as `debug` and stops the runtime. UI sessions have a door of their own (`_ui_socket`,
+`ui.sock`) that can do none of that; this one refuses their `ui` requests.
+
 One request frame per connection, one response frame (`{"ok": true, ...}` or
 `{"ok": false, "error": ...}`), except `trace`, which streams records until the client
-hangs up. The frames use the kernel codec.
+hangs up. The frames use the kernel codec; the UI socket speaks the same framing.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,15 +37,43 @@ if TYPE_CHECKING:
 log = logging.getLogger("lineup.control")
 
 CONTROL_SOCKET = "control.sock"
+UI_SOCKET = "ui.sock"  # served by `_ui_socket`; named here for the error that points to it
+
+
+# Answers one request (a response map, `ok` added); raising KeyError, ValueError,
+# ProcessLookupError or ProtocolViolation answers with that error.
+Dispatch = Callable[["Supervisor", dict[str, Any]], Awaitable[dict[str, Any]]]
+# A request answered by a stream of frames on the connection itself (`trace`).
+Streamer = Callable[["Supervisor", trio.SocketStream, dict[str, Any]], Awaitable[None]]
 
 
 async def serve_control(
     supervisor: Supervisor, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
-    path = supervisor.data_dir / CONTROL_SOCKET
+    await serve_socket(
+        supervisor,
+        CONTROL_SOCKET,
+        _dispatch,
+        streams={"trace": _stream_trace},
+        task_status=task_status,
+    )
+
+
+async def serve_socket(
+    supervisor: Supervisor,
+    filename: str,
+    dispatch: Dispatch,
+    *,
+    streams: Mapping[str, Streamer] | None = None,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve `DATA_DIR/filename`, mode 0600, one request per connection, until cancelled."""
+    path = supervisor.data_dir / filename
     path.unlink(missing_ok=True)
     sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_umask = os.umask(0o177)  # created 0600: the socket can kill actors
+    # Created 0600, never wider even for a moment: whoever connects acts as the user who
+    # runs the runtime (the operator on the control socket, the user on the UI socket).
+    old_umask = os.umask(0o177)
     try:
         await sock.bind(str(path))
     finally:
@@ -51,19 +83,33 @@ async def serve_control(
     listener = trio.SocketListener(sock)
     task_status.started()
     try:
-        await trio.serve_listeners(partial(_serve_one, supervisor), [listener])
+        await trio.serve_listeners(
+            partial(_serve_one, supervisor, filename, dispatch, streams or {}), [listener]
+        )
     finally:
         path.unlink(missing_ok=True)
 
 
-async def _serve_one(supervisor: Supervisor, stream: trio.SocketStream) -> None:
+async def _serve_one(
+    supervisor: Supervisor,
+    filename: str,
+    dispatch: Dispatch,
+    streams: Mapping[str, Streamer],
+    stream: trio.SocketStream,
+) -> None:
     # A failure here would end `serve_listeners`, and the whole runtime with it; a client
     # that hangs up before its answer is no failure.
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        await _answer(supervisor, stream)
+        await _answer(supervisor, filename, dispatch, streams, stream)
 
 
-async def _answer(supervisor: Supervisor, stream: trio.SocketStream) -> None:
+async def _answer(
+    supervisor: Supervisor,
+    filename: str,
+    dispatch: Dispatch,
+    streams: Mapping[str, Streamer],
+    stream: trio.SocketStream,
+) -> None:
     decoder = FrameDecoder()
     async with stream:
         request = None
@@ -77,16 +123,17 @@ async def _answer(supervisor: Supervisor, stream: trio.SocketStream) -> None:
                 await stream.send_all(encode({"type": "error", "ok": False, "error": str(exc)}))
                 return
             request = frames[0] if frames else None
-        if request["type"] == "trace":
-            await _stream_trace(supervisor, stream, request)
+        streamer = streams.get(request["type"])
+        if streamer is not None:
+            await streamer(supervisor, stream, request)
             return
         try:
-            response = await _dispatch(supervisor, request)
+            response = await dispatch(supervisor, request)
             response.setdefault("ok", True)
         except (KeyError, ValueError, ProcessLookupError, ProtocolViolation) as exc:
             response = {"ok": False, "error": f"{exc.__class__.__name__}: {exc}"}
         except Exception as exc:  # a malformed request (wrong field types) is the client's
-            log.warning("bad control request %r", request, exc_info=True)
+            log.warning("bad request on %s: %r", filename, request, exc_info=True)
             response = {"ok": False, "error": f"bad request: {exc.__class__.__name__}: {exc}"}
         response["type"] = "response"
         await stream.send_all(encode(response))
@@ -163,26 +210,44 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
         return {"name": request["name"]}
     if kind == "send":
         # Inject a message as the operator ("debug"): it goes through the same checks.
-        return {"id": await _inject(supervisor, request, str(request["to"]), "debug")}
+        message_id = await inject(
+            supervisor,
+            "debug",
+            str(request["to"]),
+            request["message_type"],
+            request.get("body"),
+            message_id=request.get("id"),
+        )
+        return {"id": message_id}
     if kind == "ui":
-        # A UI session speaks to the host actor only, as "ui": the host tells a user's
-        # action from the operator's injections and from anything an actor says.
-        if not str(request["message_type"]).startswith("host."):
-            raise ValueError(f"a UI session sends host.* messages, not {request['message_type']!r}")
-        return {"id": await _inject(supervisor, request, "host", "ui")}
+        # A UI session has its own door, which holds no operator power; a UI client that
+        # reached this socket would hold it all.
+        raise ValueError(
+            f"UI sessions use the UI socket (DATA_DIR/{UI_SOCKET}), not the control socket"
+        )
     if kind == "stop":
         supervisor.request_stop()
         return {}
     raise ValueError(f"unknown request {kind!r}")
 
 
-async def _inject(supervisor: Supervisor, request: dict[str, Any], to: str, sender: str) -> str:
+async def inject(
+    supervisor: Supervisor,
+    sender: str,
+    to: str,
+    message_type: Any,
+    body: Any,
+    *,
+    message_id: Any = None,
+) -> str:
+    """Store a message from a socket client as `sender`, through the same door checks as a
+    child's message; a refused one raises ValueError and is counted against `sender`."""
     frame = {
         "v": 1,
-        "id": request.get("id") or new_id(),
+        "id": message_id or new_id(),
         "to": to,
-        "type": request["message_type"],
-        "body": pack_body(request.get("body")),
+        "type": message_type,
+        "body": pack_body(body),
     }
     op, payload = classify(frame)
     try:
@@ -248,8 +313,7 @@ class ControlError(Exception):
     pass
 
 
-def _connect(data_dir: Path, timeout: float) -> socket.socket:
-    path = data_dir / CONTROL_SOCKET
+def _connect(path: Path, timeout: float) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
@@ -272,7 +336,12 @@ def _read_frames(sock: socket.socket) -> Iterator[dict[str, Any]]:
 def control_request(
     data_dir: Path, request: dict[str, Any], *, timeout: float = 10.0
 ) -> dict[str, Any]:
-    with _connect(data_dir, timeout) as sock:
+    return socket_request(data_dir / CONTROL_SOCKET, request, timeout=timeout)
+
+
+def socket_request(path: Path, request: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+    """One request to the socket at `path` and its answer; ControlError if it failed."""
+    with _connect(path, timeout) as sock:
         try:
             sock.sendall(encode(request))
             for frame in _read_frames(sock):
@@ -282,12 +351,12 @@ def control_request(
                 frame.pop("ok", None)
                 return frame
         except OSError as exc:  # reset by a runtime that died mid-request, or a timeout
-            raise ControlError(f"the control connection failed: {exc}") from None
-    raise ControlError("the runtime closed the control connection without answering")
+            raise ControlError(f"the connection to {path.name} failed: {exc}") from None
+    raise ControlError(f"the runtime closed the connection to {path.name} without answering")
 
 
 def control_stream(data_dir: Path, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    sock = _connect(data_dir, 10.0)
+    sock = _connect(data_dir / CONTROL_SOCKET, 10.0)
     sock.settimeout(None)
     with sock:
         sock.sendall(encode(request))

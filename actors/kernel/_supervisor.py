@@ -37,6 +37,7 @@ from ._process import ChildProcess, Incarnation, describe_exit
 from ._sandbox import log_jail_report, merge_report, plan_jail
 from ._specs import ChildSpec, Restart, RuntimeConfig
 from ._switchboard import Op, Switchboard
+from ._ui_socket import serve_ui
 from ._wire import ProtocolViolation, check_supervise, classify
 
 # Frames a child sends to the supervisor itself, not through the mailboxes.
@@ -114,7 +115,10 @@ class Supervisor:
                     nursery.start_soon(self.switchboard.run)
                     nursery.start_soon(self.switchboard.run_checkpoints, checkpointer)
                     nursery.start_soon(self._stop_on_signal, signals)
+                    # Two doors: the operator's (control.sock) and the user's side's
+                    # (ui.sock), which reaches only the host and can stop nothing.
                     await nursery.start(serve_control, self)
+                    await nursery.start(serve_ui, self)
                     if self.config.spawn == "fork":
                         # Never an isolated app's module: its import would run the app's
                         # code in the trusted process every actor is forked from.

@@ -28,6 +28,7 @@ BAD_REQUESTS = [
     {"type": "redrive", "id": "NO-SUCH-ID"},
     {"type": "kill", "name": ["e"]},
     {"type": "kill"},
+    {"type": "ui", "message_type": "host.ui.action", "body": {}},  # UI sessions: ui.sock
 ]
 
 

@@ -184,7 +184,14 @@ def test_a_jailed_app_reaches_nothing_but_its_own_directory(
     }  # fmt: skip
     # what it holds: stdin from /dev/null, its log, its channel; nothing of the runtime's
     assert got["fds"]["0"] == "/dev/null"
-    runtime_files = ("mailbox.db", "runtime.db", ".runtime_token", "control.sock", ".lock")
+    runtime_files = (
+        "mailbox.db",
+        "runtime.db",
+        ".runtime_token",
+        "control.sock",
+        "ui.sock",
+        ".lock",
+    )
     assert not [t for t in got["fds"].values() if t.endswith(runtime_files)]
 
     # the supervisor knows what was enforced, and shows it

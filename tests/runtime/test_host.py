@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from actors.kernel import ControlError
+from actors.kernel import ControlError, ui_request
 from lineup.ui_session import UiSession
 from peers.agent import AgentClient
 
@@ -103,7 +103,7 @@ async def test_bad_ui_requests_are_refused_with_their_code(stack: Stack) -> None
     assert _actor_stats(stack, "host")["refused"] == 5
     assert stack.runtime.pid_of("host") == host_pid  # refused, not crashed
     with pytest.raises(ControlError, match="host"):  # a UI session speaks to the host only
-        stack.runtime.control({"type": "ui", "message_type": "app.input", "body": send})
+        ui_request(stack.data_dir, {"type": "app.input", "body": send})
 
 
 async def test_an_actor_cannot_act_for_the_user(stack: Stack, tmp_path: Path) -> None:
