@@ -2,9 +2,10 @@
 
 It spawns every actor as its own process, owns their channels and durable mailboxes
 (`DIR/mailbox.db`), restarts them by Erlang/OTP rules and serves the debug control socket
-(`DIR/control.sock`). `lineup run` is the friendly way to start it. The default children,
-in start order (stopped in reverse), are the runtime's actors below; a JSON config file
-(`RuntimeConfig`) can replace them, which is how the tests run their own actors.
+(`DIR/control.sock`) and the UI sessions' socket (`DIR/ui.sock`). `lineup run` is the
+friendly way to start it. The default children, in start order (stopped in reverse), are the
+runtime's actors below; a JSON config file (`RuntimeConfig`) can replace them, which is how
+the tests run their own actors.
 """
 
 from __future__ import annotations

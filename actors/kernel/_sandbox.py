@@ -10,8 +10,8 @@ uid and then execs the child. What the supervisor decides is here:
   start and persisted in `DATA_DIR/app_ids.json`, so its files stay its own across restarts;
 - **what it is told**: an allow-listed environment (`scrubbed_environment`);
 - **what it must not reach**: the data dir is made 0700 (`seal_data_dir`): the mailbox,
-  `runtime.db`, the token, the control socket, the logs and every app's directory are below
-  it, and the launcher hides it from the app's view as well;
+  `runtime.db`, the token, the control and UI sockets, the logs and every app's directory
+  are below it, and the launcher hides it from the app's view as well;
 - **what it may use**: a cgroup (`_containment`), which the launcher joins, and the
   rlimits the launcher sets (`JailPlan.max_file`, `max_processes`);
 - **what it learns back**: the launcher's report of what it enforced, with the cgroup's
