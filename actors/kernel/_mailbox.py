@@ -75,33 +75,8 @@ CREATE TABLE IF NOT EXISTS replies (
 ) WITHOUT ROWID;
 """
 
-# A mailbox.db from before ids were unique per sender: rebuilt once, rows kept.
-_MIGRATE = """
-ALTER TABLE messages RENAME TO messages_v1;
-ALTER TABLE replies RENAME TO replies_v1;
-DROP INDEX IF EXISTS messages_pending;
-DROP INDEX IF EXISTS messages_dead;
-{schema}
-INSERT INTO messages SELECT * FROM messages_v1;
-INSERT INTO replies (caller, request_id, frame) SELECT caller, request_id, frame FROM replies_v1;
-DROP TABLE messages_v1;
-DROP TABLE replies_v1;
-"""
-
-
 def _create_schema(db: sqlite3.Connection) -> None:
-    row = db.execute("SELECT sql FROM sqlite_master WHERE name = 'messages'").fetchone()
-    had_cursors = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'cursors'").fetchone()
-    if row is not None and "id TEXT NOT NULL UNIQUE" in row[0]:
-        db.executescript("BEGIN IMMEDIATE;" + _MIGRATE.format(schema=_SCHEMA) + "COMMIT;")
-    else:
-        db.executescript(_SCHEMA)
-    if not had_cursors:
-        # Rows from before cursors: each recipient's cursor starts below its first row.
-        db.execute(
-            "INSERT OR IGNORE INTO cursors SELECT recipient, min(seq) - 1 FROM messages"
-            " GROUP BY recipient"
-        )
+    db.executescript(_SCHEMA)
 
 
 @dataclass(frozen=True)

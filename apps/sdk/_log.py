@@ -57,9 +57,6 @@ class EventLog:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(_SCHEMA)
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(events)")}
-        if "at_ns" not in columns:  # a log written before the column existed
-            self.db.execute("ALTER TABLE events ADD COLUMN at_ns INTEGER")
         ensure_applied_table(self.db)
 
     def close(self) -> None:

@@ -1,4 +1,4 @@
-"""`MailboxStore` on a real file: runs of inserts, cursors and acks, seqs, migrations."""
+"""`MailboxStore` on a real file: runs of inserts, cursors and acks, seqs."""
 
 from __future__ import annotations
 
@@ -58,34 +58,6 @@ def test_ids_are_unique_per_sender(tmp_path: Path) -> None:
     assert mine is not None and theirs is not None and again is None
     assert store.reply_for("x", "app_manager") == b"mine"
     assert store.message("x", sender="app.evil").seq == theirs  # type: ignore[union-attr]
-
-
-def test_a_mailbox_from_before_is_migrated_with_its_rows(tmp_path: Path) -> None:
-    import sqlite3
-
-    path = tmp_path / "m.db"
-    old = sqlite3.connect(path)
-    old.executescript(
-        """
-        CREATE TABLE messages (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
-            recipient TEXT NOT NULL, sender TEXT NOT NULL, type TEXT NOT NULL,
-            frame BLOB NOT NULL, state INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
-            failures INTEGER NOT NULL DEFAULT 0, error TEXT, created_ms INTEGER NOT NULL,
-            done_ms INTEGER);
-        CREATE TABLE replies (request_id TEXT PRIMARY KEY, caller TEXT NOT NULL,
-            frame BLOB NOT NULL) WITHOUT ROWID;
-        INSERT INTO messages (seq, id, recipient, sender, type, frame, state, created_ms)
-            VALUES (7, 'a', 'r', 's', 't', x'80', 0, 1);
-        INSERT INTO replies VALUES ('a', 's', x'81');
-        """
-    )
-    old.close()
-    store = MailboxStore(path)
-    assert [(m.seq, m.id, m.state) for m in store.messages(limit=10)] == [(7, "a", State.PENDING)]
-    assert store.reply_for("a", "s") == b"\x81"
-    store.begin()
-    assert store.insert_many([("a", "r", "other", "t", b"\x80", False)]) == [8]
-    store.commit()
 
 
 def _states(store: MailboxStore) -> dict[str, State]:
@@ -176,40 +148,6 @@ def test_a_redriven_dead_letter_goes_behind_the_cursor_to_the_end(tmp_path: Path
     store.begin()
     assert [d.seq for d in store.take("r", 10)] == [row.seq]
     store.commit()
-
-
-def test_a_mailbox_from_before_cursors_keeps_its_states(tmp_path: Path) -> None:
-    import sqlite3
-
-    path = tmp_path / "m.db"
-    with contextlib.closing(sqlite3.connect(path)) as old:
-        old.executescript(
-            """
-            CREATE TABLE messages (seq INTEGER PRIMARY KEY, id TEXT NOT NULL,
-                recipient TEXT NOT NULL, sender TEXT NOT NULL, type TEXT NOT NULL,
-                frame BLOB NOT NULL, state INTEGER NOT NULL,
-                attempts INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,
-                error TEXT, created_ms INTEGER NOT NULL, done_ms INTEGER);
-            CREATE UNIQUE INDEX messages_sender_id ON messages(sender, id);
-            CREATE INDEX messages_inflight ON messages(recipient, seq) WHERE state = 1;
-            INSERT INTO messages (seq, id, recipient, sender, type, frame, state, created_ms)
-                VALUES (3, 'done', 'r', 's', 't', x'80', 2, 1),
-                       (4, 'flying', 'r', 's', 't', x'80', 1, 1),
-                       (5, 'waiting', 'r', 's', 't', x'80', 0, 1);
-            """
-        )
-    store = MailboxStore(path)
-    assert _states(store) == {
-        "done": State.DONE,
-        "flying": State.INFLIGHT,
-        "waiting": State.PENDING,
-    }
-    store.begin()
-    assert store.recover() == 1
-    assert [d.seq for d in store.take("r", 10)] == [4, 5]
-    assert store.ack("r", [4, 5]) == 2
-    store.commit()
-    assert set(_states(store).values()) == {State.DONE}
 
 
 def test_settle_moves_an_idle_recipients_cursor_up_to_its_new_message(tmp_path: Path) -> None:
