@@ -3,7 +3,7 @@
 A package of its own, outside the runtime and the command line: it drives the runtime, the
 peers and the `lineup` commands as a user would, and nothing but `lineup bench` imports it.
 
-Speed is measured here, never asserted in the test suite (DESIGN.md §7). Each benchmark
+Speed is measured here, never asserted in the test suite. Each benchmark
 runs the raw baseline (the same bytes over a bare socket, the same rows into bare SQLite)
 next to the runtime's path and prints the ratio, because absolute figures on shared
 machines drift between runs. The heavy imports wait until a benchmark actually runs, so
@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="durable actor→actor throughput, latency, restart time and memory of the kernel",
         description="Measures (a) a bare socketpair, (b) a bare durable relay and (c) the"
         " kernel's durable actor→actor path side by side, then restart time after SIGKILL"
-        " and idle actor memory, and checks them against issue 2's targets.",
+        " and idle actor memory, and checks them against the kernel's targets.",
     )
     add_arguments(kernel)
     kernel.set_defaults(func=_run_kernel)
@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description="Measures live throughput, one-way agent → chat latency at 100 msg/s,"
         " catch-up of a backlog, `lineup run` cold start and the runtime's memory, for the"
         " runtime and for a bare WebSocket client of the same AppServer, and checks them"
-        " against issue 4's targets.",
+        " against the end-to-end targets.",
     )
     add_e2e_arguments(e2e)
     e2e.set_defaults(func=_run_e2e)
@@ -73,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description="Measures, over --rounds rounds each, bundle verification beside bare"
         " SHA-256 + Ed25519, install and launch of the signed sample app through the app"
         " manager (launch beside a bare exec of an SDK process), its restart after SIGKILL"
-        " and its memory beside an idle forked actor (issue 5; no targets, no verdicts).",
+        " and its memory beside an idle forked actor (no targets, no verdicts).",
     )
     add_apps_arguments(apps)
     apps.set_defaults(func=_run_apps)

@@ -1,4 +1,4 @@
-"""`lineup bench e2e`'s result record (`--json`) and its table, with issue 4's targets."""
+"""`lineup bench e2e`'s result record (`--json`) and its table, with the end-to-end targets."""
 
 from __future__ import annotations
 

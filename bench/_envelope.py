@@ -1,10 +1,10 @@
 """The message every path of the bench carries, and the small helpers all its processes share.
 
-BASELINE.md measured a 208-byte msgpack envelope (`id`, `type`, `scope`, `payload`, `ts`)
-framed as a 4-byte length + body. Every path here carries that same envelope so the
-figures compare the paths, not the payloads: the bare paths send it as the frame itself,
-the kernel path sends it as the `body` of a kernel message (the kernel adds its own
-routing fields around it, which is part of what it costs).
+The hardware's reference figures were measured with a 208-byte msgpack envelope (`id`,
+`type`, `scope`, `payload`, `ts`) framed as a 4-byte length + body. Every path here carries
+that same envelope so the figures compare the paths, not the payloads: the bare paths send
+it as the frame itself, the kernel path sends it as the `body` of a kernel message (the
+kernel adds its own routing fields around it, which is part of what it costs).
 """
 
 from __future__ import annotations

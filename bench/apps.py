@@ -1,4 +1,4 @@
-"""`lineup bench apps`: app management (issue 5) beside bare baselines from the same run.
+"""`lineup bench apps`: app management beside bare baselines from the same run.
 
 The sample app (`apps/pomodoro`) is built and signed with the real `lineup app` CLI into a
 fresh temp dir, and a real runtime (`python -m supervisor`, the default children, offline)

@@ -1,6 +1,6 @@
 """`lineup bench e2e`: agent → chat through the whole runtime, beside a bare WebSocket.
 
-One run measures (issue 4, "Benchmark"), each figure for (a) the baseline, the same agent
+One run measures, each figure for (a) the baseline, the same agent
 messages from a reference AppServer to a bare client (`Link`, runtime role) on a plain
 WebSocket, and (b) the runtime: `lineup run --headless` on the same kind of AppServer, each
 message through transport, router, store and into the chat app's inbox, acknowledged:

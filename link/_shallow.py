@@ -1,16 +1,16 @@
 """A stream frame (`batch`, `deliver`) read down to its messages' own JSON text.
 
 The runtime's router validates every message it is given from its text (`validate_message`,
-the filter chain's step 1: size, depth, duplicate keys, lone surrogates, the envelope). The
-link in front of it used to decode the whole frame to that same standard, then the transport
-re-encoded each message for the router: every message was parsed twice and encoded once
-more on the way in. Here the frame is parsed once by the C scanner and its shell is checked
-as the `Batch` / `Deliver` / `Item` models check it (exact keys, `seq` within 1 … 2^53-1 and
-strictly rising, at most 256 items, each message an object whose stamped sequence, if any,
-is its `seq`), without building the models; each message's exact text is kept for the
-router. What this does not check inside a message (duplicate keys, lone surrogates, depth
-beyond 3 + 32, 64-bit integers) the router's step 1 does on that text, message by message,
-so a bad message is rejected and audited instead of ending the connection.
+the filter chain's step 1: size, depth, duplicate keys, lone surrogates, the envelope), so
+the link in front of it need not decode the whole frame to that same standard (and the
+transport re-encode each message for the router). Here the frame is parsed once by the C
+scanner and its shell is checked as the `Batch` / `Deliver` / `Item` models check it (exact
+keys, `seq` within 1 … 2^53-1 and strictly rising, at most 256 items, each message an object
+whose stamped sequence, if any, is its `seq`), without building the models; each message's
+exact text is kept for the router. What this does not check inside a message (duplicate
+keys, lone surrogates, depth beyond 3 + 32, 64-bit integers) the router's step 1 does on
+that text, message by message, so a bad message is rejected and audited instead of ending
+the connection.
 
 Only the compact form `encode_frame` writes (and the reference AppServer splices) is read
 this way; anything else (another key order, spacing, a malformed frame) returns None, and

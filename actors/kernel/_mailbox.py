@@ -75,6 +75,7 @@ CREATE TABLE IF NOT EXISTS replies (
 ) WITHOUT ROWID;
 """
 
+
 def _create_schema(db: sqlite3.Connection) -> None:
     db.executescript(_SCHEMA)
 

@@ -1,6 +1,6 @@
 """Fault injection, and the one task that writes a session's frames through it.
 
-DESIGN §6 asks the reference AppServer to be a fault injector for the end-to-end tests. The
+The reference AppServer is a fault injector for the end-to-end tests. The
 faults act on the frames the server sends after `welcome`, per connection:
 
 - `drop_every=N`: after the N-th frame the TCP connection is cut without a close handshake;

@@ -1,6 +1,6 @@
 """`lineup bench apps` runs end to end with one round and reports every figure.
 
-Speed is measured by the bench, never asserted here (DESIGN.md §7): this checks only that
+Speed is measured by the bench, never asserted here: this checks only that
 each figure is there and positive, that the temp dir is gone and that no process the bench
 started outlives it.
 """
@@ -57,6 +57,6 @@ def test_bench_apps_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
         assert record[key] > 0, key
     assert record["rounds"] == 1
     assert all(len(times) == 1 for times in record["rounds_ms"].values())
-    assert "targets" not in record  # issue 5 sets none: figures and ratios only
+    assert "targets" not in record  # none are set: figures and ratios only
     assert list(tmp_path.iterdir()) == []
     assert _processes_mentioning(str(tmp_path)) == []

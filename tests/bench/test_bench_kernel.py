@@ -1,6 +1,6 @@
 """`lineup bench kernel` runs end to end on a tiny size and reports every figure.
 
-Speed is measured by the bench, never asserted here (DESIGN.md §7): this checks only that
+Speed is measured by the bench, never asserted here: this checks only that
 each figure is there and positive, that the temp dir is gone and that no process the bench
 started outlives it.
 """

@@ -1,4 +1,4 @@
-"""Isolated app processes (issue 5, item 7): what the operating system keeps from them.
+"""Isolated app processes: what the operating system keeps from them.
 
 Real supervisor, real launcher, real processes. A jailed probe (`jailed_actors.Probe`)
 tries what an installed app must not do and answers a `call` with the outcome of each

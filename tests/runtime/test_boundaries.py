@@ -1,4 +1,4 @@
-"""Imports follow the process and message boundaries (DESIGN §2, docs/architecture.md
+"""Imports follow the process and message boundaries (docs/architecture.md
 "Import boundaries"), read from every module's source (ast), relative imports resolved:
 
 - the runtime (`supervisor.py`, `actors/`, `apps/`) never imports the command line
