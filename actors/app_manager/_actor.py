@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import trio
 
-from actors.contracts import Code
+from actors.contracts import Code, ContractError
 from actors.kernel import (
     Actor,
     CallFailed,
@@ -40,13 +40,7 @@ from actors.kernel import (
 
 from ._cache import BundleCache, bundle_cache_dir
 from ._focus import Focus, Instance, startup_target
-from ._registry import (
-    AppOperation,
-    AppRecord,
-    Refused,
-    check_request,
-    core_records,
-)
+from ._registry import AppOperation, AppRecord, check_request, core_records
 from ._requests import HOST_NAVIGATION, NAVIGATION, check_requester, request_fields
 from ._steps import Outcome, Steps
 from .door import DOOR
@@ -121,7 +115,7 @@ class AppManagerActor(Actor):
         for scope in sorted({i.app_scope for i in self.focus.instances.values() if i.live}):
             try:
                 await self._ensure_process(scope)
-            except Refused as refusal:
+            except ContractError as refusal:
                 log.warning("%s", refusal)
                 for instance in self.focus.live_of(scope):
                     self.focus.close(instance.instance_id, failed=refusal.detail)
@@ -225,13 +219,13 @@ class AppManagerActor(Actor):
             op.request = request_fields(body)
         try:
             check_requester(msg.sender, op, self.focus, self.core)
-        except Refused as refusal:
+        except ContractError as refusal:
             # A request its sender may not make leaves no row: an app asking again and
             # again must cost the registry nothing.
             raise ReplyError(str(refusal.code), refusal.detail) from None
         try:
             op = await self._run(op, ids)
-        except Refused as refusal:
+        except ContractError as refusal:
             op = op.ended("failed", refusal.code, refusal.detail)
             self.operations[op.operation_id] = op
             await self._persist(ids, operations=[op])
@@ -274,7 +268,7 @@ class AppManagerActor(Actor):
                 await self._close_app(op.app_scope)
             outcome: Outcome = self._step(op)
             crash_point("app_manager.after_step")
-        except Refused as refusal:
+        except ContractError as refusal:
             if before is None or not marked:
                 raise
             self.records[op.app_scope] = before  # the registry goes back to what it was
@@ -305,11 +299,11 @@ class AppManagerActor(Actor):
         """The operation's work; any failure of it is the operation's, with a code."""
         try:
             outcome: Outcome = getattr(self.steps, op.kind)(op, self.records)
-        except Refused:
+        except ContractError:
             raise
         except Exception as exc:  # it ends the operation: never half-done
             log.exception("operation %s %s failed", op.operation_id, op.kind)
-            raise Refused(Code.FAILED, f"{type(exc).__name__}: {exc}") from None
+            raise ContractError(Code.FAILED, f"{type(exc).__name__}: {exc}") from None
         return outcome
 
     # -- navigation and instances ---------------------------------------------------------
@@ -328,13 +322,13 @@ class AppManagerActor(Actor):
         if op.kind in ("launch", "set_default"):
             record = self.records.get(scope)
             if record is None:
-                raise Refused(Code.APP_NOT_INSTALLED, f"no app {scope!r} is installed")
+                raise ContractError(Code.APP_NOT_INSTALLED, f"no app {scope!r} is installed")
             if not record.enabled:
-                raise Refused(Code.APP_DISABLED, f"app {scope!r} is disabled")
+                raise ContractError(Code.APP_DISABLED, f"app {scope!r} is disabled")
             entrypoint = request.get("entrypoint")
             entrypoints = [e.get("id") for e in (record.manifest or {}).get("entrypoints", [])]
             if entrypoint is not None and record.manifest and entrypoint not in entrypoints:
-                raise Refused(
+                raise ContractError(
                     Code.INVALID_ENTRYPOINT, f"{scope!r} has no entrypoint {entrypoint!r}"
                 )
         if op.kind == "set_default":
@@ -346,7 +340,7 @@ class AppManagerActor(Actor):
             )
             try:
                 await self._ensure_process(scope)
-            except Refused:
+            except ContractError:
                 # It never came up: it fails, and what was in front comes back (§4.5).
                 self.focus.close(instance.instance_id, failed="did not start")
                 await self._persist(ids)
@@ -372,12 +366,12 @@ class AppManagerActor(Actor):
 
     async def _ensure_process(self, scope: str) -> None:
         """Installed apps run as isolated dynamic children while they have an instance;
-        raises Refused if the process does not come up."""
+        raises ContractError if the process does not come up."""
         if scope in self.core:  # a core app is a static child of the runtime
             return
         record = self.records[scope]
         if self.steps.cache.entry(record.bundle_digest or "") is None:
-            raise Refused(Code.BUNDLE_MISSING, f"the bundle of {scope!r} is not in the cache")
+            raise ContractError(Code.BUNDLE_MISSING, f"the bundle of {scope!r} is not in the cache")
         self.steps.reverify(record.bundle_digest)  # trust may have changed since install
         spec = {
             "name": f"app.{scope}",
@@ -392,13 +386,15 @@ class AppManagerActor(Actor):
         try:
             started = await self.supervise("start", spec=spec)
         except CallFailed as exc:
-            raise Refused(Code.APP_START_FAILED, f"{scope}: {exc.code}: {exc.detail}") from None
+            raise ContractError(
+                Code.APP_START_FAILED, f"{scope}: {exc.code}: {exc.detail}"
+            ) from None
         if started["state"] in ("failed", "stopped"):
             # It ended before it was ready, and the supervisor answered at once: why is in
             # the last lines of its log.
             reason = log_tail(self.data_dir / "logs" / f"app.{scope}.log")
             detail = f"{scope}: its process did not start" + (f": {reason}" if reason else "")
-            raise Refused(Code.APP_START_FAILED, detail)
+            raise ContractError(Code.APP_START_FAILED, detail)
 
     async def _stop_process(self, scope: str) -> None:
         if scope in self.core:
@@ -432,7 +428,7 @@ class AppManagerActor(Actor):
         ids = DerivedIds(msg.id)
         try:
             op = await self._run(op, ids)
-        except Refused as refusal:
+        except ContractError as refusal:
             op = op.ended("failed", refusal.code, refusal.detail)
             self.operations[op.operation_id] = op
             await self._persist(ids, operations=[op])

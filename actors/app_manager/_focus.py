@@ -17,9 +17,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from actors.contracts import Code
+from actors.contracts import Code, ContractError
 
-from ._registry import RECOVERY_APP, AppRecord, Refused, now_ms
+from ._registry import RECOVERY_APP, AppRecord, now_ms
 
 TRANSITIONS: Final[dict[str, frozenset[str]]] = {
     "not_running": frozenset({"launching"}),
@@ -59,7 +59,7 @@ class Instance:
 
     def move(self, state: str) -> None:
         if state not in TRANSITIONS[self.state]:
-            raise Refused(
+            raise ContractError(
                 Code.INVALID_STATE, f"{self.instance_id} cannot go {self.state} → {state}"
             )
         self.state = state
@@ -165,7 +165,7 @@ class Focus:
     def _live(self, instance_id: str) -> Instance:
         instance = self.instances.get(instance_id)
         if instance is None or not instance.live:
-            raise Refused(Code.INSTANCE_NOT_FOUND, f"no running instance {instance_id!r}")
+            raise ContractError(Code.INSTANCE_NOT_FOUND, f"no running instance {instance_id!r}")
         return instance
 
     def live_of(self, scope: str) -> list[Instance]:

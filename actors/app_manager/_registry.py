@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from actors.contracts import Code
+from actors.contracts import Code, ContractError
 
 # Where a record's signers travel in its row: the store keeps the columns it knows, and the
 # manifest column is the app manager's JSON. A dotted key is never a manifest field name.
@@ -31,15 +31,6 @@ TERMINAL_STATES: Final = frozenset({"succeeded", "failed", "rolled_back"})
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-class Refused(Exception):
-    """A request the registry cannot take, with its definite code."""
-
-    def __init__(self, code: str, detail: str) -> None:
-        super().__init__(f"{code}: {detail}")
-        self.code = code
-        self.detail = detail
 
 
 @dataclass
@@ -166,29 +157,33 @@ def core_records(
 def check_request(
     kind: str, scope: str, body: dict[str, Any], records: dict[str, AppRecord]
 ) -> None:
-    """Raise `Refused` if `kind` on `scope` cannot start from the registry as it is."""
+    """Raise `ContractError` if `kind` on `scope` cannot start from the registry as it is."""
     if kind not in OPERATION_KINDS:
-        raise Refused(Code.INVALID_PAYLOAD, f"kind: {kind!r} is not an operation")
+        raise ContractError(Code.INVALID_PAYLOAD, f"kind: {kind!r} is not an operation")
     record = records.get(scope)
     if kind == "install":
         if record is not None and record.kind == "core":
-            raise Refused(
+            raise ContractError(
                 Code.CORE_APP_PROTECTED, f"{scope!r} is a core app; no bundle replaces it"
             )
         if record is not None:
-            raise Refused(
+            raise ContractError(
                 Code.ALREADY_INSTALLED, f"{scope!r} {record.installed_version} is installed"
             )
         return
     if record is None:
-        raise Refused(Code.APP_NOT_INSTALLED, f"no app {scope!r} is installed")
+        raise ContractError(Code.APP_NOT_INSTALLED, f"no app {scope!r} is installed")
     if record.kind == "core" and kind in ("update", "rollback", "remove"):
-        raise Refused(Code.CORE_APP_PROTECTED, f"{scope!r} is a core app; it cannot be {kind}d")
+        raise ContractError(
+            Code.CORE_APP_PROTECTED, f"{scope!r} is a core app; it cannot be {kind}d"
+        )
     if scope == RECOVERY_APP and kind == "disable":
-        raise Refused(Code.CORE_APP_PROTECTED, "chat is the recovery app; it stays enabled")
+        raise ContractError(Code.CORE_APP_PROTECTED, "chat is the recovery app; it stays enabled")
     if kind == "rollback" and not record.previous_version:
-        raise Refused(Code.NO_PREVIOUS_VERSION, f"{scope!r} has no previous version to return to")
+        raise ContractError(
+            Code.NO_PREVIOUS_VERSION, f"{scope!r} has no previous version to return to"
+        )
     if kind == "remove" and body.get("confirmed") is not True:
-        raise Refused(
+        raise ContractError(
             Code.CONFIRMATION_REQUIRED, f"removing {scope!r} needs the user's confirmation"
         )

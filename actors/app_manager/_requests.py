@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, Final
 
-from actors.contracts import Code
+from actors.contracts import Code, ContractError
 
 from ._focus import Focus
-from ._registry import AppOperation, Refused
+from ._registry import AppOperation
 
 REQUESTERS: Final = frozenset({"debug", "host", "app.app-registry"})
 NAVIGATION: Final = frozenset({"launch", "focus", "close", "list", "open_default", "set_default"})
@@ -54,21 +54,23 @@ def check_requester(sender: str, op: AppOperation, focus: Focus, core: Collectio
     if sender in REQUESTERS:
         return
     if not sender.startswith("app.") or op.kind not in NAVIGATION:
-        raise Refused(Code.SENDER_NOT_ALLOWED, f"{sender!r} cannot {op.kind} apps")
+        raise ContractError(Code.SENDER_NOT_ALLOWED, f"{sender!r} cannot {op.kind} apps")
     caller = sender.removeprefix("app.")
     if caller in core or op.kind in ("list", "open_default"):
         return
     if op.kind == "set_default":  # the user's choice, made on the user's side only
-        raise Refused(Code.SENDER_NOT_ALLOWED, f"{caller!r} cannot choose the default app")
+        raise ContractError(Code.SENDER_NOT_ALLOWED, f"{caller!r} cannot choose the default app")
     if op.request.get("local") is not None:
-        raise Refused(Code.SENDER_NOT_ALLOWED, "an app cannot name another's instance")
+        raise ContractError(Code.SENDER_NOT_ALLOWED, "an app cannot name another's instance")
     conversation = op.request.get("conversation_id")
     own = {i.conversation_id for i in focus.live_of(caller)}
     if op.kind == "launch" and conversation not in own:
-        raise Refused(
+        raise ContractError(
             Code.OWNERSHIP_MISMATCH,
             f"{caller!r} has no instance in conversation {conversation!r}",
         )
     target = focus.instances.get(str(op.request.get("instance_id")))
     if op.kind in ("focus", "close") and (target is None or target.app_scope != caller):
-        raise Refused(Code.OWNERSHIP_MISMATCH, f"{caller!r} may only {op.kind} its own instances")
+        raise ContractError(
+            Code.OWNERSHIP_MISMATCH, f"{caller!r} may only {op.kind} its own instances"
+        )

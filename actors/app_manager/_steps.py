@@ -30,7 +30,7 @@ from ._bundle import (
     trusted_keys_dir,
 )
 from ._cache import BundleCache, CachedBundle
-from ._registry import AppOperation, AppRecord, Refused, check_request, now_ms, semver_key
+from ._registry import AppOperation, AppRecord, check_request, now_ms, semver_key
 
 log = logging.getLogger("lineup.app_manager")
 
@@ -53,15 +53,15 @@ class Steps:
     def _admit(self, op: AppOperation, expected_scope: str | None) -> CachedBundle:
         bundle = op.request.get("bundle")
         if not isinstance(bundle, str) or not bundle:
-            raise Refused(Code.INVALID_PAYLOAD, "bundle: the path of a bundle file is needed")
+            raise ContractError(Code.INVALID_PAYLOAD, "bundle: the path of a bundle file is needed")
         try:
             return self.cache.admit(Path(bundle), self._keys(), expected_scope=expected_scope)
-        except ContractError as exc:
-            raise Refused(str(exc.code), exc.detail) from None
         except OSError as exc:
-            raise Refused(Code.BUNDLE_UNREADABLE, f"{bundle}: {exc.strerror or exc}") from None
+            raise ContractError(
+                Code.BUNDLE_UNREADABLE, f"{bundle}: {exc.strerror or exc}"
+            ) from None
         except ValueError as exc:  # a key file in the trust store that is not a key
-            raise Refused(Code.BUNDLE_UNTRUSTED_KEY, f"trust store: {exc}") from None
+            raise ContractError(Code.BUNDLE_UNTRUSTED_KEY, f"trust store: {exc}") from None
 
     @contextmanager
     def _unless_refused(
@@ -92,10 +92,8 @@ class Steps:
         removed from the trust store since the install stops it."""
         try:
             return self.cache.reverify(digest or "", self._keys())
-        except ContractError as exc:
-            raise Refused(str(exc.code), exc.detail) from None
         except (OSError, ValueError) as exc:
-            raise Refused(Code.BUNDLE_UNREADABLE, f"cache entry: {exc}") from None
+            raise ContractError(Code.BUNDLE_UNREADABLE, f"cache entry: {exc}") from None
 
     def manifest_of(self, digest: str | None) -> dict[str, Any] | None:
         entry = self.cache.entry(digest or "")
@@ -132,7 +130,7 @@ class Steps:
         else:  # recorded before signers were: the id is all there is; none is no match
             same = pinned_id is not None and bundle.key_id == pinned_id
         if not same and op.request.get("accept_new_signer") is not True:
-            raise Refused(
+            raise ContractError(
                 Code.BUNDLE_SIGNER_CHANGED,
                 f"the update is signed by key {bundle.key_id},"
                 f" the installed version by key {pinned_id or 'unknown'}",
@@ -178,15 +176,15 @@ class Steps:
     def _update(self, op: AppOperation, cached: CachedBundle, record: AppRecord) -> Outcome:
         if cached.bundle.digest == record.bundle_digest:
             if op.step != "resumed":  # the very bundle that is installed
-                raise Refused(Code.SAME_VERSION, f"{op.app_scope}: this bundle is installed")
+                raise ContractError(Code.SAME_VERSION, f"{op.app_scope}: this bundle is installed")
             done = dataclasses.replace(record, install_state="installed")
             return Outcome([done], result={"version": record.installed_version})
         if cached.bundle.version == record.installed_version:
-            raise Refused(
+            raise ContractError(
                 Code.SAME_VERSION, f"{op.app_scope} {record.installed_version} is installed"
             )
         if semver_key(cached.bundle.version) < semver_key(record.installed_version):
-            raise Refused(
+            raise ContractError(
                 Code.OLDER_VERSION,
                 f"{cached.bundle.version} is older than the installed {record.installed_version}",
             )
@@ -211,7 +209,9 @@ class Steps:
         verified = self.reverify(record.previous_digest)
         manifest = self.manifest_of(record.previous_digest)
         if manifest is None:
-            raise Refused(Code.BUNDLE_MISSING, f"the bundle of {record.previous_version} is gone")
+            raise ContractError(
+                Code.BUNDLE_MISSING, f"the bundle of {record.previous_version} is gone"
+            )
         # The previous version comes back with the signer it was installed with: its cache
         # entry must still be signed by that key.
         recorded = record.previous_signer_public_key
@@ -219,7 +219,7 @@ class Steps:
         if (recorded is not None and verified.public_key != recorded) or (
             recorded is None and recorded_id is not None and verified.key_id != recorded_id
         ):
-            raise Refused(
+            raise ContractError(
                 Code.BUNDLE_SIGNER_CHANGED,
                 f"the cached {record.previous_version} is signed by key {verified.key_id},"
                 f" not by key {recorded_id} it was installed with",

@@ -29,7 +29,7 @@ from typing import Any, Final, TypeVar
 
 import msgpack
 
-from actors.contracts import Code
+from actors.contracts import Code, ContractError
 from actors.kernel import Actor, Message, ReplyError, handles
 
 from .door import DOOR
@@ -46,15 +46,8 @@ MAX_INPUT_BYTES: Final = 64 * 1024
 T = TypeVar("T")
 
 
-class Refused(Exception):
-    def __init__(self, code: str, detail: str) -> None:
-        super().__init__(f"{code}: {detail}")
-        self.code = code
-        self.detail = detail
-
-
-def _invalid(detail: str) -> Refused:
-    return Refused(str(Code.INVALID_PAYLOAD), detail)
+def _invalid(detail: str) -> ContractError:
+    return ContractError(Code.INVALID_PAYLOAD, detail)
 
 
 def _session_of(body: Any) -> str:
@@ -78,12 +71,12 @@ def _ui_action(body: Any, ui_apps: frozenset[str]) -> tuple[str, str, dict[str, 
     session = _session_of(body)
     app = body.get("app_scope", "chat")
     if app not in ui_apps:
-        raise Refused(str(Code.APP_NOT_INSTALLED), f"no app {app!r} with a UI to act in")
+        raise ContractError(Code.APP_NOT_INSTALLED, f"no app {app!r} with a UI to act in")
     action = body.get("input")
     if not isinstance(action, dict) or not isinstance(action.get("kind"), str):
         raise _invalid("input: a map with a 'kind' is needed")
     if len(msgpack.packb(action)) > MAX_INPUT_BYTES:
-        raise Refused(str(Code.TOO_LARGE), f"input over {MAX_INPUT_BYTES} bytes")
+        raise ContractError(Code.TOO_LARGE, f"input over {MAX_INPUT_BYTES} bytes")
     return session, app, action
 
 
@@ -129,16 +122,15 @@ class HostActor(Actor):
         with its code (ReplyError)."""
         try:
             if msg.sender not in HOST_SOURCES:
-                raise Refused(  # noqa: TRY301 - one path for every refusal
-                    str(Code.SENDER_NOT_ALLOWED),
-                    f"{msg.sender!r} is not a UI session or the operator",
+                raise ContractError(  # noqa: TRY301 - one path for every refusal
+                    Code.SENDER_NOT_ALLOWED, f"{msg.sender!r} is not a UI session or the operator"
                 )
             return parse()
-        except Refused as refusal:
+        except ContractError as refusal:
             self.refused += 1
             log.warning("refused %s %s from %s: %s", msg.type, msg.id, msg.sender, refusal)
-            await self._audit(refusal.code, f"{msg.type}: {refusal.detail}", msg)
-            raise ReplyError(refusal.code, refusal.detail) from None
+            await self._audit(str(refusal.code), f"{msg.type}: {refusal.detail}", msg)
+            raise ReplyError(str(refusal.code), refusal.detail) from None
 
     @handles("host.session.open")
     async def session_open(self, msg: Message) -> None:

@@ -12,7 +12,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import supervisor
 from actors.app_manager._focus import Focus, startup_target
-from actors.app_manager._registry import AppRecord, Refused
+from actors.app_manager._registry import AppRecord
+from actors.contracts import ContractError
 
 SCOPES = ["chat", "whiteboard", "pomodoro", "draw-and-guess"]
 CORE = frozenset(supervisor.CORE_MANIFESTS)  # one global instance each
@@ -51,7 +52,7 @@ def test_a_failed_instance_gives_the_foreground_back() -> None:
     assert focus.instances["pomodoro:c1"].state == "failed"
     assert focus.foreground == "chat:main"
     assert focus.instances["chat:main"].state == "active"
-    with pytest.raises(Refused, match="instance_not_found"):
+    with pytest.raises(ContractError, match="instance_not_found"):
         focus.close("pomodoro:c1")
 
 
