@@ -26,8 +26,8 @@ from apps.sdk import RuntimeApp, manifest_of
 # Who may send an app process what: the SDK's surface (every app.* process has this door).
 APP_DOOR = "apps.sdk.door:DOOR"
 
-# The core apps (seed §4.2): they ship with the runtime and run as its children, the chat
-# (§4.5) and the app registry (§4.3). Each declares its manifest with `@declare_app` like
+# The core apps: they ship with the runtime and run as its children, the chat
+# and the app registry. Each declares its manifest with `@declare_app` like
 # any app, and everything the runtime knows of them derives from those declarations: their
 # children and settings, the host's UI apps, the app manager's core records and the
 # router's view of them before the app manager's first word.
@@ -45,7 +45,7 @@ def _actor(name: str, package: str, cls: str, **config: object) -> ChildSpec:
 
 
 def _core_app(app: type[RuntimeApp]) -> ChildSpec:
-    """A core app's process: its mailbox is its App Inbox (§5.4)."""
+    """A core app's process: its mailbox is its App Inbox."""
     scope = manifest_of(app)["app_scope"]
     return ChildSpec(name=f"app.{scope}", target=f"{app.__module__}:{app.__name__}", door=APP_DOOR)
 
@@ -75,7 +75,7 @@ RUNTIME_CHILDREN = [
     _actor("capability_gateway", "actors.capability_gateway", "CapabilityGatewayActor"),
     *map(_core_app, CORE_APPS),
     _actor("transport", "actors.transport", "TransportActor"),
-    # The user's side: UI sessions and host lifecycle intents (seed §5.1).
+    # The user's side: UI sessions and host lifecycle intents.
     _actor("host", "actors.host", "HostActor"),
 ]
 

@@ -1,5 +1,5 @@
-"""`lineup app`: make, sign and check app bundles (seed §8.3, §9), and manage the apps of
-a running runtime (§4.3).
+"""`lineup app`: make, sign and check app bundles, and manage the apps of
+a running runtime.
 
 keygen   a new Ed25519 signing key pair: NAME.key (secret, 0600) and NAME.pub
 build    pack an app package and the manifest generated from its declarations (unsigned)

@@ -84,7 +84,7 @@ def _offline_store(data_dir: Path) -> MailboxStore:
 
 
 def runtime_lifecycle(data_dir: Path, status: dict[str, Any]) -> str:
-    """The runtime lifecycle of seed §3.3: the supervisor's own states, else the connection
+    """The runtime lifecycle: the supervisor's own states, else the connection
     state the transport last reported to the store."""
     from actors.store import read_lifecycle
 

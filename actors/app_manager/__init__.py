@@ -1,9 +1,9 @@
-"""The app_manager actor: the app registry, bundles, instances and focus stack (seed §4).
+"""The app_manager actor: the app registry, bundles, instances and focus stack.
 
 - `_registry`: `AppRecord`, `AppOperation` and the rules a request must pass;
 - `_bundle`, `_cache`: signed bundles, their verification and the content-addressed cache;
 - `_steps`: what each registry operation does, idempotently, before its rows are written;
-- `_focus`: instances (§4.4), the focus stack and the start-up target (§4.3, §4.5);
+- `_focus`: instances, the focus stack and the start-up target;
 - `_requests`: who may ask for what, and what of a request an operation keeps;
 - `_actor`: the actor that runs operations, keeps instances and starts app processes.
 

@@ -1,4 +1,4 @@
-"""The app manager actor: registry operations, instances, the focus stack (seed §4).
+"""The app manager actor: registry operations, instances, the focus stack.
 
 - `app_manager.request` (cast or call), from the operator (`lineup app ...`), the
   app-registry app or the host: `operation_id`?, `kind`, `app_scope`?, `bundle`?,
@@ -102,9 +102,9 @@ class AppManagerActor(Actor):
         fresh = core_records(self.records, self.core)
         for record in fresh:
             self.records[record.app_scope] = record
-        # §4.3, once per run of the runtime (not when only the app manager restarted, in
-        # the middle of an update say): a restorable foreground instance, else the
-        # default app, else chat.
+        # The start-up target, once per run of the runtime (not when only the app manager
+        # restarted, in the middle of an update say): a restorable foreground instance, else
+        # the default app, else chat.
         top = self.focus.foreground
         if settings.get("boot") != self.boot_id or top is None:
             target = startup_target(None, self.focus, self.default_app, self.records)
@@ -341,7 +341,7 @@ class AppManagerActor(Actor):
             try:
                 await self._ensure_process(scope)
             except ContractError:
-                # It never came up: it fails, and what was in front comes back (§4.5).
+                # It never came up: it fails, and what was in front comes back.
                 self.focus.close(instance.instance_id, failed="did not start")
                 await self._persist(ids)
                 raise
@@ -436,7 +436,7 @@ class AppManagerActor(Actor):
     @handles("kernel.actor_failed")
     async def actor_failed(self, msg: Message) -> None:
         """An app process is past its restart intensity: its instances fail, and the
-        instance below the failed one in the focus stack comes back (§4.5)."""
+        instance below the failed one in the focus stack comes back."""
         await self.loaded.wait()
         name = str(msg.body.get("name", ""))
         scope = name.removeprefix("app.")

@@ -1,4 +1,4 @@
-"""Signed app bundles (seed §8.3): the format, signing keys, and the checks before any use.
+"""Signed app bundles: the format, signing keys, and the checks before any use.
 
 A bundle is one deterministic zip: `manifest.json` (generated from the app's declarations),
 the app's package under `app/`, and `signature.json`, the signature record. The signer signs
@@ -499,7 +499,7 @@ def verify_contents(
             Code.BUNDLE_SCOPE_MISMATCH,
             f"the bundle is {manifest.app_scope!r}, not {expected_scope!r}",
         )
-    if manifest.app_scope in CORE_APP_SCOPES:  # seed §4.2: core apps ship with the runtime
+    if manifest.app_scope in CORE_APP_SCOPES:  # core apps ship with the runtime
         raise BundleError(
             Code.BUNDLE_SCOPE_MISMATCH, f"{manifest.app_scope!r} is a core app, not a bundle's"
         )

@@ -1,6 +1,6 @@
 """The content-addressed bundle cache: `DATA_DIR/bundles/<sha256 of the bundle>/`.
 
-Seed §8.3: a bundle is an immutable artifact, and one that fails verification never enters
+A bundle is an immutable artifact, and one that fails verification never enters
 the cache. So an entry appears only whole, only after every check, and is never written
 again: the verified contents are written into a temporary directory beside the entries
 (same filesystem), made read-only, flushed to disk, and renamed into place in one step. A

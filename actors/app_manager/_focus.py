@@ -1,4 +1,4 @@
-"""App instances (seed §4.4) and the focus stack (§4.3, §4.5), as plain state and rules.
+"""App instances and the focus stack, as plain state and rules.
 
     not_running → launching → active → backgrounded → suspended
                                          ↘ restoring → active
@@ -178,7 +178,7 @@ def startup_target(
     default_app: str | None,
     records: dict[str, AppRecord],
 ) -> str:
-    """Seed §4.3: explicit target → a restorable foreground instance → the user's default
+    """The start-up target: explicit target → a restorable foreground instance → the user's default
     app → chat. Each candidate must be an installed, enabled app; chat always is."""
 
     def usable(scope: str | None) -> bool:

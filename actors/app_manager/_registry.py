@@ -1,4 +1,4 @@
-"""The app registry (seed §4.3): records, operations and the rules an operation must pass.
+"""The app registry: records, operations and the rules an operation must pass.
 
 The app manager is the one source of truth for what is installed and enabled. Every
 change is an `AppOperation` (install, enable, disable, update, rollback, remove) that is

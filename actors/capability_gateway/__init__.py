@@ -1,4 +1,4 @@
-"""The capability_gateway actor: capability requests, consent and audit of seed 6.3.
+"""The capability_gateway actor: capability requests, consent and audit.
 
 For now it runs under the supervisor and answers the kernel's statistics requests; its
 handlers arrive with the issue named above.

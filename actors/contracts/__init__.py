@@ -8,9 +8,9 @@ tests all import these types from here and nowhere else. The layers, bottom up:
   bad input;
 - `_json`: bounded decoding (size and depth limits) in front of every validator;
 - `_payloads`, `_tools`, `_catalog`: the payload of each message type and who may send it;
-- `_envelope`: RuntimeEnvelope v1 and `validate_envelope` (seed §5.1, §5.3);
-- `_legacy`: the `lineup.v1.*` compatibility adapter (§5.2);
-- `_manifest`: the `lineup.app.v1` manifest and the SDK feature check (§9);
+- `_envelope`: RuntimeEnvelope v1 and `validate_envelope`;
+- `_legacy`: the `lineup.v1.*` compatibility adapter;
+- `_manifest`: the `lineup.app.v1` manifest and the SDK feature check;
 - `_wire`: the AppServer wire frames (docs/protocol.md), and `_verdict`, the verdict on an
   outbox item as it travels from the transport to the store;
 - `_schemas`: the exported JSON Schemas and the committed copies.

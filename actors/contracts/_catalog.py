@@ -1,6 +1,6 @@
 """The message catalogue: every canonical type, its payload, and who may send it where.
 
-This table is where seed §5.1's three separate entry kinds are enforced. A remote agent
+This table is where the three separate entry kinds are enforced. A remote agent
 tool call (`lineup.tool.invoke`), a local UI action (`lineup.ui.action`) and a host
 lifecycle intent (`lineup.host.intent`) are different types with disjoint sender kinds and
 their own audit types, so no reuse of an internal business action can turn a person's
@@ -47,7 +47,7 @@ TARGET_KINDS: Final[frozenset[str]] = frozenset({"runtime", "app"})
 
 
 class EntryKind(StrEnum):
-    """The three ways an outside party can ask the runtime to act (seed §5.1)."""
+    """The three ways an outside party can ask the runtime to act."""
 
     AGENT_TOOL_CALL = "agent_tool_call"
     UI_ACTION = "ui_action"
@@ -136,6 +136,6 @@ _SPECS: Final = (
 )  # fmt: skip
 
 MESSAGE_TYPES: Final[dict[str, MessageSpec]] = {spec.type: spec for spec in _SPECS}
-# Types an app may list in its manifest's `agent_subscriptions` (§9).
+# Types an app may list in its manifest's `agent_subscriptions`.
 SUBSCRIBABLE_TYPES: Final = frozenset(spec.type for spec in _SPECS if spec.subscribable)
 ENTRY_TYPES: Final = {spec.entry: spec.type for spec in _SPECS if spec.entry is not None}

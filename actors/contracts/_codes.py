@@ -1,10 +1,10 @@
 """Stable rejection and outcome codes, and the one exception that carries them.
 
 A code is a promise: peers, apps and tests match on its string, so a value never changes
-meaning and is never reused. The filter chain of seed §5.3 has one code per kind of failure
-at each step (grouped below by step; the router runs them); the tool errors of §7.3 and the
-capability outcomes of §6.3 are in the same enum so that a rejection anywhere in the
-runtime has exactly one vocabulary.
+meaning and is never reused. The router's filter chain has one code per kind of failure
+at each step (grouped below by step; the router runs them); the errors a tool call can end
+with and the outcomes of a capability request are in the same enum so that a rejection
+anywhere in the runtime has exactly one vocabulary.
 
 `completed` is a capability *result*, not an error, so it is not a `Code`: it lives in
 `CapabilityResult`, whose other members have the same strings as their `Code` twins.
@@ -19,7 +19,7 @@ from typing import Final
 class Code(StrEnum):
     """Every definite rejection or failure the runtime reports."""
 
-    # §5.3 step 1: decoding, version, type, routing keys, size, schema.
+    # Filter chain step 1: decoding, version, type, routing keys, size, schema.
     INVALID_JSON = "invalid_json"
     TOO_LARGE = "too_large"
     TOO_DEEP = "too_deep"
@@ -31,19 +31,19 @@ class Code(StrEnum):
     SCOPE_MISMATCH = "scope_mismatch"
     CORRELATION_MISSING = "correlation_missing"
     INVALID_PAYLOAD = "invalid_payload"
-    # §5.3 step 2: sender identity and conversation association (§5.1 entry kinds).
+    # Filter chain step 2: sender identity and conversation association (the three entry kinds).
     SENDER_NOT_ALLOWED = "sender_not_allowed"
     AGENT_NOT_ASSOCIATED = "agent_not_associated"
-    # §5.3 step 3: id / sequence / cursor deduplication and order.
+    # Filter chain step 3: id / sequence / cursor deduplication and order.
     DUPLICATE = "duplicate"
     OUT_OF_ORDER = "out_of_order"
-    # §5.3 step 4: app installed, enabled, version, host compatibility.
+    # Filter chain step 4: app installed, enabled, version, host compatibility.
     APP_NOT_INSTALLED = "app_not_installed"
     APP_DISABLED = "app_disabled"
     APP_VERSION_MISMATCH = "app_version_mismatch"
     APP_INCOMPATIBLE = "app_incompatible"
     UNSUPPORTED_ON_HOST = "unsupported_on_host"
-    # §5.3 step 5: tool / capability, inventory, arguments, policy, launch and foreground.
+    # Filter chain step 5: tool / capability, inventory, arguments, policy, launch and foreground.
     TOOL_NOT_VISIBLE = "tool_not_visible"
     STALE_INVENTORY_REVISION = "stale_inventory_revision"
     INVALID_ARGUMENTS = "invalid_arguments"
@@ -51,27 +51,27 @@ class Code(StrEnum):
     POLICY_DENIED = "policy_denied"
     RATE_LIMITED = "rate_limited"
     FOREGROUND_REQUIRED = "foreground_required"
-    # §5.3 step 6: conversation / instance / operation ownership.
+    # Filter chain step 6: conversation / instance / operation ownership.
     OWNERSHIP_MISMATCH = "ownership_mismatch"
-    # §5.3 step 7: manifest subscriptions ∩ SDK subscription filter (§5.4).
+    # Filter chain step 7: manifest subscriptions ∩ SDK subscription filter.
     NOT_SUBSCRIBED = "not_subscribed"
-    # §5.3 step 8: persistence before delivery.
+    # Filter chain step 8: persistence before delivery.
     STORE_UNAVAILABLE = "store_unavailable"
-    # Outcomes of tool calls (§7.3) and capability requests (§6.3).
+    # Outcomes of tool calls and capability requests.
     CANCELLED_BY_USER = "cancelled_by_user"
     OPERATION_EXPIRED = "operation_expired"
     HANDLER_FAILED = "handler_failed"
     EXPIRED = "expired"
     FAILED = "failed"
-    # Contracts outside the message path: manifests (§9), the wire (docs/protocol.md),
-    # and envelopes that have no legacy form (§5.2).
+    # Contracts outside the message path: manifests, the wire (docs/protocol.md),
+    # and envelopes that have no legacy form.
     INVALID_MANIFEST = "invalid_manifest"
     INVALID_TOOL_DESCRIPTOR = "invalid_tool_descriptor"
     INVALID_FRAME = "invalid_frame"
     UNAUTHORIZED = "unauthorized"
     PROTOCOL_ERROR = "protocol_error"
     LEGACY_UNMAPPABLE = "legacy_unmappable"
-    # App bundles (§8.3): refused before anything in them runs or reaches the cache. A bad
+    # App bundles: refused before anything in them runs or reaches the cache. A bad
     # manifest inside a bundle is `invalid_manifest`, a missing SDK feature `app_incompatible`.
     BUNDLE_MALFORMED = "bundle_malformed"
     BUNDLE_TOO_LARGE = "bundle_too_large"
@@ -89,7 +89,7 @@ class Code(StrEnum):
     # An update signed by another trusted key than the installed version: the signer is
     # pinned per app until the user accepts the new one.
     BUNDLE_SIGNER_CHANGED = "bundle_signer_changed"
-    # App management (§4.3-4.4): a registry operation or a navigation request refused.
+    # App management: a registry operation or a navigation request refused.
     ALREADY_INSTALLED = "already_installed"
     CORE_APP_PROTECTED = "core_app_protected"
     CONFIRMATION_REQUIRED = "confirmation_required"
@@ -103,7 +103,7 @@ class Code(StrEnum):
 
 
 class CapabilityResult(StrEnum):
-    """The only outcomes a capability request can have (seed §6.3)."""
+    """The only outcomes a capability request can have."""
 
     COMPLETED = "completed"
     CANCELLED_BY_USER = "cancelled_by_user"
@@ -114,7 +114,7 @@ class CapabilityResult(StrEnum):
     FAILED = "failed"
 
 
-# The error codes §7.3 requires every tool call to be able to end with.
+# The error codes every tool call must be able to end with.
 TOOL_ERROR_CODES: Final = frozenset(
     {
         Code.CANCELLED_BY_USER,
@@ -129,7 +129,7 @@ TOOL_ERROR_CODES: Final = frozenset(
         Code.HANDLER_FAILED,
     }
 )
-# What an app's own handler may fail a call with (SDK `tools.fail`, §6.2). The others are
+# What an app's own handler may fail a call with (SDK `tools.fail`). The others are
 # the runtime's verdicts; an app claiming "app_disabled" would be lying about the runtime.
 APP_TOOL_ERROR_CODES: Final = frozenset(
     {

@@ -1,4 +1,4 @@
-"""RuntimeEnvelope v1 (seed §5.1) and `validate_envelope`, the first step of the filter chain.
+"""RuntimeEnvelope v1 and `validate_envelope`, the first step of the filter chain.
 
 Every message that crosses a boundary, is transported or is audited travels in this one
 envelope, and every routable message carries `scope.app_scope` + `scope.conversation_id`.
@@ -7,7 +7,7 @@ for which app (`app_scope`); `scope` says which app, conversation, instance and 
 it belongs to. Outbound messages (to the agent, through the AppServer) are handled by the
 runtime's transport, so their target kind is `runtime`.
 
-`validate_envelope` checks in the order of seed §5.3 (size, depth, version, type, routing
+`validate_envelope` checks in this order (size, depth, version, type, routing
 keys, schema, coherence, sender, payload) and reports the first failure as one
 `ContractError` with one `Code`. It never raises anything else, whatever the input.
 """
@@ -131,7 +131,7 @@ class RuntimeEnvelope(ContractModel):
 
     @property
     def entry_kind(self) -> EntryKind | None:
-        """Which of the three entry kinds (seed §5.1) this message is, if any."""
+        """Which of the three entry kinds this message is, if any."""
         return self.spec.entry
 
     def to_dict(self) -> dict[str, Any]:
@@ -181,7 +181,7 @@ def _routing_key(container: Mapping[str, Any], where: str, key: str, required: b
 
 
 def _check_routing_keys(obj: Mapping[str, Any]) -> None:
-    # §12: a routable message without a valid app_scope or conversation_id is refused.
+    # A routable message without a valid app_scope or conversation_id is refused.
     for where, keys in (
         ("scope", (("app_scope", True), ("conversation_id", True), ("instance_id", False),
                    ("operation_id", False))),
@@ -225,7 +225,7 @@ def _check_coherence(env: RuntimeEnvelope, spec: MessageSpec) -> None:
 
 
 def _check_sender(env: RuntimeEnvelope, spec: MessageSpec) -> None:
-    # §5.1: each entry kind has its own sender kinds; e.g. a user can never send a tool call.
+    # Each entry kind has its own sender kinds; e.g. a user can never send a tool call.
     if env.sender.kind not in spec.senders:
         raise ContractError(
             Code.SENDER_NOT_ALLOWED, f"sender.kind: {env.sender.kind!r} cannot send {env.type}"
@@ -259,7 +259,7 @@ def _check_payload(env: RuntimeEnvelope, spec: MessageSpec) -> None:
             )
     app_error = env.type == "lineup.tool.error" and env.sender.kind == "app"
     if app_error and payload.code not in APP_TOOL_ERROR_CODES:
-        # §6.2: an app fails its own calls; the runtime's verdicts are not its to claim.
+        # An app fails its own calls; the runtime's verdicts are not its to claim.
         raise ContractError(
             Code.INVALID_PAYLOAD, f"payload.code: not an app's to give ({payload.code})"
         )

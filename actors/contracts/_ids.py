@@ -3,7 +3,7 @@
 Every id kind has one regular expression, used three ways: by the pydantic models (as a
 ``pattern`` constraint), by the exported JSON Schemas (the same string), and by the
 hand-written pre-checks that must name a definite rejection code before the model runs
-(seed §5.3, first step). The patterns avoid look-arounds so that they mean the same thing in
+(the filter chain's first step). The patterns avoid look-arounds so that they mean the same thing in
 Python, in pydantic's Rust engine and in ECMA-262, the dialect JSON Schema patterns use.
 
 Message ids are ULIDs (26 characters of Crockford base32, 48-bit millisecond time + 80 random
@@ -23,7 +23,7 @@ from typing import Annotated, Final
 
 from pydantic import AfterValidator, StringConstraints
 
-# --- app scopes (seed §4.1) --------------------------------------------------------------
+# --- app scopes --------------------------------------------------------------------------
 # Local, short, lowercase: a scope is a key for launch, routing, tool routing, storage
 # isolation and instance ownership on this machine, not a vendor identity.
 APP_SCOPE_PATTERN: Final = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"
@@ -35,12 +35,12 @@ SCOPE_VOICE: Final = "voice"  # the legacy adapter maps old app ids to these
 SCOPE_WHITEBOARD: Final = "whiteboard"
 SCOPE_DRAW_AND_GUESS: Final = "draw-and-guess"
 SCOPE_RUNTIME: Final = "runtime"
-# Core apps ship with the runtime and cannot be overridden by a bundle (seed §4.2): the
+# Core apps ship with the runtime and cannot be overridden by a bundle: the
 # scopes of the apps `supervisor.CORE_APPS` declares (a test holds the two together; the
 # contracts import nothing of the runtime, and a bundle is checked without it).
 CORE_APP_SCOPES: Final = frozenset({SCOPE_CHAT, SCOPE_APP_REGISTRY})
 
-# --- conversations (seed §5.1) -----------------------------------------------------------
+# --- conversations -----------------------------------------------------------------------
 # Conversation ids are opaque tokens assigned by the AppServer. The colon is reserved for
 # conversations the runtime owns; `runtime:global` (global runtime events) is the only one.
 RUNTIME_GLOBAL_CONVERSATION: Final = "runtime:global"
@@ -53,11 +53,11 @@ MESSAGE_ID_PATTERN: Final = r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$"
 
 # --- the other ids -----------------------------------------------------------------------
 # An instance belongs to exactly one app: its id is `<app_scope>:<local>`, as in the seed's
-# `draw-and-guess:game-001` (§4.5). The prefix lets every hop check ownership without a lookup.
+# `draw-and-guess:game-001`. The prefix lets every hop check ownership without a lookup.
 INSTANCE_ID_PATTERN: Final = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*:[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 OPERATION_ID_PATTERN: Final = r"^op_[A-Za-z0-9_-]{1,64}$"
 CALL_ID_PATTERN: Final = r"^call_[A-Za-z0-9_-]{1,64}$"
-# Inventory revisions are decimal positive integers, so "stale" is a plain comparison (§7.2).
+# Inventory revisions are decimal positive integers, so "stale" is a plain comparison.
 INVENTORY_REVISION_PATTERN: Final = r"^[1-9][0-9]{0,15}$"
 AGENT_ID_PATTERN: Final = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 USER_ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"

@@ -1,4 +1,4 @@
-"""Bounded JSON decoding: the first gate every outside message passes (seed §5.3, step 1).
+"""Bounded JSON decoding: the first gate every outside message passes (filter chain, step 1).
 
 Size is checked before parsing and depth before any recursive code touches the value, so a
 hostile message costs at most one bounded parse and can never raise `RecursionError`,

@@ -1,11 +1,11 @@
-"""The compatibility adapter between legacy `lineup.v1.*` messages and RuntimeEnvelope (§5.2).
+"""The compatibility adapter between legacy `lineup.v1.*` messages and RuntimeEnvelope.
 
 The current AppServer and agent still speak `lineup.v1.*`: no `app_scope`, a conversation
 that is sometimes implied by the session, and surface payloads that name their app with an
 old vendor-style `app.id`. Only this adapter reads those fields; apps only ever see the
 canonical envelope it produces.
 
-The rules (MVP-R1, seed §11):
+The rules:
 - conversation, message, task and interaction types map to the `chat` scope of the
   current conversation (`LegacyContext.conversation_id` when the message names none);
 - surface and tool types map `payload.app.id` through `LEGACY_APP_IDS`, exactly: an id

@@ -1,4 +1,4 @@
-"""The app manifest `lineup.app.v1` (seed §9) and its check against this runtime's SDK.
+"""The app manifest `lineup.app.v1` and its check against this runtime's SDK.
 
 The manifest is generated at build time from what the app declares in code (its tools come
 from the SDK's tool declarations); it is the non-executable public contract the runtime
@@ -26,7 +26,7 @@ MANIFEST_FORMAT: Final = "lineup.app.v1"
 MAX_MANIFEST_BYTES: Final = 1024 * 1024
 RUNTIME_SDK_API_VERSION: Final = "1"
 SUPPORTED_SDK_API_VERSIONS: Final = frozenset({RUNTIME_SDK_API_VERSION})
-# The Runtime SDK v1 features the contract specifies (seed §6, §9): what a manifest may name.
+# The Runtime SDK v1 features the contract specifies: what a manifest may name.
 SDK_FEATURES: Final = frozenset(
     {
         "app.lifecycle.v1",

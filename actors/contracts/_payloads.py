@@ -3,7 +3,7 @@
 Tool calls, receipts and the inventory live in `_tools.py`; which sender may send which
 type, and to which target, is decided in `_catalog.py`. Keeping a payload closed
 (`extra="forbid"`) is what lets the runtime promise an app that it only ever sees fields the
-contract names (seed §5.2: apps never see legacy fields).
+contract names (apps never see legacy fields).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class InputRequest(ContractModel):
     multiline: bool = False
 
 
-# `lineup.interaction.request`: the standard primitives of the Interaction App (§4.5).
+# `lineup.interaction.request`: the standard primitives of the Interaction App.
 InteractionRequest = Annotated[
     ChoiceRequest | ConfirmRequest | InputRequest, Field(discriminator="kind")
 ]
@@ -134,7 +134,7 @@ class StatePatch(ContractModel):
     """`lineup.app.state.patch`: a JSON Merge Patch (RFC 7386) to the instance's state.
 
     `base_revision`, when given, is the state revision the patch was made against; the
-    runtime rejects a patch against an older revision instead of merging it (§6.3).
+    runtime rejects a patch against an older revision instead of merging it.
     """
 
     patch: JsonObject
@@ -142,10 +142,10 @@ class StatePatch(ContractModel):
 
 
 class UiAction(ContractModel):
-    """`lineup.ui.action`: a declarative action a person took in a local UI (§6.2).
+    """`lineup.ui.action`: a declarative action a person took in a local UI.
 
     Its own type, sender kinds and audit type: it is never an agent tool call, even when it
-    asks for the same business effect as one (§5.1).
+    asks for the same business effect as one.
     """
 
     action: ActionName
@@ -161,7 +161,7 @@ _INTENTS_ON_INSTANCE = frozenset({"focus", "background", "suspend", "restore", "
 class HostIntent(ContractModel):
     """`lineup.host.intent`: a lifecycle intent from the host shell (window, tray, deep link).
 
-    Addressed to the runtime, which alone decides what happens to apps (§4.3).
+    Addressed to the runtime, which alone decides what happens to apps.
     """
 
     intent: HostIntentKind
@@ -198,7 +198,7 @@ RuntimeState = Literal[
 
 
 class RuntimeStatus(ContractModel):
-    """`lineup.runtime.status`: the runtime lifecycle (seed §3.3), a global runtime event."""
+    """`lineup.runtime.status`: the runtime lifecycle, a global runtime event."""
 
     state: RuntimeState
     detail: Text | None = None

@@ -1,4 +1,4 @@
-"""Tool descriptors (seed §7.1, §9), tool-call payloads and receipts (§7.3), the inventory (§7.2).
+"""Tool descriptors, tool-call payloads and receipts, the inventory.
 
 A descriptor is the non-executable public contract an app's SDK generates from its source;
 the runtime publishes the visible ones to the agent as a revisioned inventory. Where the
@@ -210,19 +210,19 @@ def check_tool_output(tool: ToolDescriptor, output: object) -> None:
     """Raises `ContractError(handler_failed)` unless a final result fits the output schema.
 
     Only the final result is held to the output schema; accepted, starting and progress are
-    protocol facts outside it (§7.3).
+    protocol facts outside it.
     """
     _check_against(tool.output_schema, output, Code.HANDLER_FAILED, "output")
 
 
-# --- payloads of the tool call and its receipts (§7.3) ------------------------------------
+# --- payloads of the tool call and its receipts -------------------------------------------
 
 
 class ToolInvoke(ContractModel):
     """`lineup.tool.invoke`: the agent calls `method` of the app in `target.app_scope`.
 
     `correlation.call_id` names the call; `correlation.inventory_revision` is the inventory
-    the agent chose it from, and a call against an older revision is refused (§7.2).
+    the agent chose it from, and a call against an older revision is refused.
     """
 
     method: ToolMethod
@@ -260,7 +260,7 @@ class ToolProgress(ContractModel):
     """Business progress: a replayable protocol fact, not held to the output schema.
 
     `stage: "started"` is the moment the work really began (e.g. a timer is running), the
-    only point at which the agent may tell the user so (§7.3).
+    only point at which the agent may tell the user so.
     """
 
     stage: Label | None = None
@@ -282,7 +282,7 @@ class ToolError(ContractModel):
     retryable: bool = False
 
 
-# --- the inventory (§7.2) -----------------------------------------------------------------
+# --- the inventory ------------------------------------------------------------------------
 
 
 class InventoryTool(ToolDescriptor):
@@ -307,7 +307,7 @@ StandardComponent = Literal[
 class Inventory(ContractModel):
     """`lineup.inventory`: what the agent may use in this conversation, at `revision`.
 
-    Never carries bundle code, tokens, file paths or user content (§7.2).
+    Never carries bundle code, tokens, file paths or user content.
     """
 
     revision: InventoryRevision

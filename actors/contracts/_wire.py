@@ -37,7 +37,7 @@ MAX_BATCH_ITEMS: Final = 256
 # is checked again when the receiver validates it.
 FRAME_NESTING: Final = 3
 PeerRole = Literal["runtime", "agent"]
-# Which sender kinds a session of each role may submit (§5.1: the agent is only ever an agent).
+# Which sender kinds a session of each role may submit (the agent is only ever an agent).
 ROLE_SENDER_KINDS: Final = {
     "agent": frozenset({"agent"}),
     "runtime": frozenset({"runtime", "app", "user", "host"}),

@@ -1,4 +1,4 @@
-"""The host actor: the user's side of the runtime (seed §2.1, §5.1).
+"""The host actor: the user's side of the runtime.
 
 The seed keeps three entries apart — the remote agent's tool calls, local UI actions and
 host lifecycle intents — each with its own sender, source check and audit type. Agent

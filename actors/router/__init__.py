@@ -1,4 +1,4 @@
-"""The router actor: the filter chain of seed §5.3 and delivery to app inboxes.
+"""The router actor: the filter chain and delivery to app inboxes.
 
 `_filter_chain` holds the steps (pure functions over one message); `_delivery` the shapes
 that leave the router (app projections, rejection envelopes, the user's envelopes);

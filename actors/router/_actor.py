@@ -60,12 +60,12 @@ def _persist_item(a: Accepted) -> dict[str, Any]:
 
 
 def _check_user_side(app: str) -> None:
-    if app != "chat":  # only the Interaction App speaks for the user (seed §4.5)
+    if app != "chat":  # only the Interaction App speaks for the user
         raise ContractError(Code.SENDER_NOT_ALLOWED, f"{app!r} cannot send as the user")
 
 
 class RouterActor(Actor):
-    """Filter chain (seed §5.3), persistence through the store, delivery to app inboxes."""
+    """Filter chain, persistence through the store, delivery to app inboxes."""
 
     door = DOOR
 
@@ -169,7 +169,7 @@ class RouterActor(Actor):
 
     @handles("router.inbound.duplicates")
     async def inbound_duplicates(self, msg: Message) -> None:
-        """Agent messages the store found stored already under another seq (§5.3 step 3):
+        """Agent messages the store found stored already under another seq:
         `items` [{id, seq, envelope}]; each agent gets its `duplicate` answer."""
         _only_from(msg, "store")
         ids = DerivedIds(msg.id)

@@ -1,8 +1,8 @@
 """What the router sends on: app projections, rejection envelopes, the user's envelopes.
 
-Apps never see a raw agent envelope (seed §5.3 "Runtime 不广播原始 Agent 消息"): they get a
+Apps never see a raw agent envelope (the runtime never broadcasts one): they get a
 projection for their own scope — id, type, conversation, sender, payload, sequence — with
-no target, no routing fields of other apps, and no legacy fields (§5.2).
+no target, no routing fields of other apps, and no legacy fields.
 
 The router hands each projection to the store with the message it persists; the store sends
 them on after its commit (`app.deliver`, cut into chunks well under the kernel's 1 MiB
@@ -26,7 +26,7 @@ ROUTER_SENDER: Final = {"kind": "runtime", "id": "runtime:router"}
 
 
 def app_actor(app_scope: str) -> str:
-    """The kernel name of an app's process, whose durable mailbox is its App Inbox (§5.4)."""
+    """The kernel name of an app's process, whose durable mailbox is its App Inbox."""
     return f"app.{app_scope}"
 
 
@@ -52,7 +52,7 @@ def rejection_envelope(env: RuntimeEnvelope, code: str, detail: str) -> dict[str
     """The answer an agent gets for a rejected message, or None if the
     rejected message names no conversation it could go to.
 
-    A tool call is answered like any refused call, with `lineup.tool.error` (§7.3); any
+    A tool call is answered like any refused call, with `lineup.tool.error`; any
     other message with a runtime `lineup.message` replying to it whose text starts with the
     code. The id derives from the rejected message's, so the rejection is queued once.
     """
@@ -86,7 +86,7 @@ def rejection_envelope(env: RuntimeEnvelope, code: str, detail: str) -> dict[str
 
 
 def user_envelope(action: dict[str, Any], *, user_id: str) -> dict[str, Any]:
-    """The envelope of a declarative chat action (seed §6.2: apps never build envelopes).
+    """The envelope of a declarative chat action (apps never build envelopes).
 
     `send_text` → `lineup.message`; `answer` → `lineup.interaction.response`. Raises
     `ContractError` (with its code) when the action does not make a valid envelope.

@@ -1,10 +1,10 @@
-"""The filter chain of seed §5.3, as pure functions over one inbound message.
+"""The router's filter chain, as pure functions over one inbound message.
 
-The first failure decides, always as one `Code`. The steps, numbered as in the seed (the
-frame's sequence check of step 3 runs right after step 1, before step 2):
+The first failure decides, always as one `Code`. The steps, numbered as `Code` groups its
+codes (the frame's sequence check of step 3 runs right after step 1, before step 2):
 
 1. version / type / scope / size / schema — `validate_message` (legacy messages go through
-   the compatibility adapter of §5.2 on the way);
+   the legacy compatibility adapter on the way);
 2. agent identity and conversation association — an agent speaks only in conversations
    associated with it (the first agent message of a conversation associates it);
 3. id / sequence / cursor dedup — the frame's seq must agree with the envelope's

@@ -1,4 +1,4 @@
-"""The store actor: `runtime.db`, the runtime's own facts (seed §3.2).
+"""The store actor: `runtime.db`, the runtime's own facts.
 
 `_schema` creates the tables (sqlite-utils) and opens the connection; `_actor` holds the
 handlers. Messages it answers (all bodies are msgpack maps; "call" means it replies); who may send
@@ -13,7 +13,7 @@ each, and its body's type, is in `door`:
 | `store.outbox.pending` | call | `after`, `limit` → `items` [{order, key, envelope}] |
 | `store.outbox.settle` | call | `key`, `status`, `seq`/`code`/`detail` → `changed`, `origin` |
 | `store.audit` | cast | `code`, `detail`, `message_id`?, `seq`? |
-| `store.lifecycle.set` | cast | `state`, `detail` (seed §3.3, from the transport) |
+| `store.lifecycle.set` | cast | `state`, `detail` (the connection lifecycle, from the transport) |
 | `store.apps.load` | call | → `records`, `operations`, `instances`, `settings` |
 | `store.apps.write` | call | whole rows of one app-manager step, in one transaction → `written` |
 

@@ -1,4 +1,4 @@
-"""The store actor: the only writer of `runtime.db` (seed §3.2).
+"""The store actor: the only writer of `runtime.db`.
 
 Every mutating request is applied inside `applied_once` on the request's kernel message id,
 and its reply is written in the same transaction (`requests`). A request redelivered after
@@ -113,7 +113,7 @@ class StoreActor(AppTables):
             orders.append(int(row[0]))
         return orders
 
-    # -- inbound: the persist step of the filter chain (seed §5.3) ----------------------------
+    # -- inbound: the persist step of the filter chain ----------------------------------------
 
     @handles("store.inbound.persist")
     async def inbound_persist(self, msg: Message) -> Any:
@@ -123,8 +123,8 @@ class StoreActor(AppTables):
         envelope, deliver_to?}], `rejections` [{seq, message_id, code, detail}], `outbox`
         [{key, envelope, origin, conversation_id}] (rejection envelopes), `associate`
         {conversation_id: agent_id}, `cursor`. Reply: `fresh` (ids stored now, in order),
-        `duplicates` [{id, seq}] (an id already stored under another seq: §5.3 step 3),
-        `cursor`.
+        `duplicates` [{id, seq}] (an id already stored under another seq: the
+        filter chain's dedup step), `cursor`.
 
         With `deliver` true (the router's way), the store also does what follows the commit
         itself, after it: each fresh item's `view` (its app projection) goes to its app's
@@ -310,7 +310,7 @@ class StoreActor(AppTables):
 
     @handles("store.lifecycle.set")
     async def lifecycle_set(self, msg: Message) -> None:
-        """The runtime's connection lifecycle (seed §3.3), reported by the transport."""
+        """The runtime's connection lifecycle, reported by the transport."""
         self._set_lifecycle(msg.body["state"], msg.body.get("detail", ""))
 
     def _set_lifecycle(self, state: str, detail: str) -> None:

@@ -1,4 +1,4 @@
-"""The app registry's rows in `runtime.db` (seed §4.3-4.5): records, operations,
+"""The app registry's rows in `runtime.db`: records, operations,
 instances and settings (the focus stack, the default app).
 
 The app manager owns every decision; the store keeps what it is told, a whole step in one

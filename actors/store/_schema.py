@@ -20,7 +20,7 @@ from actors.kernel import ensure_applied_table
 
 DB_FILE: Final = "runtime.db"
 
-# Seed §3.2 "connection" and "conversations": what the runtime must find again after a crash.
+# The connection and the conversations: what the runtime must find again after a crash.
 _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
     "conversations": (
         {"conversation_id": str, "agent_id": str, "first_seq": int, "created_ms": int},
@@ -70,7 +70,7 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
         "pos",
     ),
     "lifecycle": ({"name": str, "state": str, "detail": str, "at_ms": int}, "name"),
-    # Seed §4: the app registry, its operations, instances and the focus stack.
+    # The app manager's state: the app registry, its operations, instances and the focus stack.
     # The app manager decides every value; the store keeps whole rows, replaced at once.
     "app_records": (
         {

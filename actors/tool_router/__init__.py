@@ -1,4 +1,4 @@
-"""The tool_router actor: the tool inventory and call lifecycle of seed §7.
+"""The tool_router actor: the tool inventory and the lifecycle of a tool call.
 
 For now it runs under the supervisor and answers the kernel's statistics requests; its
 handlers arrive with the issue named above.

@@ -1,4 +1,4 @@
-"""The transport actor: the AppServer link (seed §3.2, §3.3).
+"""The transport actor: the AppServer link.
 
 `_actor` runs the link; `_lifecycle` maps link states to the runtime lifecycle; `_token`
 reads the runtime's token file. Messages:

@@ -148,7 +148,7 @@ class TransportActor(Actor):
             await self._report("offline_degraded", str(exc))
 
     async def _watch(self, link: Link) -> None:
-        """Turn link states into lifecycle reports (seed §3.3)."""
+        """Turn link states into lifecycle reports."""
         was_online = False
         failures = 0
         while True:

@@ -1,4 +1,4 @@
-"""The runtime's connection lifecycle (seed §3.3), as the transport sees its link.
+"""The runtime's connection lifecycle, as the transport sees its link.
 
 created → restoring → authenticating → synchronizing → online ↘ reconnecting /
 offline_degraded → stopping → stopped. `created`, `stopping` and `stopped` belong to the

@@ -1,4 +1,4 @@
-"""The app-registry core app (seed §4.2-4.3): the user's window on the app registry."""
+"""The app-registry core app: the user's window on the app registry."""
 
 from ._app import AppRegistryApp
 

@@ -1,9 +1,9 @@
-"""The chat core app: the Interaction App in its IM form (seed §4.5), on the SDK only.
+"""The chat core app: the Interaction App in its IM form, on the SDK only.
 
 It shows the conversation's timeline, tasks and pending interactions (the SDK's view
 model), turns the user's input into declarative actions (`send_text`, `answer`), and
 acknowledges an interaction request once the user has answered it; display messages are
-acknowledged by the SDK after delivery (seed §5.4 rule 3).
+acknowledged by the SDK after delivery.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The pomodoro app: one focus timer per instance, kept in memory.
 
-Tool apps get an instance per conversation (seed §4.4), so one timer per instance is one
+Tool apps get an instance per conversation, so one timer per instance is one
 per conversation. A timer lost with its process is simply gone: nothing here is worth a
 durable record, and `pomodoro.status` then says `idle`.
 """

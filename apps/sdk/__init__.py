@@ -1,4 +1,4 @@
-"""The Runtime SDK (seed §6): the only door between an app and the runtime.
+"""The Runtime SDK: the only door between an app and the runtime.
 
 An app is a process: a subclass of `RuntimeApp` run by the supervisor as `app.<scope>`.
 It reads and acts only through `self.sdk` (`app`, `state`, `agent_messages`, `actions`);

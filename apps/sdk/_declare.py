@@ -1,4 +1,4 @@
-"""An app's manifest, declared in its code (seed §9): the only source of `manifest.json`.
+"""An app's manifest, declared in its code: the only source of `manifest.json`.
 
 The developer declares tools, schemas and activation requirements in code and keeps no
 second, hand-written description (不维护第二份手写描述). `@declare_app(...)` on a

@@ -1,4 +1,4 @@
-"""Navigation, lifecycle hooks and app management for apps (seed §4.3-4.5, §6).
+"""Navigation, lifecycle hooks and app management for apps.
 
 - `sdk.navigation`: `list_available()`, `launch(app_scope, ...)`, `focus(instance_id)`,
   `close(instance_id)`, `open_default_app()`. Each is a request to the app manager, which

@@ -1,19 +1,19 @@
-"""`RuntimeApp`: the process side of an app, and the SDK object (seed §6) it hands the app.
+"""`RuntimeApp`: the process side of an app, and the SDK object it hands the app.
 
 An app subclasses `RuntimeApp` and uses only `self.sdk`:
 
 - `sdk.app`: its context (scope, kind, version);
 - `sdk.state.snapshot(conversation_id)` / `sdk.state.subscribe(listener)`: the view model;
-- `sdk.agent_messages.list(...)`, `.subscribe(handler, ...)`, `.acknowledge(id)` (§5.4):
+- `sdk.agent_messages.list(...)`, `.subscribe(handler, ...)`, `.acknowledge(id)`:
   display messages (`lineup.message`, `lineup.task.progress`) are acknowledged once the
   subscribers have run; interaction requests wait for an explicit `acknowledge`;
 - `sdk.actions.dispatch(action)`: a declarative action (`send_text`, `answer`) into the
   runtime's outbox, shown at once as a pending local echo.
 
-The process's kernel mailbox is the app's App Inbox (§5.4): what the router delivers while
+The process's kernel mailbox is the app's App Inbox: what the router delivers while
 the app is not running waits there and is replayed, in order, when it starts. Deliveries
 are applied to the local log once; subscribers are called for every message not yet
-acknowledged, so after a crash they may see a message again (seed §5.4 rule 2: apps handle
+acknowledged, so after a crash they may see a message again (apps handle
 messages idempotently, by id).
 """
 
@@ -268,7 +268,7 @@ class RuntimeApp(Actor):
 
     @handles("app.lifecycle")
     async def _lifecycle(self, msg: Message) -> None:
-        # Instances are the app manager's to move (seed §4.4); nobody else's word counts.
+        # Instances are the app manager's to move; nobody else's word counts.
         self._from(msg, APP_MANAGER)
         self._enter(msg)
         try:
@@ -278,7 +278,7 @@ class RuntimeApp(Actor):
 
     @handles("app.input")
     async def _input(self, msg: Message) -> None:
-        # The user's side reaches an app only through the host actor (seed §5.1): an
+        # The user's side reaches an app only through the host actor: an
         # input from anyone else is not the user's, whatever it says.
         self._from(msg, HOST)
         self._enter(msg)

@@ -1,4 +1,4 @@
-"""The view model an app reads (seed §6.1 `AppStateAPI`): a fold over its event log.
+"""The view model an app reads (the SDK's `AppStateAPI`): a fold over its event log.
 
 Per conversation: the timeline (agent messages, the user's own messages with their
 delivery state, interaction requests and answers), the tasks' latest progress, and the

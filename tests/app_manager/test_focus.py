@@ -1,4 +1,4 @@
-"""The focus stack and instance lifecycle (seed §4.3-4.5) as rules, fuzzed by a state
+"""The focus stack and instance lifecycle as rules, fuzzed by a state
 machine: whatever the order of launches, focus changes and closes, exactly the
 top of the stack is in the foreground, every instance on the stack is live, and closing
 the top brings back the one below in the foreground."""

@@ -1,7 +1,7 @@
 """Installed apps as isolated processes under the app manager: launch puts an instance in
 front and the previous one in the background; focus and close move it back; disable and
 remove wind the process down; a process killed past its restart intensity fails its
-instance and gives the foreground back (seed §4.4-4.5)."""
+instance and gives the foreground back."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def test_an_app_killed_past_its_intensity_fails_and_gives_back_the_front(
 
 
 def test_host_intents_open_and_close_apps(factory: RuntimeFactory, bundles: Bundles) -> None:
-    """The host's lifecycle intents (seed §5.1's third entry) open and close apps."""
+    """The host's lifecycle intents (the third entry kind) open and close apps."""
     from lineup.ui_session import UiSession
 
     apps = _installed(factory, bundles)

@@ -1,4 +1,4 @@
-"""What an installed app may ask of navigation (seed §6, §4.5): any app may navigate, but
+"""What an installed app may ask of navigation: any app may navigate, but
 only within its own conversations and instances, and only the user's side chooses the
 default app or manages the registry. The app here is a real bundle, built, signed,
 installed and run jailed; it tries each request at its start and keeps the answers."""

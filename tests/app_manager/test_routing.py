@@ -1,4 +1,4 @@
-"""The registry decides what the router lets through (seed §4.4, §5.3 step 4): an agent's
+"""The registry decides what the router lets through: an agent's
 message for an app that is disabled gets `app_disabled`, for one that was removed
 `app_not_installed`; neither is silent, neither reaches an app, every actor keeps running."""
 

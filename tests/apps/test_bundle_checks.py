@@ -1,5 +1,5 @@
 """Every bundle check, one tampered bundle each: refused with its code and a detail naming
-the file or feature, and the cache left exactly as it was (seed §8.3)."""
+the file or feature, and the cache left exactly as it was."""
 
 from __future__ import annotations
 

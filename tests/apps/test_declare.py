@@ -1,4 +1,4 @@
-"""An app's manifest comes from its declarations (seed §9), and from nowhere else."""
+"""An app's manifest comes from its declarations, and from nowhere else."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The code vocabulary: stable, complete for §5.3, §6.3 and §7.3, and unambiguous."""
+"""The code vocabulary: stable, complete for the filter chain, capability requests and tool
+calls, and unambiguous."""
 
 from __future__ import annotations
 

@@ -89,7 +89,7 @@ def test_only_the_listed_sender_kinds_may_send_a_type(type_: str) -> None:
 
 
 def test_a_user_action_can_never_be_an_agent_tool_call() -> None:
-    # §5.1: whatever target the user picks, a tool call from a user is refused.
+    # Whatever target the user picks, a tool call from a user is refused.
     call = valid_envelopes()["tool.invoke"]
     for target_kind in ("app", "runtime"):
         mutated = _with_sender(call, "user")

@@ -1,4 +1,4 @@
-"""App manifests (§9) and tool descriptors (§7.1): valid samples pass, invalid ones name
+"""App manifests and tool descriptors: valid samples pass, invalid ones name
 their first violation, and SDK features are checked against what this runtime offers."""
 
 from __future__ import annotations

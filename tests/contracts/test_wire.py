@@ -49,7 +49,7 @@ def test_golden_session_frames_are_valid_and_round_trip(path: Path) -> None:
         for message in _messages(frame):
             envelope = validate_message(message)
             if isinstance(frame, Submit):
-                # A session submits only what its role may send (§5.1).
+                # A session submits only what its role may send.
                 role = load(path)[0]["frame"]["role"]
                 expected_ok = envelope.sender.kind in ROLE_SENDER_KINDS[role]
                 result = next(

@@ -1,4 +1,4 @@
-"""The router's filter chain (seed §5.3) on single messages: every rejected golden fixture
+"""The router's filter chain on single messages: every rejected golden fixture
 gets its code, steps 2-7 run in order, and nothing rejected is delivered."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The host actor (seed §5.1): local UI actions and host lifecycle intents are entries of
+"""The host actor: local UI actions and host lifecycle intents are entries of
 their own, apart from agent input. A UI session's actions reach the app through the host,
 audited as the user's; whatever is malformed, aimed at an unknown app or sent by anything
 but a UI session is refused with its code, audited, and reaches no app."""

@@ -1,4 +1,4 @@
-"""Bad agent input is refused with its filter-chain code (seed §5.3), audited, answered
+"""Bad agent input is refused with its filter-chain code, audited, answered
 with a rejection envelope, and never reaches an app; isolation holds between
 conversations and app scopes."""
 
