@@ -103,7 +103,7 @@ class LegacyMessage(ContractModel):
     id: MessageId
     ts: Timestamp
     conversation_id: ConversationId | None = None
-    app_scope: str | None = None  # explicit scope (MVP-R1); checked by the adapter
+    app_scope: str | None = None  # explicit scope; checked by the adapter
     from_: LegacyFrom = Field(alias="from")
     reply_to: MessageId | None = None
     seq: Annotated[int, Field(ge=0, le=(1 << 53) - 1)] | None = None
