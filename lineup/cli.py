@@ -92,7 +92,7 @@ def _run_headless(args: argparse.Namespace) -> int:
         if args.appserver:
             await Supervisor(configure(args.appserver), data_dir).run()
             return
-        # Seed F1: one command shows the whole system, on an AppServer of its own.
+        # One command shows the whole system, on an AppServer of its own.
         async with embedded_appserver(data_dir, demo_agent=not args.no_demo_agent) as url:
             print(f"embedded AppServer on {url}", file=sys.stderr)
             await Supervisor(configure(url), data_dir).run()

@@ -77,8 +77,8 @@ class AppRecord:
         return row
 
     def public(self) -> dict[str, Any]:
-        """The record as the seed names it (and its signers), for the CLI and the
-        app-registry app."""
+        """The record with the fields the registry promises (and its signers), for the CLI
+        and the app-registry app."""
         row = dataclasses.asdict(self)
         row.pop("manifest")
         return row

@@ -1,7 +1,7 @@
 """The contracts every LineUp process agrees on: one typed shape per boundary message.
 
-Seed F0 ("冻结契约与兼容映射"): the actors, the apps' SDK, the reference AppServer and the
-tests all import these types from here and nowhere else. The layers, bottom up:
+The actors, the apps' SDK, the reference AppServer and the tests all import these types
+from here and nowhere else. The layers, bottom up:
 
 - `_ids`: grammars for app scopes and every id, the message-id (ULID) generator;
 - `_codes`: the stable `Code` strings and `ContractError`, the only exception raised for

@@ -52,7 +52,7 @@ CROCKFORD_ALPHABET: Final = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 MESSAGE_ID_PATTERN: Final = r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$"
 
 # --- the other ids -----------------------------------------------------------------------
-# An instance belongs to exactly one app: its id is `<app_scope>:<local>`, as in the seed's
+# An instance belongs to exactly one app: its id is `<app_scope>:<local>`, as in
 # `draw-and-guess:game-001`. The prefix lets every hop check ownership without a lookup.
 INSTANCE_ID_PATTERN: Final = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*:[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 OPERATION_ID_PATTERN: Final = r"^op_[A-Za-z0-9_-]{1,64}$"

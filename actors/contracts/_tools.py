@@ -1,10 +1,10 @@
 """Tool descriptors, tool-call payloads and receipts, the inventory.
 
 A descriptor is the non-executable public contract an app's SDK generates from its source;
-the runtime publishes the visible ones to the agent as a revisioned inventory. Where the
-seed leaves a shape open it follows MCP's tool descriptor (`title`, `description`,
-`input_schema`, `output_schema`, hint `annotations`); where the seed is stricter (a
-revisioned inventory, one final result per call, an output schema) the seed wins.
+the runtime publishes the visible ones to the agent as a revisioned inventory. It follows
+MCP's tool descriptor (`title`, `description`, `input_schema`, `output_schema`, hint
+`annotations`), and is stricter where the runtime needs it: a revisioned inventory, one
+final result per call, an output schema.
 
 JSON Schema validation is ~50 µs per document, so it happens only at trust boundaries:
 when a descriptor is accepted and when a call's arguments or a handler's output cross into
