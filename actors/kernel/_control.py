@@ -250,10 +250,11 @@ async def inject(
         "body": pack_body(body),
     }
     op, payload = classify(frame)
+    gate = supervisor.gate(sender)
     try:
-        supervisor.gate(sender).check(payload)
+        gate.check(payload)
     except Refusal as refusal:
-        supervisor.gate(sender).refuse(payload, refusal)
+        gate.refuse(payload, refusal)
         raise ValueError(f"refused ({refusal.code}): {refusal.detail}") from None
     assert supervisor.switchboard is not None  # the control socket opens after it
     await supervisor.switchboard.request(op, sender, payload)
