@@ -31,7 +31,6 @@ from actors.kernel import (
     CallFailed,
     DerivedIds,
     Message,
-    ReplyError,
     crash_point,
     handles,
     log_tail,
@@ -217,12 +216,9 @@ class AppManagerActor(Actor):
             kind, scope = str(body.get("kind"))[:64], str(body.get("app_scope") or "")[:128]
             op = AppOperation(op_id, kind, scope)
             op.request = request_fields(body)
-        try:
-            check_requester(msg.sender, op, self.focus, self.core)
-        except ContractError as refusal:
-            # A request its sender may not make leaves no row: an app asking again and
-            # again must cost the registry nothing.
-            raise ReplyError(str(refusal.code), refusal.detail) from None
+        # A request its sender may not make is refused before any row exists: an app
+        # asking again and again must cost the registry nothing.
+        check_requester(msg.sender, op, self.focus, self.core)
         try:
             op = await self._run(op, ids)
         except ContractError as refusal:
@@ -242,7 +238,7 @@ class AppManagerActor(Actor):
     def _answer(self, op: AppOperation, msg: Message) -> Any:
         row = op.to_row()
         if msg.wants_reply and op.state == "failed":
-            raise ReplyError(str(op.code), str(op.detail))
+            raise ContractError(Code(str(op.code)), str(op.detail))
         return row
 
     async def _run(self, op: AppOperation, ids: DerivedIds) -> AppOperation:

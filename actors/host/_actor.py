@@ -30,7 +30,7 @@ from typing import Any, Final, TypeVar
 import msgpack
 
 from actors.contracts import Code, ContractError
-from actors.kernel import Actor, Message, ReplyError, handles
+from actors.kernel import Actor, Message, handles
 
 from .door import DOOR
 
@@ -119,7 +119,7 @@ class HostActor(Actor):
 
     async def _checked(self, msg: Message, parse: Callable[[], T]) -> T:
         """`parse()`'s result; a refusal (wrong source, bad body) is audited, then answered
-        with its code (ReplyError)."""
+        with its code."""
         try:
             if msg.sender not in HOST_SOURCES:
                 raise ContractError(  # noqa: TRY301 - one path for every refusal
@@ -130,7 +130,7 @@ class HostActor(Actor):
             self.refused += 1
             log.warning("refused %s %s from %s: %s", msg.type, msg.id, msg.sender, refusal)
             await self._audit(str(refusal.code), f"{msg.type}: {refusal.detail}", msg)
-            raise ReplyError(str(refusal.code), refusal.detail) from None
+            raise
 
     @handles("host.session.open")
     async def session_open(self, msg: Message) -> None:

@@ -18,7 +18,6 @@ from ._actor import (
     CallFailed,
     CallTimeout,
     Message,
-    ReplyError,
     handles,
 )
 from ._applied import applied_once, ensure_applied_table
@@ -92,7 +91,6 @@ __all__ = [
     "Message",
     "MessageRow",
     "PayloadError",
-    "ReplyError",
     "Restart",
     "RuntimeConfig",
     "State",

@@ -29,6 +29,8 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import trio
 
+from actors.contracts import ContractError
+
 from ._channel import Channel, ChannelClosed
 from ._door import Door, PayloadError, from_outside
 from ._faults import crash_point
@@ -54,17 +56,9 @@ class Message(NamedTuple):
     corr: str | None = None
 
 
-class ReplyError(Exception):
-    """Raise in a handler to answer a `call` with a definite error; the message is done."""
-
-    def __init__(self, code: str, detail: str = "") -> None:
-        super().__init__(f"{code}: {detail}" if detail else code)
-        self.code = code
-        self.detail = detail
-
-
 class CallFailed(Exception):
-    """A `call` got a definite error back (the callee's ReplyError, or a dead letter)."""
+    """A `call` got a definite error back: the callee's `ContractError`, or the kernel's own
+    (`timeout`, `dead_letter`, `sender_not_allowed`)."""
 
     def __init__(self, code: str, detail: str = "") -> None:
         super().__init__(f"{code}: {detail}" if detail else code)
@@ -402,8 +396,8 @@ class _Session:
                     outcome, value = actor._unhandled(msg)
                 else:
                     outcome, value = "ok", await handler(msg)
-            except ReplyError as exc:
-                outcome, value = "error", {"code": exc.code, "detail": exc.detail}
+            except ContractError as exc:
+                outcome, value = "error", exc.to_dict()
             except Exception as exc:
                 _emitting.reset(token)
                 await self.failed(msg, exc)

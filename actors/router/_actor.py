@@ -16,7 +16,7 @@ from typing import Any
 import trio
 
 from actors.contracts import Code, ContractError
-from actors.kernel import Actor, DerivedIds, Message, ReplyError, handles, new_id
+from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
 from ._delivery import app_actor, project, rejection_envelope, user_envelope
 from ._filter_chain import Accepted, FilterContext, Rejected, check_inbound
@@ -28,7 +28,9 @@ log = logging.getLogger("lineup.router")
 def _only_from(msg: Message, sender: str) -> None:
     """The AppServer stream and its verdicts come from the transport, nobody else."""
     if msg.sender != sender:
-        raise ReplyError("sender_not_allowed", f"{msg.type} is the {sender}'s, not {msg.sender}'s")
+        raise ContractError(
+            Code.SENDER_NOT_ALLOWED, f"{msg.type} is the {sender}'s, not {msg.sender}'s"
+        )
 
 
 def _outbox_item(answer: dict[str, Any]) -> dict[str, Any]:

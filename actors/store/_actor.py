@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from actors.kernel import Message, ReplyError, applied_once, handles
+from actors.contracts import Code, ContractError
+from actors.kernel import Message, applied_once, handles
 
 from ._apps import AppTables
 from ._schema import open_db
@@ -264,7 +265,7 @@ class StoreActor(AppTables):
                 "SELECT state, origin FROM outbox WHERE key = ?", (body["key"],)
             ).fetchone()
             if row is None:
-                raise ReplyError("unknown_key", body["key"])
+                raise ContractError(Code.INVALID_PAYLOAD, f"no outbox item {body['key']}")
             if row[0] != "pending":
                 return {"changed": False, "origin": row[1]}
             status = "accepted" if body["status"] == "accepted" else "rejected"

@@ -14,7 +14,8 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from actors.kernel import Actor, Message, ReplyError, handles
+from actors.contracts import Code, ContractError
+from actors.kernel import Actor, Message, handles
 
 RECORD_COLUMNS: Final = (
     "app_scope",
@@ -146,7 +147,7 @@ READERS: Final = frozenset({"app_manager", "router"})
 
 def _only(msg: Message, senders: frozenset[str]) -> None:
     if msg.sender not in senders:
-        raise ReplyError("sender_not_allowed", f"{msg.type} is not {msg.sender}'s to send")
+        raise ContractError(Code.SENDER_NOT_ALLOWED, f"{msg.type} is not {msg.sender}'s to send")
 
 
 class AppTables(Actor):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from apps.sdk import NavigationError, RuntimeApp, declare_app
+from apps.sdk import CallFailed, RuntimeApp, declare_app
 
 MANAGE: Final = frozenset(
     {"install", "update", "enable", "disable", "rollback", "remove", "set_default"}
@@ -61,6 +61,6 @@ class AppRegistryApp(RuntimeApp):
                 self.apps = await self.sdk.apps.list()
             else:
                 outcome = {"kind": kind, "ok": False, "code": "invalid_payload"}
-        except NavigationError as exc:
+        except CallFailed as exc:
             outcome = {"kind": kind, "ok": False, "code": exc.code, "detail": exc.detail}
         self.outcomes = [*self.outcomes, outcome][-KEEP:]

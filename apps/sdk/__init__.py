@@ -18,6 +18,8 @@ and nothing else reaches past the supervisor (`door` lists what it takes, from w
 from pathlib import Path
 from typing import Any
 
+from actors.kernel import CallFailed
+
 from ._declare import (
     AppDeclaration,
     ToolDeclaration,
@@ -29,7 +31,7 @@ from ._declare import (
     tool_handlers,
 )
 from ._log import LOG_FILE, EventLog
-from ._navigation import HOOKS, NavigationError
+from ._navigation import HOOKS
 from ._runtime_app import SDK, AppContext, RuntimeApp
 from ._view import ConversationView, ViewModel
 
@@ -52,9 +54,9 @@ __all__ = [
     "SDK",
     "AppContext",
     "AppDeclaration",
+    "CallFailed",
     "ConversationView",
     "EventLog",
-    "NavigationError",
     "RuntimeApp",
     "ToolDeclaration",
     "ViewModel",

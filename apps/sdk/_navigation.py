@@ -3,8 +3,8 @@
 - `sdk.navigation`: `list_available()`, `launch(app_scope, ...)`, `focus(instance_id)`,
   `close(instance_id)`, `open_default_app()`. Each is a request to the app manager, which
   checks it against the target app's state (installed, enabled), its entrypoints and the
-  caller's conversation scope, and answers with the result or a definite error code
-  (`NavigationError`).
+  caller's conversation scope, and answers with the result or raises `CallFailed` with a
+  definite error code.
 - `sdk.lifecycle`: `on(hook, handler)` for the hooks the app manager sends (`start`,
   `foreground`, `background`, `suspend`, `restore`, `closing`), each with the instance;
   `instances()` is what the app knows of its own instances.
@@ -19,8 +19,6 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from actors.kernel import CallFailed
-
 if TYPE_CHECKING:
     from ._runtime_app import RuntimeApp
 
@@ -31,22 +29,10 @@ REQUEST_TIMEOUT: Final = 30.0  # an install verifies a bundle: allow it time
 LifecycleHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
 
 
-class NavigationError(Exception):
-    """The runtime refused a navigation or management request: `code` says why."""
-
-    def __init__(self, code: str, detail: str) -> None:
-        super().__init__(f"{code}: {detail}")
-        self.code = code
-        self.detail = detail
-
-
 async def _request(app: RuntimeApp, body: dict[str, Any]) -> dict[str, Any]:
-    try:
-        row = await app.call(
-            APP_MANAGER, "app_manager.request", body, timeout=REQUEST_TIMEOUT, id=app._ids.next()
-        )
-    except CallFailed as exc:
-        raise NavigationError(exc.code, exc.detail) from None
+    row = await app.call(
+        APP_MANAGER, "app_manager.request", body, timeout=REQUEST_TIMEOUT, id=app._ids.next()
+    )
     result: dict[str, Any] = dict((row.get("request") or {}).get("result") or {})
     return result
 

@@ -25,7 +25,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from actors.kernel import Actor, Message, ReplyError, derive_id, handles, new_id
+from actors.contracts import Code, ContractError
+from actors.kernel import Actor, Message, derive_id, handles, new_id
 
 from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
@@ -230,7 +231,7 @@ class RuntimeApp(Actor):
         if msg.sender == sender:
             return
         self._refused_inputs += 1
-        raise ReplyError("sender_not_allowed", f"only {sender} sends {msg.type}")
+        raise ContractError(Code.SENDER_NOT_ALLOWED, f"only {sender} sends {msg.type}")
 
     @handles("app.deliver")
     async def _deliver(self, msg: Message) -> None:

@@ -17,7 +17,7 @@ from .conftest import Bundles, lineup, start_apps
 NAVIGATOR = """
 from typing import Any
 
-from apps.sdk import NavigationError, RuntimeApp, declare_app
+from apps.sdk import CallFailed, RuntimeApp, declare_app
 
 
 @declare_app(
@@ -37,7 +37,7 @@ class Navigator(RuntimeApp):
     async def _try(self, what: str, request: Any) -> None:
         try:
             self.answers.append([what, "ok", await request])
-        except NavigationError as exc:
+        except CallFailed as exc:
             self.answers.append([what, "refused", exc.code])
 
     async def _tries(self, event: dict[str, Any]) -> None:

@@ -13,11 +13,11 @@ from typing import Any
 import msgpack
 import trio
 
+from actors.contracts import Code, ContractError
 from actors.kernel import (
     Actor,
     CallFailed,
     Message,
-    ReplyError,
     applied_once,
     ensure_applied_table,
     handles,
@@ -105,7 +105,7 @@ class Echo(Actor):
     @handles("echo")
     async def echo(self, msg: Message) -> Any:
         if msg.body == "refuse":
-            raise ReplyError("refused", "asked to refuse")
+            raise ContractError(Code.PERMISSION_DENIED, "asked to refuse")
         return msg.body
 
     @handles("tick")

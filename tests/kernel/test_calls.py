@@ -34,7 +34,7 @@ def test_call_reply_error_and_duplicate_request_ids(
     assert outcome("reply") == ("ok", {"nested": [1, 2, {"x": "y"}], "bytes": b"\x00\xff"}, None)
 
     call("refused", "echo", "echo", "refuse")
-    assert outcome("refused") == ("failed", None, "refused")
+    assert outcome("refused") == ("failed", None, "permission_denied")
 
     call("unknown", "echo", "no.such.type")
     assert outcome("unknown") == ("failed", None, "unknown_type")
