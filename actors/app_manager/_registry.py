@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from actors.contracts import Code, ContractError
+from actors.contracts import SCOPE_CHAT, Code, ContractError
 
 # Where a record's signers travel in its row: the store keeps the columns it knows, and the
 # manifest column is the app manager's JSON. A dotted key is never a manifest field name.
@@ -24,7 +24,7 @@ SIGNER_FIELDS: Final = (
     "previous_signer_key_id",
     "previous_signer_public_key",
 )
-RECOVERY_APP: Final = "chat"  # the app everything falls back to; never removed or disabled
+RECOVERY_APP: Final = SCOPE_CHAT  # the app everything falls back to; never removed or disabled
 OPERATION_KINDS: Final = frozenset({"install", "enable", "disable", "update", "rollback", "remove"})
 TERMINAL_STATES: Final = frozenset({"succeeded", "failed", "rolled_back"})
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, Final
 
-from actors.contracts import Code, ContractError
+from actors.contracts import SCOPE_APP_REGISTRY, Code, ContractError
 
 from ._focus import Focus
 from ._registry import AppOperation
 
-REQUESTERS: Final = frozenset({"debug", "host", "app.app-registry"})
+# Who may manage apps: the operator, the user's host and the app-registry app's process.
+REQUESTERS: Final = frozenset({"debug", "host", f"app.{SCOPE_APP_REGISTRY}"})
 NAVIGATION: Final = frozenset({"launch", "focus", "close", "list", "open_default", "set_default"})
 HOST_NAVIGATION: Final = {
     "open_app": "launch",

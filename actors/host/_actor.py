@@ -29,7 +29,7 @@ from typing import Any, Final, TypeVar
 
 import msgpack
 
-from actors.contracts import Code, ContractError
+from actors.contracts import SCOPE_CHAT, Code, ContractError
 from actors.kernel import Actor, Message, handles
 
 from .door import DOOR
@@ -98,7 +98,7 @@ class HostActor(Actor):
 
     async def on_start(self) -> None:
         # The apps with a UI the host may address; the app manager will own this list.
-        self.ui_apps = frozenset(self.config.get("ui_apps", ["chat"]))
+        self.ui_apps = frozenset(self.config.get("ui_apps", [SCOPE_CHAT]))
         self.sessions: dict[str, str] = {}
         self.actions = 0
         self.intents = 0
