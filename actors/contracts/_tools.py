@@ -230,6 +230,16 @@ class ToolInvoke(ContractModel):
     arguments: JsonObject
 
 
+class ToolCancel(ContractModel):
+    """`lineup.tool.cancel`: the agent withdraws the call named by `correlation.call_id`.
+
+    A call not yet finished ends with `cancelled_by_user`; one already finished keeps its
+    outcome, which the agent gets again.
+    """
+
+    reason: Text | None = None
+
+
 class ToolAccepted(ContractModel):
     """The runtime has durably taken the call; it will end with exactly one result or error."""
 
