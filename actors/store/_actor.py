@@ -20,6 +20,7 @@ from actors.kernel import Message, applied_once, handles
 
 from ._apps import AppTables
 from ._schema import open_db
+from ._tools import ToolTables
 from .door import DOOR
 
 log = logging.getLogger("lineup.store")
@@ -50,8 +51,9 @@ def _chunks(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield chunk
 
 
-class StoreActor(AppTables):
-    """Owns `runtime.db`: conversations, messages, cursor, outbox, audit, lifecycle, apps."""
+class StoreActor(AppTables, ToolTables):
+    """Owns `runtime.db`: conversations, messages, cursor, outbox, audit, lifecycle, apps,
+    tool calls and inventories."""
 
     door = DOOR
 

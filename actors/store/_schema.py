@@ -119,6 +119,44 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
         "instance_id",
     ),
     "app_settings": ({"name": str, "value": str}, "name"),
+    # The tool router's state: every call with its history, the inventory each conversation
+    # was last given, and the highest revision ever issued (a revision is never reused).
+    "tool_calls": (
+        {
+            "call_id": str,
+            "envelope_id": str,
+            "conversation_id": str,
+            "agent_id": str,
+            "app_scope": str,
+            "method": str,
+            "contract_version": str,
+            "arguments": str,
+            "revision": int,
+            "instance_id": str,
+            "state": str,  # accepted | starting | waiting | running | succeeded | failed
+            "code": str,
+            "detail": str,
+            "output": str,
+            "history": str,
+            "created_ms": int,
+            "updated_ms": int,
+            "deadline_ms": int,
+        },
+        "call_id",
+    ),
+    "tool_inventories": (
+        {
+            "conversation_id": str,
+            "agent_id": str,
+            "revision": int,
+            "hash": str,
+            "payload": str,
+            "visibility": str,
+            "published_ms": int,
+        },
+        "conversation_id",
+    ),
+    "tool_state": ({"name": str, "value": int}, "name"),
     "requests": ({"id": str, "reply": str}, "id"),
 }
 
@@ -126,6 +164,7 @@ _UNIQUE: Final = [("outbox", ("key",))]
 _INDEXES: Final = [
     ("messages", ("conversation_id", "seq")),
     ("outbox", ("state", "local_order")),
+    ("tool_calls", ("state",)),
 ]
 
 

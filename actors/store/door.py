@@ -1,7 +1,7 @@
 """What the store takes, and from whom: every request comes from the actor that owns the
 fact it writes (the router for what the agent said and the outbox, the transport for the
-stream's position and the lifecycle, the app manager for the registry). No app reaches the
-store."""
+stream's position and the lifecycle, the app manager for the registry, the tool router for
+tool calls and inventories). No app reaches the store."""
 
 from __future__ import annotations
 
@@ -79,17 +79,35 @@ class AppsWrite(TypedDict, total=False):
     keep_operations: int | None
 
 
+class ToolsWrite(TypedDict, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    accept: list[dict[str, Any]]
+    calls: list[dict[str, Any]]
+    inventories: list[dict[str, Any]]
+    revision: int | None
+    outbox: list[OutboxItem]
+    audit: list[dict[str, Any]]
+
+
+class CallId(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    call_id: str
+
+
 DOOR = Door(
     {
         "store.inbound.persist": accept("router", body=Persist),
         "store.cursor.get": accept("router", "transport", body=Empty),
-        "store.conversations": accept("router", body=Empty),
+        "store.conversations": accept("router", "tool_router", body=Empty),
         "store.outbox.enqueue": accept("router", body=Enqueue),
         "store.outbox.pending": accept("transport", body=Pending),
         "store.outbox.settle": accept("router", body=OutboxVerdict),
-        "store.audit": accept("host", "router", "app_manager", body=Audit),
+        "store.audit": accept("host", "router", "app_manager", "tool_router", body=Audit),
         "store.lifecycle.set": accept("transport", body=Lifecycle),
-        "store.apps.load": accept("app_manager", "router", body=Empty),
+        "store.apps.load": accept("app_manager", "router", "tool_router", body=Empty),
         "store.apps.write": accept("app_manager", body=AppsWrite),
+        "store.tools.load": accept("tool_router", body=Empty),
+        "store.tools.get": accept("tool_router", body=CallId),
+        "store.tools.write": accept("tool_router", body=ToolsWrite),
     }
 )

@@ -1,0 +1,175 @@
+"""The tool router's rows in `runtime.db`: tool calls, published inventories, the revision.
+
+The tool router owns every decision; the store keeps what it is told, one step in one
+transaction (`store.tools.write`) together with the outbox items and audit rows of that
+step, applied once by the request's id. So "the call is accepted" and the `accepted`
+receipt for the agent are on disk together or not at all, and a call's one final outcome
+and its envelope are one commit.
+
+A call is inserted only if its `call_id` is new (`accept`): the answer names the calls that
+were known already, with their rows, so a retried or redelivered call is never taken twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from typing import Any, Final
+
+from actors.kernel import Actor, Message, handles
+
+CALL_COLUMNS: Final = (
+    "call_id",
+    "envelope_id",
+    "conversation_id",
+    "agent_id",
+    "app_scope",
+    "method",
+    "contract_version",
+    "arguments",
+    "revision",
+    "instance_id",
+    "state",
+    "code",
+    "detail",
+    "output",
+    "history",
+    "created_ms",
+    "updated_ms",
+    "deadline_ms",
+)
+INVENTORY_COLUMNS: Final = (
+    "conversation_id",
+    "agent_id",
+    "revision",
+    "hash",
+    "payload",
+    "visibility",
+    "published_ms",
+)
+_JSON_COLUMNS: Final = frozenset({"arguments", "output", "history", "payload", "visibility"})
+FINAL_STATES: Final = ("succeeded", "failed")
+
+
+def _values(columns: tuple[str, ...], row: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(
+        json.dumps(row.get(c), separators=(",", ":"))
+        if c in _JSON_COLUMNS and row.get(c) is not None
+        else row.get(c)
+        for c in columns
+    )
+
+
+def _rows(columns: tuple[str, ...], cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    out = []
+    for values in cursor:
+        row = dict(zip(columns, values, strict=True))
+        for column in _JSON_COLUMNS & row.keys():
+            if row[column] is not None:
+                row[column] = json.loads(row[column])
+        out.append(row)
+    return out
+
+
+def call_row(db: sqlite3.Connection, call_id: str) -> dict[str, Any] | None:
+    rows = _rows(
+        CALL_COLUMNS,
+        db.execute(
+            f"SELECT {', '.join(CALL_COLUMNS)} FROM tool_calls WHERE call_id = ?", (call_id,)
+        ),
+    )
+    return rows[0] if rows else None
+
+
+def load_tools(db: sqlite3.Connection) -> dict[str, Any]:
+    """What the tool router rebuilds its state from: the calls without a final outcome,
+    every published inventory, the highest revision ever issued."""
+    open_calls = db.execute(
+        f"SELECT {', '.join(CALL_COLUMNS)} FROM tool_calls"
+        f" WHERE state NOT IN {FINAL_STATES} ORDER BY created_ms, rowid"
+    )
+    inventories = db.execute(f"SELECT {', '.join(INVENTORY_COLUMNS)} FROM tool_inventories")
+    revision = db.execute("SELECT value FROM tool_state WHERE name = 'revision'").fetchone()
+    return {
+        "calls": _rows(CALL_COLUMNS, open_calls),
+        "inventories": _rows(INVENTORY_COLUMNS, inventories),
+        "revision": int(revision[0]) if revision else 0,
+    }
+
+
+class ToolTables(Actor):
+    """The store's handlers for the tool router (mixed into `StoreActor`)."""
+
+    db: sqlite3.Connection
+    _once: Callable[[Message, Callable[[], Any]], Any]
+    _enqueue: Callable[[list[dict[str, Any]]], list[int]]
+    _audit: Callable[[str, str, str | None, int | None, str], None]
+
+    @handles("store.tools.load")
+    async def tools_load(self, msg: Message) -> Any:
+        return load_tools(self.db)
+
+    @handles("store.tools.get")
+    async def tools_get(self, msg: Message) -> Any:
+        """One call's row (`call_id`), or null."""
+        return {"call": call_row(self.db, str(msg.body["call_id"]))}
+
+    @handles("store.tools.write")
+    async def tools_write(self, msg: Message) -> Any:
+        """One step of the tool router, in one transaction.
+
+        Body: `accept` [call rows, inserted only if their call_id is new], `calls` [call
+        rows, replaced whole], `inventories` [inventory rows, replaced whole], `revision`
+        (the highest issued; never lowered), `outbox` [items], `audit` [{code, detail,
+        message_id}]. Reply: `known` {call_id: row} for the `accept` rows that existed.
+        """
+        body = msg.body
+
+        def apply() -> dict[str, Any]:
+            known: dict[str, Any] = {}
+            marks = ", ".join("?" * len(CALL_COLUMNS))
+            for row in body.get("accept", ()):
+                existing = call_row(self.db, row["call_id"])
+                if existing is not None:
+                    known[row["call_id"]] = existing
+                    continue
+                self.db.execute(
+                    f"INSERT INTO tool_calls ({', '.join(CALL_COLUMNS)}) VALUES ({marks})",
+                    _values(CALL_COLUMNS, row),
+                )
+            for row in body.get("calls", ()):
+                self.db.execute(
+                    f"INSERT OR REPLACE INTO tool_calls ({', '.join(CALL_COLUMNS)})"
+                    f" VALUES ({marks})",
+                    _values(CALL_COLUMNS, row),
+                )
+            inventory_marks = ", ".join("?" * len(INVENTORY_COLUMNS))
+            for row in body.get("inventories", ()):
+                self.db.execute(
+                    f"INSERT OR REPLACE INTO tool_inventories ({', '.join(INVENTORY_COLUMNS)})"
+                    f" VALUES ({inventory_marks})",
+                    _values(INVENTORY_COLUMNS, row),
+                )
+            revision = body.get("revision")
+            if revision is not None:
+                self.db.execute(
+                    "INSERT INTO tool_state (name, value) VALUES ('revision', ?)"
+                    " ON CONFLICT(name) DO UPDATE SET value = max(value, excluded.value)",
+                    (int(revision),),
+                )
+            self._enqueue(list(body.get("outbox", ())))
+            for entry in body.get("audit", ()):
+                self._audit(
+                    str(entry["code"]),
+                    str(entry.get("detail", "")),
+                    entry.get("message_id"),
+                    None,
+                    msg.sender,
+                )
+            return {"known": known}
+
+        reply = self._once(msg, apply)
+        if body.get("outbox"):
+            await self.cast("transport", "transport.outbox.wake", {})
+        return reply
