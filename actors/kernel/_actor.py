@@ -128,11 +128,13 @@ class Actor:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        handlers = dict(getattr(cls, "_handlers", {}))
-        for attr, value in vars(cls).items():
-            message_type = getattr(value, "_lineup_handles", None)
-            if message_type is not None:
-                handlers[message_type] = attr
+        # Every base's handlers (an actor may be composed of mixins), the nearest one winning.
+        handlers: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            for attr, value in vars(klass).items():
+                message_type = getattr(value, "_lineup_handles", None)
+                if message_type is not None:
+                    handlers[message_type] = attr
         cls._handlers = handlers
         if cls.door is not None:
             undeclared = sorted(set(handlers) - cls.door.types())
