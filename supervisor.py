@@ -71,7 +71,12 @@ RUNTIME_CHILDREN = [
         "AppManagerActor",
         core_apps=list(CORE_MANIFESTS.values()),
     ),
-    _actor("tool_router", "actors.tool_router", "ToolRouterActor"),
+    _actor(
+        "tool_router",
+        "actors.tool_router",
+        "ToolRouterActor",
+        core_apps=list(CORE_MANIFESTS.values()),
+    ),
     _actor("capability_gateway", "actors.capability_gateway", "CapabilityGatewayActor"),
     *map(_core_app, CORE_APPS),
     _actor("transport", "actors.transport", "TransportActor"),
@@ -101,6 +106,7 @@ def default_config(
     settings: dict[str, dict[str, object]] = {
         "store": {"data_dir": str(root)},
         "app_manager": {"data_dir": str(root)},
+        "tool_router": {"data_dir": str(root)},
         **{
             f"app.{scope}": {"app_scope": scope, "app_dir": str(root / "apps" / scope)}
             for scope in CORE_MANIFESTS

@@ -182,9 +182,19 @@ class AppManagerActor(Actor):
         # The router's mailbox has the new view before the operation is seen to end, so an
         # agent message sent after that is filtered by it (mailbox order is arrival order).
         await self.cast("router", "router.apps", {"apps": routing}, id=new_id())
+        await self.cast("tool_router", "tool_router.apps", self._tool_view(), id=new_id())
         await self._store("store.apps.write", body, new_id())
         for instance_id, hook in events:  # the apps hear of it once it is on disk
             await self._announce(self.focus.instances[instance_id], hook, ids)
+
+    def _tool_view(self) -> dict[str, Any]:
+        """The tool router's view: every record, the live instances and the focus stack
+        (the shape of the store's `store.apps.load`, which it reads at start)."""
+        return {
+            "records": [r.to_row() for r in self.records.values()],
+            "instances": [i.to_row() for i in self.focus.instances.values() if i.live],
+            "settings": {"focus_stack": self.focus.stack},
+        }
 
     def _routing(self) -> dict[str, Any]:
         """The router's view of the apps (filter chain steps 4, 6, 7), kept with the
@@ -332,7 +342,10 @@ class AppManagerActor(Actor):
             result: dict[str, Any] = {"default_app": scope}
         elif op.kind == "launch":
             instance = self.focus.launch(
-                scope, request.get("conversation_id"), request.get("local")
+                scope,
+                request.get("conversation_id"),
+                request.get("local"),
+                foreground=request.get("mode") != "background",
             )
             try:
                 await self._ensure_process(scope)

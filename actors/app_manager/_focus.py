@@ -118,15 +118,30 @@ class Focus:
             self._set(instance, "active", "foreground")
         self.changed.add(instance.instance_id)
 
-    def launch(self, scope: str, conversation_id: str | None, local: str | None = None) -> Instance:
-        """Start (or bring forward) an instance and give it the foreground."""
+    def launch(
+        self,
+        scope: str,
+        conversation_id: str | None,
+        local: str | None = None,
+        *,
+        foreground: bool = True,
+    ) -> Instance:
+        """Start (or bring forward) an instance and give it the foreground; with
+        `foreground` False, start it behind the current top (a running one stays put)."""
         instance_id = instance_id_for(scope, conversation_id, local, self.global_apps)
         instance = self.instances.get(instance_id)
         if instance is not None and instance.live:
-            self.focus(instance_id)
+            if foreground:
+                self.focus(instance_id)
             return instance
         instance = Instance(instance_id, scope, conversation_id)
         self.instances[instance_id] = instance
+        if not foreground and self.stack:
+            self._set(instance, "launching", "start")
+            self._set(instance, "active")
+            self._set(instance, "backgrounded", "background")
+            self.stack.insert(len(self.stack) - 1, instance_id)
+            return instance
         if instance_id != self.foreground:
             self._background_top()
         self._set(instance, "launching", "start")

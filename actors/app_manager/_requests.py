@@ -17,6 +17,9 @@ from ._registry import AppOperation
 
 # Who may manage apps: the operator, the user's host and the app-registry app's process.
 REQUESTERS: Final = frozenset({"debug", "host", f"app.{SCOPE_APP_REGISTRY}"})
+# The tool router launches and brings forward the app a call needs, in any conversation;
+# it never manages the registry.
+NAVIGATORS: Final = frozenset({"tool_router"})
 NAVIGATION: Final = frozenset({"launch", "focus", "close", "list", "open_default", "set_default"})
 HOST_NAVIGATION: Final = {
     "open_app": "launch",
@@ -33,6 +36,7 @@ REQUEST_FIELDS: Final = frozenset(
         "instance_id",
         "local",
         "entrypoint",
+        "mode",  # a launch in the background (a tool's app that need not be seen)
     }
 )
 MAX_FIELD: Final = 1024
@@ -52,7 +56,7 @@ def check_requester(sender: str, op: AppOperation, focus: Focus, core: Collectio
     """The registry is managed by the user's side only (the operator, the host, the
     app-registry app); any app may navigate, within its own conversations; a core app
     (`core`: their scopes) anywhere."""
-    if sender in REQUESTERS:
+    if sender in REQUESTERS or (sender in NAVIGATORS and op.kind in NAVIGATION):
         return
     if not sender.startswith("app.") or op.kind not in NAVIGATION:
         raise ContractError(Code.SENDER_NOT_ALLOWED, f"{sender!r} cannot {op.kind} apps")

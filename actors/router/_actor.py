@@ -18,7 +18,7 @@ import trio
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
-from ._delivery import app_actor, project, rejection_envelope, user_envelope
+from ._delivery import app_actor, project, rejection_envelope, tool_call_view, user_envelope
 from ._filter_chain import Accepted, FilterContext, Rejected, check_inbound
 from .door import DOOR
 
@@ -58,6 +58,8 @@ def _persist_item(a: Accepted) -> dict[str, Any]:
     }
     if a.deliver_to is not None:
         item["view"] = project(a.env, a.seq)
+    if a.to_tool_router:
+        item["tool_call"] = tool_call_view(a.env, a.seq)
     return item
 
 

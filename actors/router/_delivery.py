@@ -48,6 +48,22 @@ def project(env: RuntimeEnvelope, seq: int) -> dict[str, Any]:
     return view
 
 
+def tool_call_view(env: RuntimeEnvelope, seq: int) -> dict[str, Any]:
+    """What the tool router needs of an agent's `lineup.tool.invoke` or `lineup.tool.cancel`."""
+    correlation = env.correlation
+    return {
+        "type": env.type,
+        "envelope_id": env.id,
+        "seq": seq,
+        "conversation_id": env.scope.conversation_id,
+        "agent_id": env.sender.id,
+        "app_scope": env.target.app_scope,
+        "call_id": correlation.call_id if correlation else None,
+        "revision": correlation.inventory_revision if correlation else None,
+        "payload": env.payload,
+    }
+
+
 def rejection_envelope(env: RuntimeEnvelope, code: str, detail: str) -> dict[str, Any] | None:
     """The answer an agent gets for a rejected message, or None if the
     rejected message names no conversation it could go to.

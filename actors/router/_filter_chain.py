@@ -11,8 +11,9 @@ codes (the frame's sequence check of step 3 runs right after step 1, before step
    `correlation.sequence`; id dedup against everything stored is the store's, in the same
    transaction as the insert (`store.inbound.persist` reports `duplicate`);
 4. app installed and enabled (the app manager's routing view);
-5. tools / capabilities — no tool is served yet (the SDK offers no `app.tools.v1`), so an
-   agent's tool call is refused with `tool_not_visible`;
+5. tools — an agent's tool call or cancel is handed to the tool router once persisted: it
+   owns the inventory, so it checks the revision, the tool's visibility (which covers step
+   4 for calls) and the arguments, and answers every call with exactly one final outcome;
 6. ownership — an instance id must be one of the app's live instances;
 7. subscriptions — the app's manifest subscriptions (`not_subscribed` otherwise);
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from actors.contracts import (
     Code,
@@ -34,6 +35,8 @@ from actors.contracts import (
     RuntimeEnvelope,
     validate_message,
 )
+
+TOOL_TYPES: Final = frozenset({"lineup.tool.invoke", "lineup.tool.cancel"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,7 @@ class Accepted:
     text: str
     deliver_to: str | None  # the app scope whose inbox gets it, None for history only
     associates: str | None = None  # an agent this message associates its conversation with
+    to_tool_router: bool = False  # a tool call or cancel, for the tool router once stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +115,10 @@ def _check_agent(
             f"{env.sender.id!r} is not part of {conversation!r}",
             env,
         )
+    associates = env.sender.id if owner is None else None
+    # Step 5 comes first for tools: the tool router answers for the app's state itself.
+    if env.type in TOOL_TYPES:
+        return Accepted(seq, env, text, None, associates, to_tool_router=True)
     # Step 4: the target app.
     scope = env.target.app_scope
     rule = ctx.apps.get(scope)
@@ -118,9 +126,6 @@ def _check_agent(
         return Rejected(seq, Code.APP_NOT_INSTALLED, f"no app {scope!r} is installed", env)
     if not rule.enabled:
         return Rejected(seq, Code.APP_DISABLED, f"app {scope!r} is disabled", env)
-    # Step 5: tool calls need a published tool (none yet).
-    if env.type == "lineup.tool.invoke":
-        return Rejected(seq, Code.TOOL_NOT_VISIBLE, f"{scope!r} publishes no tools", env)
     # Step 6: instance ownership.
     instance = env.scope.instance_id
     if instance is not None and instance not in rule.instances:
@@ -132,7 +137,7 @@ def _check_agent(
         return Rejected(
             seq, Code.NOT_SUBSCRIBED, f"{scope!r} does not subscribe to {env.type}", env
         )
-    return Accepted(seq, env, text, scope, env.sender.id if owner is None else None)
+    return Accepted(seq, env, text, scope, associates)
 
 
 def _as_text(text: str | bytes) -> str:

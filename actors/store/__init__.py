@@ -16,16 +16,23 @@ each, and its body's type, is in `door`:
 | `store.lifecycle.set` | cast | `state`, `detail` (the connection lifecycle, from the transport) |
 | `store.apps.load` | call | → `records`, `operations`, `instances`, `settings` |
 | `store.apps.write` | call | whole rows of one app-manager step, in one transaction → `written` |
+| `store.tools.load` | call | → open `calls`, `inventories`, `revision` (the tool router's state) |
+| `store.tools.get` | call | `call_id` → `call` (its row, or null) |
+| `store.tools.write` | call | one tool-router step (calls, inventories, outbox, audit) → `known` |
 
 With `deliver` (the router's way) the store does what follows the commit itself: each
 app's fresh messages (`app.deliver`), duplicates back to the router
-(`router.inbound.duplicates`), `transport.outbox.wake`, `transport.persisted {cursor}`.
+(`router.inbound.duplicates`), the agent's tool calls and newly associated conversations to
+the tool router (`tool_router.inbound`), `transport.outbox.wake`, `transport.persisted
+{cursor}`.
 
-`read_lifecycle` and `read_outbox` read the file directly (read-only), for the CLI.
+`read_lifecycle`, `read_outbox`, `read_tool_calls`, `read_inventories` and the others read the
+file directly (read-only), for the CLI.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -33,6 +40,7 @@ from typing import Any
 from ._actor import StoreActor
 from ._apps import OPERATION_COLUMNS, load_apps, operation_from_row
 from ._schema import DB_FILE, open_db
+from ._tools import CALL_COLUMNS, INVENTORY_COLUMNS, rows_of
 
 
 def _read(data_dir: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -60,6 +68,36 @@ def read_outbox(data_dir: Path) -> list[dict[str, Any]]:
     return [dict(zip(("order", "key", "state", "seq", "code"), row, strict=True)) for row in rows]
 
 
+def read_outbox_envelopes(data_dir: Path) -> list[dict[str, Any]]:
+    """Every outbox item's envelope, in outbox order, with its state."""
+    rows = _read(data_dir, "SELECT envelope, state FROM outbox ORDER BY local_order")
+    return [{**json.loads(envelope), "_state": state} for envelope, state in rows]
+
+
+def read_tool_calls(
+    data_dir: Path, *, state: str | None = None, conversation_id: str | None = None
+) -> list[dict[str, Any]]:
+    """The tool calls, oldest first, each with its history (optionally of one state or
+    conversation)."""
+    query = f"SELECT {', '.join(CALL_COLUMNS)} FROM tool_calls WHERE 1"
+    params: list[Any] = []
+    if state is not None:
+        query += " AND state = ?"
+        params.append(state)
+    if conversation_id is not None:
+        query += " AND conversation_id = ?"
+        params.append(conversation_id)
+    return rows_of(
+        CALL_COLUMNS, _read(data_dir, query + " ORDER BY created_ms, rowid", tuple(params))
+    )
+
+
+def read_inventories(data_dir: Path) -> list[dict[str, Any]]:
+    """The inventory each conversation was last given, with why each tool is or is not in it."""
+    query = f"SELECT {', '.join(INVENTORY_COLUMNS)} FROM tool_inventories ORDER BY conversation_id"
+    return rows_of(INVENTORY_COLUMNS, _read(data_dir, query))
+
+
 def read_audit(data_dir: Path) -> list[dict[str, Any]]:
     rows = _read(data_dir, "SELECT code, detail, message_id, seq, source FROM audit ORDER BY pos")
     keys = ("code", "detail", "message_id", "seq", "source")
@@ -71,9 +109,12 @@ __all__ = [
     "StoreActor",
     "read_apps",
     "read_audit",
+    "read_inventories",
     "read_lifecycle",
     "read_operation",
     "read_outbox",
+    "read_outbox_envelopes",
+    "read_tool_calls",
 ]
 
 

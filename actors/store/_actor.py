@@ -216,6 +216,19 @@ class StoreActor(AppTables, ToolTables):
             for chunk in _chunks(by_app[app]):
                 await self.cast(f"app.{app}", "app.deliver", {"messages": chunk})
                 self.delivered += len(chunk)
+        calls = [
+            item["tool_call"]
+            for item in body.get("items", [])
+            if "tool_call" in item and item["id"] in fresh
+        ]
+        if calls or body.get("associate"):
+            # The tool router learns of new conversations (to publish their inventory) and
+            # takes the calls, in stream order, once they are stored.
+            await self.cast(
+                "tool_router",
+                "tool_router.inbound",
+                {"calls": calls, "associate": body.get("associate", {})},
+            )
         if reply["duplicates"]:
             envelopes = {i["id"]: i for i in body.get("items", [])}
             items = [

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from actors.kernel import Actor, Message, handles
@@ -61,7 +61,8 @@ def _values(columns: tuple[str, ...], row: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def _rows(columns: tuple[str, ...], cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+def rows_of(columns: tuple[str, ...], cursor: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Rows as maps, their JSON columns decoded."""
     out = []
     for values in cursor:
         row = dict(zip(columns, values, strict=True))
@@ -73,7 +74,7 @@ def _rows(columns: tuple[str, ...], cursor: sqlite3.Cursor) -> list[dict[str, An
 
 
 def call_row(db: sqlite3.Connection, call_id: str) -> dict[str, Any] | None:
-    rows = _rows(
+    rows = rows_of(
         CALL_COLUMNS,
         db.execute(
             f"SELECT {', '.join(CALL_COLUMNS)} FROM tool_calls WHERE call_id = ?", (call_id,)
@@ -92,8 +93,8 @@ def load_tools(db: sqlite3.Connection) -> dict[str, Any]:
     inventories = db.execute(f"SELECT {', '.join(INVENTORY_COLUMNS)} FROM tool_inventories")
     revision = db.execute("SELECT value FROM tool_state WHERE name = 'revision'").fetchone()
     return {
-        "calls": _rows(CALL_COLUMNS, open_calls),
-        "inventories": _rows(INVENTORY_COLUMNS, inventories),
+        "calls": rows_of(CALL_COLUMNS, open_calls),
+        "inventories": rows_of(INVENTORY_COLUMNS, inventories),
         "revision": int(revision[0]) if revision else 0,
     }
 
@@ -119,7 +120,8 @@ class ToolTables(Actor):
     async def tools_write(self, msg: Message) -> Any:
         """One step of the tool router, in one transaction.
 
-        Body: `accept` [call rows, inserted only if their call_id is new], `calls` [call
+        Body: `accept` [call rows, inserted only if every call_id is new: if one is known,
+        nothing of the step is written and the reply names it], `calls` [call
         rows, replaced whole], `inventories` [inventory rows, replaced whole], `revision`
         (the highest issued; never lowered), `outbox` [items], `audit` [{code, detail,
         message_id}]. Reply: `known` {call_id: row} for the `accept` rows that existed.
@@ -128,12 +130,15 @@ class ToolTables(Actor):
 
         def apply() -> dict[str, Any]:
             known: dict[str, Any] = {}
+            # A step whose call was known already is not this step: it writes nothing else.
             marks = ", ".join("?" * len(CALL_COLUMNS))
             for row in body.get("accept", ()):
                 existing = call_row(self.db, row["call_id"])
                 if existing is not None:
                     known[row["call_id"]] = existing
-                    continue
+            if known:
+                return {"known": known}
+            for row in body.get("accept", ()):
                 self.db.execute(
                     f"INSERT INTO tool_calls ({', '.join(CALL_COLUMNS)}) VALUES ({marks})",
                     _values(CALL_COLUMNS, row),
@@ -170,6 +175,6 @@ class ToolTables(Actor):
             return {"known": known}
 
         reply = self._once(msg, apply)
-        if body.get("outbox"):
+        if body.get("outbox") and not reply["known"]:
             await self.cast("transport", "transport.outbox.wake", {})
         return reply

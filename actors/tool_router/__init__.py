@@ -1,16 +1,8 @@
-"""The tool_router actor: the tool inventory and the lifecycle of a tool call.
+"""The tool_router actor: the revisioned tool inventory and the lifecycle of a tool call
+(`_actor.py`), which tools are visible and why (`_inventory.py`, `_policy.py`), getting a
+call's app ready (`_activation.py`)."""
 
-For now it runs under the supervisor and answers the kernel's statistics requests; its
-handlers arrive with the issue named above.
-"""
+from ._actor import ToolRouterActor
+from ._policy import POLICY_FILE
 
-from actors.kernel import Actor
-
-from .door import DOOR
-
-
-class ToolRouterActor(Actor):
-    door = DOOR
-
-
-__all__ = ["ToolRouterActor"]
+__all__ = ["POLICY_FILE", "ToolRouterActor"]

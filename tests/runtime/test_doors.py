@@ -12,6 +12,7 @@ from actors.kernel import APPS, Actor, Door, load_door
 SDK_SURFACE = {
     ("router", "router.action"),
     ("app_manager", "app_manager.request"),
+    ("tool_router", "tool_router.report"),
 }
 
 

@@ -17,7 +17,7 @@ async def _runtime_replies(agent: AgentClient, count: int) -> list[tuple[str, st
     with trio.fail_after(30):
         while len(found) < count:
             message = await agent.receive()
-            if message.sender.kind != "runtime":
+            if message.sender.kind != "runtime" or message.envelope.type == "lineup.inventory":
                 continue
             env = message.envelope
             payload = env.payload

@@ -1,0 +1,508 @@
+"""The tool router actor: the one owner of tools.
+
+- `tool_router.inbound` (from the store, once it stored them): the agent's tool calls and
+  cancels in stream order, and conversations newly associated with an agent;
+- `tool_router.apps` (from the app manager): the registry and the live instances changed;
+- `tool_router.report` (from an app process): progress, result or error of one of its calls.
+
+Every step of a call is one store transaction holding the call's row, the envelopes for the
+agent (into the outbox) and any audit row. What the router keeps in memory (the open calls,
+the apps, the inventories) is rebuilt from the store at start; a call left open by a crash
+resumes where its row says.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from actors.contracts import (
+    APP_TOOL_ERROR_CODES,
+    Code,
+    ContractError,
+    InventoryTool,
+    check_tool_arguments,
+    check_tool_output,
+    utc_timestamp,
+    validate_envelope,
+)
+from actors.kernel import Actor, DerivedIds, Message, derive_id, handles, new_id
+
+from ._activation import Activations
+from ._apps import app_views
+from ._calls import (
+    SLOT_ACCEPTED,
+    SLOT_DISPATCH,
+    SLOT_FINAL,
+    Call,
+    envelope,
+    final_envelope,
+    now_ms,
+    outbox_item,
+)
+from ._inventory import AppView, Computed, compute, find_tool
+from ._policy import Policy, load_policy, policy_stamp
+from .door import DOOR
+
+log = logging.getLogger("lineup.tool_router")
+
+POLICY_POLL_S: Final = 1.0
+TIMER_POLL_S: Final = 0.1
+
+
+class ToolRouterActor(Actor):
+    door = DOOR
+
+    async def on_start(self) -> None:
+        self.data_dir = Path(str(self.config.get("data_dir", ".")))
+        self.core = {str(m["app_scope"]): m for m in self.config.get("core_apps", [])}
+        self.host_capabilities = frozenset(self.config.get("host_capabilities", []))
+        self.call_timeout = float(self.config.get("call_timeout", 2.0))
+        self.apps: dict[str, AppView] = {}
+        self.foreground: str | None = None
+        self.conversations: dict[str, str] = {}
+        self.inventories: dict[str, dict[str, Any]] = {}
+        self.revision = 0
+        self.calls: dict[str, Call] = {}
+        self.policy = Policy()
+        self.stamp = policy_stamp(self.data_dir)
+        self.counts = {"accepted": 0, "refused": 0, "succeeded": 0, "failed": 0}
+        self.activations = Activations(self)
+        self.loaded = trio.Event()
+        self.nursery.start_soon(self._load)
+
+    def statistics_extra(self) -> dict[str, Any]:
+        return {"revision": self.revision, "open_calls": len(self.calls), **self.counts}
+
+    async def store(self, type_: str, body: Any, id: str | None = None) -> Any:
+        return await self.call_until_answered(
+            "store", type_, body, id=id or new_id(), max_timeout=self.call_timeout
+        )
+
+    async def _load(self) -> None:
+        state = await self.store("store.tools.load", {})
+        registry = await self.store("store.apps.load", {})
+        conversations = await self.store("store.conversations", {})
+        self.conversations = dict(conversations["conversations"])
+        self.apps, self.foreground = app_views(registry, self.core)
+        self.revision = int(state["revision"])
+        self.inventories = {row["conversation_id"]: row for row in state["inventories"]}
+        self.policy = load_policy(self.data_dir)
+        for row in state["calls"]:
+            call = Call.from_row(row)
+            call.tool = (
+                find_tool(self._published(call.conversation_id), call.app_scope, call.method) or {}
+            )
+            self.calls[call.call_id] = call
+        await self.publish(self.conversations)
+        self.loaded.set()
+        for call in sorted(self.calls.values(), key=lambda c: c.created_ms):
+            await self._resume(call)
+        self.nursery.start_soon(self._watch_policy)
+        self.nursery.start_soon(self._watch_deadlines)
+
+    # -- the inventory ---------------------------------------------------------------------
+
+    def _published(self, conversation_id: str) -> dict[str, Any]:
+        row = self.inventories.get(conversation_id)
+        return dict(row["payload"]) if row else {}
+
+    def compute(self, conversation_id: str) -> Computed:
+        agent = self.conversations.get(conversation_id, "")
+        return compute(self.apps, agent, conversation_id, self.policy, self.host_capabilities)
+
+    async def publish(self, conversations: Iterable[str], ids: DerivedIds | None = None) -> None:
+        """A new revision for each conversation whose visible tools changed, and only then."""
+        rows, outbox = [], []
+        for conversation in sorted(conversations):
+            computed = self.compute(conversation)
+            current = self.inventories.get(conversation)
+            visibility = [v.to_row() for v in computed.visibility]
+            if current is not None and current["hash"] == computed.hash:
+                if current.get("visibility") != visibility:  # why, not what: no new revision
+                    current["visibility"] = visibility
+                    rows.append(current)
+                continue
+            self.revision += 1
+            payload = computed.payload(self.revision)
+            row = {
+                "conversation_id": conversation,
+                "agent_id": self.conversations.get(conversation, ""),
+                "revision": self.revision,
+                "hash": computed.hash,
+                "payload": payload,
+                "visibility": visibility,
+                "published_ms": now_ms(),
+            }
+            rows.append(row)
+            self.inventories[conversation] = row
+            outbox.append(outbox_item(_inventory_envelope(conversation, payload, new_id())))
+        if rows:
+            await self.store(
+                "store.tools.write",
+                {"inventories": rows, "revision": self.revision, "outbox": outbox},
+                ids.next() if ids else None,
+            )
+            for row in rows:
+                log.info("inventory %s: revision %s", row["conversation_id"], row["revision"])
+
+    async def _watch_policy(self) -> None:
+        while True:
+            await trio.sleep(POLICY_POLL_S)
+            stamp = policy_stamp(self.data_dir)
+            if stamp != self.stamp:
+                self.stamp = stamp
+                self.policy = load_policy(self.data_dir)
+                log.info("tool policy changed: %s", self.policy.broken or "loaded")
+                await self.publish(self.conversations)
+
+    # -- from the store: calls, cancels, conversations ----------------------------------------
+
+    @handles("tool_router.inbound")
+    async def inbound(self, msg: Message) -> None:
+        await self.loaded.wait()
+        ids = DerivedIds(msg.id)
+        fresh = {
+            c: a for c, a in msg.body.get("associate", {}).items() if c not in self.conversations
+        }
+        self.conversations.update(fresh)
+        if fresh:
+            await self.publish(fresh, ids)
+        for view in msg.body.get("calls", []):
+            if view["type"] == "lineup.tool.cancel":
+                await self._cancel(view)
+            else:
+                await self._invoke(view)
+
+    async def _invoke(self, view: dict[str, Any]) -> None:
+        payload = view.get("payload") or {}
+        call = Call(
+            call_id=str(view["call_id"]),
+            envelope_id=str(view["envelope_id"]),
+            conversation_id=str(view["conversation_id"]),
+            agent_id=str(view["agent_id"]),
+            app_scope=str(view["app_scope"]),
+            method=str(payload.get("method")),
+            contract_version=str(payload.get("contract_version")),
+            arguments=dict(payload.get("arguments") or {}),
+            revision=int(view.get("revision") or 0),
+        )
+        known = self.calls.get(call.call_id)
+        if known is not None:
+            await self._again(known, call)
+            return
+        refusal = self._refusal(call)
+        if refusal is None:
+            call.note("accepted", revision=call.revision)
+            call.arm()
+            env = envelope(call, "lineup.tool.accepted", {}, id=call.slot_id(SLOT_ACCEPTED))
+            outbox, audit = [outbox_item(env)], []
+        else:
+            call.state, call.code, call.detail = "failed", str(refusal.code), refusal.detail
+            call.note("refused", code=call.code)
+            env = final_envelope(call, id=call.slot_id(SLOT_FINAL))
+            outbox = [outbox_item(env)]
+            audit = [
+                {
+                    "code": call.code,
+                    "detail": f"{call.call_id}: {call.detail}",
+                    "message_id": call.envelope_id,
+                }
+            ]
+        reply = await self.store(
+            "store.tools.write", {"accept": [call.to_row()], "outbox": outbox, "audit": audit}
+        )
+        existing = reply["known"].get(call.call_id)
+        if existing is not None and existing["envelope_id"] != call.envelope_id:
+            await self._again(Call.from_row(existing), call)  # the agent asked again
+            return
+        if existing is not None:  # this very call, stored before a crash: carry on from there
+            call = Call.from_row(existing)
+            call.tool = (
+                find_tool(self._published(call.conversation_id), call.app_scope, call.method) or {}
+            )
+            if call.done:
+                return
+        if refusal is not None:
+            self.counts["refused"] += 1
+            log.info("call %s refused: %s", call.call_id, refusal)
+            return
+        self.counts["accepted"] += 1
+        self.calls[call.call_id] = call
+        await self._resume(call)
+
+    def _refusal(self, call: Call) -> ContractError | None:
+        """Why the call cannot be taken, in the contract's order: the revision, the tool's
+        visibility, its arguments. Fills in the call's tool when it can be taken."""
+        published = self.inventories.get(call.conversation_id)
+        current = int(published["revision"]) if published else 0
+        if call.revision != current:
+            return ContractError(
+                Code.STALE_INVENTORY_REVISION,
+                f"revision {call.revision} is not the current {current or 'none'}: refresh",
+            )
+        tool = find_tool(published["payload"] if published else {}, call.app_scope, call.method)
+        app = self.apps.get(call.app_scope)
+        if app is None or not app.installed:
+            return ContractError(Code.APP_NOT_INSTALLED, f"no app {call.app_scope!r} is installed")
+        if not app.enabled:
+            return ContractError(Code.APP_DISABLED, f"app {call.app_scope!r} is disabled")
+        if tool is None:
+            return ContractError(
+                Code.TOOL_NOT_VISIBLE,
+                f"{call.app_scope}/{call.method} is not in revision {current}",
+            )
+        if tool["contract_version"] != call.contract_version:
+            return ContractError(
+                Code.APP_VERSION_MISMATCH,
+                f"{call.method} is contract version {tool['contract_version']},"
+                f" not {call.contract_version}",
+            )
+        try:
+            check_tool_arguments(InventoryTool.model_validate(tool), call.arguments)
+        except ContractError as exc:
+            return exc
+        call.tool = tool
+        return None
+
+    async def _again(self, known: Call, retry: Call) -> None:
+        """The same call id again, in another envelope: the recorded outcome once more (or
+        its receipt while it is still open), never a second execution."""
+        if known.done:
+            env = final_envelope(
+                known, id=derive_id(retry.envelope_id, SLOT_FINAL), reply_to=retry.envelope_id
+            )
+        else:
+            env = envelope(
+                known,
+                "lineup.tool.accepted",
+                {},
+                id=derive_id(retry.envelope_id, SLOT_ACCEPTED),
+                reply_to=retry.envelope_id,
+            )
+        await self.store("store.tools.write", {"outbox": [outbox_item(env)]})
+
+    async def _cancel(self, view: dict[str, Any]) -> None:
+        call = self.calls.get(str(view.get("call_id")))
+        if call is None:
+            row = (await self.store("store.tools.get", {"call_id": str(view.get("call_id"))}))[
+                "call"
+            ]
+            if row is None or row["agent_id"] != view["agent_id"]:
+                log.info("cancel of unknown call %s dropped", view.get("call_id"))
+                return
+            retry = Call.from_row(row)
+            retry.envelope_id = str(view["envelope_id"])
+            await self._again(Call.from_row(row), retry)
+            return
+        if call.agent_id != view["agent_id"]:
+            await self.store(
+                "store.tools.write",
+                {
+                    "audit": [
+                        {
+                            "code": "ownership_mismatch",
+                            "detail": f"cancel of {call.call_id} by {view['agent_id']}",
+                            "message_id": view["envelope_id"],
+                        }
+                    ]
+                },
+            )
+            return
+        await self.finish(
+            call, error=ContractError(Code.CANCELLED_BY_USER, "cancelled by the agent")
+        )
+        await self.cast(
+            f"app.{call.app_scope}",
+            "app.tool.cancel",
+            {"call_id": call.call_id},
+            id=derive_id(call.envelope_id, SLOT_DISPATCH + 1),
+        )
+
+    # -- running a call ----------------------------------------------------------------------
+
+    async def _resume(self, call: Call) -> None:
+        """Take an open call on from its recorded state."""
+        if call.done:
+            return
+        if not call.tool:
+            await self.finish(
+                call, error=ContractError(Code.TOOL_NOT_VISIBLE, "the tool is no longer published")
+            )
+            return
+        if call.state == "running":
+            await self.dispatch(call)
+        else:
+            await self.activations.request(call)
+
+    async def dispatch(self, call: Call) -> None:
+        """Hand the call to its app (again after a crash: the SDK runs a call id once)."""
+        if call.state != "running":
+            call.state = "running"
+            call.note("running", instance_id=call.instance_id)
+            call.arm()
+            await self.store("store.tools.write", {"calls": [call.to_row()]})
+        await self.cast(
+            f"app.{call.app_scope}",
+            "app.tool.invoke",
+            {
+                "call_id": call.call_id,
+                "method": call.method,
+                "arguments": call.arguments,
+                "app_scope": call.app_scope,
+                "conversation_id": call.conversation_id,
+                "instance_id": call.instance_id,
+            },
+            id=call.slot_id(SLOT_DISPATCH),
+        )
+
+    async def finish(
+        self,
+        call: Call,
+        *,
+        output: dict[str, Any] | None = None,
+        error: ContractError | None = None,
+        from_app: bool = False,
+    ) -> None:
+        """The call's one final outcome: recorded with its envelope in one transaction."""
+        if call.done:
+            return
+        if error is None:
+            call.state, call.output = "succeeded", output or {}
+        else:
+            call.state, call.code, call.detail = "failed", str(error.code), error.detail
+        call.note(call.state, code=call.code, from_app=from_app)
+        call.deadline_ms = None
+        env = final_envelope(call, id=call.slot_id(SLOT_FINAL))
+        audit = []
+        if error is not None and error.code in (Code.HANDLER_FAILED, Code.OPERATION_EXPIRED):
+            audit = [
+                {
+                    "code": str(error.code),
+                    "detail": f"{call.call_id}: {error.detail}",
+                    "message_id": call.envelope_id,
+                }
+            ]
+        self.calls.pop(call.call_id, None)
+        self.counts[call.state] += 1
+        await self.store(
+            "store.tools.write",
+            {"calls": [call.to_row()], "outbox": [outbox_item(env)], "audit": audit},
+        )
+        log.info("call %s %s %s", call.call_id, call.state, call.code or "")
+        await self.activations.ended(call)
+
+    async def _watch_deadlines(self) -> None:
+        while True:
+            await trio.sleep(TIMER_POLL_S)
+            now = now_ms()
+            for call in [c for c in self.calls.values() if c.deadline_ms and c.deadline_ms <= now]:
+                await self.finish(
+                    call,
+                    error=ContractError(
+                        Code.OPERATION_EXPIRED,
+                        f"no outcome within {call.tool.get('timeout_ms', 30_000)} ms",
+                    ),
+                )
+
+    # -- from the app manager and the apps ------------------------------------------------------
+
+    @handles("tool_router.apps")
+    async def apps_changed(self, msg: Message) -> None:
+        await self.loaded.wait()
+        before = self.apps
+        self.apps, self.foreground = app_views(msg.body, self.core)
+        for call in list(self.calls.values()):
+            ending = _ended_by_change(
+                before.get(call.app_scope), self.apps.get(call.app_scope), call
+            )
+            if ending is not None:
+                await self.finish(call, error=ending)
+        await self.publish(self.conversations, DerivedIds(msg.id))
+
+    @handles("tool_router.report")
+    async def report(self, msg: Message) -> None:
+        await self.loaded.wait()
+        body = msg.body
+        call = self.calls.get(str(body["call_id"]))
+        if call is None:
+            return  # finished already (a late or repeated report): the first final stands
+        if msg.sender != f"app.{call.app_scope}":
+            detail = f"{msg.sender} reported on {call.call_id} of {call.app_scope}"
+            log.warning("refused report: %s", detail)
+            await self.store(
+                "store.tools.write",
+                {"audit": [{"code": "ownership_mismatch", "detail": detail, "message_id": msg.id}]},
+            )
+            return
+        kind = body["kind"]
+        if kind == "progress":
+            await self._progress(call, body, msg.id)
+        elif kind == "result":
+            try:
+                check_tool_output(InventoryTool.model_validate(call.tool), body.get("output"))
+            except ContractError as exc:
+                await self.finish(call, error=exc)
+                return
+            await self.finish(call, output=dict(body.get("output") or {}), from_app=True)
+        else:
+            code = str(body.get("code"))
+            if code not in APP_TOOL_ERROR_CODES:
+                error = ContractError(
+                    Code.HANDLER_FAILED, f"the app reported a code it may not use: {code[:64]}"
+                )
+            else:
+                error = ContractError(Code(code), str(body.get("message") or ""))
+            await self.finish(call, error=error, from_app=code in APP_TOOL_ERROR_CODES)
+
+    async def _progress(self, call: Call, body: dict[str, Any], report_id: str) -> None:
+        payload = {k: body[k] for k in ("stage", "percent", "message") if body.get(k) is not None}
+        call.note("progress", **payload)
+        call.arm()
+        env = envelope(
+            call, "lineup.tool.progress", payload, id=derive_id(report_id, 0), from_app=True
+        )
+        await self.store(
+            "store.tools.write", {"calls": [call.to_row()], "outbox": [outbox_item(env)]}
+        )
+
+
+def _inventory_envelope(conversation: str, payload: dict[str, Any], id: str) -> dict[str, Any]:
+    return validate_envelope(
+        {
+            "v": 1,
+            "id": id,
+            "type": "lineup.inventory",
+            "timestamp": utc_timestamp(),
+            "sender": {"kind": "runtime", "id": "runtime:tool_router"},
+            "target": {"kind": "runtime", "app_scope": "runtime"},
+            "scope": {"app_scope": "runtime", "conversation_id": conversation},
+            "correlation": {"inventory_revision": payload["revision"]},
+            "payload": payload,
+        }
+    ).to_dict()
+
+
+def _ended_by_change(
+    before: AppView | None, after: AppView | None, call: Call
+) -> ContractError | None:
+    """What ends an open call when its app changes under it: removed, disabled, another
+    version, or its process gone while the call ran."""
+    if after is None or not after.installed:
+        return ContractError(
+            Code.APP_NOT_INSTALLED, f"{call.app_scope} was removed during the call"
+        )
+    if not after.enabled:
+        return ContractError(Code.APP_DISABLED, f"{call.app_scope} was disabled during the call")
+    if before is not None and before.version != after.version:
+        return ContractError(
+            Code.APP_VERSION_MISMATCH,
+            f"{call.app_scope} changed from {before.version} to {after.version} during the call",
+        )
+    if call.state == "running" and not after.instances:
+        return ContractError(Code.HANDLER_FAILED, f"{call.app_scope} stopped during the call")
+    return None

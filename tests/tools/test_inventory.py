@@ -1,0 +1,98 @@
+"""The inventory follows the registry, and a call is checked against it in the contract's
+order: the revision, the tool's visibility, the arguments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from peers.agent import AgentClient
+from tests.runtime.helpers import CONVERSATION, Stack, wait_for
+
+from .helpers import (
+    Bundles,
+    app,
+    call_row,
+    final_of,
+    new_revision,
+    revision,
+    sent,
+    tools_of,
+    trust,
+)
+
+
+def invoke(
+    agent: AgentClient, call_id: str, method: str, arguments: dict[str, Any], revision: int
+) -> dict[str, Any]:
+    envelope = agent.envelope(
+        "lineup.tool.invoke",
+        CONVERSATION,
+        {"method": method, "contract_version": "1", "arguments": arguments},
+        app_scope="pomodoro",
+        target_kind="runtime",
+        call_id=call_id,
+        inventory_revision=str(revision),
+    )
+    return envelope
+
+
+async def refused(stack: Stack, agent: AgentClient, call_id: str, *args: Any) -> str:
+    await agent.submit(invoke(agent, call_id, *args))
+    row = await final_of(stack, call_id)
+    assert row["state"] == "failed"
+    errors = [e for e in sent(stack, "lineup.tool.error") if e["correlation"]["call_id"] == call_id]
+    assert len(errors) == 1 and errors[0]["payload"]["code"] == row["code"]
+    assert any(a["message_id"] == row["envelope_id"] for a in stack.audit())
+    return str(row["code"])
+
+
+async def test_revisions_follow_the_registry_and_calls_are_checked_in_order(
+    stack: Stack, bundles: Bundles
+) -> None:
+    await stack.start_appserver()
+    await stack.start_runtime()
+    trust(stack, bundles)
+    agent = await stack.start_agent()
+    await agent.send_text(CONVERSATION, "hello")
+    first = await new_revision(stack, 0)
+    assert tools_of(stack) == []
+
+    app(stack, "install", bundles.v1)
+    app(stack, "enable", "pomodoro")
+    with_tools = await new_revision(stack, first)
+    # `pomodoro.stop` may not launch its app: hidden while no timer instance runs.
+    assert tools_of(stack) == ["pomodoro.start", "pomodoro.status"]
+
+    assert await refused(stack, agent, "call_stale", "pomodoro.status", {}, first) == (
+        "stale_inventory_revision"
+    )
+    assert await refused(stack, agent, "call_nosuch", "pomodoro.nosuch", {}, with_tools) == (
+        "tool_not_visible"
+    )
+    assert await refused(
+        stack, agent, "call_bad", "pomodoro.start", {"minutes": 0}, with_tools
+    ) == ("invalid_arguments")
+    assert "minutes" in str(call_row(stack, "call_bad"))
+
+    app(stack, "disable", "pomodoro")
+    disabled = await new_revision(stack, with_tools)
+    assert tools_of(stack) == []
+    assert await refused(stack, agent, "call_old", "pomodoro.status", {}, with_tools) == (
+        "stale_inventory_revision"
+    )
+    assert await refused(stack, agent, "call_off", "pomodoro.status", {}, disabled) == (
+        "app_disabled"
+    )
+    app(stack, "enable", "pomodoro")
+    again = await new_revision(stack, disabled)
+    assert tools_of(stack) == ["pomodoro.start", "pomodoro.status"]
+    # Nothing visible changed: no new revision, and each one was published once.
+    app(stack, "list")
+    published = [int(e["payload"]["revision"]) for e in sent(stack, "lineup.inventory")]
+    assert published == sorted(set(published)) and published[-1] == again == revision(stack)
+    await wait_for(
+        lambda: all(e["_state"] != "pending" for e in sent(stack, "lineup.inventory")),
+        30,
+        "the AppServer's verdicts",
+    )
+    assert all(e["_state"] == "accepted" for e in sent(stack, "lineup.inventory"))
