@@ -67,11 +67,14 @@ async def test_rejected_agent_messages_reach_no_app(stack: Stack) -> None:
         tool_call["id"]: "tool_not_visible",
         foreign_instance["id"]: "ownership_mismatch",
     }
-    replies = await _runtime_replies(agent, 3)
-    assert replies[0][:2] == ("lineup.message", wrong_app["id"])
-    assert replies[0][2].startswith("app_not_installed")
-    assert replies[1] == ("lineup.tool.error", tool_call["id"], "tool_not_visible")
-    assert replies[2][:2] == ("lineup.message", foreign_instance["id"])
+    # The router answers what it rejects in stream order; the tool router answers the call.
+    replies = {
+        reply_to: (type_, text) for type_, reply_to, text in await _runtime_replies(agent, 3)
+    }
+    assert replies[wrong_app["id"]][0] == "lineup.message"
+    assert replies[wrong_app["id"]][1].startswith("app_not_installed")
+    assert replies[tool_call["id"]] == ("lineup.tool.error", "tool_not_visible")
+    assert replies[foreign_instance["id"]][0] == "lineup.message"
     actors = {a["name"]: a for a in stack.control({"type": "actors"})["actors"]}
     assert all(actors[name]["restarts"] == 0 for name in ("router", "store", "transport"))
 
