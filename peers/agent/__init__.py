@@ -1,13 +1,14 @@
 """Write an agent for LineUp: a client of the AppServer (docs/protocol.md §5), and a demo.
 
 - `_client`: `AgentClient` on a `link.Link` with role `agent`: receive messages in order
-  and once, keep the cursor, send text, Markdown, task progress, choice / confirm / input
-  requests and tool calls;
+  and once, keep the cursor and the latest inventory per conversation, send text, Markdown,
+  task progress, choice / confirm / input requests; call tools (`call()`, a `ToolCall`
+  followed to its final result, many at once) and cancel them;
 - `_demo`: `DemoAgent`, the deterministic conversation script, and `run_demo_agent`, which
   is what `lineup run` starts beside its embedded AppServer.
 
 The link's names an agent meets (`LinkFailed` when the AppServer refuses it for good, ...)
-are exported here too. `lineup agent send|demo` is lineup/agent_cmd.py.
+are exported here too. `lineup agent send|demo|inventory|call` is lineup/agent_cmd.py.
 """
 
 from link import Link, LinkFailed, LinkStatistics, Received, Submission
@@ -18,6 +19,7 @@ from ._client import (
     AgentMessage,
     Sent,
     SubmitRejected,
+    ToolCall,
     open_agent,
 )
 from ._demo import DemoAgent, run_demo_agent
@@ -34,6 +36,7 @@ __all__ = [
     "Sent",
     "Submission",
     "SubmitRejected",
+    "ToolCall",
     "open_agent",
     "run_demo_agent",
 ]

@@ -2,7 +2,9 @@
 
 When a user says something in a conversation, it answers in Markdown, runs a small task
 with progress steps, then asks a choice (a colour), a confirm (create the board?) and an
-input (its name), and reacts to each answer. No randomness, no network beyond the
+input (its name), and reacts to each answer. "focus N" instead starts an N-minute focus
+timer (25 without N) through the `pomodoro.start` tool, if the conversation's inventory
+lists it, and says how that went. No randomness, no network beyond the
 AppServer, no state beyond the interaction ids: each step's id carries what the next step
 needs, so a restarted demo agent picks any conversation up where it was. Every message it
 sends has an id derived from the message it reacts to (`derive_message_id`), so handling a
@@ -12,6 +14,7 @@ AppServer keeps the first copy: the user sees each step once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -20,7 +23,7 @@ import trio
 
 from actors.contracts import derive_message_id
 
-from ._client import AgentClient, AgentMessage, TaskStatus
+from ._client import AgentClient, AgentMessage, SubmitRejected, TaskStatus
 
 COLOURS: Final = {"red": "Red", "green": "Green", "blue": "Blue"}
 TASK_STEPS: Final[tuple[tuple[TaskStatus, int, str], ...]] = (
@@ -28,6 +31,30 @@ TASK_STEPS: Final[tuple[tuple[TaskStatus, int, str], ...]] = (
     ("running", 50, "Thinking it over"),
     ("succeeded", 100, "Done"),
 )
+
+
+FOCUS_TOOL: Final = "pomodoro.start"
+FOCUS_DEFAULT_MINUTES: Final = 25
+_FOCUS = re.compile(r"focus(?:\s+(\d{1,4}))?", re.IGNORECASE)
+# How long past the tool's own timeout the demo waits for the outcome of a focus call.
+FOCUS_GRACE_S: Final = 15.0
+# Why a focus timer could not start, for the codes a user is likely to meet.
+_FOCUS_FAILURES: Final = {
+    "app_disabled": "the Pomodoro app is disabled",
+    "app_not_installed": "the Pomodoro app is not installed",
+    "app_version_mismatch": "the Pomodoro app has changed since I looked",
+    "app_start_failed": "the Pomodoro app did not start",
+    "tool_not_visible": "the timer is no longer available to me here",
+    "stale_inventory_revision": "my list of tools was out of date, so please ask again",
+    "invalid_arguments": "a timer takes 1 to 120 minutes",
+    "foreground_required": "the timer has to be in front to start",
+    "permission_denied": "permission was refused",
+    "policy_denied": "a policy does not allow it",
+    "cancelled_by_user": "it was cancelled",
+    "rate_limited": "too many requests came at once, so please try again shortly",
+    "operation_expired": "it took too long",
+    "handler_failed": "the Pomodoro app ran into a problem",
+}
 
 
 def _quote(text: str) -> str:
@@ -53,7 +80,12 @@ class DemoAgent:
 
     async def handle(self, message: AgentMessage) -> None:
         if message.type == "lineup.message" and message.sender.kind == "user":
-            await self._start(message)
+            focus = _FOCUS.fullmatch(message.payload().text.strip())
+            if focus is not None:
+                minutes = int(focus.group(1) or FOCUS_DEFAULT_MINUTES)
+                await self._focus(message, minutes)
+            else:
+                await self._start(message)
         elif message.type == "lineup.interaction.response":
             await self._answer(message)
 
@@ -84,6 +116,52 @@ class DemoAgent:
             reply_to=trigger,
             message_id=derive_message_id(trigger, len(TASK_STEPS) + 1),
         )
+
+    async def _focus(self, message: AgentMessage, minutes: int) -> None:
+        """Starts a focus timer through the pomodoro app, if the inventory offers it, and
+        tells the user the outcome. The call's ids derive from the message, so handling it
+        again after a restart re-makes the same call and reports its outcome once."""
+        conversation, trigger = message.conversation_id, message.id
+        inventory = self.client.inventory(conversation)
+        tool = next(
+            (t for t in (inventory.tools if inventory else []) if t.method == FOCUS_TOOL), None
+        )
+        self._log(f"{conversation}: focus {minutes} ({'offered' if tool else 'not offered'})")
+        if tool is None:
+            await self._say(
+                message,
+                "Pomodoro is not available in this conversation, so I cannot start a timer.",
+            )
+            return
+        invoke_id = derive_message_id(trigger, 1)
+        call = self.client.call(
+            conversation,
+            FOCUS_TOOL,
+            {"minutes": minutes},
+            app_scope=tool.app_scope,
+            call_id=f"call_{invoke_id}",
+            message_id=invoke_id,
+        )
+        outcome = None
+        try:
+            with trio.move_on_after(tool.timeout_ms / 1000 + FOCUS_GRACE_S):
+                outcome = await call.outcome()
+        except SubmitRejected as rejected:
+            text = f"I could not start a focus timer: the call was refused (`{rejected.code}`)."
+            await self._say(message, text)
+            return
+        if outcome is None:
+            await call.aclose()
+            text = f"I asked for a {minutes}-minute focus timer but got no answer in time."
+        elif outcome.type == "lineup.tool.result":
+            ends_at = outcome.payload().output.get("ends_at")
+            until = f", until {ends_at}" if isinstance(ends_at, str) else ""
+            text = f"Your {minutes}-minute focus timer has started{until}."
+        else:
+            code = outcome.payload().code
+            why = _FOCUS_FAILURES.get(code, "the runtime refused it")
+            text = f"I could not start a {minutes}-minute focus timer: {why} (`{code}`)."
+        await self._say(message, text)
 
     async def _say(self, reply_to: AgentMessage, text: str) -> None:
         """The first reaction to `reply_to`: a Markdown message (derived index 0)."""
