@@ -7,6 +7,7 @@ lineup protocol ...        validate messages against the contracts, export JSON 
 lineup app ...             make, sign and verify app bundles
 lineup appserver           run the reference AppServer (the embedded default's peer)
 lineup agent ...           send agent messages, run the demo agent
+lineup tools ...           agent tools as the runtime sees them: inventories, calls
 lineup bench ...           measure the runtime beside a bare baseline
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from actors.kernel import ControlError, settle_garbage_collector
 
-from . import agent_cmd, app_cmd, appserver_cmd, chat_cmd, debug_cmd, protocol_cmd
+from . import agent_cmd, app_cmd, appserver_cmd, chat_cmd, debug_cmd, protocol_cmd, tools_cmd
 from ._common import add_data_dir, data_dir_of, fail
 
 
@@ -154,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     app_cmd.register(commands)
     appserver_cmd.register(commands)
     agent_cmd.register(commands)
+    tools_cmd.register(commands)
     # The bench is a package of its own; only its command line loads here, its
     # measurements when one runs.
     from bench import register as register_bench

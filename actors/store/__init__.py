@@ -107,6 +107,7 @@ def read_audit(data_dir: Path) -> list[dict[str, Any]]:
 __all__ = [
     "DB_FILE",
     "StoreActor",
+    "open_db",
     "read_apps",
     "read_audit",
     "read_inventories",

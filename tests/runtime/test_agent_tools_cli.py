@@ -1,12 +1,18 @@
-"""Agent tools from the agent's end: `AgentClient.call` / `inventory` / `cancel` and the
-demo agent's "focus N", against a real AppServer on loopback, the test playing the runtime
-with a second link (role runtime) that publishes inventories and answers calls with receipts
-and results.
+"""Agent tools from both ends.
+
+- `lineup tools inventory|calls` read a real `runtime.db` (its schema made by the store's
+  own `open_db`), read-only, with a connection of the "runtime" still open on it;
+- `AgentClient.call` / `inventory` / `cancel` and the demo agent's "focus N" against a
+  real AppServer on loopback, the test playing the runtime with a second link (role
+  runtime) that publishes inventories and answers calls with receipts and results.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
@@ -16,6 +22,9 @@ import pytest
 import trio
 
 from actors.contracts import derive_message_id, validate_message
+from actors.store import open_db
+from lineup.cli import main as lineup_main
+from lineup.tools_cmd import register as register_tools
 from link import Link
 from peers.agent import AgentClient, AgentError, AgentMessage, run_demo_agent
 from peers.appserver import AppServer
@@ -131,6 +140,228 @@ async def agent_of(server: AppServer, **options: Any) -> AsyncIterator[AgentClie
 
 def kinds(events: list[AgentMessage]) -> list[str]:
     return [event.type.removeprefix("lineup.tool.") for event in events]
+
+
+# --- `lineup tools ...` on a runtime.db -----------------------------------------------------
+
+NOW_MS = 1_800_000_000_000
+
+
+def _call_row(call_id: str, state: str, created_ms: int, **extra: Any) -> dict[str, Any]:
+    row = {
+        "call_id": call_id,
+        "envelope_id": derive_message_id("01KZB887ZR6TZXR3XB9NDY0QW5", created_ms % 1000),
+        "conversation_id": CONVERSATION,
+        "agent_id": "demo",
+        "app_scope": "pomodoro",
+        "method": "pomodoro.start",
+        "contract_version": "1",
+        "arguments": json.dumps({"minutes": 25}),
+        "revision": 4,
+        "instance_id": None,
+        "state": state,
+        "code": None,
+        "detail": None,
+        "output": None,
+        "history": json.dumps([{"at_ms": created_ms, "event": "accepted"}]),
+        "created_ms": created_ms,
+        "updated_ms": created_ms,
+        "deadline_ms": created_ms + 5000,
+    }
+    return {**row, **extra}
+
+
+def _insert(db: sqlite3.Connection, table: str, row: dict[str, Any]) -> None:
+    columns = ", ".join(row)
+    marks = ", ".join("?" * len(row))
+    db.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", tuple(row.values()))
+
+
+@pytest.fixture
+def runtime_db(tmp_path: Path) -> tuple[Path, sqlite3.Connection]:
+    """A runtime.db with three calls and two published inventories; its writer connection
+    stays open, as a running runtime's would."""
+    data_dir = tmp_path / "data"
+    db = open_db(data_dir)
+    _insert(
+        db,
+        "tool_calls",
+        _call_row(
+            "call_old",
+            "succeeded",
+            NOW_MS - 3_600_000,
+            instance_id="pomodoro:conv-1",
+            output=json.dumps({"state": "running"}),
+        ),
+    )
+    _insert(
+        db,
+        "tool_calls",
+        _call_row(
+            "call_failed",
+            "failed",
+            NOW_MS - 60_000,
+            code="app_disabled",
+            detail="the app is disabled",
+        ),
+    )
+    _insert(
+        db,
+        "tool_calls",
+        _call_row("call_new", "running", NOW_MS - 1000, conversation_id="conv-2"),
+    )
+    visibility = [
+        {
+            "app_scope": "pomodoro",
+            "method": "pomodoro.start",
+            "contract_version": "1",
+            "visible": True,
+            "reason": "visible",
+        },
+        {
+            "app_scope": "pomodoro",
+            "method": "pomodoro.stop",
+            "contract_version": "1",
+            "visible": False,
+            "reason": "its app may not be launched for it and has no instance here",
+        },
+    ]
+    for conversation, revision in ((CONVERSATION, 4), ("conv-2", 3)):
+        _insert(
+            db,
+            "tool_inventories",
+            {
+                "conversation_id": conversation,
+                "agent_id": "demo",
+                "revision": revision,
+                "hash": "ab" * 32,
+                "payload": json.dumps({"revision": str(revision), "tools": [START]}),
+                "visibility": json.dumps(visibility),
+                "published_ms": NOW_MS - 120_000,
+            },
+        )
+    return data_dir, db
+
+
+def _tools(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = lineup_main(["tools", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_tools_calls_lists_the_newest_first_and_filters(
+    runtime_db: tuple[Path, sqlite3.Connection], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir, _db = runtime_db
+    code, out, _ = _tools(capsys, "calls", "--data-dir", str(data_dir), "--json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [row["call_id"] for row in rows] == ["call_new", "call_failed", "call_old"]
+    assert rows[2]["history"] == [{"at_ms": NOW_MS - 3_600_000, "event": "accepted"}]
+    assert rows[2]["output"] == {"state": "running"}
+    assert rows[2]["arguments"] == {"minutes": 25}
+    assert (rows[1]["state"], rows[1]["code"]) == ("failed", "app_disabled")
+
+    code, out, _ = _tools(
+        capsys, "calls", "--data-dir", str(data_dir), "--state", "failed", "--json"
+    )
+    assert [row["call_id"] for row in json.loads(out)] == ["call_failed"]
+    code, out, _ = _tools(
+        capsys, "calls", "--data-dir", str(data_dir), "--conversation", CONVERSATION, "--json"
+    )
+    assert [row["call_id"] for row in json.loads(out)] == ["call_failed", "call_old"]
+    code, out, _ = _tools(capsys, "calls", "--data-dir", str(data_dir), "--limit", "1", "--json")
+    assert [row["call_id"] for row in json.loads(out)] == ["call_new"]
+    code, out, _ = _tools(capsys, "calls", "--data-dir", str(data_dir), "--state", "waiting")
+    assert (code, out.strip()) == (0, "no tool calls (state waiting)")
+
+    code, out, _ = _tools(capsys, "calls", "--data-dir", str(data_dir))
+    assert code == 0
+    lines = out.splitlines()
+    failed = next(line for line in lines if "call_failed" in line)
+    for cell in ("conv-1", "pomodoro/pomodoro.start", "failed", "app_disabled"):
+        assert cell in failed, failed
+    assert out.index("call_new") < out.index("call_failed") < out.index("call_old")
+
+
+def test_tools_inventory_shows_every_tool_with_its_visibility(
+    runtime_db: tuple[Path, sqlite3.Connection], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir, _db = runtime_db
+    code, out, _ = _tools(capsys, "inventory", "--data-dir", str(data_dir), "--json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [(row["conversation_id"], row["revision"]) for row in rows] == [
+        (CONVERSATION, 4),
+        ("conv-2", 3),
+    ]
+    assert rows[0]["payload"]["tools"] == [START]
+    assert [entry["visible"] for entry in rows[0]["visibility"]] == [True, False]
+    assert rows[0]["published_ms"] == NOW_MS - 120_000
+    assert rows[0]["published"].endswith("Z")
+
+    code, out, _ = _tools(
+        capsys, "inventory", "--data-dir", str(data_dir), "--conversation", CONVERSATION
+    )
+    assert code == 0
+    assert "conv-1: revision 4" in out and "conv-2" not in out
+    assert "1 of 2 tools visible" in out
+    start = next(line for line in out.splitlines() if "pomodoro.start" in line)
+    stop = next(line for line in out.splitlines() if "pomodoro.stop" in line)
+    assert "yes" in start and "visible" in start
+    assert " no " in stop and "may not be launched" in stop
+
+    code, out, _ = _tools(capsys, "inventory", "--data-dir", str(data_dir), "--conversation", "x")
+    assert (code, out.strip()) == (0, "no inventory has been published for 'x'")
+
+
+def test_the_tools_commands_read_while_the_runtime_writes(
+    runtime_db: tuple[Path, sqlite3.Connection], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir, db = runtime_db
+    _insert(db, "tool_calls", _call_row("call_later", "accepted", NOW_MS))  # a live write
+    code, out, _ = _tools(capsys, "calls", "--data-dir", str(data_dir), "--json")
+    assert code == 0
+    assert json.loads(out)[0]["call_id"] == "call_later"
+    db.close()  # the runtime stops
+    before = (data_dir / "runtime.db").read_bytes()
+    code, out, _ = _tools(
+        capsys, "calls", "--data-dir", str(data_dir), "--state", "accepted", "--json"
+    )
+    assert [row["call_id"] for row in json.loads(out)] == ["call_later"]
+    assert _tools(capsys, "inventory", "--data-dir", str(data_dir))[0] == 0
+    assert (data_dir / "runtime.db").read_bytes() == before  # read, never written
+
+
+@pytest.mark.parametrize("command", ["calls", "inventory"])
+def test_a_missing_data_dir_is_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    code, out, err = _tools(capsys, command, "--data-dir", str(tmp_path / "nowhere"))
+    assert code == 2
+    assert out == ""
+    message = " ".join(err.split())
+    assert message.startswith("error: no runtime data in ")
+    assert "pass --data-dir" in message and "Traceback" not in message
+    assert message.count(". ") == 0
+
+
+def test_every_tools_command_and_option_has_help() -> None:
+    parser = argparse.ArgumentParser(prog="lineup")
+    register_tools(parser.add_subparsers())
+    parsers = [parser]
+    checked = 0
+    while parsers:
+        current = parsers.pop()
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+                for choice in action._choices_actions:
+                    assert choice.help, f"{current.prog} {choice.dest}"
+            elif not isinstance(action, argparse._HelpAction):
+                assert action.help, f"{current.prog} {action.option_strings}"
+                checked += 1
+    assert checked >= 8
 
 
 # --- the agent client -----------------------------------------------------------------------
