@@ -1,7 +1,8 @@
-"""`lineup agent send|demo`: talk to an AppServer as an agent (`peers.agent`), from the
-command line.
+"""`lineup agent send|demo|inventory|call`: talk to an AppServer as an agent
+(`peers.agent`), from the command line: send messages, run the demo agent, show the tool
+inventory the agent holds, call a tool.
 
-Also `python -m lineup.agent_cmd send|demo [options]`. The peers are imported when a
+Also `python -m lineup.agent_cmd COMMAND [options]`. The peers are imported when a
 command runs, so `lineup --help` loads none of them.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._common import fail, positive_int, run_subcommand
+from ._common import fail, positive_int, print_json, print_table, run_subcommand
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,77 @@ def register(subparsers: Any) -> None:
         help="where the agent keeps its cursor (default: DIR/agents/ID, DIR being the data dir)",
     )
     demo.set_defaults(func=_demo)
+    inventory = commands.add_parser(
+        "inventory",
+        help="show the tool inventory the agent holds for a conversation",
+        description="Connect as the agent, read its backlog to the end and show the latest "
+        "inventory (lineup.inventory) the runtime published for the conversation (or for "
+        "all conversations): its revision and every tool with its app, method, contract "
+        "version and schemas.",
+    )
+    _add_connection(inventory)
+    inventory.add_argument(
+        "--conversation", required=True, metavar="ID", help="the conversation id"
+    )
+    inventory.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=30.0,
+        metavar="S",
+        help="give up when the backlog has not been read within S seconds (default 30)",
+    )
+    inventory.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"conversation_id", "revision", "tools": [...]} (the revision as the '
+        "protocol writes it, a decimal string)",
+    )
+    inventory.set_defaults(func=_inventory)
+    call = commands.add_parser(
+        "call",
+        help="call a tool of the agent's inventory and follow the call to its end",
+        description="Connect as the agent, read its backlog to the end, call one tool "
+        "(lineup.tool.invoke) from the latest inventory of the conversation, and print each "
+        "receipt and progress the runtime sends back, then the final result or error. Exit "
+        "status 0 on a result, 1 on an error (its code is in the output), 2 on bad input.",
+    )
+    _add_connection(call)
+    call.add_argument("--conversation", required=True, metavar="ID", help="the conversation id")
+    call.add_argument(
+        "--tool", required=True, metavar="METHOD", help="the tool's method, e.g. pomodoro.start"
+    )
+    call.add_argument(
+        "--args",
+        default="{}",
+        metavar="JSON",
+        help="the arguments, a JSON object (default {})",
+    )
+    call.add_argument(
+        "--app",
+        metavar="SCOPE",
+        help="the app that owns the tool (default: the one the inventory lists it under); "
+        "with --app a tool the inventory does not list is called anyway, for the runtime "
+        "to refuse",
+    )
+    call.add_argument(
+        "--revision",
+        type=positive_int,
+        metavar="N",
+        help="the inventory revision to call against (default: the latest the agent holds)",
+    )
+    call.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=60.0,
+        metavar="S",
+        help="give up after S seconds without a word about the call (default 60)",
+    )
+    call.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object at the end: the call, its events and its outcome",
+    )
+    call.set_defaults(func=_call)
 
 
 def _token(args: argparse.Namespace, data_dir: Path) -> tuple[str, str]:
@@ -285,6 +357,209 @@ def _demo(args: argparse.Namespace) -> int:
         return 0
 
     return _run_agent(target, body, state_dir=state_dir)
+
+
+async def _caught_up(client: Any, target: _Target, timeout: float) -> None:
+    """Until the agent has read its backlog (so it holds the latest inventory)."""
+    import trio
+
+    with trio.move_on_after(timeout):
+        await client.wait_caught_up()
+        return
+    raise _GaveUp(
+        f"gave up: the AppServer at {target.url} did not deliver the agent's backlog within "
+        f"{timeout:g} s; check that it is running (`lineup run` or `lineup appserver`) and "
+        "try again"
+    )
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _tool_row(tool: Any) -> dict[str, Any]:
+    row: dict[str, Any] = tool.model_dump(mode="json", exclude_none=True)
+    return {"app_scope": row.pop("app_scope"), **row}
+
+
+def _inventory(args: argparse.Namespace) -> int:
+    from actors.contracts import is_conversation_id
+
+    try:
+        target = _resolve(args)
+    except ValueError as exc:
+        return fail(str(exc))
+    if not is_conversation_id(args.conversation):
+        return fail(f"--conversation: {args.conversation!r} is not a conversation id")
+
+    async def body(client: Any) -> int:
+        await _caught_up(client, target, args.timeout)
+        inventory = client.inventory(args.conversation)
+        if inventory is None:
+            return fail(
+                f"agent {target.agent_id!r} holds no inventory for {args.conversation!r} yet; "
+                "start the runtime (`lineup run`) and write in that conversation, then try again",
+                1,
+            )
+        tools = [_tool_row(tool) for tool in inventory.tools]
+        if args.json:
+            print_json(
+                {
+                    "conversation_id": args.conversation,
+                    "revision": inventory.revision,
+                    "tools": tools,
+                }
+            )
+            return 0
+        print_table(
+            f"inventory of {args.conversation}, revision {inventory.revision} "
+            f"({len(tools)} tool{'' if len(tools) == 1 else 's'})",
+            ["app", "method", "version", "call model", "title"],
+            [
+                [
+                    tool["app_scope"],
+                    tool["method"],
+                    tool["contract_version"],
+                    tool.get("call_model", ""),
+                    tool.get("title", ""),
+                ]
+                for tool in tools
+            ],
+        )
+        for tool in tools:  # the schemas, too wide for the table
+            print(f"{tool['app_scope']} {tool['method']} v{tool['contract_version']}")
+            print(f"  input  {_compact(tool['input_schema'])}")
+            print(f"  output {_compact(tool['output_schema'])}")
+        return 0
+
+    return _run_agent(target, body, inbox=False)
+
+
+def _event_row(event: Any) -> dict[str, Any]:
+    envelope = event.envelope
+    row: dict[str, Any] = {
+        "seq": event.seq,
+        "event": event.type.removeprefix("lineup.tool."),
+        "type": event.type,
+        "id": envelope.id,
+        "sender": {"kind": envelope.sender.kind, "id": envelope.sender.id},
+        "payload": envelope.payload,
+    }
+    for key in ("instance_id", "operation_id"):
+        value = getattr(envelope.scope, key)
+        if value is not None:
+            row[key] = value
+    return row
+
+
+def _event_line(row: dict[str, Any]) -> str:
+    payload = row["payload"]
+    if row["event"] == "result":
+        detail = _compact(payload.get("output"))
+    elif "code" in payload:
+        detail = payload["code"] + (f": {payload['message']}" if payload.get("message") else "")
+        detail += f": {payload['detail']}" if payload.get("detail") else ""
+    elif row["event"] == "progress":
+        parts = [
+            payload.get("stage"),
+            None if payload.get("percent") is None else f"{payload['percent']}%",
+            payload.get("message"),
+        ]
+        detail = " ".join(str(part) for part in parts if part is not None)
+    else:
+        detail = row.get("instance_id", "")
+    return f"{row['event']:<22} {detail}".rstrip()
+
+
+def _call(args: argparse.Namespace) -> int:
+    from actors.contracts import is_app_scope, is_conversation_id
+
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError:
+        return fail(
+            "--args is not valid JSON: write the arguments as a JSON object, e.g. "
+            "'{\"minutes\": 25}'"
+        )
+    if not isinstance(arguments, dict):
+        return fail("--args must be a JSON object, e.g. '{\"minutes\": 25}'")
+    if not is_conversation_id(args.conversation):
+        return fail(f"--conversation: {args.conversation!r} is not a conversation id")
+    if args.app is not None and not is_app_scope(args.app):
+        return fail(f"--app: {args.app!r} is not an app scope (lower case, e.g. pomodoro)")
+    try:
+        target = _resolve(args)
+    except ValueError as exc:
+        return fail(str(exc))
+
+    async def body(client: Any) -> int:
+        import trio
+
+        from peers.agent import AgentError, SubmitRejected
+
+        await _caught_up(client, target, args.timeout)
+        try:
+            call = client.call(
+                args.conversation,
+                args.tool,
+                arguments,
+                app_scope=args.app,
+                revision=args.revision,
+            )
+        except AgentError as exc:
+            return fail(str(exc))
+        summary: dict[str, Any] = {
+            "call_id": call.call_id,
+            "conversation_id": call.conversation_id,
+            "app_scope": call.app_scope,
+            "method": call.method,
+            "contract_version": call.contract_version,
+            "revision": call.revision,
+            "arguments": arguments,
+            "events": [],
+        }
+        if not args.json:
+            print(
+                f"call {call.call_id}: {call.app_scope} {call.method} v{call.contract_version}"
+                f" (inventory revision {call.revision}) in {call.conversation_id}",
+                flush=True,
+            )
+        events = call.__aiter__()
+        while True:
+            with trio.move_on_after(args.timeout):
+                try:
+                    event = await events.__anext__()
+                except StopAsyncIteration:
+                    break
+                except SubmitRejected as rejected:
+                    summary.update(outcome="rejected", code=rejected.code, detail=rejected.detail)
+                    if args.json:
+                        print_json(summary)
+                    return fail(
+                        f"the AppServer refused the call: {rejected.code}: {rejected.detail}", 1
+                    )
+                row = _event_row(event)
+                summary["events"].append(row)
+                if not args.json:
+                    print(_event_line(row), flush=True)
+                continue
+            await call.aclose()
+            raise _GaveUp(
+                f"gave up: no word about call {call.call_id} for {args.timeout:g} s; it may still "
+                f"finish, so look at `lineup tools calls --conversation {call.conversation_id}`"
+            )
+        final = call.final.envelope.payload
+        if call.ok:
+            summary.update(outcome="result", output=final["output"])
+        else:
+            summary.update(outcome="error", code=final["code"])
+            if final.get("message"):
+                summary["message"] = final["message"]
+        if args.json:
+            print_json(summary)
+        return 0 if call.ok else 1
+
+    return _run_agent(target, body, inbox=False)
 
 
 def main(argv: list[str] | None = None) -> int:

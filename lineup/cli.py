@@ -6,7 +6,7 @@ lineup debug ...           inspect actors, mailboxes, dead letters; kill, redriv
 lineup protocol ...        validate messages against the contracts, export JSON Schemas
 lineup app ...             make, sign and verify app bundles
 lineup appserver           run the reference AppServer (the embedded default's peer)
-lineup agent ...           send agent messages, run the demo agent
+lineup agent ...           send agent messages, run the demo agent, see its tools, call one
 lineup tools ...           agent tools as the runtime sees them: inventories, calls
 lineup bench ...           measure the runtime beside a bare baseline
 """

@@ -1,10 +1,11 @@
-"""Agent tools from both ends.
+"""Agent tools from both ends of the command line, and the agent client under them.
 
 - `lineup tools inventory|calls` read a real `runtime.db` (its schema made by the store's
   own `open_db`), read-only, with a connection of the "runtime" still open on it;
 - `AgentClient.call` / `inventory` / `cancel` and the demo agent's "focus N" against a
   real AppServer on loopback, the test playing the runtime with a second link (role
-  runtime) that publishes inventories and answers calls with receipts and results.
+  runtime) that publishes inventories and answers calls with receipts and results;
+- `lineup agent inventory|call` the same way, each command running in a worker thread.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import trio
 
 from actors.contracts import derive_message_id, validate_message
 from actors.store import open_db
+from lineup.agent_cmd import main as agent_main
 from lineup.cli import main as lineup_main
 from lineup.tools_cmd import register as register_tools
 from link import Link
@@ -591,6 +593,143 @@ async def test_the_end_of_the_connection_ends_the_calls_in_flight(
     late = agent.call(CONVERSATION, "pomodoro.start", {"minutes": 5})
     with pytest.raises(AgentError, match="the connection has ended before the call was made"):
         await late.outcome()
+
+
+# --- `lineup agent inventory|call` ----------------------------------------------------------
+
+
+async def _agent_cli(server: AppServer, *argv: str) -> int:
+    """`lineup agent ARGV` as the AppServer's agent, in a worker thread (it runs trio)."""
+    options = ["--appserver", server.url, "--data-dir", str(server.data_dir)]
+    return await trio.to_thread.run_sync(agent_main, [*argv, *options])
+
+
+async def test_lineup_agent_inventory_prints_what_the_agent_holds(
+    start_appserver: StartAppServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = await start_appserver()
+    async with runtime_link(server, receive=False) as runtime:
+        await runtime.submit(inventory(3, [BOARD]))
+        await runtime.submit(inventory(4, [START, BOARD]))
+    with trio.fail_after(TIMEOUT * 3):
+        code = await _agent_cli(server, "inventory", "--conversation", CONVERSATION, "--json")
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    held = json.loads(out)
+    assert held["revision"] == "4"
+    assert [(t["app_scope"], t["method"], t["contract_version"]) for t in held["tools"]] == [
+        ("pomodoro", "pomodoro.start", "1"),
+        ("whiteboard", "board.create", "2"),
+    ]
+    assert held["tools"][0]["input_schema"] == START["input_schema"]
+    assert held["tools"][0]["output_schema"] == START["output_schema"]
+
+    with trio.fail_after(TIMEOUT * 3):
+        code = await _agent_cli(server, "inventory", "--conversation", CONVERSATION)
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert "revision 4" in out and "pomodoro.start" in out and "board.create" in out
+    assert '"minimum":1' in out  # the schemas, compact
+
+    with trio.fail_after(TIMEOUT * 3):
+        code = await _agent_cli(server, "inventory", "--conversation", "conv-none")
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "holds no inventory for 'conv-none' yet" in " ".join(err.split())
+
+
+async def test_lineup_agent_call_prints_each_event_and_the_outcome(
+    start_appserver: StartAppServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = await start_appserver()
+    codes: list[int] = []
+    async with runtime_link(server) as runtime:
+        await runtime.submit(inventory(4, [START]))
+
+        async def call(*extra: str) -> None:
+            argv = ["call", "--conversation", CONVERSATION, "--tool", "pomodoro.start"]
+            codes.append(await _agent_cli(server, *argv, "--args", '{"minutes": 10}', *extra))
+
+        with trio.fail_after(TIMEOUT * 3):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, "--json")
+                (invoke,) = await invokes(runtime, 1)
+                await answer(
+                    runtime,
+                    invoke,
+                    ("lineup.tool.accepted", {}),
+                    ("lineup.tool.progress", {"stage": "started", "percent": 0}),
+                    ("lineup.tool.result", {"output": {"state": "running"}}),
+                )
+        out, err = capsys.readouterr()
+        assert (codes, err) == ([0], "")
+        summary = json.loads(out)
+        assert summary["outcome"] == "result"
+        assert summary["output"] == {"state": "running"}
+        assert (summary["app_scope"], summary["method"], summary["revision"]) == (
+            "pomodoro",
+            "pomodoro.start",
+            "4",
+        )
+        assert summary["call_id"] == invoke["correlation"]["call_id"]
+        assert summary["arguments"] == {"minutes": 10}
+        assert [e["event"] for e in summary["events"]] == ["accepted", "progress", "result"]
+        assert summary["events"][1]["payload"] == {"stage": "started", "percent": 0}
+
+        with trio.fail_after(TIMEOUT * 3):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call)
+                (invoke,) = await invokes(runtime, 1)
+                await answer(
+                    runtime,
+                    invoke,
+                    ("lineup.tool.accepted", {}),
+                    ("lineup.tool.error", {"code": "app_disabled", "message": "disabled"}),
+                )
+        out, err = capsys.readouterr()
+        assert codes[1:] == [1]
+        lines = out.splitlines()
+        assert lines[0].startswith(f"call {invoke['correlation']['call_id']}: pomodoro")
+        assert [line.split()[0] for line in lines[1:]] == ["accepted", "error"]
+        assert lines[-1].split() == ["error", "app_disabled:", "disabled"]
+
+        with trio.fail_after(TIMEOUT * 3):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, "--json")
+                (invoke,) = await invokes(runtime, 1)
+                await answer(runtime, invoke, ("lineup.tool.error", {"code": "tool_not_visible"}))
+        out, _ = capsys.readouterr()
+        assert codes[2:] == [1]
+        refused = json.loads(out)
+        assert (refused["outcome"], refused["code"]) == ("error", "tool_not_visible")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--args", "{minutes: 5}"], "--args is not valid JSON: write the arguments as a JSON"),
+        (["--args", "[5]"], "--args must be a JSON object"),
+        (["--app", "Not A Scope"], "--app: 'Not A Scope' is not an app scope"),
+        (["--tool", "pomodoro.stop"], "cannot call 'pomodoro.stop': it is not in the inventory"),
+    ],
+)
+async def test_lineup_agent_call_refuses_bad_input_in_one_sentence(
+    start_appserver: StartAppServer,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    message: str,
+) -> None:
+    server = await start_appserver()
+    async with runtime_link(server, receive=False) as runtime:
+        await runtime.submit(inventory(4, [START]))
+    argv = ["call", "--conversation", CONVERSATION, "--tool", "pomodoro.start", *extra]
+    with trio.fail_after(TIMEOUT * 3):
+        code = await _agent_cli(server, *argv)
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert message in " ".join(err.split()), err
+    assert "Traceback" not in err and "Error" not in err
 
 
 # --- the demo agent's "focus N" -------------------------------------------------------------
