@@ -471,6 +471,34 @@ def _event_line(row: dict[str, Any]) -> str:
     return f"{row['event']:<22} {detail}".rstrip()
 
 
+def _not_callable(inventory: Any, args: argparse.Namespace) -> str | None:
+    """Why the tool cannot be called as the options say, in the options' terms, or None."""
+    see = f"see `lineup agent inventory --conversation {args.conversation}`"
+    offering = sorted(
+        tool.app_scope
+        for tool in (inventory.tools if inventory is not None else [])
+        if tool.method == args.tool
+    )
+    if args.app is None and len(offering) > 1:
+        return f"{args.tool!r} is offered by several apps ({', '.join(offering)}); pass --app"
+    if args.app is None and not offering:
+        where = (
+            "the agent holds no inventory for it"
+            if inventory is None
+            else f"it is not in the inventory (revision {inventory.revision})"
+        )
+        return (
+            f"cannot call {args.tool!r} in {args.conversation!r}: {where}; {see}, or pass "
+            "--app to call it anyway"
+        )
+    if inventory is None and args.revision is None:
+        return (
+            f"cannot call {args.tool!r} in {args.conversation!r}: the agent holds no inventory "
+            "for it, so pass --revision as well"
+        )
+    return None
+
+
 def _call(args: argparse.Namespace) -> int:
     from actors.contracts import is_app_scope, is_conversation_id
 
@@ -498,6 +526,9 @@ def _call(args: argparse.Namespace) -> int:
         from peers.agent import AgentError, SubmitRejected
 
         await _caught_up(client, target, args.timeout)
+        problem = _not_callable(client.inventory(args.conversation), args)
+        if problem is not None:
+            return fail(problem)
         try:
             call = client.call(
                 args.conversation,

@@ -135,10 +135,15 @@ def _inventory(args: argparse.Namespace) -> int:
     for row in rows:
         visibility = row.get("visibility") or []
         shown = sum(1 for entry in visibility if entry.get("visible"))
-        print_table(
+        print(
             f"{row['conversation_id']}: revision {row['revision']}, published "
             f"{_timestamp(row['published_ms'])} ({_age(row['published_ms'], now_ms)} ago) to "
-            f"agent {row['agent_id']}; {shown} of {len(visibility)} tools visible",
+            f"agent {row['agent_id']}; {shown} of {len(visibility)} installed tools visible"
+        )
+        if not visibility:
+            continue
+        print_table(
+            "",
             ["app", "method", "version", "visible", "reason"],
             [
                 [

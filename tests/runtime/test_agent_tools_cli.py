@@ -307,7 +307,7 @@ def test_tools_inventory_shows_every_tool_with_its_visibility(
     )
     assert code == 0
     assert "conv-1: revision 4" in out and "conv-2" not in out
-    assert "1 of 2 tools visible" in out
+    assert "1 of 2 installed tools visible" in out
     start = next(line for line in out.splitlines() if "pomodoro.start" in line)
     stop = next(line for line in out.splitlines() if "pomodoro.stop" in line)
     assert "yes" in start and "visible" in start
@@ -710,7 +710,19 @@ async def test_lineup_agent_call_prints_each_event_and_the_outcome(
         (["--args", "{minutes: 5}"], "--args is not valid JSON: write the arguments as a JSON"),
         (["--args", "[5]"], "--args must be a JSON object"),
         (["--app", "Not A Scope"], "--app: 'Not A Scope' is not an app scope"),
-        (["--tool", "pomodoro.stop"], "cannot call 'pomodoro.stop': it is not in the inventory"),
+        (
+            ["--tool", "pomodoro.stop"],
+            "cannot call 'pomodoro.stop' in 'conv-1': it is not in the inventory (revision 4); "
+            "see `lineup agent inventory --conversation conv-1`, or pass --app",
+        ),
+        (
+            ["--conversation", "conv-2"],
+            "cannot call 'pomodoro.start' in 'conv-2': the agent holds no inventory for it;",
+        ),
+        (
+            ["--conversation", "conv-2", "--app", "pomodoro"],
+            "the agent holds no inventory for it, so pass --revision as well",
+        ),
     ],
 )
 async def test_lineup_agent_call_refuses_bad_input_in_one_sentence(
