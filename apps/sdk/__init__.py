@@ -20,19 +20,11 @@ from typing import Any
 
 from actors.kernel import CallFailed
 
-from ._declare import (
-    AppDeclaration,
-    ToolDeclaration,
-    declare_app,
-    declared_app,
-    declared_tools,
-    manifest_of,
-    tool,
-    tool_handlers,
-)
+from ._declare import AppDeclaration, declare_app, declared_app, manifest_of, tool
 from ._log import LOG_FILE, EventLog
 from ._navigation import HOOKS
 from ._runtime_app import SDK, AppContext, RuntimeApp
+from ._tool_table import ToolDeclaration, declared_tools, tool_handlers
 from ._view import ConversationView, ViewModel
 
 

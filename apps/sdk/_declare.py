@@ -22,20 +22,18 @@ from typing import Any, Final, TypeVar
 from actors.contracts import (
     MANIFEST_FORMAT,
     RUNTIME_SDK_API_VERSION,
-    ToolDescriptor,
     validate_manifest,
     validate_tool_descriptor,
 )
 
 from ._runtime_app import RuntimeApp
+from ._tool_table import TOOL_ATTR, ToolDeclaration, declared_tools
 
 _APP_ATTR: Final = "__lineup_app__"
-_TOOL_ATTR: Final = "__lineup_tool__"
 _APP_KINDS: Final = frozenset({"core", "installed"})
 
 AppClass = TypeVar("AppClass", bound=type[RuntimeApp])
 Handler = TypeVar("Handler", bound=Callable[..., Awaitable[dict[str, Any]]])
-BoundHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -51,14 +49,6 @@ class AppDeclaration:
     entrypoints: tuple[dict[str, Any], ...]
     agent_subscriptions: tuple[dict[str, Any], ...]
     capabilities: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ToolDeclaration:
-    """What `@tool` holds: the checked descriptor and the name of its handler method."""
-
-    descriptor: ToolDescriptor
-    handler: str
 
 
 def _reflow(docstring: str | None) -> str:
@@ -121,7 +111,7 @@ def tool(
             **{key: value for key, value in options.items() if value is not None},
         }
         declaration = ToolDeclaration(validate_tool_descriptor(raw), handler.__name__)
-        setattr(handler, _TOOL_ATTR, declaration)
+        setattr(handler, TOOL_ATTR, declaration)
         return handler
 
     return decorate
@@ -171,33 +161,6 @@ def declare_app(
         return app_class
 
     return decorate
-
-
-def declared_tools(app_class: type[RuntimeApp]) -> dict[str, ToolDeclaration]:
-    """The class's tools by method, in declaration order; a subclass may override one."""
-    by_attribute: dict[str, ToolDeclaration] = {}
-    for klass in reversed(app_class.__mro__):
-        for attribute, value in vars(klass).items():
-            declaration = getattr(value, _TOOL_ATTR, None)
-            if isinstance(declaration, ToolDeclaration):
-                by_attribute[attribute] = declaration
-            else:  # overridden without @tool: no longer a tool
-                by_attribute.pop(attribute, None)
-    tools: dict[str, ToolDeclaration] = {}
-    for declaration in by_attribute.values():
-        method = declaration.descriptor.method
-        if method in tools:
-            raise TypeError(f"tool {method!r} is declared by two handlers of {app_class.__name__}")
-        tools[method] = declaration
-    return tools
-
-
-def tool_handlers(app: RuntimeApp) -> dict[str, BoundHandler]:
-    """The app's tool handlers by method: what the SDK calls for a `lineup.tool.invoke`."""
-    return {
-        method: getattr(app, declaration.handler)
-        for method, declaration in declared_tools(type(app)).items()
-    }
 
 
 def manifest_of(app_class: type[RuntimeApp]) -> dict[str, Any]:

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
 from actors.contracts import Code, ContractError
-from actors.kernel import Actor, Message, derive_id, handles, new_id
+from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
 from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
@@ -56,19 +58,25 @@ async def _maybe_await(value: Awaitable[None] | None) -> None:
         await value
 
 
+# The ids of what the app asks while it handles a message. Kept per task, so that work
+# the app runs beside its message handlers cannot take ids from the message handled.
+_deriving: ContextVar[DerivedIds | None] = ContextVar("lineup_sdk_ids", default=None)
+
+
 class _Ids:
     """Deterministic ids inside a handler (derived from the message handled), else fresh."""
 
-    def __init__(self) -> None:
-        self.parent: str | None = None
-        self.position = 0
-
     def next(self) -> str:
-        if self.parent is None:
-            return new_id()
-        value = derive_id(self.parent, self.position)
-        self.position += 1
-        return value
+        ids = _deriving.get()
+        return new_id() if ids is None else ids.next()
+
+    @contextmanager
+    def deriving(self, parent: str) -> Iterator[None]:
+        token = _deriving.set(DerivedIds(parent))
+        try:
+            yield
+        finally:
+            _deriving.reset(token)
 
 
 class StateAPI:
@@ -218,12 +226,6 @@ class RuntimeApp(Actor):
         if ids:
             self._log.mark_acked(ids)
 
-    def _enter(self, msg: Message) -> None:
-        self._ids.parent, self._ids.position = msg.id, 0
-
-    def _leave(self) -> None:
-        self._ids.parent = None
-
     def _from(self, msg: Message, sender: str) -> None:
         """Each kind of input has one source; anything else is refused with its code and
         counted (the supervisor's door refuses it first; this holds wherever an app runs
@@ -236,8 +238,7 @@ class RuntimeApp(Actor):
     @handles("app.deliver")
     async def _deliver(self, msg: Message) -> None:
         self._from(msg, STORE)  # the store delivers what it has persisted
-        self._enter(msg)
-        try:
+        with self._ids.deriving(msg.id):
             messages = msg.body["messages"]
             for message in self._log.add_agent_messages(msg.id, messages):
                 await self._apply(
@@ -256,8 +257,6 @@ class RuntimeApp(Actor):
                     if message["type"] in AUTO_ACK_TYPES:
                         auto.append(message["id"])
             self._ack(auto)
-        finally:
-            self._leave()
 
     @handles("app.action.state")
     async def _action_state(self, msg: Message) -> None:
@@ -271,19 +270,13 @@ class RuntimeApp(Actor):
     async def _lifecycle(self, msg: Message) -> None:
         # Instances are the app manager's to move; nobody else's word counts.
         self._from(msg, APP_MANAGER)
-        self._enter(msg)
-        try:
+        with self._ids.deriving(msg.id):
             await self.sdk.lifecycle._fire(dict(msg.body or {}))
-        finally:
-            self._leave()
 
     @handles("app.input")
     async def _input(self, msg: Message) -> None:
         # The user's side reaches an app only through the host actor: an
         # input from anyone else is not the user's, whatever it says.
         self._from(msg, HOST)
-        self._enter(msg)
-        try:
+        with self._ids.deriving(msg.id):
             await self.on_input(dict(msg.body or {}))
-        finally:
-            self._leave()

@@ -1,0 +1,55 @@
+"""The app's tools by method: each one's declaration (`@tool`) and its handler.
+
+Apart from the manifest (`_declare`, which builds on `RuntimeApp`), so that the app's
+process can look its own tools up too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from actors.contracts import ToolDescriptor
+
+if TYPE_CHECKING:
+    from ._runtime_app import RuntimeApp
+
+TOOL_ATTR: Final = "__lineup_tool__"
+
+BoundHandler = Callable[..., Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class ToolDeclaration:
+    """What `@tool` holds: the checked descriptor and the name of its handler method."""
+
+    descriptor: ToolDescriptor
+    handler: str
+
+
+def declared_tools(app_class: type[RuntimeApp]) -> dict[str, ToolDeclaration]:
+    """The class's tools by method, in declaration order; a subclass may override one."""
+    by_attribute: dict[str, ToolDeclaration] = {}
+    for klass in reversed(app_class.__mro__):
+        for attribute, value in vars(klass).items():
+            declaration = getattr(value, TOOL_ATTR, None)
+            if isinstance(declaration, ToolDeclaration):
+                by_attribute[attribute] = declaration
+            else:  # overridden without @tool: no longer a tool
+                by_attribute.pop(attribute, None)
+    tools: dict[str, ToolDeclaration] = {}
+    for declaration in by_attribute.values():
+        method = declaration.descriptor.method
+        if method in tools:
+            raise TypeError(f"tool {method!r} is declared by two handlers of {app_class.__name__}")
+        tools[method] = declaration
+    return tools
+
+
+def tool_handlers(app: RuntimeApp) -> dict[str, BoundHandler]:
+    """The app's tool handlers by method: what the SDK calls for an `app.tool.invoke`."""
+    return {
+        method: getattr(app, declaration.handler)
+        for method, declaration in declared_tools(type(app)).items()
+    }
