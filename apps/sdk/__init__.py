@@ -1,18 +1,24 @@
 """The Runtime SDK: the only door between an app and the runtime.
 
 An app is a process: a subclass of `RuntimeApp` run by the supervisor as `app.<scope>`.
-It reads and acts only through `self.sdk` (`app`, `state`, `agent_messages`, `actions`);
-it never sees the AppServer, the agent, the token, another app or the runtime's files.
+It reads and acts only through `self.sdk` (`app`, `state`, `agent_messages`, `actions`,
+`navigation`, `lifecycle`, `apps`, `tools`); it never sees the AppServer, the agent, the
+token, another app or the runtime's files.
 
 - `_runtime_app`: `RuntimeApp` and the SDK object;
-- `_log`: the app's local event log (its App Inbox mirror and its actions);
+- `_declare`: the manifest declared in the app's code (`@declare_app`, `@tool`);
+- `_tools`: the agent's tool calls, each recorded, run by its handler and reported once;
+- `_log`: the app's local event log (its App Inbox mirror, its actions, its tool calls);
 - `_view`: the view model folded from that log (timeline, tasks, pending interactions).
 
 Kernel messages an app process answers: `app.deliver` {`messages`: [projection]} from the
 store, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.lifecycle`
 from the app manager, `app.input` {...} from the host actor only (the user's side; any
-other sender's is refused and counted). It sends `router.action` and `app_manager.request`,
-and nothing else reaches past the supervisor (`door` lists what it takes, from whom).
+other sender's is refused and counted), `app.tool.invoke` {`call_id`, `method`,
+`arguments`, `app_scope`, `conversation_id`, `instance_id`} and `app.tool.cancel`
+{`call_id`} from the tool router only. It sends `router.action`, `app_manager.request` and
+`tool_router.report`, and nothing else reaches past the supervisor (`door` lists what it
+takes, from whom).
 """
 
 from pathlib import Path
@@ -25,6 +31,7 @@ from ._log import LOG_FILE, EventLog
 from ._navigation import HOOKS
 from ._runtime_app import SDK, AppContext, RuntimeApp
 from ._tool_table import ToolDeclaration, declared_tools, tool_handlers
+from ._tools import PENDING, ToolCall
 from ._view import ConversationView, ViewModel
 
 
@@ -43,6 +50,7 @@ def read_view(app_dir: str | Path, conversation_id: str) -> dict[str, Any]:
 
 __all__ = [
     "HOOKS",
+    "PENDING",
     "SDK",
     "AppContext",
     "AppDeclaration",
@@ -50,6 +58,7 @@ __all__ = [
     "ConversationView",
     "EventLog",
     "RuntimeApp",
+    "ToolCall",
     "ToolDeclaration",
     "ViewModel",
     "declare_app",

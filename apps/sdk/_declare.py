@@ -5,7 +5,7 @@ second, hand-written description (不维护第二份手写描述). `@declare_app
 `RuntimeApp` subclass holds the manifest's metadata, `@tool(...)` on a handler method holds
 one tool's descriptor, and `manifest_of(cls)` builds the `lineup.app.v1` manifest from them,
 validated. The manifest is the public, non-executable contract; the method → handler map
-stays in the SDK (`tool_handlers`).
+stays in the SDK (`tool_handlers`, with the calls' runtime in `_tools`).
 
 Both decorators validate at once, so a wrong declaration fails when the app's module is
 imported, naming the field, not later at build or install time.
@@ -33,7 +33,7 @@ _APP_ATTR: Final = "__lineup_app__"
 _APP_KINDS: Final = frozenset({"core", "installed"})
 
 AppClass = TypeVar("AppClass", bound=type[RuntimeApp])
-Handler = TypeVar("Handler", bound=Callable[..., Awaitable[dict[str, Any]]])
+Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,9 @@ def tool(
 
     The keywords are the fields of `ToolDescriptor` (docs/protocol.md §9); one left out
     (None) takes the descriptor's default. `description` defaults to the handler's
-    docstring. The handler is `async def handler(self, arguments: dict) -> dict`.
+    docstring. The handler is `async def handler(self, arguments: dict) -> dict`, or
+    `async def handler(self, arguments, call: ToolCall)` to report progress on its call;
+    it may return `PENDING` to end the call later (`sdk.tools.complete` / `fail`).
     """
     options = {
         "title": title,

@@ -6,6 +6,9 @@ app (keyed by message id) and the actions it dispatched (keyed by envelope id) w
 state. A delivery is applied with `applied_once` on its kernel message id, so a replayed
 delivery adds nothing; a message delivered twice under different kernel messages is still
 stored once (its id is the key). The view model (`_view`) is a fold over this log.
+A second table, `tool_calls`, holds the agent's tool calls the app was given (`_tools`):
+each is recorded before its handler runs, with its state and the final report, which is
+what a restarted app sends again.
 Each row keeps the wall-clock time it was applied (`at_ns`, taken inside its transaction):
 `lineup bench e2e` reads the agent → app latency from it.
 
@@ -43,7 +46,18 @@ CREATE TABLE IF NOT EXISTS events (
     at_ns INTEGER                    -- wall clock (ns) when the app applied it
 );
 CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, pos);
+CREATE TABLE IF NOT EXISTS tool_calls (
+    call_id TEXT PRIMARY KEY,
+    method TEXT NOT NULL,
+    invoke_id TEXT NOT NULL,         -- the kernel id of the invoke that recorded it
+    body TEXT NOT NULL,              -- that invoke's body (JSON): what a rerun is given
+    state TEXT NOT NULL,             -- running | pending (left to finish later) | finished
+    reports INTEGER NOT NULL,        -- report ids taken: the next report's index
+    report TEXT,                     -- the final report (JSON), the last one taken
+    updated_ns INTEGER NOT NULL
+);
 """
+_TOOL_CALL = "SELECT call_id, method, invoke_id, body, state, reports, report FROM tool_calls"
 
 
 class EventLog:
@@ -192,3 +206,66 @@ class EventLog:
                 "seq": seq,
                 "code": code,
             }
+
+    # -- tool calls (see `_tools`) ---------------------------------------------------------
+
+    def add_tool_call(self, invoke_id: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """Record a call as running, durably, before its handler runs. The row recorded
+        before for the same call id instead, if there is one (the call is not new)."""
+        added = self.db.execute(
+            "INSERT INTO tool_calls (call_id, method, invoke_id, body, state, reports,"
+            " updated_ns) VALUES (?, ?, ?, ?, 'running', 0, ?) ON CONFLICT(call_id) DO NOTHING",
+            (body["call_id"], body["method"], invoke_id, _encode(body), time.time_ns()),
+        ).rowcount
+        if added:
+            return None
+        return self.tool_calls("WHERE call_id = ?", body["call_id"])[0]
+
+    def tool_calls(self, where: str = "", *params: Any) -> list[dict[str, Any]]:
+        rows = self.db.execute(f"{_TOOL_CALL} {where} ORDER BY rowid", params).fetchall()
+        return [_tool_call(row) for row in rows]
+
+    def take_report_index(self, call_id: str) -> int | None:
+        """The index of an open call's next report, taken for good; None if it is not open."""
+        return self._take(call_id, "reports = reports + 1", ())
+
+    def finish_tool_call(self, call_id: str, report: str | None) -> int | None:
+        """End an open call with its final report (JSON; None: ended without one) in one
+        write; the report's index, or None if the call was not open."""
+        return self._take(
+            call_id, "reports = reports + 1, state = 'finished', report = ?", (report,)
+        )
+
+    def leave_tool_call_pending(self, call_id: str) -> None:
+        """Its handler returned and the app finishes it later: no longer a running call."""
+        self.db.execute(
+            "UPDATE tool_calls SET state = 'pending' WHERE call_id = ? AND state = 'running'",
+            (call_id,),
+        )
+
+    def prune_tool_calls(self, before_ns: int) -> None:
+        self.db.execute(
+            "DELETE FROM tool_calls WHERE state = 'finished' AND updated_ns < ?", (before_ns,)
+        )
+
+    def _take(self, call_id: str, change: str, params: tuple[Any, ...]) -> int | None:
+        # Read to its end: a RETURNING statement's change commits once it is done.
+        rows = self.db.execute(
+            f"UPDATE tool_calls SET {change}, updated_ns = ?"
+            " WHERE call_id = ? AND state != 'finished' RETURNING reports",
+            (*params, time.time_ns(), call_id),
+        ).fetchall()
+        return int(rows[0][0]) - 1 if rows else None
+
+
+def _tool_call(row: tuple[Any, ...]) -> dict[str, Any]:
+    call_id, method, invoke_id, body, state, reports, report = row
+    return {
+        "call_id": call_id,
+        "method": method,
+        "invoke_id": invoke_id,
+        "body": json.loads(body),
+        "state": state,
+        "reports": reports,
+        "report": None if report is None else json.loads(report),
+    }

@@ -8,7 +8,12 @@ An app subclasses `RuntimeApp` and uses only `self.sdk`:
   display messages (`lineup.message`, `lineup.task.progress`) are acknowledged once the
   subscribers have run; interaction requests wait for an explicit `acknowledge`;
 - `sdk.actions.dispatch(action)`: a declarative action (`send_text`, `answer`) into the
-  runtime's outbox, shown at once as a pending local echo.
+  runtime's outbox, shown at once as a pending local echo;
+- `sdk.navigation`, `sdk.lifecycle`, `sdk.apps`: other apps and its own instances
+  (`_navigation`);
+- `sdk.tools`: the agent's tool calls, each run by its `@tool` handler in a task of its
+  own (`_tools`): `progress(call_id, ...)`, and `complete(call_id, output)` /
+  `fail(call_id, code)` for a call whose handler returned `sdk.tools.PENDING`.
 
 The process's kernel mailbox is the app's App Inbox: what the router delivers while
 the app is not running waits there and is replayed, in order, when it starts. Deliveries
@@ -32,6 +37,7 @@ from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
 from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
+from ._tools import TOOL_ROUTER, ToolsAPI
 from ._view import ConversationView, ViewModel
 from .door import DOOR
 
@@ -58,8 +64,8 @@ async def _maybe_await(value: Awaitable[None] | None) -> None:
         await value
 
 
-# The ids of what the app asks while it handles a message. Kept per task, so that work
-# the app runs beside its message handlers cannot take ids from the message handled.
+# The ids of what the app asks while it handles a message or runs a tool call. Kept per
+# task: tool handlers run beside the message handlers, and each derives its own.
 _deriving: ContextVar[DerivedIds | None] = ContextVar("lineup_sdk_ids", default=None)
 
 
@@ -179,6 +185,7 @@ class SDK:
         self.navigation = NavigationAPI(app)
         self.lifecycle = LifecycleAPI()
         self.apps = AppsAPI(app)
+        self.tools = ToolsAPI(app)
 
 
 class RuntimeApp(Actor):
@@ -201,6 +208,8 @@ class RuntimeApp(Actor):
             self._views.apply(event)
         self.sdk = SDK(self, AppContext(scope, self.app_kind, self.app_version))
         await self.on_app_start()
+        # The calls the last incarnation left, once the app's own state is back.
+        await self.sdk.tools._restart()
 
     async def on_app_start(self) -> None:
         """The app's own start: subscribe, draw. The view model is already restored."""
@@ -280,3 +289,15 @@ class RuntimeApp(Actor):
         self._from(msg, HOST)
         with self._ids.deriving(msg.id):
             await self.on_input(dict(msg.body or {}))
+
+    @handles("app.tool.invoke")
+    async def _tool_invoke(self, msg: Message) -> None:
+        # The tool router alone decides that a call may run (visibility, revision,
+        # arguments, activation): a call from anyone else is not the agent's.
+        self._from(msg, TOOL_ROUTER)
+        await self.sdk.tools._invoke(msg.id, dict(msg.body))
+
+    @handles("app.tool.cancel")
+    async def _tool_cancel(self, msg: Message) -> None:
+        self._from(msg, TOOL_ROUTER)
+        self.sdk.tools._cancel(str(msg.body["call_id"]))

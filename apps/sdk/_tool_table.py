@@ -1,7 +1,7 @@
 """The app's tools by method: each one's declaration (`@tool`) and its handler.
 
-Apart from the manifest (`_declare`, which builds on `RuntimeApp`), so that the app's
-process can look its own tools up too.
+Shared by the manifest (`_declare`), which publishes the declarations, and the calls
+(`_tools`), which run the handlers; it depends on neither.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """What an app process takes, and from whom: what the store persisted for it, the router's
 word on its actions, the user's input through the host, its instances' lifecycle from the
-app manager. Nothing from another app: no app can put words in the agent's or the user's
-mouth for another. (The supervisor's own notices reach every actor without a door.)"""
+app manager, the agent's tool calls from the tool router. Nothing from another app: no app
+can put words in the agent's or the user's mouth for another. (The supervisor's own notices
+reach every actor without a door.)"""
 
 from __future__ import annotations
 
@@ -18,11 +19,28 @@ class Deliver(TypedDict):
     messages: list[dict[str, Any]]
 
 
+class ToolInvoke(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    call_id: str
+    method: str
+    arguments: dict[str, Any]
+    app_scope: str
+    conversation_id: str
+    instance_id: str | None
+
+
+class ToolCancel(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    call_id: str
+
+
 DOOR = Door(
     {
         "app.deliver": accept("store", body=Deliver),
         "app.action.state": accept("router", body=dict[str, Any]),
         "app.input": accept("host", body=dict[str, Any]),
         "app.lifecycle": accept("app_manager", body=dict[str, Any]),
+        "app.tool.invoke": accept("tool_router", body=ToolInvoke),
+        "app.tool.cancel": accept("tool_router", body=ToolCancel),
     }
 )

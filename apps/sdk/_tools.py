@@ -1,0 +1,266 @@
+"""Agent tools in an app process: each call recorded, run by its handler, reported once.
+
+The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_scope`,
+`conversation_id`, `instance_id`} once it has decided that a call may run, and
+`app.tool.cancel` {`call_id`} once the runtime has ended one. The app answers with casts of
+`tool_router.report`, closed bodies of three kinds: {`call_id`, `kind`: `progress`,
+`stage`?, `percent`?, `message`?}, {`call_id`, `kind`: `result`, `output`} and {`call_id`,
+`kind`: `error`, `code`, `message`?}.
+
+- A call is recorded in the app's log (`tool_calls`, running) before its handler runs, and
+  the invoke is acked once that is on disk. An invoke of a call already recorded never
+  runs the handler again; a finished call's final report is sent again instead.
+- Each handler runs in a task of the actor's nursery: the mailbox goes on, many calls run
+  at once. What it asks of the SDK gets ids derived from its call's first invoke, so an
+  idempotent call run again asks nothing twice.
+- A dict returned is the result; `PENDING` leaves the call open for `complete` / `fail`;
+  a `ContractError` with a code of `APP_TOOL_ERROR_CODES` is that error. Anything else
+  (another exception, another value, an output that cannot be sent) is `handler_failed`
+  with a message naming no exception: the traceback goes to the app's log.
+- Report n of a call has the kernel id `derive_id(call_id, n)`; n is taken in the log before
+  the report is sent, and the final report is written with its index in the write that
+  ends the call. Sent again, it is the same message, which the mailbox keeps once.
+- At start, a call recorded running (its handler had not returned) runs again if its tool
+  is idempotent; otherwise it ends `handler_failed`, since it may have done part of its
+  work. The final report of every call finished within the mailbox's dedup window is sent
+  again: the last ones may not have left the process, and the runtime keeps a call's first
+  final only. A pending call stays open: the app finishes it from what it kept.
+- `app.tool.cancel` ends an open call without a report and cancels its handler.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from actors.contracts import APP_TOOL_ERROR_CODES, Code, ContractError, ToolProgress
+from actors.kernel import derive_id
+
+from ._tool_table import BoundHandler, declared_tools
+
+if TYPE_CHECKING:
+    from ._runtime_app import RuntimeApp
+
+log = logging.getLogger("lineup.app")
+
+TOOL_ROUTER: Final = "tool_router"
+RESEND_WINDOW_NS: Final = 24 * 3600 * 10**9  # the mailbox's dedup window; older rows go
+# Under the largest body an app may send (256 KiB): the supervisor would refuse a larger
+# report, and the call would never end.
+MAX_REPORT_BYTES: Final = 250 * 1024
+MAX_TEXT: Final = 4096
+# JSON proper (no NaN): what the runtime checks against the tool's output schema.
+_encode: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
+class Pending(enum.Enum):
+    """What a handler returns to end its call later (`sdk.tools.complete` / `fail`)."""
+
+    PENDING = "pending"
+
+    def __repr__(self) -> str:
+        return "PENDING"
+
+
+PENDING: Final = Pending.PENDING
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call, as given to a handler that takes it after the arguments."""
+
+    call_id: str
+    method: str
+    arguments: dict[str, Any]
+    app_scope: str
+    conversation_id: str
+    instance_id: str | None
+    _tools: ToolsAPI = field(repr=False, compare=False)
+
+    async def progress(
+        self, stage: str | None = None, percent: int | None = None, message: str | None = None
+    ) -> None:
+        await self._tools.progress(self.call_id, stage, percent, message)
+
+
+def _takes_call(handler: BoundHandler) -> bool:
+    kinds = [p.kind for p in inspect.signature(handler).parameters.values()]
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return inspect.Parameter.VAR_POSITIONAL in kinds or sum(k in positional for k in kinds) >= 2
+
+
+def _error(call_id: str, code: Code, message: str = "") -> dict[str, Any]:
+    report: dict[str, Any] = {"call_id": call_id, "kind": "error", "code": code.value}
+    if message:
+        report["message"] = message[:MAX_TEXT]
+    return report
+
+
+def _result(call_id: str, output: object) -> dict[str, Any]:
+    if isinstance(output, dict):
+        return {"call_id": call_id, "kind": "result", "output": output}
+    log.error("tool call %s: the output is a %s, not a dict", call_id, type(output).__name__)
+    return _error(call_id, Code.HANDLER_FAILED, "the output is not an object")
+
+
+def _sendable(call_id: str, report: dict[str, Any]) -> str:
+    """The report as JSON, or a `handler_failed` in its place if it cannot be sent."""
+    try:
+        text = _encode(report)
+    except (TypeError, ValueError):
+        log.exception("tool call %s: the output is not JSON", call_id)
+        return _encode(_error(call_id, Code.HANDLER_FAILED, "the output is not JSON"))
+    size = len(text.encode())
+    if size > MAX_REPORT_BYTES:
+        log.error("tool call %s: a report of %d bytes is too large to send", call_id, size)
+        return _encode(_error(call_id, Code.HANDLER_FAILED, "the output is too large to send"))
+    return text
+
+
+def _not_open(call_id: str) -> ContractError:
+    return ContractError(Code.OWNERSHIP_MISMATCH, f"{call_id} is not an open call of this app")
+
+
+class ToolsAPI:
+    """`sdk.tools`: progress on the app's open calls, and their late end (see above)."""
+
+    PENDING: Final = PENDING
+
+    def __init__(self, app: RuntimeApp) -> None:
+        self._app = app
+        self._declared = declared_tools(type(app))
+        self._running: dict[str, trio.CancelScope] = {}
+
+    async def progress(
+        self,
+        call_id: str,
+        stage: str | None = None,
+        percent: int | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Report progress on an open call of this app (`ownership_mismatch` otherwise);
+        the fields are checked as the runtime checks them (a `ValueError` if not)."""
+        fields = ToolProgress(stage=stage, percent=percent, message=message)
+        report = {"call_id": call_id, "kind": "progress", **fields.model_dump(exclude_none=True)}
+        index = self._app._log.take_report_index(call_id)
+        if index is None:
+            raise _not_open(call_id)
+        await self._send(call_id, index, report)
+
+    async def complete(self, call_id: str, output: dict[str, Any]) -> None:
+        """End an open call of this app with its result (`ownership_mismatch` otherwise)."""
+        if not await self._finish(call_id, _result(call_id, output)):
+            raise _not_open(call_id)
+
+    async def fail(self, call_id: str, code: Code | str, message: str | None = None) -> None:
+        """End an open call of this app with an error of `APP_TOOL_ERROR_CODES`."""
+        if code not in APP_TOOL_ERROR_CODES:
+            raise ValueError(f"{code!r} is not a code an app may end a call with")
+        if not await self._finish(call_id, _error(call_id, Code(code), message or "")):
+            raise _not_open(call_id)
+
+    # -- the runtime's side: RuntimeApp's handlers and its start --------------------------
+
+    async def _invoke(self, invoke_id: str, body: dict[str, Any]) -> None:
+        known = self._app._log.add_tool_call(invoke_id, body)
+        if known is None:
+            await self._start(invoke_id, body)
+        elif known["report"] is not None:
+            await self._send(known["call_id"], known["reports"] - 1, known["report"])
+
+    def _cancel(self, call_id: str) -> None:
+        self._app._log.finish_tool_call(call_id, None)
+        scope = self._running.get(call_id)
+        if scope is not None:
+            scope.cancel()
+
+    async def _restart(self) -> None:
+        app_log = self._app._log
+        app_log.prune_tool_calls(time.time_ns() - RESEND_WINDOW_NS)
+        for row in app_log.tool_calls():
+            call_id, method = row["call_id"], row["method"]
+            declared = self._declared.get(method)
+            if row["report"] is not None:
+                await self._send(call_id, row["reports"] - 1, row["report"])
+            elif row["state"] != "running":
+                continue
+            elif declared is not None and declared.descriptor.idempotent:
+                log.info("tool call %s (%s) runs again after a restart", call_id, method)
+                await self._start(row["invoke_id"], row["body"])
+            else:
+                log.warning("tool call %s (%s) was cut short by a restart", call_id, method)
+                stopped = "the app stopped while running it"
+                await self._finish(call_id, _error(call_id, Code.HANDLER_FAILED, stopped))
+
+    async def _start(self, invoke_id: str, body: dict[str, Any]) -> None:
+        call_id, method = str(body["call_id"]), str(body["method"])
+        declared = self._declared.get(method)
+        if declared is None:
+            missing = _error(call_id, Code.HANDLER_FAILED, f"no handler for {method}")
+            await self._finish(call_id, missing)
+            return
+        call = ToolCall(
+            call_id=call_id,
+            method=method,
+            arguments=dict(body.get("arguments") or {}),
+            app_scope=str(body.get("app_scope") or self._app.sdk.app.app_scope),
+            conversation_id=str(body.get("conversation_id") or ""),
+            instance_id=body.get("instance_id"),
+            _tools=self,
+        )
+        # Registered before the task starts: a cancel handled first still reaches it.
+        scope = self._running[call_id] = trio.CancelScope()
+        handler = getattr(self._app, declared.handler)
+        # The first id derived from the invoke is the seed of the call's own ids.
+        self._app.nursery.start_soon(self._run, call, handler, scope, derive_id(invoke_id, 0))
+
+    async def _run(
+        self, call: ToolCall, handler: BoundHandler, scope: trio.CancelScope, seed: str
+    ) -> None:
+        outcome: dict[str, Any] | Pending | None = None  # None: cancelled, recorded so
+        try:
+            with scope, self._app._ids.deriving(seed):
+                outcome = await self._outcome(call, handler)
+        finally:
+            self._running.pop(call.call_id, None)
+        if outcome is PENDING:
+            self._app._log.leave_tool_call_pending(call.call_id)
+        elif outcome is not None:
+            await self._finish(call.call_id, outcome)
+
+    async def _outcome(self, call: ToolCall, handler: BoundHandler) -> dict[str, Any] | Pending:
+        failed = f"the handler of {call.method} failed"
+        arguments = dict(call.arguments)
+        try:
+            value = await (handler(arguments, call) if _takes_call(handler) else handler(arguments))
+        except ContractError as exc:
+            if exc.code in APP_TOOL_ERROR_CODES:
+                return _error(call.call_id, exc.code, exc.detail)
+            log.warning("tool call %s (%s) refused with %s", call.call_id, call.method, exc.code)
+            return _error(call.call_id, Code.HANDLER_FAILED, failed)
+        except Exception:
+            log.exception("tool call %s (%s) failed", call.call_id, call.method)
+            return _error(call.call_id, Code.HANDLER_FAILED, failed)
+        return PENDING if value is PENDING else _result(call.call_id, value)
+
+    async def _finish(self, call_id: str, report: dict[str, Any] | None) -> bool:
+        """End an open call with its final report (None: with none); False if it was not
+        open. What is sent is what was recorded: the report as its JSON reads back."""
+        text = None if report is None else _sendable(call_id, report)
+        index = self._app._log.finish_tool_call(call_id, text)
+        if index is None:
+            return False
+        if text is not None:
+            await self._send(call_id, index, json.loads(text))
+        return True
+
+    async def _send(self, call_id: str, index: int, report: dict[str, Any]) -> None:
+        report_id = derive_id(call_id, index)
+        await self._app.cast(TOOL_ROUTER, "tool_router.report", report, id=report_id)
