@@ -206,13 +206,7 @@ class ToolRouterActor(Actor):
             call.note("refused", code=call.code)
             env = final_envelope(call, id=call.slot_id(SLOT_FINAL))
             outbox = [outbox_item(env)]
-            audit = [
-                {
-                    "code": call.code,
-                    "detail": f"{call.call_id}: {call.detail}",
-                    "message_id": call.envelope_id,
-                }
-            ]
+            audit = [_audit(call.code, f"{call.call_id}: {call.detail}", call.envelope_id)]
         reply = await self.store(
             "store.tools.write", {"accept": [call.to_row()], "outbox": outbox, "audit": audit}
         )
@@ -367,6 +361,7 @@ class ToolRouterActor(Actor):
         output: dict[str, Any] | None = None,
         error: ContractError | None = None,
         from_app: bool = False,
+        audit_detail: str | None = None,
     ) -> None:
         """The call's one final outcome: recorded with its envelope in one transaction."""
         if call.done:
@@ -380,13 +375,8 @@ class ToolRouterActor(Actor):
         env = final_envelope(call, id=call.slot_id(SLOT_FINAL))
         audit = []
         if error is not None and error.code in (Code.HANDLER_FAILED, Code.OPERATION_EXPIRED):
-            audit = [
-                {
-                    "code": str(error.code),
-                    "detail": f"{call.call_id}: {error.detail}",
-                    "message_id": call.envelope_id,
-                }
-            ]
+            detail = f"{call.call_id}: {audit_detail or error.detail}"
+            audit = [_audit(str(error.code), detail, call.envelope_id)]
         self.calls.pop(call.call_id, None)
         self.counts[call.state] += 1
         await self.store(
@@ -446,7 +436,10 @@ class ToolRouterActor(Actor):
             try:
                 check_tool_output(InventoryTool.model_validate(call.tool), body.get("output"))
             except ContractError as exc:
-                await self.finish(call, error=exc)
+                # The agent learns that the output broke the schema, never what it held; the
+                # audit keeps the whole reason.
+                refusal = ContractError(exc.code, "the app's output does not fit its schema")
+                await self.finish(call, error=refusal, audit_detail=exc.detail)
                 return
             await self.finish(call, output=dict(body.get("output") or {}), from_app=True)
         else:
@@ -469,6 +462,10 @@ class ToolRouterActor(Actor):
         await self.store(
             "store.tools.write", {"calls": [call.to_row()], "outbox": [outbox_item(env)]}
         )
+
+
+def _audit(code: str, detail: str, message_id: str) -> dict[str, Any]:
+    return {"code": code, "detail": detail, "message_id": message_id}
 
 
 def _inventory_envelope(conversation: str, payload: dict[str, Any], id: str) -> dict[str, Any]:

@@ -24,9 +24,9 @@ class Report(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     call_id: Annotated[str, Field(max_length=70)]
     kind: Literal["progress", "result", "error"]
-    stage: NotRequired[Annotated[str, Field(max_length=64)] | None]
+    stage: NotRequired[Annotated[str, Field(max_length=200)] | None]
     percent: NotRequired[Annotated[int, Field(ge=0, le=100)] | None]
-    message: NotRequired[Annotated[str, Field(max_length=2000)] | None]
+    message: NotRequired[Annotated[str, Field(max_length=4096)] | None]
     output: NotRequired[dict[str, Any]]
     code: NotRequired[Annotated[str, Field(max_length=64)]]
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from actors.store import read_inventories, read_outbox_envelopes, read_tool_calls
+from peers.agent import AgentClient
 from tests.app_manager.conftest import Bundles, lineup
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 
@@ -30,14 +33,14 @@ def sent(stack: Stack, type_: str, conversation: str = CONVERSATION) -> list[dic
     ]
 
 
-def revision(stack: Stack, conversation: str = CONVERSATION) -> int:
+def revision_of(stack: Stack, conversation: str = CONVERSATION) -> int:
     rows = [r for r in read_inventories(stack.data_dir) if r["conversation_id"] == conversation]
     return int(rows[0]["revision"]) if rows else 0
 
 
 async def new_revision(stack: Stack, above: int, conversation: str = CONVERSATION) -> int:
     return await wait_for(
-        lambda: revision(stack, conversation) if revision(stack, conversation) > above else 0,
+        lambda: revision_of(stack, conversation) if revision_of(stack, conversation) > above else 0,
         30,
         f"an inventory revision above {above}",
     )
@@ -60,3 +63,79 @@ async def final_of(stack: Stack, call_id: str, timeout: float = 30) -> dict[str,
         return row if row and row["state"] in ("succeeded", "failed") else None
 
     return await wait_for(done, timeout, f"the outcome of {call_id}")
+
+
+class Agent:
+    """The agent's side of calls, as raw envelopes: what a test needs to get exact ids."""
+
+    def __init__(self, stack: Stack, client: AgentClient, app_scope: str) -> None:
+        self.stack = stack
+        self.client = client
+        self.app_scope = app_scope
+
+    def invoke(
+        self,
+        call_id: str,
+        method: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        revision: int | None = None,
+        conversation: str = CONVERSATION,
+    ) -> dict[str, Any]:
+        return self.client.envelope(
+            "lineup.tool.invoke",
+            conversation,
+            {"method": method, "contract_version": "1", "arguments": arguments or {}},
+            app_scope=self.app_scope,
+            target_kind="runtime",
+            call_id=call_id,
+            inventory_revision=str(revision or revision_of(self.stack, conversation)),
+        )
+
+    async def call(self, call_id: str, method: str, **options: Any) -> dict[str, Any]:
+        """Submit one call; its row once it has its final outcome."""
+        await self.client.submit(self.invoke(call_id, method, **options))
+        return await final_of(self.stack, call_id)
+
+
+def install_toolbox(stack: Stack, toolbox: tuple[Path, Path]) -> None:
+    bundle, key = toolbox
+    (stack.data_dir / "trusted_keys").mkdir(exist_ok=True)
+    shutil.copy(key, stack.data_dir / "trusted_keys")
+    app(stack, "install", bundle)
+    app(stack, "enable", "toolbox")
+
+
+def finals(stack: Stack, call_id: str) -> list[dict[str, Any]]:
+    """Every final envelope the runtime queued for a call (there must be one)."""
+    return [
+        env
+        for env in read_outbox_envelopes(stack.data_dir)
+        if env["type"] in ("lineup.tool.result", "lineup.tool.error")
+        and env["correlation"]["call_id"] == call_id
+    ]
+
+
+def effects(stack: Stack) -> list[str]:
+    """The toolbox's own record of the `box.count` calls it ran."""
+    path = stack.data_dir / "apps" / "toolbox" / "effects.log"
+    return path.read_text().split() if path.exists() else []
+
+
+def stream_finals(stack: Stack) -> dict[str, list[str]]:
+    """From the AppServer's own store (what the agent is given): each call id's final
+    envelopes, by type, in stream order."""
+    path = stack.appserver_dir / "appserver.db"
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT type, body FROM messages WHERE type IN"
+            " ('lineup.tool.result', 'lineup.tool.error') ORDER BY seq"
+        ).fetchall()
+    finally:
+        db.close()
+    out: dict[str, list[str]] = {}
+    for type_, body in rows:
+        envelope = json.loads(body)
+        out.setdefault(envelope["correlation"]["call_id"], []).append(type_)
+    return out

@@ -14,7 +14,7 @@ from .helpers import (
     call_row,
     final_of,
     new_revision,
-    revision,
+    revision_of,
     sent,
     tools_of,
     trust,
@@ -89,7 +89,7 @@ async def test_revisions_follow_the_registry_and_calls_are_checked_in_order(
     # Nothing visible changed: no new revision, and each one was published once.
     app(stack, "list")
     published = [int(e["payload"]["revision"]) for e in sent(stack, "lineup.inventory")]
-    assert published == sorted(set(published)) and published[-1] == again == revision(stack)
+    assert published == sorted(set(published)) and published[-1] == again == revision_of(stack)
     await wait_for(
         lambda: all(e["_state"] != "pending" for e in sent(stack, "lineup.inventory")),
         30,
