@@ -4,6 +4,7 @@ AppServer accepts it."""
 
 from __future__ import annotations
 
+from actors.store import read_outbox_envelopes
 from peers.agent import AgentClient
 
 from .helpers import CONVERSATION, Stack, wait_for
@@ -22,6 +23,12 @@ async def test_user_messages_sent_while_the_appserver_is_down(stack: Stack) -> N
     agent = await stack.start_agent()
     await agent.send_text(CONVERSATION, "hello")  # opens the conversation
     await wait_for(lambda: len(stack.timeline()) == 1, 30, "the greeting in the chat")
+    # The conversation's tool inventory is published and accepted before the server goes.
+    await wait_for(
+        lambda: [e["_state"] for e in read_outbox_envelopes(stack.data_dir)] == ["accepted"],
+        30,
+        "the inventory accepted",
+    )
 
     await stack.stop_appserver()
     await stack.wait_lifecycle("offline_degraded")
@@ -40,11 +47,13 @@ async def test_user_messages_sent_while_the_appserver_is_down(stack: Stack) -> N
         return {item["state"] for item in stack.timeline()[1:]} == {"accepted"}
 
     await wait_for(all_accepted, 30, "every echo to be accepted")
-    outbox = stack.outbox()
-    assert [item["state"] for item in outbox] == ["accepted"] * count
+    sent = read_outbox_envelopes(stack.data_dir)
+    assert [e["_state"] for e in sent if e["type"] == "lineup.message"] == ["accepted"] * count
+    # Besides the user's messages, the runtime published the conversation's tool inventory.
+    inventories = sum(e["type"] == "lineup.inventory" for e in sent)
     assert stack.server is not None
     stats = stack.server.statistics()
-    assert (stats.last_seq, stats.accepted, stats.duplicates) == (1 + count, count, 0)
+    assert (stats.last_seq, stats.accepted, stats.duplicates) == (1 + count + inventories, count, 0)
 
 
 async def test_user_messages_survive_a_kill_9_of_the_whole_runtime(stack: Stack) -> None:
@@ -70,5 +79,8 @@ async def test_user_messages_survive_a_kill_9_of_the_whole_runtime(stack: Stack)
         30,
         "every echo to be accepted",
     )
+    inventories = sum(
+        e["type"] == "lineup.inventory" for e in read_outbox_envelopes(stack.data_dir)
+    )
     assert stack.server is not None
-    assert stack.server.statistics().last_seq == 1 + count
+    assert stack.server.statistics().last_seq == 1 + count + inventories
