@@ -34,9 +34,7 @@ _SESSION = {
     version="0.1.0",
     title="Pomodoro",
     entrypoints=[{"id": "timer", "kind": "contextual"}],
-    required_features=["app.lifecycle.v1"],
-    # Its tools are called once the runtime serves them; until then it runs as a timer.
-    optional_features=["app.tools.v1"],
+    required_features=["app.lifecycle.v1", "app.tools.v1"],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
 )
 class PomodoroApp(RuntimeApp):
