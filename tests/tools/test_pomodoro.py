@@ -1,0 +1,83 @@
+"""The demo agent uses pomodoro's tools when the user asks for focus time: `lineup run
+--headless` (embedded AppServer and demo agent), pomodoro installed through the CLI, the user
+writes "focus 5" in the chat, the agent calls `pomodoro.start`, the timer's app comes to the
+front for the call and chat comes back after it, and the agent tells the user."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from actors.store import read_apps, read_inventories, read_lifecycle, read_tool_calls
+from apps.chat import history
+from lineup.ui_session import UiSession
+from tests.app_manager.conftest import Bundles, lineup
+from tests.runtime.helpers import wait_for
+from tests.runtime.test_lineup_run import _start, _stop
+
+CONVERSATION = "conv-focus"
+
+
+def _say(data_dir: Path, text: str) -> None:
+    UiSession(data_dir, session_id="test").act(
+        {"kind": "send", "conversation_id": CONVERSATION, "text": text}
+    )
+
+
+async def _agent_said(data_dir: Path, start: str) -> str:
+    def said() -> str | None:
+        for item in history(data_dir, CONVERSATION)["timeline"]:
+            if item["sender"].startswith("agent:") and item["text"].startswith(start):
+                return str(item["text"])
+        return None
+
+    return await wait_for(said, 60, f"the agent to say {start!r}")
+
+
+async def test_focus_starts_a_timer_through_the_pomodoro_tool(
+    tmp_path: Path, bundles: Bundles
+) -> None:
+    data_dir = tmp_path / "data"
+    process = _start(data_dir, tmp_path / "run.log")
+    try:
+
+        def online() -> bool:
+            assert process.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
+            record = read_lifecycle(data_dir) if (data_dir / "runtime.db").exists() else None
+            return record is not None and record["state"] == "online"
+
+        await wait_for(online, 30, "the runtime to be online")
+        _say(data_dir, "focus 5")  # nothing offers a timer yet
+        await _agent_said(data_dir, "Pomodoro is not available")
+
+        (data_dir / "trusted_keys").mkdir(exist_ok=True)
+        shutil.copy(bundles.keys / "publisher.pub", data_dir / "trusted_keys")
+        for args in (("install", bundles.v1), ("enable", "pomodoro")):
+            code, out, err = lineup("app", *args, "--data-dir", data_dir)
+            assert code == 0, out + err
+
+        await wait_for(lambda: _inventory_lists(data_dir, "pomodoro.start"), 30, "the tool")
+        _say(data_dir, "focus 5")
+        text = await _agent_said(data_dir, "Your 5-minute focus timer has started")
+        assert "until" in text
+        calls = [c for c in read_tool_calls(data_dir) if c["method"] == "pomodoro.start"]
+        assert [(c["state"], c["arguments"]) for c in calls] == [("succeeded", {"minutes": 5})]
+        events = [h["event"] for h in calls[0]["history"]]
+        assert events[:3] == ["accepted", "starting", "activation_ready"]
+        # The timer came to the front for the call; chat is given back once it ended.
+        await wait_for(
+            lambda: (read_apps(data_dir)["settings"].get("focus_stack") or [""])[-1] == "chat:main",
+            30,
+            "chat back in front",
+        )
+        assert f"pomodoro:{CONVERSATION}" in read_apps(data_dir)["settings"]["focus_stack"]
+    finally:
+        _stop(process)
+
+
+def _inventory_lists(data_dir: Path, method: str) -> bool:
+    return any(
+        row["conversation_id"] == CONVERSATION
+        and any(t["method"] == method for t in row["payload"]["tools"])
+        for row in read_inventories(data_dir)
+    )
