@@ -87,6 +87,7 @@ class Activations:
             await self.router.store(
                 "store.tools.write", {"calls": [call.to_row()], "outbox": [outbox_item(env)]}
             )
+            await self.router.show(call, "starting")
         key = _key(call)
         queue = self.waiting.setdefault(key, [])
         queue.append(call)

@@ -22,6 +22,7 @@ import trio
 
 from actors.contracts import (
     APP_TOOL_ERROR_CODES,
+    SCOPE_CHAT,
     Code,
     ContractError,
     InventoryTool,
@@ -38,11 +39,13 @@ from ._calls import (
     SLOT_ACCEPTED,
     SLOT_DISPATCH,
     SLOT_FINAL,
+    SLOT_SHOWN,
     Call,
     envelope,
     final_envelope,
     now_ms,
     outbox_item,
+    shown,
 )
 from ._inventory import AppView, Computed, compute, find_tool
 from ._policy import Policy, load_policy, policy_stamp
@@ -227,6 +230,7 @@ class ToolRouterActor(Actor):
             return
         self.counts["accepted"] += 1
         self.calls[call.call_id] = call
+        await self.show(call, "accepted")
         await self._resume(call)
 
     def _refusal(self, call: Call) -> ContractError | None:
@@ -333,6 +337,15 @@ class ToolRouterActor(Actor):
         else:
             await self.activations.request(call)
 
+    async def show(self, call: Call, state: str, id: str | None = None, **facts: Any) -> None:
+        """Tell the interaction app how the call goes (its timeline shows each call)."""
+        await self.cast(
+            f"app.{SCOPE_CHAT}",
+            "app.tool.event",
+            shown(call, state, **facts),
+            id=id or call.slot_id(SLOT_SHOWN[state]),
+        )
+
     async def dispatch(self, call: Call) -> None:
         """Hand the call to its app (again after a crash: the SDK runs a call id once)."""
         if call.state != "running":
@@ -340,6 +353,7 @@ class ToolRouterActor(Actor):
             call.note("running", instance_id=call.instance_id)
             call.arm()
             await self.store("store.tools.write", {"calls": [call.to_row()]})
+        await self.show(call, "running")
         await self.cast(
             f"app.{call.app_scope}",
             "app.tool.invoke",
@@ -384,6 +398,8 @@ class ToolRouterActor(Actor):
             {"calls": [call.to_row()], "outbox": [outbox_item(env)], "audit": audit},
         )
         log.info("call %s %s %s", call.call_id, call.state, call.code or "")
+        if any(h["event"] == "accepted" for h in call.history):  # refused calls never showed
+            await self.show(call, call.state, code=call.code)
         await self.activations.ended(call)
 
     async def _watch_deadlines(self) -> None:
@@ -431,7 +447,11 @@ class ToolRouterActor(Actor):
             return
         kind = body["kind"]
         if kind == "progress":
-            await self._progress(call, body, msg.id)
+            # What is derived from the report takes the call's id too: message ids are
+            # unique per sender only, and an app's report ids (derive_id(call_id, n)) are
+            # computable by any app, which could send one first and have its envelope kept
+            # in place of this one.
+            await self._progress(call, body, f"{call.envelope_id}:{msg.id}")
         elif kind == "result":
             try:
                 check_tool_output(InventoryTool.model_validate(call.tool), body.get("output"))
@@ -462,6 +482,7 @@ class ToolRouterActor(Actor):
         await self.store(
             "store.tools.write", {"calls": [call.to_row()], "outbox": [outbox_item(env)]}
         )
+        await self.show(call, "progress", id=derive_id(report_id, 1), **payload)
 
 
 def _audit(code: str, detail: str, message_id: str) -> dict[str, Any]:

@@ -28,6 +28,14 @@ SLOT_STARTING: Final = 0x22
 SLOT_ACTIVATION: Final = 0x23
 SLOT_FINAL: Final = 0x2F
 SLOT_DISPATCH: Final = 0x30  # the kernel message that hands the call to its app
+# The interaction app's view of the call: one kernel message per state it reaches.
+SLOT_SHOWN: Final = {
+    "accepted": 0x41,
+    "starting": 0x42,
+    "running": 0x43,
+    "succeeded": 0x44,
+    "failed": 0x44,
+}
 ABSOLUTE_CAP_FACTOR: Final = 10  # progress extends a call up to ten times its timeout
 MAX_ABSOLUTE_MS: Final = 86_400_000
 HISTORY_LIMIT: Final = 64  # progress beyond this is still relayed, not kept in the row
@@ -123,6 +131,18 @@ def envelope(
             "payload": payload,
         }
     ).to_dict()
+
+
+def shown(call: Call, state: str, **facts: Any) -> dict[str, Any]:
+    """A step of the call as the interaction app shows it in the conversation."""
+    step = {
+        "call_id": call.call_id,
+        "conversation_id": call.conversation_id,
+        "app_scope": call.app_scope,
+        "method": call.method,
+        "state": state,
+    }
+    return {**step, **{k: v for k, v in facts.items() if v is not None}}
 
 
 def outbox_item(env: dict[str, Any]) -> dict[str, Any]:

@@ -36,7 +36,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     pos INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,              -- 'agent' (delivered) or 'action' (dispatched)
+    kind TEXT NOT NULL,              -- 'agent' (delivered), 'action' (dispatched), 'tool'
     conversation_id TEXT NOT NULL,
     type TEXT NOT NULL,
     body TEXT NOT NULL,
@@ -119,6 +119,26 @@ class EventLog:
             rows = self.db.execute(f"SELECT id FROM events WHERE id IN ({marks})", part)
             known.update(row[0] for row in rows)
         return known
+
+    def add_tool_event(self, kernel_id: str, event: dict[str, Any]) -> bool:
+        """Record a step of an agent's tool call as the runtime reported it; False if that
+        report was recorded already."""
+        with applied_once(self.db, kernel_id) as fresh:
+            if not fresh:
+                return False
+            self.db.execute(
+                "INSERT INTO events (id, kind, conversation_id, type, body, state, code, at_ns)"
+                " VALUES (?, 'tool', ?, 'lineup.tool', ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                (
+                    kernel_id,
+                    event["conversation_id"],
+                    _encode(event),
+                    event["state"],
+                    event.get("code"),
+                    time.time_ns(),
+                ),
+            )
+            return True
 
     def add_action(self, kernel_id: str, action: dict[str, Any]) -> bool:
         """Record a dispatched action as pending (the local echo); False if already there."""

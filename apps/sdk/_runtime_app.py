@@ -275,6 +275,16 @@ class RuntimeApp(Actor):
             for event in self._log.events_by_id(body["id"]):
                 await self._apply({**event, "state": body["state"], "code": body.get("code")})
 
+    @handles("app.tool.event")
+    async def _tool_event(self, msg: Message) -> None:
+        """A step of an agent's tool call, for the timeline: the tool router's word only."""
+        self._from(msg, TOOL_ROUTER)
+        body = dict(msg.body or {})
+        if self._log.add_tool_event(msg.id, body):
+            await self._apply(
+                {"kind": "tool", "conversation_id": body["conversation_id"], "body": body}
+            )
+
     @handles("app.lifecycle")
     async def _lifecycle(self, msg: Message) -> None:
         # Instances are the app manager's to move; nobody else's word counts.

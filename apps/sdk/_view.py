@@ -1,7 +1,8 @@
 """The view model an app reads (the SDK's `AppStateAPI`): a fold over its event log.
 
 Per conversation: the timeline (agent messages, the user's own messages with their
-delivery state, interaction requests and answers), the tasks' latest progress, and the
+delivery state, interaction requests and answers, the agent's tool calls with their state),
+the tasks' latest progress (the agent's tasks, and each tool call as a task), and the
 interactions still waiting for an answer. It is rebuilt from the log at start and updated
 event by event afterwards; both paths run the same `apply`, so what a restarted app shows
 is what it showed before.
@@ -31,6 +32,8 @@ class ConversationView:
         body = event["body"]
         if event["kind"] == "agent":
             self._agent(event, body)
+        elif event["kind"] == "tool":
+            self._tool(body)
         else:
             self._action(event, body)
 
@@ -71,6 +74,32 @@ class ConversationView:
                 }
             )
 
+    def _tool(self, step: dict[str, Any]) -> None:
+        """An agent's tool call as a timeline item updated in place and as a task."""
+        call_id, state = step["call_id"], step["state"]
+        label = f"{step['app_scope']} · {step['method']}"
+        task = self.tasks.setdefault(call_id, {"label": label, "status": "pending"})
+        task["status"] = _TASK_STATUS.get(state, "running")
+        if step.get("code") == "cancelled_by_user":
+            task["status"] = "cancelled"
+        if step.get("percent") is not None:
+            task["percent"] = step["percent"]
+        elif state == "succeeded":
+            task["percent"] = 100
+        position = self._index.get(call_id)
+        if position is None:
+            self._add(
+                {"id": call_id, "sender": "runtime:tools", "kind": "tool", "text": label,
+                 "shown": label, "state": state}
+            )  # fmt: skip
+            position = self._index[call_id]
+        item = self.timeline[position]
+        if item["state"] not in ("succeeded", "failed"):  # the final stays the final
+            item["state"] = state if state != "progress" else "running"
+        for key in ("percent", "code", "message"):
+            if step.get(key) is not None:
+                item[key] = step[key]
+
     def _action(self, event: dict[str, Any], action: dict[str, Any]) -> None:
         state = event["state"]
         position = self._index.get(action["id"])
@@ -108,6 +137,16 @@ class ConversationView:
             "tasks": self.tasks,
             "pending_interactions": list(self.pending_interactions.values()),
         }
+
+
+_TASK_STATUS = {
+    "accepted": "pending",
+    "starting": "pending",
+    "running": "running",
+    "progress": "running",
+    "succeeded": "succeeded",
+    "failed": "failed",
+}
 
 
 def _answer_text(response: dict[str, Any]) -> str:

@@ -1,6 +1,7 @@
 """What an app process takes, and from whom: what the store persisted for it, the router's
 word on its actions, the user's input through the host, its instances' lifecycle from the
-app manager, the agent's tool calls from the tool router. Nothing from another app: no app
+app manager, the agent's tool calls (and, for the interaction app, how every call goes) from
+the tool router. Nothing from another app: no app
 can put words in the agent's or the user's mouth for another. (The supervisor's own notices
 reach every actor without a door.)"""
 
@@ -42,5 +43,7 @@ DOOR = Door(
         "app.lifecycle": accept("app_manager", body=dict[str, Any]),
         "app.tool.invoke": accept("tool_router", body=ToolInvoke),
         "app.tool.cancel": accept("tool_router", body=ToolCancel),
+        # The interaction app's view of the agent's tool calls (a step of one call).
+        "app.tool.event": accept("tool_router", body=dict[str, Any]),
     }
 )

@@ -5,8 +5,10 @@ foreground a call needs given back."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from actors.store import read_apps
+from apps.chat import history
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 
 from .helpers import (
@@ -75,6 +77,18 @@ async def test_every_way_a_call_ends(stack: Stack, toolbox: tuple[Path, Path]) -
     progress = [e["payload"] for e in sent(stack, "lineup.tool.progress")]
     assert [p.get("percent") for p in progress] == [0, 50, 100]
     assert progress[0]["stage"] == "started"
+
+    # The chat shows each call as a task: the slow one ran to 100 %, the refused one failed.
+    def task(call_id: str) -> dict[str, Any]:
+        return dict(history(stack.data_dir, CONVERSATION)["tasks"].get(call_id) or {})
+
+    await wait_for(lambda: task("call_slow").get("status") == "succeeded", 30, "the chat's task")
+    assert task("call_slow") == {
+        "label": "toolbox · box.slow",
+        "status": "succeeded",
+        "percent": 100,
+    }
+    assert task("call_refuse")["status"] == "failed"
 
     # The same call id again, in a new envelope: the recorded outcome, no second run.
     row = await agent.call("call_count", "box.count")

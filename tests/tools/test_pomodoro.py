@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from actors.store import read_apps, read_inventories, read_lifecycle, read_tool_calls
 from apps.chat import history
@@ -62,6 +63,19 @@ async def test_focus_starts_a_timer_through_the_pomodoro_tool(
         assert "until" in text
         calls = [c for c in read_tool_calls(data_dir) if c["method"] == "pomodoro.start"]
         assert [(c["state"], c["arguments"]) for c in calls] == [("succeeded", {"minutes": 5})]
+
+        # The chat shows the call in the conversation: a timeline item and a task.
+        def shown() -> dict[str, Any] | None:
+            view = history(data_dir, CONVERSATION)
+            tool = next((i for i in view["timeline"] if i["id"] == calls[0]["call_id"]), None)
+            return view if tool is not None and tool["state"] == "succeeded" else None
+
+        view = await wait_for(shown, 30, "the call in the chat")
+        tool = next(i for i in view["timeline"] if i["id"] == calls[0]["call_id"])
+        assert (tool["kind"], tool["text"], tool["state"]) == (
+            "tool", "pomodoro · pomodoro.start", "succeeded",
+        )  # fmt: skip
+        assert view["tasks"][calls[0]["call_id"]]["status"] == "succeeded"
         events = [h["event"] for h in calls[0]["history"]]
         assert events[:3] == ["accepted", "starting", "activation_ready"]
         # The timer came to the front for the call; chat is given back once it ended.
