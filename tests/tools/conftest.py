@@ -4,6 +4,7 @@ behave in every way a tool can) installed through the CLI."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -26,3 +27,24 @@ def toolbox(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     code, _, err = lineup("app", "sign", bundle, "--key", root / "keys" / "toolsmith.key")
     assert code == 0, err
     return bundle, root / "keys" / "toolsmith.pub"
+
+
+@pytest.fixture(scope="session")
+def toolbox_update(toolbox: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toolbox at version 1.1.0, signed by the same publisher."""
+    root = tmp_path_factory.mktemp("toolbox-update")
+    source = root / "toolbox"
+    shutil.copytree(
+        REPO_ROOT / "tests" / "tools" / "toolbox",
+        source,
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    app = source / "_app.py"
+    app.write_text(app.read_text().replace('version="1.0.0"', 'version="1.1.0"'))
+    bundle = root / "toolbox-1.1.0.bundle"
+    code, _, err = lineup("app", "build", source, "--out", bundle)
+    assert code == 0, err
+    key = toolbox[1].with_suffix(".key")
+    code, _, err = lineup("app", "sign", bundle, "--key", key)
+    assert code == 0, err
+    return bundle
