@@ -3,8 +3,10 @@ order: the revision, the tool's visibility, the arguments."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from actors.store import read_inventories
 from peers.agent import AgentClient
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 
@@ -96,3 +98,43 @@ async def test_revisions_follow_the_registry_and_calls_are_checked_in_order(
         "the AppServer's verdicts",
     )
     assert all(e["_state"] == "accepted" for e in sent(stack, "lineup.inventory"))
+
+
+async def test_policy_changes_and_restarts_move_the_revision_forward(
+    stack: Stack, bundles: Bundles
+) -> None:
+    await stack.start_appserver()
+    await stack.start_runtime()
+    trust(stack, bundles)
+    agent = await stack.start_agent()
+    await agent.send_text(CONVERSATION, "hello")
+    first = await new_revision(stack, 0)
+    app(stack, "install", bundles.v1)
+    app(stack, "enable", "pomodoro")
+    listed = await new_revision(stack, first)
+    policy = stack.data_dir / "tool_policy.json"
+
+    policy.write_text(json.dumps({"deny": ["pomodoro/pomodoro.status"]}))
+    denied = await new_revision(stack, listed)
+    assert tools_of(stack) == ["pomodoro.start"]
+    reasons = {v["method"]: v["reason"] for v in read_inventories(stack.data_dir)[0]["visibility"]}
+    assert reasons["pomodoro.status"].startswith("denied by tool policy")
+
+    # An allow list that the deny rule overrides: deny beats allow.
+    policy.write_text(json.dumps({"allow": ["pomodoro/*"], "deny": ["*/pomodoro.start"]}))
+    narrowed = await new_revision(stack, denied)
+    assert tools_of(stack) == ["pomodoro.status"]
+
+    policy.write_text("{not json")  # a broken policy hides everything, never widens
+    broken = await new_revision(stack, narrowed)
+    assert tools_of(stack) == []
+
+    # Kill -9 the whole runtime: the revision never goes back or repeats.
+    assert stack.runtime is not None
+    stack.runtime.kill9()
+    policy.unlink()
+    await stack.start_runtime()
+    restored = await new_revision(stack, broken)
+    assert tools_of(stack) == ["pomodoro.start", "pomodoro.status"]
+    published = [int(e["payload"]["revision"]) for e in sent(stack, "lineup.inventory")]
+    assert published == sorted(set(published)) and published[-1] == restored
