@@ -139,3 +139,15 @@ async def test_cancel_and_the_foreground_given_back(
     assert row["state"] == "succeeded"
     assert any(h["event"] == "activation_ready" for h in row["history"])
     await wait_for(lambda: foreground() == before, 30, f"{before} back in front")
+
+
+async def test_progress_keeps_a_call_alive_up_to_its_absolute_cap(
+    stack: Stack, toolbox: tuple[Path, Path]
+) -> None:
+    agent = await _ready(stack, toolbox)
+    row = await agent.call("call_trickle", "box.trickle")  # 1.5 s on a 0.5 s timeout
+    assert row["state"] == "succeeded", row
+    row = await agent.call("call_forever", "box.forever")  # cap: ten times 0.2 s
+    assert (row["state"], row["code"]) == ("failed", "operation_expired")
+    took = row["history"][-1]["at_ms"] - row["created_ms"]
+    assert 2_000 <= took < 10_000, took

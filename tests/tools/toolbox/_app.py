@@ -118,6 +118,21 @@ class ToolboxApp(RuntimeApp):
             await call.progress(percent=percent)
         return {"done": True}
 
+    @tool("box.trickle", input_schema=_NOTHING, output_schema=_ANY, timeout_ms=500)
+    async def trickle(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        """Takes three times its timeout, showing progress often enough to keep going."""
+        for percent in range(10, 101, 10):
+            await trio.sleep(0.15)
+            await call.progress(percent=percent)
+        return {"done": True}
+
+    @tool("box.forever", input_schema=_NOTHING, output_schema=_ANY, timeout_ms=200)
+    async def forever(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        """Shows progress and never ends: only the absolute cap stops it."""
+        while True:
+            await trio.sleep(0.05)
+            await call.progress(message="still going")
+
     @tool("box.sleep", input_schema=_NOTHING, output_schema=_ANY, timeout_ms=60_000)
     async def sleep(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Takes a minute: long enough to be cancelled."""
