@@ -33,6 +33,12 @@ def _run_apps(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _run_tools(args: argparse.Namespace) -> int:
+    from .tools import run
+
+    return run(args)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add `bench` and its subcommands to the `lineup` command line."""
     from ._options import add_arguments
@@ -77,3 +83,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     add_apps_arguments(apps)
     apps.set_defaults(func=_run_apps)
+    from ._tools_options import add_arguments as add_tools_arguments
+
+    tools = benches.add_parser(
+        "tools",
+        help="an agent's tool calls through the runtime beside a bare WebSocket round trip",
+        description="Measures an agent's tool call (agent → runtime → the app's tool →"
+        " agent) at 100 calls/s (p50, p99) and in a burst (calls/s), beside the bare round"
+        " trip through the same kind of AppServer in the same run, and checks them against"
+        " the tool targets.",
+    )
+    add_tools_arguments(tools)
+    tools.set_defaults(func=_run_tools)

@@ -1,0 +1,49 @@
+"""The options of `lineup bench tools`, apart so that `lineup --help` imports nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+DEFAULT_CALLS = 1_000
+DEFAULT_BURST = 2_000
+DEFAULT_IN_FLIGHT = 200
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object, no table")
+    parser.add_argument(
+        "--calls",
+        metavar="N",
+        type=int,
+        default=DEFAULT_CALLS,
+        help=f"calls per path at 100 calls/s for the round trip (default {DEFAULT_CALLS:,})",
+    )
+    parser.add_argument(
+        "--burst",
+        metavar="M",
+        type=int,
+        default=DEFAULT_BURST,
+        help=f"calls per path in the throughput burst (default {DEFAULT_BURST:,})",
+    )
+    parser.add_argument(
+        "--in-flight",
+        metavar="K",
+        type=int,
+        default=DEFAULT_IN_FLIGHT,
+        help=f"calls open at once in the burst (default {DEFAULT_IN_FLIGHT})",
+    )
+    parser.add_argument(
+        "--work-dir",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="where to make the temp dir (default: the system's); keep it on a real disk",
+    )
+
+
+def check_arguments(args: argparse.Namespace) -> str | None:
+    for name in ("calls", "burst", "in_flight"):
+        if getattr(args, name) < 1:
+            return f"--{name.replace('_', '-')} must be at least 1"
+    return None

@@ -1,0 +1,172 @@
+"""`lineup bench tools`'s result record (`--json`) and its table, with the tool targets, and
+where a runtime call's time goes (the steps of its history in `runtime.db`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ._envelope import percentile
+from ._tools_flow import Batch
+
+TARGET_RATIO = 3.0  # call p50 / bare round-trip p50
+TARGET_CALLS_PER_S = 500.0  # on 2 cores
+# The legs of a call, between the times the agent and the tool router took: the agent's
+# submit, the history's `accepted`, `running` and final step, the final at the agent.
+STEPS = (
+    ("to_accepted", "agent submit → tool router accepted (AppServer, transport, router, store)"),
+    ("accepted_to_running", "accepted → running (app.tool.invoke sent to the app)"),
+    ("running_to_final", "running → the app's result at the tool router (app process and back)"),
+    ("final_to_agent", "final → at the agent (store, outbox, transport, AppServer)"),
+)
+FINAL_EVENTS = ("succeeded", "failed")
+
+
+def _r(value: float, digits: int = 3) -> float:
+    return round(value, digits)
+
+
+def call_steps(data_dir: Path, batch: Batch) -> dict[str, Any]:
+    """Per leg, the p50 (ms) over the batch's calls, from each call's history in
+    `runtime.db` (the tool router's `at_ms`, whole ms) and the agent's own times (one
+    machine, one clock); and what the calls' rows ended as."""
+    from actors.store import read_tool_calls
+
+    rows = {row["call_id"]: row for row in read_tool_calls(data_dir)}
+    legs: dict[str, list[float]] = {key: [] for key, _ in STEPS}
+    states: Counter[str] = Counter()
+    for call in batch.calls:
+        row = rows.get(call.call_id)
+        if row is None:
+            states["missing"] += 1
+            continue
+        states[str(row["state"])] += 1
+        at = {step["event"]: float(step["at_ms"]) for step in row["history"]}
+        if not {"accepted", "running"} <= at.keys() or not at.keys() & set(FINAL_EVENTS):
+            continue
+        final = next(at[event] for event in FINAL_EVENTS if event in at)
+        submitted = call.submitted_ns / 1e6
+        legs["to_accepted"].append(at["accepted"] - submitted)
+        legs["accepted_to_running"].append(at["running"] - at["accepted"])
+        legs["running_to_final"].append(final - at["running"])
+        legs["final_to_agent"].append(submitted + call.round_trip_ms - final)
+    return {
+        "p50_ms": {key: _r(percentile(v, 50), 2) if v else None for key, v in legs.items()},
+        "rows": dict(states),
+    }
+
+
+def _failures(batch: Batch) -> dict[str, int]:
+    return dict(Counter(call.final_type for call in batch.failed))
+
+
+def result_record(
+    *, settings: dict[str, Any], bare: dict[str, Any], ours: dict[str, Any]
+) -> dict[str, Any]:
+    """Every figure under a stable key; `bare_*` is (a), the bare WebSocket round trip."""
+    paced: Batch = ours["paced"]
+    burst: Batch = ours["burst"]
+    bare_paced: Batch = bare["paced"]
+    bare_burst: Batch = bare["burst"]
+    record: dict[str, Any] = {
+        **settings,
+        "call_p50_ms": _r(paced.p(50)),
+        "call_p99_ms": _r(paced.p(99)),
+        "bare_roundtrip_p50_ms": _r(bare_paced.p(50)),
+        "bare_roundtrip_p99_ms": _r(bare_paced.p(99)),
+        "call_p50_ratio": _r(paced.p(50) / bare_paced.p(50), 2),
+        "calls_per_s": round(burst.calls_per_s),
+        "burst_s": _r(burst.seconds),
+        "burst_call_p50_ms": _r(burst.p(50), 1),
+        "bare_calls_per_s": round(bare_burst.calls_per_s),
+        "bare_burst_roundtrip_p50_ms": _r(bare_burst.p(50), 1),
+        "warmup_call_ms": _r(ours["warm_ms"], 1),
+        "calls_succeeded": sum(len(b.calls) - len(b.failed) for b in (paced, burst)),
+        "calls_failed": _failures(paced) | _failures(burst),
+        "bare_calls_failed": _failures(bare_paced) | _failures(bare_burst),
+        "call_steps_p50_ms": ours["steps"]["p50_ms"],
+        "paced_call_rows": ours["steps"]["rows"],
+    }
+    record["targets"] = {
+        "call_p50_ratio": _verdict(record["call_p50_ratio"], "<=", TARGET_RATIO),
+        "calls_per_s": _verdict(record["calls_per_s"], ">=", TARGET_CALLS_PER_S),
+    }
+    return record
+
+
+def _verdict(value: float, op: str, target: float) -> dict[str, Any]:
+    met = value >= target if op == ">=" else value <= target
+    return {"target": f"{op} {target:g}", "met": met}
+
+
+def _mark(verdict: dict[str, Any]) -> str:
+    return "[green]met[/green]" if verdict["met"] else "[red]not met[/red]"
+
+
+def print_table(record: dict[str, Any], console: Console) -> None:
+    r, t = record, record["targets"]
+    table = Table(
+        title=f"lineup bench tools — {r['calls']:,} calls at {r['paced_rate']:g}/s, burst of"
+        f" {r['burst']:,} with {r['in_flight']} in flight ({r['app_scope']}/{r['method']});"
+        f" {r['date']}, {r['cpus']} CPUs, Python {r['python']}, SQLite {r['sqlite']}",
+        title_justify="left",
+    )
+    for column, justify in [
+        ("measure", "left"),
+        ("runtime (b)", "right"),
+        ("bare WebSocket (a)", "right"),
+        ("target", "left"),
+        ("verdict", "left"),
+    ]:
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    table.add_row(
+        "round trip p50 at 100 calls/s, ms",
+        f"{r['call_p50_ms']:.2f}",
+        f"{r['bare_roundtrip_p50_ms']:.2f}",
+    )
+    table.add_row(
+        "round trip p99 at 100 calls/s, ms",
+        f"{r['call_p99_ms']:.2f}",
+        f"{r['bare_roundtrip_p99_ms']:.2f}",
+    )
+    table.add_row(
+        "p50 ratio (b) / (a)",
+        f"{r['call_p50_ratio']:.2f}",
+        "",
+        f"<= {TARGET_RATIO:g}",
+        _mark(t["call_p50_ratio"]),
+    )
+    table.add_row(
+        f"burst of {r['burst']:,}, calls/s",
+        f"{r['calls_per_s']:,} ({r['burst_s']:.1f} s)",
+        f"{r['bare_calls_per_s']:,}",
+        f">= {TARGET_CALLS_PER_S:g} on 2 cores",
+        _mark(t["calls_per_s"]),
+    )
+    table.add_row(
+        "burst round trip p50, ms",
+        f"{r['burst_call_p50_ms']:.1f}",
+        f"{r['bare_burst_roundtrip_p50_ms']:.1f}",
+    )
+    failed = sum(r["calls_failed"].values())
+    table.add_row(
+        "calls ended with a result",
+        f"{r['calls_succeeded']:,}" + (f", [red]{failed:,} failed[/red]" if failed else ""),
+        "" if not r["bare_calls_failed"] else f"[red]{sum(r['bare_calls_failed'].values())} failed",
+    )
+    console.print(table)
+    steps = Table(title="where a paced call's time goes (b), p50 per leg", title_justify="left")
+    steps.add_column("leg")
+    steps.add_column("ms", justify="right")
+    for key, label in STEPS:
+        value = r["call_steps_p50_ms"].get(key)
+        steps.add_row(label, "" if value is None else f"{value:.2f}")
+    console.print(steps)
+    console.print(
+        f"warm-up call (launches the app) {r['warmup_call_ms']:.0f} ms; load {r['loadavg_1m']}",
+        highlight=False,
+    )

@@ -1,0 +1,214 @@
+"""`lineup bench tools`: an agent's tool calls through the whole runtime, beside a bare
+WebSocket round trip through the same kind of AppServer, in the same run.
+
+(b) the runtime: `lineup run --headless --appserver URL` with its own reference AppServer
+process (`lineup appserver`). A freshly generated key is trusted (`DATA_DIR/trusted_keys/`),
+the bench's app (`bench/toolapp`: one trivial, idempotent query tool, `bench.echo`) is built,
+signed, installed and enabled with the real `lineup app` CLI, the agent sends one message to
+associate the conversation, waits for the inventory that lists the tool and warms the app
+up with one call (which launches it). Each call then goes agent → AppServer → transport →
+router → store → tool router → the app's process → tool router → store → outbox →
+transport → AppServer → agent, its receipts with it.
+
+(a) the baseline: the same agent code on another AppServer process (so neither path sees
+the other's messages), whose far end is a bare `Link` in the runtime role that answers each
+`lineup.tool.invoke` at once with one `lineup.tool.result`: agent → AppServer → bare client
+→ AppServer → agent, with nothing stored or checked on the far side.
+
+Measured on each path: (1) the round trip of a call (`AgentClient.call` → its final) at a
+paced 100 calls/s, p50 and p99; (2) a burst of calls with a bounded number in flight, calls/s
+from the first submit to the last final. For (b), the steps the tool router recorded in each
+paced call's history (`read_tool_calls`) say where the time goes.
+
+Everything lives in one fresh temp dir, removed at the end; every process the bench starts
+is stopped at the end, on Ctrl-C too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import shutil
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any, TypeVar
+
+import trio
+from rich.console import Console
+
+from ._e2e_procs import AppServerProcess, RuntimeProcess
+from ._procs import BenchError, Processes
+from ._runner import run_bench
+from ._tools_app import SignedApp, build_signed_app, lineup
+from ._tools_flow import (
+    CONVERSATION,
+    PACED_RATE,
+    Batch,
+    Caller,
+    open_bare_answerer,
+    open_bench_agent,
+    wait_until,
+    within,
+)
+from ._tools_options import add_arguments, check_arguments
+from ._tools_report import call_steps, print_table, result_record
+from .toolapp._app import APP_SCOPE, METHOD
+
+
+def _budget(args: argparse.Namespace) -> float:
+    """A hang guard for one path's measurements, never a speed check."""
+    return float(120 + args.calls / PACED_RATE + args.burst / 50)
+
+
+async def _measure_path(caller: Caller, args: argparse.Namespace, err: Console, name: str) -> Any:
+    budget = _budget(args)
+    warm = await within(60, f"{name}: the warm-up call", caller.one)
+    if not warm.ok:
+        raise BenchError(f"{name}: the warm-up call ended {warm.final_type}")
+    err.print(f"{name}: {args.calls:,} calls at {PACED_RATE:g}/s", highlight=False)
+    paced: Batch = await within(budget, f"{name}: the paced calls", caller.paced, args.calls)
+    err.print(f"{name}: burst of {args.burst:,}, {args.in_flight} in flight", highlight=False)
+    burst: Batch = await within(
+        budget, f"{name}: the burst", caller.burst, args.burst, args.in_flight
+    )
+    return {"warm_ms": warm.round_trip_ms, "paced": paced, "burst": burst}
+
+
+async def _baseline(procs: Processes, work: Path, args: argparse.Namespace, err: Console) -> Any:
+    server = AppServerProcess(procs, work / "appserver-a", "appserver-a")
+    await server.start()
+    try:
+        credentials = server.credentials()
+        async with (
+            open_bare_answerer(server.url, credentials.runtime_token, APP_SCOPE),
+            open_bench_agent(server.url, credentials) as agent,
+        ):
+            await agent.send_text(CONVERSATION, "hello")  # creates the conversation
+            caller = Caller(agent, METHOD, app_scope=APP_SCOPE, revision="1")
+            return await _measure_path(caller, args, err, "(a) bare WebSocket")
+    finally:
+        server.stop()
+
+
+async def _install(runtime: RuntimeProcess, app: SignedApp) -> None:
+    """`lineup app install` and `enable`, as a user runs them against the running runtime."""
+    data_dir = ("--data-dir", runtime.data_dir)
+    await trio.to_thread.run_sync(lineup, "app", "install", app.bundle, *data_dir)
+    await trio.to_thread.run_sync(lineup, "app", "enable", APP_SCOPE, *data_dir)
+
+
+def _listed(agent: Any) -> bool:
+    inventory = agent.inventory(CONVERSATION)
+    return inventory is not None and any(t.method == METHOD for t in inventory.tools)
+
+
+async def _runtime(
+    procs: Processes, work: Path, app: SignedApp, args: argparse.Namespace, err: Console
+) -> Any:
+    server = AppServerProcess(procs, work / "appserver-b", "appserver-b")
+    # A short name: the control socket's path (DATA_DIR/control.sock) is bounded.
+    runtime = RuntimeProcess(procs, work / "rt", "runtime")
+    await server.start()
+    try:
+        credentials = server.credentials()
+        trusted = runtime.data_dir / "trusted_keys"
+        trusted.mkdir(parents=True)
+        shutil.copy(app.public_key, trusted / app.public_key.name)
+        runtime.start(url=server.url, token=credentials.runtime_token)
+        await runtime.wait_online()
+        err.print("(b) runtime: installing and enabling the bench's app", highlight=False)
+        await _install(runtime, app)
+        async with open_bench_agent(server.url, credentials) as agent:
+            await agent.send_text(CONVERSATION, "hello")  # associates the conversation
+            await wait_until(lambda: _listed(agent), 60, f"an inventory listing {METHOD}")
+            caller = Caller(agent, METHOD, app_scope=None, revision=None)
+            result = await _measure_path(caller, args, err, "(b) runtime")
+        result["steps"] = call_steps(runtime.data_dir, result["paced"])
+        return result
+    finally:
+        runtime.stop()
+        server.stop()
+
+
+def _term_as_ctrl_c() -> None:
+    """SIGTERM through trio's own Ctrl-C handler, so it lands where trio can unwind (a
+    KeyboardInterrupt raised anywhere else may land inside trio's scheduler); the runner
+    restores its own handler once the run is over."""
+    ctrl_c = signal.getsignal(signal.SIGINT)
+    if callable(ctrl_c):  # not where SIGINT is ignored (a background job)
+        signal.signal(signal.SIGTERM, lambda _signum, frame: ctrl_c(signal.SIGINT, frame))
+
+
+async def _measure(
+    work: Path, procs: Processes, args: argparse.Namespace, err: Console
+) -> dict[str, Any]:
+    _term_as_ctrl_c()
+    load_before = os.getloadavg()[0]
+    err.print("building and signing the bench's app with `lineup app`", highlight=False)
+    app = await trio.to_thread.run_sync(build_signed_app, work)
+    bare = await _baseline(procs, work, args, err)
+    ours = await _runtime(procs, work, app, args, err)
+    settings = {
+        "calls": args.calls,
+        "paced_rate": PACED_RATE,
+        "burst": args.burst,
+        "in_flight": args.in_flight,
+        "app_scope": APP_SCOPE,
+        "method": METHOD,
+        "date": datetime.date.today().isoformat(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        # Other work on a shared machine shows up in every figure; say how much.
+        "loadavg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+    }
+    return result_record(settings=settings, bare=bare, ours=ours)
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def _found(error: BaseException, kind: type[E]) -> E | None:
+    """The first `kind` in an exception group, however deep."""
+    if isinstance(error, kind):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _found(inner, kind)
+            if found is not None:
+                return found
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `lineup bench tools` command; 0 when it measured, whatever the verdicts."""
+
+    def measure(work: Path, procs: Processes, err: Console) -> dict[str, Any]:
+        on_term = signal.getsignal(signal.SIGTERM)
+        try:
+            return trio.run(_measure, work, procs, args, err)
+        except BaseExceptionGroup as group:  # what trio's nurseries wrap, unwrapped
+            if _found(group, KeyboardInterrupt) is not None:
+                raise KeyboardInterrupt from None
+            failure = _found(group, BenchError)
+            if failure is not None:
+                raise failure from None
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, on_term)
+
+    return run_bench(args, problem=check_arguments(args), measure=measure, print_table=print_table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lineup bench tools", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

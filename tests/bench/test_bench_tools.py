@@ -1,0 +1,66 @@
+"""`lineup bench tools` runs end to end on a tiny size and reports every figure.
+
+Speed is measured by the bench, never asserted here: this checks only that each figure is
+there and positive, that every call (runtime and baseline) ended with a result, that the
+temp dir is gone and that no process the bench started outlives it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.bench.test_bench_kernel import _processes_mentioning
+
+FIGURES = [
+    "call_p50_ms",
+    "call_p99_ms",
+    "bare_roundtrip_p50_ms",
+    "bare_roundtrip_p99_ms",
+    "call_p50_ratio",
+    "calls_per_s",
+    "bare_calls_per_s",
+    "warmup_call_ms",
+]
+HEADER = ["date", "cpus", "python", "sqlite", "loadavg_1m"]
+LEGS = {"to_accepted", "accepted_to_running", "running_to_final", "final_to_agent"}
+
+
+def test_bench_tools_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
+    sizes = ["--calls", "10", "--burst", "20", "--in-flight", "5"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lineup.cli",
+            "bench",
+            "tools",
+            *sizes,
+            "--json",
+            "--work-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        timeout=180,  # a hang guard, not a speed check
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-4000:]
+    record = json.loads(done.stdout)
+    for key in FIGURES:
+        assert isinstance(record[key], (int, float)), key
+        assert record[key] > 0, key
+    for key in HEADER:
+        assert record[key], key
+    assert (record["calls"], record["burst"], record["in_flight"]) == (10, 20, 5)
+    # Every call ended with a result, on both paths, and the runtime's rows say so too.
+    assert record["calls_succeeded"] == 30
+    assert record["calls_failed"] == {} and record["bare_calls_failed"] == {}
+    assert record["paced_call_rows"] == {"succeeded": 10}
+    assert set(record["call_steps_p50_ms"]) == LEGS
+    assert all(v is not None for v in record["call_steps_p50_ms"].values())
+    assert set(record["targets"]) == {"call_p50_ratio", "calls_per_s"}
+    assert all(isinstance(v["met"], bool) for v in record["targets"].values())
+    assert list(tmp_path.iterdir()) == []
+    assert _processes_mentioning(str(tmp_path)) == []
