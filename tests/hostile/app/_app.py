@@ -3,7 +3,12 @@
 It runs the attacks its orders name (`orders.json` in its private directory, written by the
 test before the launch) as soon as it starts, each from its own process through its one
 channel, and writes what every attempt got back to `report.json` there: the test checks
-that from independent records too.
+that from independent records too. An attack that needs what only the runtime knows later
+(the id of another app's call) waits for the test to add it to its orders.
+
+Its one tool, `hostile.answer`, answers its calls by hand, past the SDK, as its argument
+`how` says (`ANSWERS`): with an error code only the runtime may use, an output that breaks
+its schema, or not at all.
 """
 
 from __future__ import annotations
@@ -17,12 +22,24 @@ from typing import Any
 import trio
 
 from actors.kernel import CallFailed, new_id
-from apps.sdk import RuntimeApp, declare_app
+from apps.sdk import PENDING, RuntimeApp, ToolCall, declare_app, tool
 
-from ._attacks import ATTACKS
+from ._attacks import ANSWERS, ATTACKS
 
 ORDERS = "orders.json"
 REPORT = "report.json"
+_COUNTED = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}},
+    "required": ["n"],
+    "additionalProperties": False,
+}
+_HOW = {
+    "type": "object",
+    "properties": {"how": {"type": "string"}},
+    "required": ["how"],
+    "additionalProperties": False,
+}
 
 
 def _read_orders() -> dict[str, Any]:
@@ -35,9 +52,23 @@ def _read_orders() -> dict[str, Any]:
     version="1.0.0",
     title="Hostile",
     entrypoints=[{"id": "main", "kind": "contextual"}],
-    required_features=["app.lifecycle.v1"],
+    required_features=["app.lifecycle.v1", "app.tools.v1"],
+    agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
 )
 class HostileApp(RuntimeApp):
+    @tool(
+        "hostile.answer",
+        input_schema=_HOW,
+        output_schema=_COUNTED,
+        timeout_ms=60_000,
+        launch_policy={"launch": "if_needed", "focus": "background"},
+    )
+    async def answer(self, arguments: dict[str, Any], call: ToolCall) -> Any:
+        """Answers its call by hand, as `how` says; the SDK is left a call it never ends."""
+        for report in ANSWERS[arguments["how"]](call.call_id):
+            await self.cast("tool_router", "tool_router.report", report, id=new_id())
+        return PENDING
+
     async def on_app_start(self) -> None:
         orders = _read_orders()
         self.report: dict[str, Any] = {"pid": os.getpid(), "results": {}, "seconds": {}}
@@ -63,10 +94,12 @@ class HostileApp(RuntimeApp):
 
     # -- the raw means of an app process -------------------------------------------------
 
-    async def attempt(self, to: str, type: str, body: Any, *, timeout: float = 5.0) -> str:
+    async def attempt(
+        self, to: str, type: str, body: Any, *, timeout: float = 5.0, id: str | None = None
+    ) -> str:
         """A call as any app could make it: what came back, as one word."""
         try:
-            reply = await self.call(to, type, body, timeout=timeout, id=new_id())
+            reply = await self.call(to, type, body, timeout=timeout, id=id or new_id())
         except CallFailed as exc:
             return f"refused:{exc.code}"
         return f"accepted:{json.dumps(reply)[:200]}"
@@ -94,3 +127,12 @@ class HostileApp(RuntimeApp):
 
     async def pause(self, seconds: float) -> None:
         await trio.sleep(seconds)
+
+    async def order(self, name: str, timeout: float = 60.0) -> dict[str, Any]:
+        """The options of `name` once the test has added them to the orders."""
+        deadline = time.monotonic() + timeout
+        while name not in (orders := _read_orders()):
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"no order {name!r} within {timeout} s")
+            await trio.sleep(0.02)
+        return dict(orders[name])
