@@ -101,6 +101,14 @@ class Caller:
             batch.last_ns = max(batch.last_ns, ended)
         return timed
 
+    async def sequential(self, count: int) -> Batch:
+        """One call at a time, each made once the one before has ended: the path's own
+        latency, with no call queued behind another."""
+        batch = Batch()
+        for _ in range(count):
+            await self.one(batch)
+        return batch
+
     async def paced(self, count: int, rate: float = PACED_RATE) -> Batch:
         """One call started every 1/rate s on trio's clock, each followed on its own."""
         batch = Batch()

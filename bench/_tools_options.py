@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 DEFAULT_CALLS = 1_000
+DEFAULT_UNLOADED = 200
 DEFAULT_BURST = 2_000
 DEFAULT_IN_FLIGHT = 200
 
@@ -18,6 +19,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_CALLS,
         help=f"calls per path at 100 calls/s for the round trip (default {DEFAULT_CALLS:,})",
+    )
+    parser.add_argument(
+        "--unloaded",
+        metavar="N",
+        type=int,
+        default=DEFAULT_UNLOADED,
+        help="calls per path made one at a time, for the path's own latency"
+        f" (default {DEFAULT_UNLOADED})",
     )
     parser.add_argument(
         "--burst",
@@ -43,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_arguments(args: argparse.Namespace) -> str | None:
-    for name in ("calls", "burst", "in_flight"):
+    for name in ("calls", "unloaded", "burst", "in_flight"):
         if getattr(args, name) < 1:
             return f"--{name.replace('_', '-')} must be at least 1"
     return None

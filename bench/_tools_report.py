@@ -68,8 +68,10 @@ def result_record(
     *, settings: dict[str, Any], bare: dict[str, Any], ours: dict[str, Any]
 ) -> dict[str, Any]:
     """Every figure under a stable key; `bare_*` is (a), the bare WebSocket round trip."""
+    unloaded: Batch = ours["unloaded"]
     paced: Batch = ours["paced"]
     burst: Batch = ours["burst"]
+    bare_unloaded: Batch = bare["unloaded"]
     bare_paced: Batch = bare["paced"]
     bare_burst: Batch = bare["burst"]
     record: dict[str, Any] = {
@@ -80,16 +82,32 @@ def result_record(
         "bare_roundtrip_p99_ms": _r(bare_paced.p(99)),
         "call_p50_ratio": _r(paced.p(50) / bare_paced.p(50), 2),
         "calls_per_s": round(burst.calls_per_s),
+        "bare_calls_per_s": round(bare_burst.calls_per_s),
         "burst_s": _r(burst.seconds),
         "burst_call_p50_ms": _r(burst.p(50), 1),
-        "bare_calls_per_s": round(bare_burst.calls_per_s),
         "bare_burst_roundtrip_p50_ms": _r(bare_burst.p(50), 1),
+        "call_unloaded_p50_ms": _r(unloaded.p(50)),
+        "call_unloaded_p99_ms": _r(unloaded.p(99)),
+        "bare_unloaded_p50_ms": _r(bare_unloaded.p(50)),
+        "call_unloaded_ratio": _r(unloaded.p(50) / bare_unloaded.p(50), 2),
         "warmup_call_ms": _r(ours["warm_ms"], 1),
-        "calls_succeeded": sum(len(b.calls) - len(b.failed) for b in (paced, burst)),
-        "calls_failed": _failures(paced) | _failures(burst),
-        "bare_calls_failed": _failures(bare_paced) | _failures(bare_burst),
-        "call_steps_p50_ms": ours["steps"]["p50_ms"],
-        "paced_call_rows": ours["steps"]["rows"],
+        "calls_succeeded": sum(len(b.calls) - len(b.failed) for b in (unloaded, paced, burst)),
+        "calls_failed": _failures(unloaded) | _failures(paced) | _failures(burst),
+        "bare_calls_failed": _failures(bare_unloaded)
+        | _failures(bare_paced)
+        | _failures(bare_burst),
+        "call_steps_p50_ms": ours["steps"]["paced"]["p50_ms"],
+        "call_steps_unloaded_p50_ms": ours["steps"]["unloaded"]["p50_ms"],
+        "paced_call_rows": ours["steps"]["paced"]["rows"],
+        # What a call costs: per process over the burst, and the supervisor's commits.
+        "cpu_ms_per_call": ours["burst_cost"]["cpu_ms_per_call"],
+        "cpu_ms_per_call_total": ours["burst_cost"]["cpu_ms_per_call_total"],
+        "bare_cpu_ms_per_call": bare["burst_cost"]["cpu_ms_per_call"],
+        "bare_cpu_ms_per_call_total": bare["burst_cost"]["cpu_ms_per_call_total"],
+        "unloaded_cpu_ms_per_call_total": ours["unloaded_cost"]["cpu_ms_per_call_total"],
+        "commits_per_call": ours["burst_cost"]["commits_per_call"],
+        "frames_per_call": ours["burst_cost"]["frames_per_call"],
+        "unloaded_commits_per_call": ours["unloaded_cost"]["commits_per_call"],
     }
     record["targets"] = {
         "call_p50_ratio": _verdict(record["call_p50_ratio"], "<=", TARGET_RATIO),
@@ -107,12 +125,13 @@ def _mark(verdict: dict[str, Any]) -> str:
     return "[green]met[/green]" if verdict["met"] else "[red]not met[/red]"
 
 
-def print_table(record: dict[str, Any], console: Console) -> None:
-    r, t = record, record["targets"]
+def _figures(r: dict[str, Any]) -> Table:
+    t = r["targets"]
     table = Table(
         title=f"lineup bench tools — {r['calls']:,} calls at {r['paced_rate']:g}/s, burst of"
-        f" {r['burst']:,} with {r['in_flight']} in flight ({r['app_scope']}/{r['method']});"
-        f" {r['date']}, {r['cpus']} CPUs, Python {r['python']}, SQLite {r['sqlite']}",
+        f" {r['burst']:,} with {r['in_flight']} in flight, {r['unloaded_calls']:,} one at a"
+        f" time ({r['app_scope']}/{r['method']}); {r['date']}, {r['cpus']} CPUs,"
+        f" Python {r['python']}, SQLite {r['sqlite']}",
         title_justify="left",
     )
     for column, justify in [
@@ -134,7 +153,7 @@ def print_table(record: dict[str, Any], console: Console) -> None:
         f"{r['bare_roundtrip_p99_ms']:.2f}",
     )
     table.add_row(
-        "p50 ratio (b) / (a)",
+        "p50 ratio (b) / (a) at 100 calls/s",
         f"{r['call_p50_ratio']:.2f}",
         "",
         f"<= {TARGET_RATIO:g}",
@@ -152,21 +171,62 @@ def print_table(record: dict[str, Any], console: Console) -> None:
         f"{r['burst_call_p50_ms']:.1f}",
         f"{r['bare_burst_roundtrip_p50_ms']:.1f}",
     )
+    table.add_row(
+        "one call at a time p50 (p99), ms",
+        f"{r['call_unloaded_p50_ms']:.2f} ({r['call_unloaded_p99_ms']:.2f})",
+        f"{r['bare_unloaded_p50_ms']:.2f}",
+        f"ratio {r['call_unloaded_ratio']:.2f}",
+    )
+    table.add_row(
+        "CPU per call in the burst, ms (all processes)",
+        f"{r['cpu_ms_per_call_total']:.2f}",
+        f"{r['bare_cpu_ms_per_call_total']:.2f}",
+    )
     failed = sum(r["calls_failed"].values())
+    bare_failed = sum(r["bare_calls_failed"].values())
     table.add_row(
         "calls ended with a result",
         f"{r['calls_succeeded']:,}" + (f", [red]{failed:,} failed[/red]" if failed else ""),
-        "" if not r["bare_calls_failed"] else f"[red]{sum(r['bare_calls_failed'].values())} failed",
+        f"[red]{bare_failed:,} failed[/red]" if bare_failed else "",
     )
-    console.print(table)
-    steps = Table(title="where a paced call's time goes (b), p50 per leg", title_justify="left")
-    steps.add_column("leg")
-    steps.add_column("ms", justify="right")
+    return table
+
+
+def _where(r: dict[str, Any]) -> Table:
+    table = Table(
+        title="where a runtime call's time goes (b): p50 per leg, from its history",
+        title_justify="left",
+    )
+    table.add_column("leg")
+    table.add_column("one at a time, ms", justify="right")
+    table.add_column("at 100 calls/s, ms", justify="right")
     for key, label in STEPS:
-        value = r["call_steps_p50_ms"].get(key)
-        steps.add_row(label, "" if value is None else f"{value:.2f}")
-    console.print(steps)
+        cells = [r[field].get(key) for field in ("call_steps_unloaded_p50_ms", "call_steps_p50_ms")]
+        table.add_row(label, *("" if v is None else f"{v:.2f}" for v in cells))
+    return table
+
+
+def _cost(r: dict[str, Any]) -> Table:
+    table = Table(
+        title=f"CPU per call in the burst (b), ms; the supervisor's commits per call:"
+        f" {r['commits_per_call']:g} in the burst, {r['unloaded_commits_per_call']:g} one at"
+        f" a time ({r['frames_per_call']:g} frames)",
+        title_justify="left",
+    )
+    table.add_column("process")
+    table.add_column("ms", justify="right")
+    for name, ms in r["cpu_ms_per_call"].items():
+        if ms >= 0.05:
+            table.add_row(name, f"{ms:.2f}")
+    return table
+
+
+def print_table(record: dict[str, Any], console: Console) -> None:
+    console.print(_figures(record))
+    console.print(_where(record))
+    console.print(_cost(record))
     console.print(
-        f"warm-up call (launches the app) {r['warmup_call_ms']:.0f} ms; load {r['loadavg_1m']}",
+        f"warm-up call (launches the app) {record['warmup_call_ms']:.0f} ms;"
+        f" load {record['loadavg_1m']}",
         highlight=False,
     )

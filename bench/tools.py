@@ -17,8 +17,10 @@ the other's messages), whose far end is a bare `Link` in the runtime role that a
 
 Measured on each path: (1) the round trip of a call (`AgentClient.call` → its final) at a
 paced 100 calls/s, p50 and p99; (2) a burst of calls with a bounded number in flight, calls/s
-from the first submit to the last final. For (b), the steps the tool router recorded in each
-paced call's history (`read_tool_calls`) say where the time goes.
+from the first submit to the last final; (3) the round trip of calls made one at a time, the
+path's own latency with nothing queued. For (b), the steps the tool router recorded in each
+call's history (`read_tool_calls`) and the CPU each process spent per call, with the
+supervisor's commits per call, say where the time goes.
 
 Everything lives in one fresh temp dir, removed at the end; every process the bench starts
 is stopped at the end, on Ctrl-C too.
@@ -44,11 +46,12 @@ from ._e2e_procs import AppServerProcess, RuntimeProcess
 from ._procs import BenchError, Processes
 from ._runner import run_bench
 from ._tools_app import SignedApp, build_signed_app, lineup
+from ._tools_cpu import Meter, runtime_pids, supervisor_counters
 from ._tools_flow import (
     CONVERSATION,
     PACED_RATE,
-    Batch,
     Caller,
+    Timed,
     open_bare_answerer,
     open_bench_agent,
     wait_until,
@@ -60,22 +63,47 @@ from .toolapp._app import APP_SCOPE, METHOD
 
 
 def _budget(args: argparse.Namespace) -> float:
-    """A hang guard for one path's measurements, never a speed check."""
-    return float(120 + args.calls / PACED_RATE + args.burst / 50)
+    """A hang guard for one batch of calls, never a speed check."""
+    return float(120 + args.calls / PACED_RATE + (args.unloaded + args.burst) / 20)
 
 
-async def _measure_path(caller: Caller, args: argparse.Namespace, err: Console, name: str) -> Any:
-    budget = _budget(args)
-    warm = await within(60, f"{name}: the warm-up call", caller.one)
+async def _warm_up(caller: Caller, name: str) -> Timed:
+    """One call before anything is timed (in the runtime, it launches the app)."""
+    warm: Timed = await within(60, f"{name}: the warm-up call", caller.one)
     if not warm.ok:
         raise BenchError(f"{name}: the warm-up call ended {warm.final_type}")
+    return warm
+
+
+async def _measure_path(
+    caller: Caller,
+    warm: Timed,
+    meter: Meter,
+    args: argparse.Namespace,
+    err: Console,
+    *,
+    name: str,
+) -> dict[str, Any]:
+    """The unloaded calls, the paced calls and the burst, each timed; what the unloaded
+    calls and the burst cost each process."""
+    budget = _budget(args)
+    err.print(f"{name}: {args.unloaded:,} calls one at a time", highlight=False)
+    meter.start()
+    unloaded = await within(budget, f"{name}: the unloaded calls", caller.sequential, args.unloaded)
+    unloaded_cost = meter.per_call(args.unloaded)
     err.print(f"{name}: {args.calls:,} calls at {PACED_RATE:g}/s", highlight=False)
-    paced: Batch = await within(budget, f"{name}: the paced calls", caller.paced, args.calls)
+    paced = await within(budget, f"{name}: the paced calls", caller.paced, args.calls)
     err.print(f"{name}: burst of {args.burst:,}, {args.in_flight} in flight", highlight=False)
-    burst: Batch = await within(
-        budget, f"{name}: the burst", caller.burst, args.burst, args.in_flight
-    )
-    return {"warm_ms": warm.round_trip_ms, "paced": paced, "burst": burst}
+    meter.start()
+    burst = await within(budget, f"{name}: the burst", caller.burst, args.burst, args.in_flight)
+    return {
+        "warm_ms": warm.round_trip_ms,
+        "unloaded": unloaded,
+        "paced": paced,
+        "burst": burst,
+        "unloaded_cost": unloaded_cost,
+        "burst_cost": meter.per_call(args.burst),
+    }
 
 
 async def _baseline(procs: Processes, work: Path, args: argparse.Namespace, err: Console) -> Any:
@@ -89,7 +117,11 @@ async def _baseline(procs: Processes, work: Path, args: argparse.Namespace, err:
         ):
             await agent.send_text(CONVERSATION, "hello")  # creates the conversation
             caller = Caller(agent, METHOD, app_scope=APP_SCOPE, revision="1")
-            return await _measure_path(caller, args, err, "(a) bare WebSocket")
+            name = "(a) bare WebSocket"
+            warm = await _warm_up(caller, name)
+            assert server.process is not None
+            pids = {"appserver": server.process.pid, "bench (agent, bare client)": os.getpid()}
+            return await _measure_path(caller, warm, Meter(pids), args, err, name=name)
     finally:
         server.stop()
 
@@ -126,8 +158,18 @@ async def _runtime(
             await agent.send_text(CONVERSATION, "hello")  # associates the conversation
             await wait_until(lambda: _listed(agent), 60, f"an inventory listing {METHOD}")
             caller = Caller(agent, METHOD, app_scope=None, revision=None)
-            result = await _measure_path(caller, args, err, "(b) runtime")
-        result["steps"] = call_steps(runtime.data_dir, result["paced"])
+            warm = await _warm_up(caller, "(b) runtime")
+            assert server.process is not None
+            pids = {
+                **runtime_pids(runtime.data_dir),
+                "appserver": server.process.pid,
+                "bench (agent)": os.getpid(),
+            }
+            meter = Meter(pids, supervisor_counters(runtime.data_dir))
+            result = await _measure_path(caller, warm, meter, args, err, name="(b) runtime")
+        result["steps"] = {
+            batch: call_steps(runtime.data_dir, result[batch]) for batch in ("unloaded", "paced")
+        }
         return result
     finally:
         runtime.stop()
@@ -154,6 +196,7 @@ async def _measure(
     ours = await _runtime(procs, work, app, args, err)
     settings = {
         "calls": args.calls,
+        "unloaded_calls": args.unloaded,
         "paced_rate": PACED_RATE,
         "burst": args.burst,
         "in_flight": args.in_flight,

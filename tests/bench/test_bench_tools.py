@@ -23,13 +23,20 @@ FIGURES = [
     "calls_per_s",
     "bare_calls_per_s",
     "warmup_call_ms",
+    "call_unloaded_p50_ms",
+    "bare_unloaded_p50_ms",
+    "call_unloaded_ratio",
+    "cpu_ms_per_call_total",
+    "bare_cpu_ms_per_call_total",
+    "commits_per_call",
+    "unloaded_commits_per_call",
 ]
 HEADER = ["date", "cpus", "python", "sqlite", "loadavg_1m"]
 LEGS = {"to_accepted", "accepted_to_running", "running_to_final", "final_to_agent"}
 
 
 def test_bench_tools_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
-    sizes = ["--calls", "10", "--burst", "20", "--in-flight", "5"]
+    sizes = ["--calls", "10", "--unloaded", "5", "--burst", "20", "--in-flight", "5"]
     done = subprocess.run(
         [
             sys.executable,
@@ -53,13 +60,16 @@ def test_bench_tools_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
         assert record[key] > 0, key
     for key in HEADER:
         assert record[key], key
-    assert (record["calls"], record["burst"], record["in_flight"]) == (10, 20, 5)
+    sizes_seen = ("calls", "unloaded_calls", "burst", "in_flight")
+    assert tuple(record[key] for key in sizes_seen) == (10, 5, 20, 5)
     # Every call ended with a result, on both paths, and the runtime's rows say so too.
-    assert record["calls_succeeded"] == 30
+    assert record["calls_succeeded"] == 35
     assert record["calls_failed"] == {} and record["bare_calls_failed"] == {}
     assert record["paced_call_rows"] == {"succeeded": 10}
-    assert set(record["call_steps_p50_ms"]) == LEGS
-    assert all(v is not None for v in record["call_steps_p50_ms"].values())
+    for steps in ("call_steps_p50_ms", "call_steps_unloaded_p50_ms"):
+        assert set(record[steps]) == LEGS
+        assert all(v is not None for v in record[steps].values())
+    assert {"supervisor", "store", "tool_router", "app.benchtool"} <= set(record["cpu_ms_per_call"])
     assert set(record["targets"]) == {"call_p50_ratio", "calls_per_s"}
     assert all(isinstance(v["met"], bool) for v in record["targets"].values())
     assert list(tmp_path.iterdir()) == []
