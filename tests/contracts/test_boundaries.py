@@ -10,7 +10,7 @@ import actors.contracts
 
 PACKAGE = Path(actors.contracts.__file__).parent
 # typing_extensions: pydantic's TypedDict on Python 3.11.
-THIRD_PARTY = {"pydantic", "pydantic_core", "jsonschema", "msgpack", "typing_extensions"}
+THIRD_PARTY = {"pydantic", "pydantic_core", "jsonschema", "re2", "msgpack", "typing_extensions"}
 
 
 def _imports(path: Path) -> set[str]:

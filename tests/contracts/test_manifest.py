@@ -4,6 +4,7 @@ their first violation, and SDK features are checked against what this runtime of
 from __future__ import annotations
 
 import copy
+import time
 from pathlib import Path
 
 import pytest
@@ -147,8 +148,8 @@ def _focus_start() -> ToolDescriptor:
 def test_arguments_are_checked_against_the_input_schema() -> None:
     tool = _focus_start()
     check_tool_arguments(tool, {"minutes": 25})
-    for bad, where in (({"minutes": 0}, "arguments.minutes"), ({}, "arguments"),
-                       ({"minutes": 25, "x": 1}, "arguments")):  # fmt: skip
+    for bad, where in (({"minutes": 0}, "arguments at '/minutes'"), ({}, "arguments at ''"),
+                       ({"minutes": 25, "x": 1}, "arguments at ''")):  # fmt: skip
         with pytest.raises(ContractError) as caught:
             check_tool_arguments(tool, bad)
         assert caught.value.code is Code.INVALID_ARGUMENTS
@@ -161,4 +162,43 @@ def test_a_result_is_checked_against_the_output_schema() -> None:
     with pytest.raises(ContractError) as caught:
         check_tool_output(tool, {"completed": "yes"})
     assert caught.value.code is Code.HANDLER_FAILED
-    assert caught.value.detail.startswith("output.completed")
+    assert caught.value.detail.startswith("output at '/completed'")
+
+
+def _with_patterns(output_schema: dict[str, object]) -> ToolDescriptor:
+    raw = copy.deepcopy(load(files("tools/valid/focus-start.json")[0]))
+    raw["output_schema"] = output_schema
+    return validate_tool_descriptor(raw)
+
+
+def test_a_schema_built_to_backtrack_costs_no_more_than_any_other() -> None:
+    """An app writes its schemas: `^(a+)+$` against 'aaa…!' takes exponential time on a
+    backtracking engine, and linear time here."""
+    tool = _with_patterns(
+        {
+            "type": "object",
+            "properties": {"x": {"type": "string", "pattern": "^(a+)+$"}},
+            "patternProperties": {"^(b+)+$": {"type": "integer"}},
+        }
+    )
+    started = time.monotonic()
+    for value in ({"x": "a" * 5000 + "!"}, {"b" * 5000 + "!": "not checked", "x": "a"}):
+        try:
+            check_tool_output(tool, value)
+        except ContractError as exc:
+            assert exc.code is Code.HANDLER_FAILED
+    with pytest.raises(ContractError) as caught:
+        check_tool_output(tool, {"bbb": "not an integer", "x": "a"})
+    assert caught.value.detail.startswith("output at '/bbb'")
+    assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.parametrize("where", [{"pattern": "(?=a)b"}, {"patternProperties": {"(a)\\1": {}}}])
+def test_a_pattern_outside_the_portable_subset_makes_the_descriptor_invalid(
+    where: dict[str, object],
+) -> None:
+    schema = {"type": "object", "properties": {"x": {"type": "string", **where}}}
+    with pytest.raises(ContractError) as caught:
+        _with_patterns(schema)
+    assert caught.value.code is Code.INVALID_TOOL_DESCRIPTOR
+    assert "portable subset" in caught.value.detail
