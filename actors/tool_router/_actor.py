@@ -55,6 +55,7 @@ log = logging.getLogger("lineup.tool_router")
 
 POLICY_POLL_S: Final = 1.0
 TIMER_POLL_S: Final = 0.1
+FOREIGN_AUDIT_S: Final = 10.0
 
 
 class ToolRouterActor(Actor):
@@ -73,7 +74,14 @@ class ToolRouterActor(Actor):
         self.calls: dict[str, Call] = {}
         self.policy = Policy()
         self.stamp = policy_stamp(self.data_dir)
-        self.counts = {"accepted": 0, "refused": 0, "succeeded": 0, "failed": 0}
+        self.counts = {
+            "accepted": 0,
+            "refused": 0,
+            "succeeded": 0,
+            "failed": 0,
+            "foreign_reports": 0,
+        }
+        self.foreign: dict[str, tuple[int, float]] = {}  # sender → (refused since, audited at)
         self.activations = Activations(self)
         self.loaded = trio.Event()
         self.nursery.start_soon(self._load)
@@ -438,12 +446,7 @@ class ToolRouterActor(Actor):
         if call is None:
             return  # finished already (a late or repeated report): the first final stands
         if msg.sender != f"app.{call.app_scope}":
-            detail = f"{msg.sender} reported on {call.call_id} of {call.app_scope}"
-            log.warning("refused report: %s", detail)
-            await self.store(
-                "store.tools.write",
-                {"audit": [{"code": "ownership_mismatch", "detail": detail, "message_id": msg.id}]},
-            )
+            await self._foreign_report(msg, call)
             return
         kind = body["kind"]
         if kind == "progress":
@@ -471,6 +474,23 @@ class ToolRouterActor(Actor):
             else:
                 error = ContractError(Code(code), str(body.get("message") or ""))
             await self.finish(call, error=error, from_app=code in APP_TOOL_ERROR_CODES)
+
+    async def _foreign_report(self, msg: Message, call: Call) -> None:
+        """A report on another app's call: dropped, counted, and audited at most once per
+        sender every `FOREIGN_AUDIT_S` (without waiting for the store), so an app that sends
+        thousands costs every other app's calls nothing."""
+        self.counts["foreign_reports"] += 1
+        count, last = self.foreign.get(msg.sender, (0, 0.0))
+        count += 1
+        now = trio.current_time()
+        if last and now - last < FOREIGN_AUDIT_S:
+            self.foreign[msg.sender] = (count, last)
+            return
+        self.foreign[msg.sender] = (0, now)
+        detail = f"{msg.sender} reported on {call.call_id} of {call.app_scope} ({count} refused)"
+        log.warning("refused report: %s", detail)
+        audit = {"code": str(Code.OWNERSHIP_MISMATCH), "detail": detail, "message_id": msg.id}
+        await self.cast("store", "store.audit", audit, id=new_id())
 
     async def _progress(self, call: Call, body: dict[str, Any], report_id: str) -> None:
         payload = {k: body[k] for k in ("stage", "percent", "message") if body.get(k) is not None}

@@ -205,10 +205,13 @@ async def test_another_apps_call_is_not_its_to_end_or_hide(
         for row in stack.audit()
         if row["code"] == "ownership_mismatch" and "call_victim" in row["detail"]
     ]
-    # (One row per report: the flood costs the tool router a store write each.)
+    # At most one row per sender every ten seconds, with the count since the last: the
+    # flood costs the tool router no store write per report.
     assert stolen["report_ids"][0] in {r["message_id"] for r in audited}
-    assert 1 <= len(audited) <= len(stolen["report_ids"]) + FOREIGN_FLOOD + 1
-    assert {r["detail"] for r in audited} == {"app.hostile reported on call_victim of toolbox"}
+    assert 1 <= len(audited) <= 5, audited
+    assert all(
+        r["detail"].startswith("app.hostile reported on call_victim of toolbox (") for r in audited
+    )
     assert {r["source"] for r in audited} == {"tool_router"}
     victim = call_row(stack, "call_victim")
     assert victim is not None and victim["state"] == "running"
