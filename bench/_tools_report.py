@@ -108,6 +108,9 @@ def result_record(
         "commits_per_call": ours["burst_cost"]["commits_per_call"],
         "frames_per_call": ours["burst_cost"]["frames_per_call"],
         "unloaded_commits_per_call": ours["unloaded_cost"]["commits_per_call"],
+        # Where calls wait: the deepest mailboxes (unhandled messages) seen during a batch.
+        "deepest_mailboxes_paced": ours["paced_mailboxes"],
+        "deepest_mailboxes_burst": ours["burst_mailboxes"],
     }
     record["targets"] = {
         "call_p50_ratio": _verdict(record["call_p50_ratio"], "<=", TARGET_RATIO),
@@ -221,6 +224,16 @@ def print_table(record: dict[str, Any], console: Console) -> None:
     console.print(_where(record))
     console.print(_cost(record))
     r = record
+
+    def deepest(found: dict[str, int]) -> str:
+        return ", ".join(f"{name} {depth:,}" for name, depth in found.items()) or "none"
+
+    console.print(
+        f"deepest mailboxes (unhandled messages) at 100 calls/s:"
+        f" {deepest(r['deepest_mailboxes_paced'])}; in the burst:"
+        f" {deepest(r['deepest_mailboxes_burst'])}",
+        highlight=False,
+    )
     console.print(
         f"supervisor commits per call: {r['commits_per_call']:g} in the burst"
         f" ({r['frames_per_call']:g} frames), {r['unloaded_commits_per_call']:g} one at a"

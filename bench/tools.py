@@ -46,7 +46,7 @@ from ._e2e_procs import AppServerProcess, RuntimeProcess
 from ._procs import BenchError, Processes
 from ._runner import run_bench
 from ._tools_app import SignedApp, build_signed_app, lineup
-from ._tools_cpu import Meter, runtime_pids, supervisor_counters
+from ._tools_cpu import Meter, mailbox_depths, runtime_pids, supervisor_counters
 from ._tools_flow import (
     CONVERSATION,
     PACED_RATE,
@@ -92,11 +92,15 @@ async def _measure_path(
     unloaded = await within(budget, f"{name}: the unloaded calls", caller.sequential, args.unloaded)
     unloaded_cost = meter.per_call(args.unloaded)
     err.print(f"{name}: {args.calls:,} calls at {PACED_RATE:g}/s", highlight=False)
-    paced = await within(budget, f"{name}: the paced calls", caller.paced, args.calls)
+    async with meter.deepest() as paced_mailboxes:
+        paced = await within(budget, f"{name}: the paced calls", caller.paced, args.calls)
     err.print(f"{name}: burst of {args.burst:,}, {args.in_flight} in flight", highlight=False)
     meter.start()
-    burst = await within(budget, f"{name}: the burst", caller.burst, args.burst, args.in_flight)
+    async with meter.deepest() as burst_mailboxes:
+        burst = await within(budget, f"{name}: the burst", caller.burst, args.burst, args.in_flight)
     return {
+        "paced_mailboxes": paced_mailboxes,
+        "burst_mailboxes": burst_mailboxes,
         "warm_ms": warm.round_trip_ms,
         "unloaded": unloaded,
         "paced": paced,
@@ -165,7 +169,9 @@ async def _runtime(
                 "appserver": server.process.pid,
                 "bench (agent)": os.getpid(),
             }
-            meter = Meter(pids, supervisor_counters(runtime.data_dir))
+            meter = Meter(
+                pids, supervisor_counters(runtime.data_dir), mailbox_depths(runtime.data_dir)
+            )
             result = await _measure_path(caller, warm, meter, args, err, name="(b) runtime")
         result["steps"] = {
             batch: call_steps(runtime.data_dir, result[batch]) for batch in ("unloaded", "paced")

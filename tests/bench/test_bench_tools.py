@@ -70,6 +70,8 @@ def test_bench_tools_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
         assert set(record[steps]) == LEGS
         assert all(v is not None for v in record[steps].values())
     assert {"supervisor", "store", "tool_router", "app.benchtool"} <= set(record["cpu_ms_per_call"])
+    for found in ("deepest_mailboxes_paced", "deepest_mailboxes_burst"):
+        assert all(isinstance(depth, int) for depth in record[found].values()), found
     assert set(record["targets"]) == {"call_p50_ratio", "calls_per_s"}
     assert all(isinstance(v["met"], bool) for v in record["targets"].values())
     assert list(tmp_path.iterdir()) == []
