@@ -59,7 +59,7 @@ from ._tools_flow import (
 )
 from ._tools_options import add_arguments, check_arguments
 from ._tools_report import call_steps, print_table, result_record
-from .toolapp._app import APP_SCOPE, METHOD
+from .toolapp import APP_SCOPE, METHOD
 
 
 def _budget(args: argparse.Namespace) -> float:

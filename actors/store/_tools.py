@@ -120,29 +120,29 @@ class ToolTables(Actor):
     async def tools_write(self, msg: Message) -> Any:
         """One step of the tool router, in one transaction.
 
-        Body: `accept` [call rows, inserted only if every call_id is new: if one is known,
-        nothing of the step is written and the reply names it], `calls` [call
-        rows, replaced whole], `inventories` [inventory rows, replaced whole], `revision`
-        (the highest issued; never lowered), `outbox` [items], `audit` [{code, detail,
-        message_id}]. Reply: `known` {call_id: row} for the `accept` rows that existed.
+        Body: `accept` [{row, outbox, audit}: a call taken, inserted with its envelopes and
+        audit rows only if its call_id is new], `calls` [call rows, replaced whole],
+        `inventories` [inventory rows, replaced whole], `revision` (the highest issued;
+        never lowered), `outbox` [items], `audit` [{code, detail, message_id}]. Reply:
+        `known` {call_id: row} for the accepted calls that existed already.
         """
         body = msg.body
 
         def apply() -> dict[str, Any]:
             known: dict[str, Any] = {}
-            # A step whose call was known already is not this step: it writes nothing else.
             marks = ", ".join("?" * len(CALL_COLUMNS))
-            for row in body.get("accept", ()):
+            for entry in body.get("accept", ()):
+                row = entry["row"]
                 existing = call_row(self.db, row["call_id"])
-                if existing is not None:
+                if existing is not None:  # a call id is taken once: nothing of it is written
                     known[row["call_id"]] = existing
-            if known:
-                return {"known": known}
-            for row in body.get("accept", ()):
+                    continue
                 self.db.execute(
                     f"INSERT INTO tool_calls ({', '.join(CALL_COLUMNS)}) VALUES ({marks})",
                     _values(CALL_COLUMNS, row),
                 )
+                self._enqueue(list(entry.get("outbox", ())))
+                self._write_audit(entry.get("audit", ()), msg.sender)
             for row in body.get("calls", ()):
                 self.db.execute(
                     f"INSERT OR REPLACE INTO tool_calls ({', '.join(CALL_COLUMNS)})"
@@ -164,17 +164,15 @@ class ToolTables(Actor):
                     (int(revision),),
                 )
             self._enqueue(list(body.get("outbox", ())))
-            for entry in body.get("audit", ()):
-                self._audit(
-                    str(entry["code"]),
-                    str(entry.get("detail", "")),
-                    entry.get("message_id"),
-                    None,
-                    msg.sender,
-                )
+            self._write_audit(body.get("audit", ()), msg.sender)
             return {"known": known}
 
         reply = self._once(msg, apply)
-        if body.get("outbox") and not reply["known"]:
+        if body.get("outbox") or body.get("accept"):
             await self.cast("transport", "transport.outbox.wake", {})
         return reply
+
+    def _write_audit(self, entries: Iterable[dict[str, Any]], source: str) -> None:
+        for entry in entries:
+            code, detail = str(entry["code"]), str(entry.get("detail", ""))
+            self._audit(code, detail, entry.get("message_id"), None, source)

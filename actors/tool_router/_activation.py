@@ -15,7 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from actors.contracts import Code, ContractError
-from actors.kernel import CallFailed
+from actors.kernel import CallFailed, new_id
 
 from ._calls import SLOT_ACTIVATION, SLOT_STARTING, Call, envelope, outbox_item
 
@@ -53,7 +53,7 @@ class Activations:
                 return instance_id, mode
         return None
 
-    def _ready(self, call: Call) -> bool:
+    def ready(self, call: Call) -> bool:
         requirement = call.tool.get("activation_requirement", "app_ready")
         app = self.router.apps.get(call.app_scope)
         if requirement == "activation_not_required":
@@ -68,7 +68,7 @@ class Activations:
 
     async def request(self, call: Call) -> None:
         """Run the call now if its app is ready, else activate it (or wait behind)."""
-        if self._ready(call):
+        if self.ready(call):
             await self.router.dispatch(call)
             return
         if call.tool.get("launch_policy", {}).get("launch") == "never":
@@ -84,9 +84,7 @@ class Activations:
             call.state = "starting"
             call.note("starting")
             env = envelope(call, "lineup.tool.starting", {}, id=call.slot_id(SLOT_STARTING))
-            await self.router.store(
-                "store.tools.write", {"calls": [call.to_row()], "outbox": [outbox_item(env)]}
-            )
+            await self.router.write({"calls": [call.to_row()], "outbox": [outbox_item(env)]})
             await self.router.show(call, "starting")
         key = _key(call)
         queue = self.waiting.setdefault(key, [])
@@ -120,7 +118,7 @@ class Activations:
                 env = envelope(
                     call, "lineup.tool.activation_ready", {}, id=call.slot_id(SLOT_ACTIVATION)
                 )
-                await self.router.store("store.tools.write", {"outbox": [outbox_item(env)]})
+                await self.router.write({"outbox": [outbox_item(env)]})
                 await self.router.dispatch(call)
         self.waiting.pop(key, None)
 
@@ -133,7 +131,7 @@ class Activations:
         if not foreground:
             body["mode"] = "background"
         row = await self.router.call(
-            "app_manager", "app_manager.request", body, timeout=ACTIVATION_TIMEOUT_S
+            "app_manager", "app_manager.request", body, timeout=ACTIVATION_TIMEOUT_S, id=new_id()
         )
         return dict((row.get("request") or {}).get("result") or {})
 
@@ -145,7 +143,7 @@ class Activations:
             env = envelope(
                 call, "lineup.tool.activation_failed", payload, id=call.slot_id(SLOT_ACTIVATION)
             )
-            await self.router.store("store.tools.write", {"outbox": [outbox_item(env)]})
+            await self.router.write({"outbox": [outbox_item(env)]})
             await self.router.finish(call, error=error)
 
     async def ended(self, call: Call) -> None:
@@ -167,6 +165,7 @@ class Activations:
                 "app_manager.request",
                 {"kind": "focus", "instance_id": instance_id},
                 timeout=ACTIVATION_TIMEOUT_S,
+                id=new_id(),
             )
         except CallFailed as exc:  # it closed meanwhile: nothing to restore
             log.info("could not restore the focus of %s: %s", instance_id, exc)

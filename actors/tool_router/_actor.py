@@ -31,7 +31,7 @@ from actors.contracts import (
     utc_timestamp,
     validate_envelope,
 )
-from actors.kernel import Actor, DerivedIds, Message, derive_id, handles, new_id
+from actors.kernel import Actor, Message, derive_id, handles, new_id
 
 from ._activation import Activations
 from ._apps import app_views
@@ -94,6 +94,13 @@ class ToolRouterActor(Actor):
             "store", type_, body, id=id or new_id(), max_timeout=self.call_timeout
         )
 
+    async def write(self, body: dict[str, Any]) -> None:
+        """One step into the store, not waited for: the store applies its mailbox in order,
+        so a later read (a restart's load) sees it. A fresh id each: every write replaces
+        whole rows or adds outbox items under their own keys, so applying one twice is
+        harmless, while a derived id could be taken by a different write on another path."""
+        await self.cast("store", "store.tools.write", body, id=new_id())
+
     async def _load(self) -> None:
         state = await self.store("store.tools.load", {})
         registry = await self.store("store.apps.load", {})
@@ -126,7 +133,7 @@ class ToolRouterActor(Actor):
         agent = self.conversations.get(conversation_id, "")
         return compute(self.apps, agent, conversation_id, self.policy, self.host_capabilities)
 
-    async def publish(self, conversations: Iterable[str], ids: DerivedIds | None = None) -> None:
+    async def publish(self, conversations: Iterable[str]) -> None:
         """A new revision for each conversation whose visible tools changed, and only then."""
         rows, outbox = [], []
         for conversation in sorted(conversations):
@@ -153,11 +160,7 @@ class ToolRouterActor(Actor):
             self.inventories[conversation] = row
             outbox.append(outbox_item(_inventory_envelope(conversation, payload, new_id())))
         if rows:
-            await self.store(
-                "store.tools.write",
-                {"inventories": rows, "revision": self.revision, "outbox": outbox},
-                ids.next() if ids else None,
-            )
+            await self.write({"inventories": rows, "revision": self.revision, "outbox": outbox})
             for row in rows:
                 log.info("inventory %s: revision %s", row["conversation_id"], row["revision"])
 
@@ -176,70 +179,68 @@ class ToolRouterActor(Actor):
     @handles("tool_router.inbound")
     async def inbound(self, msg: Message) -> None:
         await self.loaded.wait()
-        ids = DerivedIds(msg.id)
         fresh = {
             c: a for c, a in msg.body.get("associate", {}).items() if c not in self.conversations
         }
         self.conversations.update(fresh)
         if fresh:
-            await self.publish(fresh, ids)
-        for view in msg.body.get("calls", []):
+            await self.publish(fresh)
+        views = msg.body.get("calls", [])
+        await self._invoke([v for v in views if v["type"] == "lineup.tool.invoke"])
+        for view in views:
             if view["type"] == "lineup.tool.cancel":
                 await self._cancel(view)
-            else:
-                await self._invoke(view)
 
-    async def _invoke(self, view: dict[str, Any]) -> None:
-        payload = view.get("payload") or {}
-        call = Call(
-            call_id=str(view["call_id"]),
-            envelope_id=str(view["envelope_id"]),
-            conversation_id=str(view["conversation_id"]),
-            agent_id=str(view["agent_id"]),
-            app_scope=str(view["app_scope"]),
-            method=str(payload.get("method")),
-            contract_version=str(payload.get("contract_version")),
-            arguments=dict(payload.get("arguments") or {}),
-            revision=int(view.get("revision") or 0),
-        )
-        known = self.calls.get(call.call_id)
-        if known is not None:
-            await self._again(known, call)
-            return
-        refusal = self._refusal(call)
-        if refusal is None:
-            call.note("accepted", revision=call.revision)
-            call.arm()
-            env = envelope(call, "lineup.tool.accepted", {}, id=call.slot_id(SLOT_ACCEPTED))
-            outbox, audit = [outbox_item(env)], []
-        else:
-            call.state, call.code, call.detail = "failed", str(refusal.code), refusal.detail
-            call.note("refused", code=call.code)
-            env = final_envelope(call, id=call.slot_id(SLOT_FINAL))
-            outbox = [outbox_item(env)]
-            audit = [_audit(call.code, f"{call.call_id}: {call.detail}", call.envelope_id)]
-        reply = await self.store(
-            "store.tools.write", {"accept": [call.to_row()], "outbox": outbox, "audit": audit}
-        )
-        existing = reply["known"].get(call.call_id)
-        if existing is not None and existing["envelope_id"] != call.envelope_id:
-            await self._again(Call.from_row(existing), call)  # the agent asked again
-            return
-        if existing is not None:  # this very call, stored before a crash: carry on from there
-            call = Call.from_row(existing)
-            call.tool = (
-                find_tool(self._published(call.conversation_id), call.app_scope, call.method) or {}
+    async def _invoke(self, views: list[dict[str, Any]]) -> None:
+        """Take a run of calls: each checked, and all of them stored with their receipts in
+        one transaction (a call id stored already is answered from its record)."""
+        taken: list[tuple[Call, ContractError | None]] = []
+        entries = []
+        for view in views:
+            call = _call_of(view)
+            known = self.calls.get(call.call_id)
+            if known is not None:
+                await self._again(known, call)
+                continue
+            refusal = self._refusal(call)
+            if refusal is None:
+                call.note("accepted", revision=call.revision)
+                call.arm()
+                outbox = [
+                    envelope(call, "lineup.tool.accepted", {}, id=call.slot_id(SLOT_ACCEPTED))
+                ]
+                audit = []
+                if self.activations.ready(call):  # it runs at once: stored as running
+                    call.state = "running"
+                    call.note("running", instance_id=call.instance_id)
+            else:
+                call.state, call.code, call.detail = "failed", str(refusal.code), refusal.detail
+                call.note("refused", code=call.code)
+                outbox = [final_envelope(call, id=call.slot_id(SLOT_FINAL))]
+                audit = [_audit(call.code, f"{call.call_id}: {call.detail}", call.envelope_id)]
+            taken.append((call, refusal))
+            entries.append(
+                {"row": call.to_row(), "outbox": [outbox_item(e) for e in outbox], "audit": audit}
             )
-            if call.done:
-                return
-        if refusal is not None:
-            self.counts["refused"] += 1
-            log.info("call %s refused: %s", call.call_id, refusal)
+        if not entries:
             return
-        self.counts["accepted"] += 1
-        self.calls[call.call_id] = call
-        await self.show(call, "accepted")
-        await self._resume(call)
+        # A fresh id: the store's answer is what it holds now, so a replayed run finds its own
+        # calls stored (same envelope) and leaves them to the resume at start.
+        reply = await self.store("store.tools.write", {"accept": entries})
+        for call, refusal in taken:
+            existing = reply["known"].get(call.call_id)
+            if existing is not None and existing["envelope_id"] != call.envelope_id:
+                await self._again(Call.from_row(existing), call)  # the agent asked again
+            elif existing is not None or call.call_id in self.calls:
+                continue  # this very call, stored before a crash: resumed from its row at start
+            elif refusal is not None:
+                self.counts["refused"] += 1
+                log.info("call %s refused: %s", call.call_id, refusal)
+            else:
+                self.counts["accepted"] += 1
+                self.calls[call.call_id] = call
+                await self.show(call, "accepted")
+                await self._resume(call)
 
     def _refusal(self, call: Call) -> ContractError | None:
         """Why the call cannot be taken, in the contract's order: the revision, the tool's
@@ -290,7 +291,7 @@ class ToolRouterActor(Actor):
                 id=derive_id(retry.envelope_id, SLOT_ACCEPTED),
                 reply_to=retry.envelope_id,
             )
-        await self.store("store.tools.write", {"outbox": [outbox_item(env)]})
+        await self.write({"outbox": [outbox_item(env)]})
 
     async def _cancel(self, view: dict[str, Any]) -> None:
         call = self.calls.get(str(view.get("call_id")))
@@ -306,8 +307,7 @@ class ToolRouterActor(Actor):
             await self._again(Call.from_row(row), retry)
             return
         if call.agent_id != view["agent_id"]:
-            await self.store(
-                "store.tools.write",
+            await self.write(
                 {
                     "audit": [
                         {
@@ -360,8 +360,8 @@ class ToolRouterActor(Actor):
             call.state = "running"
             call.note("running", instance_id=call.instance_id)
             call.arm()
-            await self.store("store.tools.write", {"calls": [call.to_row()]})
-        await self.show(call, "running")
+            await self.write({"calls": [call.to_row()]})
+            await self.show(call, "running")
         await self.cast(
             f"app.{call.app_scope}",
             "app.tool.invoke",
@@ -401,8 +401,7 @@ class ToolRouterActor(Actor):
             audit = [_audit(str(error.code), detail, call.envelope_id)]
         self.calls.pop(call.call_id, None)
         self.counts[call.state] += 1
-        await self.store(
-            "store.tools.write",
+        await self.write(
             {"calls": [call.to_row()], "outbox": [outbox_item(env)], "audit": audit},
         )
         log.info("call %s %s %s", call.call_id, call.state, call.code or "")
@@ -436,7 +435,7 @@ class ToolRouterActor(Actor):
             )
             if ending is not None:
                 await self.finish(call, error=ending)
-        await self.publish(self.conversations, DerivedIds(msg.id))
+        await self.publish(self.conversations)
 
     @handles("tool_router.report")
     async def report(self, msg: Message) -> None:
@@ -499,10 +498,23 @@ class ToolRouterActor(Actor):
         env = envelope(
             call, "lineup.tool.progress", payload, id=derive_id(report_id, 0), from_app=True
         )
-        await self.store(
-            "store.tools.write", {"calls": [call.to_row()], "outbox": [outbox_item(env)]}
-        )
+        await self.write({"calls": [call.to_row()], "outbox": [outbox_item(env)]})
         await self.show(call, "progress", id=derive_id(report_id, 1), **payload)
+
+
+def _call_of(view: dict[str, Any]) -> Call:
+    payload = view.get("payload") or {}
+    return Call(
+        call_id=str(view["call_id"]),
+        envelope_id=str(view["envelope_id"]),
+        conversation_id=str(view["conversation_id"]),
+        agent_id=str(view["agent_id"]),
+        app_scope=str(view["app_scope"]),
+        method=str(payload.get("method")),
+        contract_version=str(payload.get("contract_version")),
+        arguments=dict(payload.get("arguments") or {}),
+        revision=int(view.get("revision") or 0),
+    )
 
 
 def _audit(code: str, detail: str, message_id: str) -> dict[str, Any]:

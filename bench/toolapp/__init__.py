@@ -1,5 +1,5 @@
 """The app `lineup bench tools` calls, packed into a bundle by `lineup app build`."""
 
-from ._app import BenchToolApp
+from ._app import APP_SCOPE, METHOD, BenchToolApp
 
-__all__ = ["BenchToolApp"]
+__all__ = ["APP_SCOPE", "METHOD", "BenchToolApp"]
