@@ -13,12 +13,11 @@ that leave the router (app projections, rejection envelopes, the user's envelope
   outbox (`store.outbox.enqueue`), then `transport.outbox.wake`;
 - `router.action` (from an app) `action`, `id`, `conversation_id`, `text` / `response`: the
   envelope into the outbox (`store.outbox.enqueue`), then `transport.outbox.wake`;
-- `router.outbox.verdict` (from the transport) `key`, `status`, `seq` / `code` / `detail`:
-  `store.outbox.settle`, then `app.action.state` to the app that sent it.
 
-It sends `app.action.state` {`id`, `state`, `seq`? `code`?} to `app.<scope>`, the app's
-process (its mailbox is its App Inbox); the store sends that process `app.deliver`
-{`messages`: [projection]}.
+It sends `app.action.state` {`id`, `state: rejected`, `code`, `detail`} to `app.<scope>`,
+the app's process (its mailbox is its App Inbox), for an action it refuses; the store sends
+that process `app.deliver` {`messages`: [projection]} and the AppServer's verdicts on its
+actions (`app.action.state`).
 """
 
 from ._actor import RouterActor

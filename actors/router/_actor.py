@@ -18,7 +18,7 @@ import trio
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
-from ._delivery import app_actor, project, rejection_envelope, tool_call_view, user_envelope
+from ._delivery import project, rejection_envelope, tool_call_view, user_envelope
 from ._filter_chain import Accepted, FilterContext, Rejected, check_inbound
 from .door import DOOR
 
@@ -224,16 +224,3 @@ class RouterActor(Actor):
         }
         await self._store("store.outbox.enqueue", {"items": [item]}, ids.next())
         await self.cast("transport", "transport.outbox.wake", {}, id=ids.next())
-
-    @handles("router.outbox.verdict")
-    async def outbox_verdict(self, msg: Message) -> None:
-        """The AppServer's verdict on an outbox item: record it, tell the app that sent it."""
-        _only_from(msg, "transport")
-        ids = DerivedIds(msg.id)
-        reply = await self._store("store.outbox.settle", msg.body, ids.next())
-        if reply["changed"] and reply.get("origin"):
-            state = {"id": msg.body["key"], "state": reply["state"]}
-            for extra in ("seq", "code", "detail"):
-                if msg.body.get(extra) is not None:
-                    state[extra] = msg.body[extra]
-            await self.cast(app_actor(reply["origin"]), "app.action.state", state, id=ids.next())

@@ -10,7 +10,6 @@ from typing import Any
 from pydantic import ConfigDict
 from typing_extensions import TypedDict
 
-from actors.contracts import OutboxVerdict
 from actors.kernel import APPS, Door, accept
 
 _CLOSED = ConfigDict(extra="forbid")
@@ -36,7 +35,6 @@ DOOR = Door(
         "router.inbound": accept("transport", body=Inbound),
         "router.inbound.duplicates": accept("store", body=Duplicates),
         "router.apps": accept("app_manager", body=Apps),
-        "router.outbox.verdict": accept("transport", body=OutboxVerdict),
         # The action's own fields are the contract's (`user_envelope` names a bad one).
         "router.action": accept(APPS, body=dict[str, Any]),
     }

@@ -11,7 +11,7 @@ each, and its body's type, is in `door`:
 | `store.conversations` | call | → `conversations` {id: agent} |
 | `store.outbox.enqueue` | call | `items` [{key, envelope, origin, conversation_id}] → `orders` |
 | `store.outbox.pending` | call | `after`, `limit` → `items` [{order, key, envelope}] |
-| `store.outbox.settle` | call | `key`, `status`, `seq`/`code`/`detail` → `changed`, `origin` |
+| `store.outbox.settle` | cast | `key`, `status`, `seq`/`code`/`detail`; then `app.action.state` |
 | `store.audit` | cast | `code`, `detail`, `message_id`?, `seq`? |
 | `store.lifecycle.set` | cast | `state`, `detail` (the connection lifecycle, from the transport) |
 | `store.apps.load` | call | → `records`, `operations`, `instances`, `settings` |

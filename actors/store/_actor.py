@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from actors.contracts import Code, ContractError
-from actors.kernel import Message, applied_once, handles
+from actors.kernel import Message, applied_once, derive_id, handles
 
 from ._apps import AppTables
 from ._schema import open_db
@@ -270,7 +270,8 @@ class StoreActor(AppTables, ToolTables):
 
     @handles("store.outbox.settle")
     async def outbox_settle(self, msg: Message) -> Any:
-        """Record the AppServer's verdict once: `key`, `status`, `seq`?, `code`?, `detail`?.
+        """Record the AppServer's verdict once: `key`, `status`, `seq`?, `code`?, `detail`?;
+        then, after the commit, tell the app whose action it was (`app.action.state`).
 
         Reply `changed` (False when the item was settled already), `origin`."""
         body = msg.body
@@ -306,7 +307,17 @@ class StoreActor(AppTables, ToolTables):
                 )
             return {"changed": True, "origin": row[1], "state": status}
 
-        return self._once(msg, apply)
+        reply = self._once(msg, apply)
+        if reply["changed"] and reply.get("origin"):
+            state = {"id": body["key"], "state": reply["state"]}
+            for extra in ("seq", "code", "detail"):
+                if body.get(extra) is not None:
+                    state[extra] = body[extra]
+            # The id derives from the verdict's: a replay tells the app once.
+            await self.cast(
+                f"app.{reply['origin']}", "app.action.state", state, id=derive_id(msg.id, 1)
+            )
+        return reply
 
     # -- audit and lifecycle -----------------------------------------------------------------
 

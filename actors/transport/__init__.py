@@ -10,7 +10,7 @@ reads the runtime's token file. Messages:
 
 It sends `router.inbound` {`items`: [[seq, JSON text]]} (each message's text exactly as
 the AppServer sent it: the link reads stream frames with `raw_messages`),
-`router.outbox.verdict` {`key`, `status`, `seq` / `code` / `detail`} and
+`store.outbox.settle` {`key`, `status`, `seq` / `code` / `detail`} and
 `store.lifecycle.set` {`state`, `detail`}, and calls `store.cursor.get` and `store.outbox.pending`.
 """
 

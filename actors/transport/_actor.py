@@ -11,9 +11,10 @@ their verdict, heartbeats, reconnects with exponential backoff and jitter), as a
   to `batch_items` items / `batch_bytes` bytes; at most `inflight_batches` are unpersisted
   at once, which is the back-pressure of a catch-up.
 - **Outbox.** Pending items are read from the store in local order and enqueued on the
-  link with the envelope id as key (§4.5); each verdict goes to the router
-  (`router.outbox.verdict`), which settles it. After a restart every pending item is
-  enqueued again with the same key: the server returns its first verdict.
+  link with the envelope id as key (§4.5); each verdict goes to the store
+  (`store.outbox.settle`), which settles it and tells the app that sent the item. After a
+  restart every pending item is enqueued again with the same key: the server returns its
+  first verdict.
 """
 
 from __future__ import annotations
@@ -224,7 +225,7 @@ class TransportActor(Actor):
     async def _verdict(self, key: str, verdict: dict[str, Any]) -> None:
         # The id derives from the key: a verdict reported twice is delivered once.
         await self.cast(
-            "router", "router.outbox.verdict", {"key": key, **verdict}, id=derive_id(key, 0x5E)
+            "store", "store.outbox.settle", {"key": key, **verdict}, id=derive_id(key, 0x5E)
         )
 
 

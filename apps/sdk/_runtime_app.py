@@ -235,14 +235,16 @@ class RuntimeApp(Actor):
         if ids:
             self._log.mark_acked(ids)
 
-    def _from(self, msg: Message, sender: str) -> None:
-        """Each kind of input has one source; anything else is refused with its code and
+    def _from(self, msg: Message, *senders: str) -> None:
+        """Each kind of input has its sources; anything else is refused with its code and
         counted (the supervisor's door refuses it first; this holds wherever an app runs
         without one)."""
-        if msg.sender == sender:
+        if msg.sender in senders:
             return
         self._refused_inputs += 1
-        raise ContractError(Code.SENDER_NOT_ALLOWED, f"only {sender} sends {msg.type}")
+        raise ContractError(
+            Code.SENDER_NOT_ALLOWED, f"only {' or '.join(senders)} sends {msg.type}"
+        )
 
     @handles("app.deliver")
     async def _deliver(self, msg: Message) -> None:
@@ -269,7 +271,8 @@ class RuntimeApp(Actor):
 
     @handles("app.action.state")
     async def _action_state(self, msg: Message) -> None:
-        self._from(msg, ROUTER)
+        # The router refuses an action; the store records the AppServer's verdict on it.
+        self._from(msg, ROUTER, STORE)
         body = msg.body
         if self._log.set_action_state(msg.id, body):
             for event in self._log.events_by_id(body["id"]):

@@ -38,7 +38,7 @@ class ToolCancel(TypedDict):
 DOOR = Door(
     {
         "app.deliver": accept("store", body=Deliver),
-        "app.action.state": accept("router", body=dict[str, Any]),
+        "app.action.state": accept("router", "store", body=dict[str, Any]),
         "app.input": accept("host", body=dict[str, Any]),
         "app.lifecycle": accept("app_manager", body=dict[str, Any]),
         "app.tool.invoke": accept("tool_router", body=ToolInvoke),

@@ -112,7 +112,6 @@ async def silence_user(app: HostileApp, options: dict[str, Any]) -> dict[str, An
         for type, body in (
             ("store.outbox.pending", {"after": 0, "limit": 256}),
             ("store.outbox.settle", {"key": "any", "status": "accepted", "seq": 1}),
-            ("router.outbox.verdict", {"key": "any", "status": "accepted", "seq": 1}),
         ):
             outcome = await app.attempt(
                 "store" if type.startswith("store") else "router", type, body
