@@ -206,11 +206,16 @@ def _token(args: argparse.Namespace, data_dir: Path) -> tuple[str, str]:
 
 
 def _resolve(args: argparse.Namespace) -> _Target:
-    """The URL, agent id and token from the options; `ValueError` with a definite reason."""
+    """The URL, agent id and token from the options, and a well-formed `--conversation` where
+    the command has one; `ValueError` with a definite reason."""
+    from actors.contracts import is_conversation_id
     from peers.appserver import CREDENTIALS_FILE, CredentialsError, read_endpoint
 
     from .appserver_cmd import DEFAULT_PORT, default_appserver_dir
 
+    conversation = getattr(args, "conversation", None)
+    if conversation is not None and not is_conversation_id(conversation):
+        raise ValueError(f"--conversation: {conversation!r} is not a conversation id")
     data_dir = Path(args.data_dir) if args.data_dir else default_appserver_dir()
     try:
         agent_id, token = _token(args, data_dir)
@@ -268,14 +273,12 @@ def _run_agent(target: _Target, body: Callable[..., Awaitable[int]], **options: 
 def _send(args: argparse.Namespace) -> int:
     import trio
 
-    from actors.contracts import ContractError, SubmitResult, is_conversation_id
+    from actors.contracts import ContractError, SubmitResult
 
     try:
         target = _resolve(args)
     except ValueError as exc:
         return fail(str(exc))
-    if not is_conversation_id(args.conversation):
-        return fail(f"--conversation: {args.conversation!r} is not a conversation id")
 
     async def body(client: Any) -> int:
         texts = (
@@ -383,14 +386,10 @@ def _tool_row(tool: Any) -> dict[str, Any]:
 
 
 def _inventory(args: argparse.Namespace) -> int:
-    from actors.contracts import is_conversation_id
-
     try:
         target = _resolve(args)
     except ValueError as exc:
         return fail(str(exc))
-    if not is_conversation_id(args.conversation):
-        return fail(f"--conversation: {args.conversation!r} is not a conversation id")
 
     async def body(client: Any) -> int:
         await _caught_up(client, target, args.timeout)

@@ -101,19 +101,27 @@ class StoreActor(AppTables, ToolTables):
             (_now_ms(), code, detail[:500], message_id, seq, source),
         )
 
-    def _enqueue(self, items: list[dict[str, Any]]) -> list[int]:
+    def _enqueue(
+        self, items: list[dict[str, Any]], fresh: list[dict[str, Any]] | None = None
+    ) -> list[int]:
+        """Queue `items` once each (by key); their orders. With `fresh`, the items new to
+        the outbox are added to it as the transport submits them: {order, key, envelope}."""
         orders = []
         now = _now_ms()
         for item in items:
-            self.db.execute(
+            inserted = self.db.execute(
                 "INSERT INTO outbox (key, envelope, origin, conversation_id, state, created_ms)"
                 " VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT(key) DO NOTHING",
                 (item["key"], item["envelope"], item.get("origin"), item["conversation_id"], now),
-            )
+            ).rowcount
             row = self.db.execute(
                 "SELECT local_order FROM outbox WHERE key = ?", (item["key"],)
             ).fetchone()
             orders.append(int(row[0]))
+            if inserted and fresh is not None:
+                fresh.append(
+                    {"order": int(row[0]), "key": item["key"], "envelope": item["envelope"]}
+                )
         return orders
 
     # -- inbound: the persist step of the filter chain ----------------------------------------

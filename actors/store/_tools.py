@@ -104,7 +104,7 @@ class ToolTables(Actor):
 
     db: sqlite3.Connection
     _once: Callable[[Message, Callable[[], Any]], Any]
-    _enqueue: Callable[[list[dict[str, Any]]], list[int]]
+    _enqueue: Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], list[int]]
     _audit: Callable[[str, str, str | None, int | None, str], None]
 
     @handles("store.tools.load")
@@ -127,6 +127,7 @@ class ToolTables(Actor):
         `known` {call_id: row} for the accepted calls that existed already.
         """
         body = msg.body
+        queued: list[dict[str, Any]] = []  # the outbox items this step adds, for the wake
 
         def apply() -> dict[str, Any]:
             known: dict[str, Any] = {}
@@ -141,7 +142,7 @@ class ToolTables(Actor):
                     f"INSERT INTO tool_calls ({', '.join(CALL_COLUMNS)}) VALUES ({marks})",
                     _values(CALL_COLUMNS, row),
                 )
-                self._enqueue(list(entry.get("outbox", ())))
+                self._enqueue(list(entry.get("outbox", ())), queued)
                 self._write_audit(entry.get("audit", ()), msg.sender)
             for row in body.get("calls", ()):
                 self.db.execute(
@@ -163,13 +164,16 @@ class ToolTables(Actor):
                     " ON CONFLICT(name) DO UPDATE SET value = max(value, excluded.value)",
                     (int(revision),),
                 )
-            self._enqueue(list(body.get("outbox", ())))
+            self._enqueue(list(body.get("outbox", ())), queued)
             self._write_audit(body.get("audit", ()), msg.sender)
             return {"known": known}
 
         reply = self._once(msg, apply)
         if body.get("outbox") or body.get("accept"):
-            await self.cast("transport", "transport.outbox.wake", {})
+            # The items ride with the wake, so the transport need not read them back (a
+            # replay, which queued nothing new, wakes it to read what is pending).
+            wake = {"items": queued} if queued else {}
+            await self.cast("transport", "transport.outbox.wake", wake)
         return reply
 
     def _write_audit(self, entries: Iterable[dict[str, Any]], source: str) -> None:

@@ -57,6 +57,11 @@ class TransportActor(Actor):
         self.inflight: deque[int] = deque()  # last seq of each batch not yet persisted
         self.room = trio.Event()
         self.outbox_wake = trio.Event()
+        # What wakes brought since the outbox was last taken: items (submitted without
+        # reading them back when they follow on from the last one taken), or a wake
+        # without items, which means "read what is pending".
+        self.woken: list[dict[str, Any]] = []
+        self.woken_unread = False
         self.forwarded = 0
         self.nursery.start_soon(self._main)
 
@@ -93,7 +98,24 @@ class TransportActor(Actor):
 
     @handles("transport.outbox.wake")
     async def wake(self, msg: Message) -> None:
+        items = (msg.body or {}).get("items")
+        if items:
+            self.woken.extend(items)
+        else:
+            self.woken_unread = True
         self.outbox_wake.set()
+
+    def _take_woken(self, after: int) -> list[dict[str, Any]] | None:
+        """The woken items that follow on from order `after` without a gap, or None when
+        the pending ones must be read from the store (a gap, or a wake without items)."""
+        items = sorted((i for i in self.woken if int(i["order"]) > after), key=lambda i: i["order"])
+        unread, self.woken, self.woken_unread = self.woken_unread, [], False
+        if unread or not items:
+            return None if unread else []
+        for expected, item in enumerate(items, after + 1):
+            if int(item["order"]) != expected:
+                return None
+        return items
 
     # -- the link -----------------------------------------------------------------------
 
@@ -188,12 +210,18 @@ class TransportActor(Actor):
             self.forwarded += len(items)
 
     async def _drain_outbox(self, link: Link, nursery: trio.Nursery) -> None:
-        """Pending outbox items, in local order, onto the link; verdicts to the router."""
-        after = 0
+        """Outbox items, in local order, onto the link (those a wake brought, or read from the
+        store); each verdict to the store."""
+        after, read = 0, True  # the first round reads what was pending before this start
         while True:
             self.outbox_wake = trio.Event()
-            reply = await self._store("store.outbox.pending", {"after": after, "limit": 256})
-            for item in reply["items"]:
+            items = None if read else self._take_woken(after)
+            full = False
+            if items is None:
+                reply = await self._store("store.outbox.pending", {"after": after, "limit": 256})
+                items, full = reply["items"], len(reply["items"]) == 256
+            read = False
+            for item in items:
                 after = max(after, int(item["order"]))
                 try:
                     submission = link.enqueue(
@@ -206,7 +234,9 @@ class TransportActor(Actor):
                     )
                     continue
                 nursery.start_soon(self._await_verdict, item["key"], submission)
-            if len(reply["items"]) < 256:
+            if full:
+                read = True  # more than one page was pending
+            elif not (self.woken or self.woken_unread):
                 await self.outbox_wake.wait()
 
     async def _await_verdict(self, key: str, submission: Submission) -> None:

@@ -17,8 +17,15 @@ class Persisted(TypedDict):
     cursor: int
 
 
-class Wake(TypedDict):
+class Queued(TypedDict):
+    order: int
+    key: str
+    envelope: str
+
+
+class Wake(TypedDict, total=False):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    items: list[Queued]  # the items just queued, when the waker has them at hand
 
 
 DOOR = Door(

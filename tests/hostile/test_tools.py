@@ -101,6 +101,16 @@ async def _cancel(agent: Agent, call_id: str) -> dict[str, Any]:
     return await final_of(agent.stack, call_id)
 
 
+async def _stored_progress(stack: Stack, call_id: str, at_least: int) -> list[dict[str, Any]]:
+    """The call's progress in the outbox once it holds `at_least` (the tool router stores
+    it without waiting)."""
+    return await wait_for(
+        lambda: (found := _progress(stack, call_id)) and len(found) >= at_least and found,
+        30,
+        f"{at_least} progress of {call_id}",
+    )
+
+
 def _progress(stack: Stack, call_id: str) -> list[dict[str, Any]]:
     """The progress the agent is sent about a call, in outbox order."""
     return [
@@ -229,7 +239,9 @@ async def test_another_apps_call_is_not_its_to_end_or_hide(
     _order(hostile, "squat", {"own_call": "call_hold", "victim": "call_slow"})
     squatted = (await hostile.wait_report(30))["results"]["squat"]
     assert squatted["last"] == "accepted:null", squatted
-    assert len(_progress(stack, "call_hold")) == len(squatted["ids"]) + 1
+    assert len(await _stored_progress(stack, "call_hold", len(squatted["ids"]) + 1)) == (
+        len(squatted["ids"]) + 1
+    )
     row = await agent.call("call_slow", "box.slow")
     assert row["state"] == "succeeded"
     assert [p.get("percent") for p in _progress(stack, "call_slow")] == [0, 50, 100]

@@ -139,3 +139,21 @@ def stream_finals(stack: Stack) -> dict[str, list[str]]:
         envelope = json.loads(body)
         out.setdefault(envelope["correlation"]["call_id"], []).append(type_)
     return out
+
+
+async def conversation_open(stack: Stack) -> tuple[AgentClient, int]:
+    """The AppServer, the runtime and the agent up; the agent has spoken in the conversation,
+    which has its first inventory: (the agent, that revision)."""
+    await stack.start_appserver()
+    await stack.start_runtime()
+    client = await stack.start_agent()
+    await client.send_text(CONVERSATION, "hello")
+    return client, await new_revision(stack, 0)
+
+
+async def toolbox_ready(stack: Stack, toolbox: tuple[Path, Path]) -> Agent:
+    """`conversation_open`, then the toolbox installed, enabled and in the inventory."""
+    client, first = await conversation_open(stack)
+    install_toolbox(stack, toolbox)
+    await new_revision(stack, first)
+    return Agent(stack, client, "toolbox")

@@ -8,20 +8,17 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tests.runtime.helpers import CONVERSATION, Stack, wait_for
+from tests.runtime.helpers import Stack, wait_for
 
-from .helpers import Agent, app, call_row, final_of, finals, install_toolbox, new_revision, sent
-
-
-async def _ready(stack: Stack, toolbox: tuple[Path, Path]) -> Agent:
-    await stack.start_appserver()
-    await stack.start_runtime()
-    client = await stack.start_agent()
-    await client.send_text(CONVERSATION, "hello")
-    first = await new_revision(stack, 0)
-    install_toolbox(stack, toolbox)
-    await new_revision(stack, first)
-    return Agent(stack, client, "toolbox")
+from .helpers import (
+    app,
+    call_row,
+    final_of,
+    finals,
+    new_revision,
+    sent,
+    toolbox_ready,
+)
 
 
 def _app_side_order(stack: Stack) -> list[str]:
@@ -37,7 +34,7 @@ def _app_side_order(stack: Stack) -> list[str]:
 async def test_early_calls_wait_for_the_launch_and_run_in_order(
     stack: Stack, toolbox: tuple[Path, Path]
 ) -> None:
-    agent = await _ready(stack, toolbox)
+    agent = await toolbox_ready(stack, toolbox)
     ids = [f"call_early{n}" for n in range(6)]
     for call_id in ids:  # the app is not running: the first call launches it
         await agent.client.submit(agent.invoke(call_id, "box.count"))
@@ -55,7 +52,7 @@ async def test_early_calls_wait_for_the_launch_and_run_in_order(
 async def test_a_failed_activation_refuses_the_calls_that_waited(
     stack: Stack, toolbox: tuple[Path, Path]
 ) -> None:
-    agent = await _ready(stack, toolbox)
+    agent = await toolbox_ready(stack, toolbox)
     # The user stops trusting the publisher: the app may no longer start.
     for key in (stack.data_dir / "trusted_keys").iterdir():
         key.unlink()
@@ -72,7 +69,7 @@ async def test_a_failed_activation_refuses_the_calls_that_waited(
 async def test_disable_and_update_end_running_calls(
     stack: Stack, toolbox: tuple[Path, Path], toolbox_update: Path
 ) -> None:
-    agent = await _ready(stack, toolbox)
+    agent = await toolbox_ready(stack, toolbox)
     await agent.client.submit(agent.invoke("call_sleep1", "box.sleep"))
     await wait_for(
         lambda: (call_row(stack, "call_sleep1") or {}).get("state") == "running", 30, "running"
@@ -95,7 +92,7 @@ async def test_disable_and_update_end_running_calls(
 async def test_a_call_made_while_the_runtime_is_down(
     stack: Stack, toolbox: tuple[Path, Path]
 ) -> None:
-    agent = await _ready(stack, toolbox)
+    agent = await toolbox_ready(stack, toolbox)
     assert stack.runtime is not None
     stack.runtime.kill9()
     await agent.client.submit(agent.invoke("call_offline", "box.count"))

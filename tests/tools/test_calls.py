@@ -12,27 +12,14 @@ from apps.chat import history
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 
 from .helpers import (
-    Agent,
     call_row,
     effects,
     final_of,
     finals,
-    install_toolbox,
-    new_revision,
     sent,
     stream_finals,
+    toolbox_ready,
 )
-
-
-async def _ready(stack: Stack, toolbox: tuple[Path, Path]) -> Agent:
-    await stack.start_appserver()
-    await stack.start_runtime()
-    client = await stack.start_agent()
-    await client.send_text(CONVERSATION, "hello")
-    first = await new_revision(stack, 0)
-    install_toolbox(stack, toolbox)
-    await new_revision(stack, first)
-    return Agent(stack, client, "toolbox")
 
 
 def _receipts(stack: Stack, call_id: str) -> list[str]:
@@ -47,7 +34,7 @@ def _receipts(stack: Stack, call_id: str) -> list[str]:
 
 
 async def test_every_way_a_call_ends(stack: Stack, toolbox: tuple[Path, Path]) -> None:
-    agent = await _ready(stack, toolbox)
+    agent = await toolbox_ready(stack, toolbox)
     # The app is not running: the first call launches it in the background.
     row = await agent.call("call_echo", "box.echo", arguments={"value": "hi"})
     assert row["state"] == "succeeded" and row["output"] == {"echo": "hi"}
@@ -113,7 +100,7 @@ async def test_every_way_a_call_ends(stack: Stack, toolbox: tuple[Path, Path]) -
 async def test_cancel_and_the_foreground_given_back(
     stack: Stack, toolbox: tuple[Path, Path]
 ) -> None:
-    agent = await _ready(stack, toolbox)
+    agent = await toolbox_ready(stack, toolbox)
     await agent.client.submit(agent.invoke("call_sleep", "box.sleep"))
     await wait_for(
         lambda: (call_row(stack, "call_sleep") or {}).get("state") == "running", 30, "running"
@@ -144,7 +131,7 @@ async def test_cancel_and_the_foreground_given_back(
 async def test_progress_keeps_a_call_alive_up_to_its_absolute_cap(
     stack: Stack, toolbox: tuple[Path, Path]
 ) -> None:
-    agent = await _ready(stack, toolbox)
+    agent = await toolbox_ready(stack, toolbox)
     row = await agent.call("call_trickle", "box.trickle")  # 1.5 s on a 0.5 s timeout
     assert row["state"] == "succeeded", row
     row = await agent.call("call_forever", "box.forever")  # cap: ten times 0.2 s

@@ -14,6 +14,7 @@ from .helpers import (
     Bundles,
     app,
     call_row,
+    conversation_open,
     final_of,
     new_revision,
     revision_of,
@@ -51,12 +52,8 @@ async def refused(stack: Stack, agent: AgentClient, call_id: str, *args: Any) ->
 async def test_revisions_follow_the_registry_and_calls_are_checked_in_order(
     stack: Stack, bundles: Bundles
 ) -> None:
-    await stack.start_appserver()
-    await stack.start_runtime()
+    agent, first = await conversation_open(stack)
     trust(stack, bundles)
-    agent = await stack.start_agent()
-    await agent.send_text(CONVERSATION, "hello")
-    first = await new_revision(stack, 0)
     assert tools_of(stack) == []
 
     app(stack, "install", bundles.v1)
@@ -103,12 +100,8 @@ async def test_revisions_follow_the_registry_and_calls_are_checked_in_order(
 async def test_policy_changes_and_restarts_move_the_revision_forward(
     stack: Stack, bundles: Bundles
 ) -> None:
-    await stack.start_appserver()
-    await stack.start_runtime()
+    _, first = await conversation_open(stack)
     trust(stack, bundles)
-    agent = await stack.start_agent()
-    await agent.send_text(CONVERSATION, "hello")
-    first = await new_revision(stack, 0)
     app(stack, "install", bundles.v1)
     app(stack, "enable", "pomodoro")
     listed = await new_revision(stack, first)
