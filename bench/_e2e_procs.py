@@ -52,7 +52,7 @@ class AppServerProcess:
     async def start(self) -> str:
         from peers.appserver import read_endpoint
 
-        args = ["appserver", "--data-dir", str(self.data_dir), "--port", str(self.port)]
+        args = ["appserver", "--appserver-dir", str(self.data_dir), "--port", str(self.port)]
         process = self.process = self.procs.spawn(self.name, args)
 
         def listening() -> str | None:

@@ -4,21 +4,22 @@ and the plumbing of a subcommand package (lazy exports, `python -m` entry point)
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import os
+import re
 import sys
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import Any, NoReturn
 
 DATA_DIR_ENV = "LINEUP_DATA_DIR"
 
 
 def default_data_dir() -> Path:
+    """The data dir of a command given no `--data-dir`: `$LINEUP_DATA_DIR`, else the
+    platform's user data folder (`$XDG_DATA_HOME/lineup`, `~/.local/share/lineup`)."""
     if os.environ.get(DATA_DIR_ENV):
         return Path(os.environ[DATA_DIR_ENV])
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -30,8 +31,82 @@ def add_data_dir(parser: argparse.ArgumentParser) -> None:
         "--data-dir",
         type=Path,
         default=None,
-        help=f"the runtime's data dir (default: ${DATA_DIR_ENV} or ~/.local/share/lineup)",
+        metavar="DIR",
+        help=f"the runtime's data dir (default: ${DATA_DIR_ENV}, else ~/.local/share/lineup)",
     )
+
+
+def no_runtime(data_dir: Path) -> str:
+    """What to say when no runtime answers on `data_dir`: where we looked, how to look
+    elsewhere."""
+    return (
+        f"no runtime is running on {data_dir}; start one with `lineup run`, or point at "
+        f"another data dir with --data-dir DIR or ${DATA_DIR_ENV}"
+    )
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`; did you mean 'x'?` for the closest of `choices`, or the valid ones when none is
+    close ("" when there are none)."""
+    options = sorted({str(choice) for choice in choices})
+    if not options:
+        return ""
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.5)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return "; choose from " + ", ".join(options)
+
+
+_INVALID_CHOICE = re.compile(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$")
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose "invalid choice" errors suggest the closest valid one (its
+    subcommands' parsers are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        found = _INVALID_CHOICE.match(message)
+        if found:
+            choices = re.findall(r"'([^']*)'", found.group(3))
+            word = found.group(2)
+            message = f"unknown {_noun(found.group(1))} {word!r}" + did_you_mean(word, choices)
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _noun(argument: str) -> str:
+    argument = argument.strip("-").lower()
+    if argument in ("command", "bench") or argument.endswith("_command"):
+        return "command"
+    return argument.split("/")[0].replace("_", " ")
+
+
+def first_error(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups that is not a cancellation, as
+    nurseries raise them; `exc` itself when it is not a group."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = first_error(inner)
+            if not isinstance(found, BaseExceptionGroup) and type(found).__name__ != "Cancelled":
+                return found
+    return exc
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid holding an flock on `path`, from /proc/locks (None when unknown)."""
+    try:
+        inode = path.stat().st_ino
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].endswith(f":{inode}"):
+            with_pid = fields[4]
+            if with_pid.isdigit():
+                return int(with_pid)
+    return None
 
 
 def positive_int(text: str) -> int:
@@ -55,6 +130,9 @@ def print_json(value: Any) -> None:
 
 
 def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     for column in columns:
         table.add_column(column, no_wrap=True)
@@ -67,6 +145,8 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
 
 
 def fail(message: str, code: int = 2) -> int:
+    from rich.console import Console
+
     Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False)
     return code
 
@@ -92,7 +172,7 @@ def lazy_exports(
 def run_subcommand(register: Callable[[Any], None], command: str, argv: list[str] | None) -> int:
     """`python -m lineup.COMMAND ARGS`: the same as `lineup COMMAND ARGS` (argv defaults to
     the process's arguments)."""
-    parser = argparse.ArgumentParser(prog="lineup")
+    parser = Parser(prog="lineup")
     commands = parser.add_subparsers(dest="command", required=True)
     register(commands)
     args = parser.parse_args([command, *(sys.argv[1:] if argv is None else argv)])

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._common import fail, positive_int, print_json, print_table, run_subcommand
+from ._common import fail, first_error, positive_int, print_json, print_table, run_subcommand
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,8 @@ def register(subparsers: Any) -> None:
     agent = subparsers.add_parser(
         "agent",
         help="act as a remote agent against an AppServer (send messages, run the demo agent)",
-        description="Speak to an AppServer as a remote agent (docs/protocol.md §5).",
+        description="Speak to an AppServer as a remote agent: by default the AppServer "
+        "embedded in the runtime of the data dir (DATA_DIR/appserver).",
     )
     commands = agent.add_subparsers(dest="agent_command", required=True, metavar="COMMAND")
     send = commands.add_parser(
@@ -108,7 +109,7 @@ def register(subparsers: Any) -> None:
         "--state-dir",
         type=Path,
         metavar="DIR",
-        help="where the agent keeps its cursor (default: DIR/agents/ID, DIR being the data dir)",
+        help="where the agent keeps its cursor (default: APPSERVER_DIR/agents/ID)",
     )
     demo.set_defaults(func=_demo)
     inventory = commands.add_parser(
@@ -211,18 +212,23 @@ def _resolve(args: argparse.Namespace) -> _Target:
     from actors.contracts import is_conversation_id
     from peers.appserver import CREDENTIALS_FILE, CredentialsError, read_endpoint
 
-    from .appserver_cmd import DEFAULT_PORT, default_appserver_dir
+    from .appserver_cmd import DEFAULT_PORT, appserver_dir_of
 
     conversation = getattr(args, "conversation", None)
     if conversation is not None and not is_conversation_id(conversation):
         raise ValueError(f"--conversation: {conversation!r} is not a conversation id")
-    data_dir = Path(args.data_dir) if args.data_dir else default_appserver_dir()
+    data_dir = appserver_dir_of(args)
     try:
         agent_id, token = _token(args, data_dir)
     except CredentialsError as exc:
         missing = args.token_file is None and not (data_dir / CREDENTIALS_FILE).exists()
-        hint = " (start `lineup appserver --data-dir DIR` first, or pass --token-file)"
-        raise ValueError(f"{exc}{hint if missing else ''}") from None
+        if missing:
+            raise ValueError(
+                f"no AppServer credentials in {data_dir}; start the runtime there with "
+                "`lineup run` (or `lineup appserver`), point at it with --data-dir DIR or "
+                "--appserver-dir DIR, or pass --token-file"
+            ) from None
+        raise ValueError(str(exc)) from None
     url = args.appserver or read_endpoint(data_dir) or f"ws://127.0.0.1:{DEFAULT_PORT}/v1/ws"
     if not url.startswith(("ws://", "wss://")):
         raise ValueError(f"--appserver: {url!r} is not a ws:// or wss:// URL")
@@ -240,8 +246,6 @@ def _run_agent(target: _Target, body: Callable[..., Awaitable[int]], **options: 
     from actors.contracts import ContractError
     from link import LinkFailed
     from peers.agent import AgentClient, AgentError
-
-    from .appserver_cmd import first_error
 
     try:
         client = AgentClient(target.url, agent_id=target.agent_id, token=target.token, **options)

@@ -13,13 +13,29 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import DATA_DIR_ENV, default_data_dir, fail, positive_int, run_subcommand
+from ._common import (
+    DATA_DIR_ENV,
+    data_dir_of,
+    fail,
+    first_error,
+    lock_holder,
+    positive_int,
+    run_subcommand,
+)
 
 DEFAULT_PORT = 8765
 
 
-def default_appserver_dir() -> Path:
-    return default_data_dir() / "appserver"
+APPSERVER_SUBDIR = "appserver"
+
+
+def appserver_dir_of(args: argparse.Namespace) -> Path:
+    """The AppServer's folder: `--appserver-dir`, else the one the runtime's embedded
+    AppServer keeps in its data dir (`DATA_DIR/appserver`, the data dir found as every
+    command finds it)."""
+    if getattr(args, "appserver_dir", None):
+        return Path(args.appserver_dir)
+    return data_dir_of(args) / APPSERVER_SUBDIR
 
 
 def port_number(text: str) -> int:
@@ -48,19 +64,27 @@ def add_appserver_dir(parser: argparse.ArgumentParser, what: str) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help=f"{what} (default: ${DATA_DIR_ENV}/appserver or ~/.local/share/lineup/appserver)",
+        help=f"the runtime's data dir, whose embedded AppServer keeps its files in DIR/appserver"
+        f" (default: ${DATA_DIR_ENV}, else ~/.local/share/lineup)",
+    )
+    parser.add_argument(
+        "--appserver-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help=f"{what}, for an AppServer of its own (default: DATA_DIR/appserver)",
     )
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "appserver",
-        help="run the reference AppServer (docs/protocol.md) in the foreground",
+        help="run the reference AppServer in the foreground",
         description="Run the reference AppServer in the foreground until Ctrl-C or SIGTERM. "
         "It keeps conversations and the numbered message stream in DIR/appserver.db "
-        "and creates DIR/credentials.json (mode 0600: one runtime token, one token "
-        "per agent) on first start. Prints its WebSocket URL on stdout. The fault options "
-        "are for tests.",
+        "(DIR: --appserver-dir, else DATA_DIR/appserver) and creates DIR/credentials.json "
+        "(mode 0600: one runtime token, one token per agent) on first start. Prints its "
+        "WebSocket URL on stdout. The fault options are for tests.",
     )
     parser.add_argument(
         "--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)"
@@ -117,25 +141,12 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=_run)
 
 
-def first_error(exc: BaseException) -> BaseException:
-    """The first exception that is not a cancellation inside (nested) groups, as nurseries
-    raise them; `exc` itself when it is not a group."""
-    import trio
-
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = first_error(inner)
-            if not isinstance(found, BaseExceptionGroup | trio.Cancelled):
-                return found
-    return exc
-
-
 def _run(args: argparse.Namespace) -> int:
     import trio
 
     from peers.appserver import AppServer, CredentialsError, DataDirInUse, write_endpoint
 
-    data_dir = Path(args.data_dir) if args.data_dir else default_appserver_dir()
+    data_dir = appserver_dir_of(args)
     try:
         server = AppServer(
             data_dir,
@@ -174,8 +185,17 @@ def _run(args: argparse.Namespace) -> int:
         trio.run(main)
     except BaseException as exc:  # unwrap the nursery's group, then decide
         error = first_error(exc)
-        if isinstance(error, DataDirInUse | CredentialsError):
+        if isinstance(error, DataDirInUse):
+            pid = lock_holder(data_dir / "appserver.lock")
+            holder = f" (pid {pid})" if pid else ""
+            return fail(
+                f"another AppServer{holder} is already using {data_dir}; stop it, or pass "
+                "--appserver-dir for another folder"
+            )
+        if isinstance(error, CredentialsError):
             return fail(str(error))
+        if isinstance(error, KeyboardInterrupt):
+            return 130
         if isinstance(error, OSError):
             return fail(f"cannot serve on {args.host}:{args.port}: {error.strerror or error}")
         raise

@@ -4,24 +4,36 @@ lineup run                 run the runtime in the foreground (Ctrl-C stops it)
 lineup chat ...            the chat app's timeline; type into it from the shell
 lineup debug ...           inspect actors, mailboxes, dead letters; kill, redrive, trace
 lineup protocol ...        validate messages against the contracts, export JSON Schemas
-lineup app ...             make, sign and verify app bundles
+lineup app ...             make, sign and verify app bundles; install and manage apps
 lineup appserver           run the reference AppServer (the embedded default's peer)
 lineup agent ...           send agent messages, run the demo agent, see its tools, call one
 lineup tools ...           agent tools as the runtime sees them: inventories, calls
-lineup bench ...           measure the runtime beside a bare baseline
+lineup bench ...           measure the runtime and the command line beside bare baselines
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import importlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from actors.kernel import ControlError, settle_garbage_collector
+from ._common import Parser, add_data_dir, data_dir_of, fail, first_error, lock_holder
 
-from . import agent_cmd, app_cmd, appserver_cmd, chat_cmd, debug_cmd, protocol_cmd, tools_cmd
-from ._common import add_data_dir, data_dir_of, fail
+# Each command's module and one-line help. Only the module of the command that runs is
+# imported (`lineup --help` imports none), so every command starts as fast as Python does.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "chat": ("lineup.chat_cmd", "the chat app: history, send, attach"),
+    "debug": ("lineup.debug_cmd", "inspect actors, mailboxes, dead letters; kill, redrive, trace"),
+    "protocol": ("lineup.protocol_cmd", "validate messages, export JSON Schemas"),
+    "app": ("lineup.app_cmd", "make, sign, verify app bundles; manage the installed apps"),
+    "appserver": ("lineup.appserver_cmd", "run the reference AppServer in the foreground"),
+    "agent": ("lineup.agent_cmd", "act as the remote agent: send, demo, inventory, call"),
+    "tools": ("lineup.tools_cmd", "agent tools as the runtime sees them: inventories, calls"),
+    "bench": ("bench", "measure the runtime and the command line beside bare baselines"),
+}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -68,10 +80,12 @@ def _run_with_terminal_chat(args: argparse.Namespace) -> int:
 
 
 def _run_headless(args: argparse.Namespace) -> int:
+    import logging
+
     import trio
 
     import supervisor
-    from actors.kernel import RuntimeConfig, Supervisor
+    from actors.kernel import RuntimeConfig, Supervisor, settle_garbage_collector
 
     from ._embedded import embedded_appserver
 
@@ -102,17 +116,52 @@ def _run_headless(args: argparse.Namespace) -> int:
     settle_garbage_collector()  # what is imported lives as long as the process
     try:
         trio.run(main)
-    except RuntimeError as exc:
-        return fail(str(exc))
+    except BaseException as exc:  # unwrap the nurseries' groups, then decide
+        error = first_error(exc)
+        if isinstance(error, KeyboardInterrupt):
+            raise error from None
+        if not isinstance(error, RuntimeError | OSError):
+            raise
+        return fail(_start_failure(error, data_dir))
     print("stopped", file=sys.stderr)
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _start_failure(error: BaseException, data_dir: Path) -> str:
+    """Why `lineup run` could not start, in one sentence: a data dir in use names the
+    process that holds it."""
+    message = str(error)
+    if "another runtime" in message or "another AppServer" in message:
+        pid = lock_holder(data_dir / "supervisor.lock") or lock_holder(
+            data_dir / "appserver" / "appserver.lock"
+        )
+        holder = f" (pid {pid})" if pid else ""
+        return (
+            f"another runtime{holder} is already using {data_dir}; stop it first, or pass "
+            "--data-dir for another folder"
+        )
+    if isinstance(error, OSError):
+        return f"cannot start on {data_dir}: {error.strerror or error}"
+    return message
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command word of a `lineup` command line (its first argument not an option)."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The `lineup` parser. With `argv`, only the command it names is built in full (the
+    others are listed by name and help); without, every command is."""
+    parser = Parser(
         prog="lineup", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    every = argv is None
+    wanted = None if argv is None else _command_of(argv)
     run = commands.add_parser(
         "run",
         help="run the runtime in the foreground until Ctrl-C or SIGTERM",
@@ -147,34 +196,38 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["OFF", "NORMAL", "FULL", "EXTRA"],
         help="SQLite durability of the mailbox (default FULL: an ack means on disk)",
     )
-    run.add_argument("--log-level", default="INFO", help="supervisor log level (default INFO)")
+    run.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="supervisor log level (default INFO)",
+    )
     run.set_defaults(func=_run)
-    chat_cmd.register(commands)
-    debug_cmd.register(commands)
-    protocol_cmd.register(commands)
-    app_cmd.register(commands)
-    appserver_cmd.register(commands)
-    agent_cmd.register(commands)
-    tools_cmd.register(commands)
-    # The bench is a package of its own; only its command line loads here, its
-    # measurements when one runs.
-    from bench import register as register_bench
-
-    register_bench(commands)
+    for name, (module, help) in COMMANDS.items():
+        if every or name == wanted:
+            register: Any = importlib.import_module(module).register
+            register(commands)
+        else:  # listed for `lineup --help` and the "did you mean"; built when it runs
+            commands.add_parser(name, help=help, add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(words).parse_args(words)
     try:
         return int(args.func(args))
-    except ControlError as exc:
-        return fail(str(exc))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `lineup debug actors | head`: the reader left, not an error
         sys.stderr.close()
         return 0
+    except Exception as exc:
+        kernel = sys.modules.get("actors.kernel")
+        if kernel is not None and isinstance(exc, kernel.ControlError):
+            return fail(str(exc))
+        raise
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ async def test_agent_send_count_reaches_an_appserver_process_once_in_order(
     tmp_path: Path,
 ) -> None:
     data_dir = tmp_path / "appserver"
-    async with _process("appserver", "--port", "0", "--data-dir", str(data_dir)) as server:
+    async with _process("appserver", "--port", "0", "--appserver-dir", str(data_dir)) as server:
         assert server.stdout is not None
         url = await _first_line(server.stdout)
         assert url.startswith("ws://127.0.0.1:") and url.endswith("/v1/ws")
@@ -84,7 +84,7 @@ async def test_agent_send_count_reaches_an_appserver_process_once_in_order(
         sent = await _lineup(
             "agent",
             "send",
-            "--data-dir",
+            "--appserver-dir",
             str(data_dir),
             "--conversation",
             "conv-cli",
@@ -130,10 +130,10 @@ async def test_agent_send_count_reaches_an_appserver_process_once_in_order(
 
 async def test_the_demo_agent_runs_in_the_foreground(tmp_path: Path) -> None:
     data_dir = tmp_path / "appserver"
-    async with _process("appserver", "--port", "0", "--data-dir", str(data_dir)) as server:
+    async with _process("appserver", "--port", "0", "--appserver-dir", str(data_dir)) as server:
         assert server.stdout is not None
         url = await _first_line(server.stdout)
-        async with _process("agent", "demo", "--data-dir", str(data_dir)) as demo:
+        async with _process("agent", "demo", "--appserver-dir", str(data_dir)) as demo:
             link = Link(
                 url,
                 role="runtime",
@@ -160,7 +160,7 @@ async def test_the_demo_agent_runs_in_the_foreground(tmp_path: Path) -> None:
         ),
         (("agent", "send", "--conversation", "c"), "required: --text"),
         (
-            ("agent", "send", "--conversation", "c", "--text", "x", "--data-dir", "{empty}"),
+            ("agent", "send", "--conversation", "c", "--text", "x", "--appserver-dir", "{empty}"),
             "no AppServer credentials",
         ),
         (
@@ -207,8 +207,11 @@ async def test_the_demo_agent_runs_in_the_foreground(tmp_path: Path) -> None:
         ),
         (("appserver", "--port", "70000"), "not within 0"),
         (("appserver", "--delay-ms", "-1"), "non-negative"),
-        (("appserver", "--heartbeat-ms", "5", "--data-dir", "{empty}"), "heartbeat_interval_ms"),
-        (("appserver", "--agent", "Bad Id", "--data-dir", "{empty}"), "not a valid agent id"),
+        (
+            ("appserver", "--heartbeat-ms", "5", "--appserver-dir", "{empty}"),
+            "heartbeat_interval_ms",
+        ),
+        (("appserver", "--agent", "Bad Id", "--appserver-dir", "{empty}"), "not a valid agent id"),
     ],
 )
 async def test_bad_input_gets_a_definite_error_not_a_traceback(
@@ -226,12 +229,12 @@ async def test_bad_input_gets_a_definite_error_not_a_traceback(
 
 async def test_a_second_appserver_on_the_same_data_dir_is_refused(tmp_path: Path) -> None:
     data_dir = tmp_path / "appserver"
-    async with _process("appserver", "--port", "0", "--data-dir", str(data_dir)) as server:
+    async with _process("appserver", "--port", "0", "--appserver-dir", str(data_dir)) as server:
         assert server.stdout is not None
         await _first_line(server.stdout)
-        second = await _lineup("appserver", "--port", "0", "--data-dir", str(data_dir))
+        second = await _lineup("appserver", "--port", "0", "--appserver-dir", str(data_dir))
         assert second.returncode == 2
-        assert "another AppServer is using" in " ".join(second.stderr.decode().split())
+        assert "another AppServer (pid" in " ".join(second.stderr.decode().split())
         assert await _terminate(server) == 0
 
 

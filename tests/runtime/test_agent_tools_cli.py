@@ -600,7 +600,7 @@ async def test_the_end_of_the_connection_ends_the_calls_in_flight(
 
 async def _agent_cli(server: AppServer, *argv: str) -> int:
     """`lineup agent ARGV` as the AppServer's agent, in a worker thread (it runs trio)."""
-    options = ["--appserver", server.url, "--data-dir", str(server.data_dir)]
+    options = ["--appserver", server.url, "--appserver-dir", str(server.data_dir)]
     return await trio.to_thread.run_sync(agent_main, [*argv, *options])
 
 

@@ -67,7 +67,7 @@ async def _one_run(data_dir: Path, log: Path, run: int) -> None:
 
         await wait_for(online, 30, f"run {run} to be online")
         sent = _lineup(
-            "agent", "send", "--data-dir", str(data_dir / "appserver"),
+            "agent", "send", "--data-dir", str(data_dir),
             "--conversation", "conv-run", "--text", f"hello {run}",
         )  # fmt: skip
         assert sent.returncode == 0, sent.stderr
