@@ -39,6 +39,12 @@ def _run_tools(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _run_cli(args: argparse.Namespace) -> int:
+    from .cli import run
+
+    return run(args)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add `bench` and its subcommands to the `lineup` command line."""
     from ._options import add_arguments
@@ -95,3 +101,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     add_tools_arguments(tools)
     tools.set_defaults(func=_run_tools)
+    from .cli import add_arguments as add_cli_arguments
+
+    cli = benches.add_parser(
+        "cli",
+        help="how fast `lineup --help` and `lineup debug status` start beside bare Python",
+        description="Measures, as medians over --runs rounds, a bare `python -c pass`,"
+        " `lineup --help` and `lineup debug status` against an empty data dir, each a fresh"
+        " process, and checks `lineup --help` against its target of 3x the bare start.",
+    )
+    add_cli_arguments(cli)
+    cli.set_defaults(func=_run_cli)
