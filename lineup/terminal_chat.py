@@ -4,150 +4,331 @@ It reads what the chat app shows (its own log, `apps.chat.history`) and writes o
 session of the host actor (`lineup.ui_session`): the host checks and audits each action
 and hands it to the chat app as its durable input. It never talks to the AppServer, the
 store or the agent, and it holds no operator power: it uses the runtime's UI socket only
-(the runtime's state included), never the control socket. Lines typed:
+(the runtime's state included), never the control socket. `/help` lists what can be typed
+(`COMMANDS`).
 
-    any text        send it as a message
-    /1, /2, ...     pick that option of the waiting choice
-    /yes, /no       answer the waiting confirmation
-    /say TEXT       answer the waiting input request with TEXT
-    /quit           leave (the runtime keeps running)
+Every open question has a short id (`q1`, `q2`, ... in the order the agent asked them, so
+an id stays the same while the question is open, across restarts too). With one question
+open, `/2`, `/yes` or `/say TEXT` answer it; with several, the answer names the question
+(`/q2 1`, `/q1 yes`, `/q3 some text`). A line that cannot be an answer (extra words, an
+empty answer, the wrong kind) is refused with a hint and nothing is sent.
+
+Everything the agent or an app wrote (messages, prompts, options, task labels, codes) is
+untrusted: it is printed as text, never as console markup, with control and invisible
+formatting characters shown visibly (`apps.chat.visible`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
+import re
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from rich.console import Console, RenderableType
+from rich.control import Control
+from rich.segment import ControlType
+from rich.text import Text
 
 from actors.kernel import ControlError, ui_request
-from apps.chat import history, render
+from apps.chat import history, render, visible
 
 from .debug_cmd import runtime_lifecycle
 from .ui_session import UiSession
 
 POLL_S = 0.2  # how often the screen catches up with the chat app's log
 
+COMMANDS: Final[tuple[tuple[str, str], ...]] = (
+    ("any text", "send it as a message"),
+    ("/1, /2, ...", "pick that option of the open question"),
+    ("/yes, /no", "answer the open yes/no question"),
+    ("/say TEXT", "answer the open question that asks for text"),
+    ("/q2 ANSWER", "answer question q2 when several are open: /q2 1, /q2 yes, /q2 TEXT"),
+    ("/questions", "list the open questions again"),
+    ("/help", "this list"),
+    ("/quit", "leave (the runtime keeps running)"),
+)
+_WORDS: Final = ("help", "questions", "quit", "yes", "no", "say")
 
-def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[RenderableType]:
-    """Lines for timeline items not shown yet, or whose state changed since (`seen`: id →
-    state, updated in place), then the task progress and what waits for an answer. Agent
-    Markdown comes as a safe renderable (no raw HTML, links written out)."""
+
+@dataclass(frozen=True)
+class TaskLine:
+    """A task's progress line: shown in place of its previous line on a terminal;
+    elsewhere printed only when the task's status changes (`status_changed`)."""
+
+    task_id: str
+    text: Text
+    status_changed: bool
+
+
+def help_text() -> Text:
+    width = max(len(name) for name, _ in COMMANDS)
+    return Text("\n".join(f"  {name.ljust(width)}  {what}" for name, what in COMMANDS))
+
+
+def question_ids(view: dict[str, Any]) -> dict[str, str]:
+    """interaction id → its short id (`q1`, ...), numbered in the order they were asked."""
+    ids: dict[str, str] = {}
+    for item in view.get("timeline", []):
+        interaction = item.get("interaction")
+        if item.get("kind") == "interaction" and isinstance(interaction, dict):
+            ids.setdefault(str(interaction.get("interaction_id")), f"q{len(ids) + 1}")
+    for waiting in view.get("pending_interactions", []):
+        ids.setdefault(str(waiting["interaction_id"]), f"q{len(ids) + 1}")
+    return ids
+
+
+def _hint(request: dict[str, Any], prefix: str = "/") -> str:
+    if request["kind"] == "choice":
+        count = len(request.get("options", []))
+        return f"{prefix}1" if count == 1 else f"{prefix}1 to {prefix}{count}"
+    if request["kind"] == "confirm":
+        return f"{prefix}yes or {prefix}no"
+    return f"{prefix}say TEXT" if prefix == "/" else f"{prefix}TEXT"
+
+
+def question_lines(view: dict[str, Any], request: dict[str, Any]) -> list[RenderableType]:
+    """An open question as shown: its id and prompt, then how to answer it."""
+    ids = question_ids(view)
+    short = ids.get(str(request["interaction_id"]), "q?")
+    several = len(view.get("pending_interactions", [])) > 1
+    lines: list[RenderableType] = [
+        Text.assemble("  ? ", (short, "bold"), " ", visible(request.get("prompt", "")))
+    ]
+    prefix = f"/{short} " if several else "/"
+    if request["kind"] == "choice":
+        for n, option in enumerate(request.get("options", []), start=1):
+            label = visible(option.get("label", option.get("id")), newlines=False)
+            lines.append(Text(f"     {prefix}{n} {label}"))
+    elif request["kind"] == "confirm":
+        lines.append(Text(f"     {prefix}yes or {prefix}no"))
+    else:
+        lines.append(Text(f"     {prefix}say TEXT" if not several else f"     {prefix}TEXT"))
+    return lines
+
+
+def open_questions(view: dict[str, Any]) -> list[RenderableType]:
+    waiting = view.get("pending_interactions", [])
+    if not waiting:
+        return [Text("  (no question is waiting for an answer)")]
     lines: list[RenderableType] = []
+    for request in waiting:
+        lines.extend(question_lines(view, request))
+    return lines
+
+
+def _sender(item: dict[str, Any]) -> str:
+    return "you" if item["sender"] == "user" else visible(item["sender"], newlines=False)
+
+
+def _task_line(task_id: str, task: dict[str, Any]) -> Text:
+    title = visible(task.get("title") or task.get("label") or task_id, newlines=False)
+    label = visible(task.get("label", ""), newlines=False)
+    line = Text.assemble("  [task] ", (title, "bold"))
+    if label and label != title:
+        line.append(f" — {label}")
+    if task.get("percent") is not None:
+        line.append(f": {task['percent']} %")
+    line.append(f" ({visible(task.get('status', '?'), newlines=False)})")
+    return line
+
+
+def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[RenderableType | TaskLine]:
+    """Lines for timeline items not shown yet, or whose state changed since (`seen`: id →
+    state, updated in place), then the tasks that moved and the questions newly waiting
+    for an answer. Agent Markdown comes as a safe renderable (no raw HTML, links written
+    out); everything else as `Text`, so no markup in it is interpreted."""
+    lines: list[RenderableType | TaskLine] = []
+    ids = question_ids(view)
     for item in view["timeline"]:
         key, state = item["id"], item.get("state", "")
         if seen.get(key) == state:
             continue
         first = key not in seen
         seen[key] = state
-        who = "you" if item["sender"] == "user" else item["sender"]
+        who = _sender(item)
         if first and item.get("format") == "markdown":
-            lines.append(f"[{who}]  ({state})")
+            lines.append(Text(f"[{who}]  ({state})"))
             lines.append(render(item.get("text", ""), "markdown"))
+        elif first and item.get("kind") == "interaction":
+            short = ids.get(str(item.get("interaction", {}).get("interaction_id")), "q?")
+            shown = visible(item.get("text", ""))
+            lines.append(Text(f"[{who}] asks {short}: {shown}  ({state})"))
         elif first:
-            lines.append(f"[{who}] {item.get('shown', item.get('text', ''))}  ({state})")
+            shown = item.get("shown", visible(item.get("text", "")))
+            lines.append(Text(f"[{who}] {shown}  ({state})"))
         else:
-            lines.append(f"  ↳ {item.get('shown', '')[:40]} … now {state}")
+            shown = visible(item.get("shown", item.get("text", "")), newlines=False)[:40]
+            code = f" ({visible(item['code'], newlines=False)})" if item.get("code") else ""
+            lines.append(Text(f"  ↳ {shown} … now {state}{code}"))
     for task_id, task in view.get("tasks", {}).items():
-        marker = f"task:{task_id}:{task.get('status')}:{task.get('percent')}"
-        if marker not in seen:
-            seen[marker] = ""
-            lines.append(
-                f"  [task] {task.get('label', task_id)}: {task.get('percent', 0)} %"
-                f" ({task.get('status')})"
-            )
+        text = _task_line(task_id, task)
+        marker = f"task:{task_id}"
+        if seen.get(marker) == text.plain:
+            continue
+        status_changed = seen.get(f"{marker}:status") != task.get("status")
+        seen[marker] = text.plain
+        seen[f"{marker}:status"] = str(task.get("status"))
+        lines.append(TaskLine(task_id, text, status_changed))
     for waiting in view.get("pending_interactions", []):
         marker = f"ask:{waiting['interaction_id']}"
         if marker in seen:
             continue
         seen[marker] = ""
-        lines.append(f"  ? {waiting.get('prompt', '')}")
-        if waiting["kind"] == "choice":
-            for n, option in enumerate(waiting.get("options", []), start=1):
-                lines.append(f"     /{n} {option.get('label', option.get('id'))}")
-        elif waiting["kind"] == "confirm":
-            lines.append("     /yes or /no")
-        else:
-            lines.append("     /say TEXT")
+        lines.extend(question_lines(view, waiting))
     return lines
 
 
 def parse_line(line: str, view: dict[str, Any], conversation: str) -> dict[str, Any] | str:
-    """The `app.input` body for a typed line, or a message saying why there is none."""
+    """The `app.input` body for a typed line, or what to tell the user instead (a hint,
+    the open questions, the help); nothing is sent then."""
     text = line.strip()
     if not text:
-        return "nothing to send"
+        return "nothing to send: type a message, or /help"
     if not text.startswith("/"):
         return {"kind": "send", "conversation_id": conversation, "text": text}
-    waiting = view.get("pending_interactions", [])
     command, _, rest = text[1:].partition(" ")
-    kinds = {"yes": "confirm", "no": "confirm", "say": "input"}
-    wanted = "choice" if command.isdigit() else kinds.get(command)
-    if wanted is None:
-        return f"unknown command /{command}"
-    request = next((w for w in reversed(waiting) if w["kind"] == wanted), None)
-    if request is None:
-        return f"no {wanted} is waiting for an answer"
+    command, rest = command.lower(), rest.strip()
+    if command == "help":
+        return help_text().plain
+    if command == "questions":
+        return "\n".join(_plain(line) for line in open_questions(view))
+    waiting: list[dict[str, Any]] = view.get("pending_interactions", [])
+    ids = question_ids(view)
+    if re.fullmatch(r"q\d+", command):
+        request = next((w for w in waiting if ids.get(str(w["interaction_id"])) == command), None)
+        if request is None:
+            if not waiting:
+                return f"{command} is not open: no question is waiting for an answer"
+            return f"{command} is not open; open now: " + ", ".join(
+                ids[str(w["interaction_id"])] for w in waiting
+            )
+        if not rest:
+            return f"give the answer after /{command}: {_hint(request, f'/{command} ')}"
+        return _answer(request, rest, conversation, f"/{command} ", command)
+    if not (command.isdigit() or command in ("yes", "no", "say")):
+        close = difflib.get_close_matches(command, _WORDS, n=1)
+        suggestion = f" (did you mean /{close[0]}?)" if close else ""
+        return f"unknown command /{command}{suggestion}; /help lists the commands"
+    if not waiting:
+        return "no question is waiting for an answer"
+    if len(waiting) > 1:
+        listing = "\n".join(_plain(line) for line in open_questions(view))
+        first = ids[str(waiting[0]["interaction_id"])]
+        return f"{len(waiting)} questions are open; say which, e.g. /{first} {command}\n{listing}"
+    request = waiting[0]
+    if command == "say":
+        if request["kind"] != "input":
+            return f"{ids[str(request['interaction_id'])]} is answered with {_hint(request)}"
+        if not rest:
+            return "type the answer after /say, e.g. /say blue"
+        return _answer(request, rest, conversation, "/", ids[str(request["interaction_id"])])
+    if rest:
+        return f"/{command} takes nothing after it; to send a message, type it without /"
+    if request["kind"] == "input":
+        return f"{ids[str(request['interaction_id'])]} is answered with {_hint(request)}"
+    return _answer(request, command, conversation, "/", ids[str(request["interaction_id"])])
+
+
+def _plain(line: RenderableType) -> str:
+    return line.plain if isinstance(line, Text) else str(line)
+
+
+def _answer(
+    request: dict[str, Any], answer: str, conversation: str, prefix: str, short: str
+) -> dict[str, Any] | str:
     body: dict[str, Any] = {
         "kind": "answer",
         "conversation_id": conversation,
         "interaction_id": request["interaction_id"],
     }
-    if wanted == "choice":
+    how = f"{short} is answered with {_hint(request, prefix)}"
+    if request["kind"] == "choice":
         options = request.get("options", [])
-        if not 1 <= int(command) <= len(options):
-            return f"pick 1 to {len(options)}"
-        body["selected"] = [options[int(command) - 1]["id"]]
-    elif wanted == "confirm":
-        body["confirmed"] = command == "yes"
+        if not answer.isdigit():
+            return how
+        if not 1 <= int(answer) <= len(options):
+            return f"pick {_hint(request, prefix)}"
+        body["selected"] = [options[int(answer) - 1]["id"]]
+    elif request["kind"] == "confirm":
+        if answer.lower() not in ("yes", "no"):
+            return how
+        body["confirmed"] = answer.lower() == "yes"
     else:
-        body["text"] = rest
+        if prefix != "/" and answer.lower().startswith("say "):
+            answer = answer[4:].strip()
+        body["text"] = answer
     return body
 
 
 def attach(data_dir: Path, conversation: str, *, stop: threading.Event | None = None) -> int:
     """Run the terminal chat until /quit, end of input, or `stop`."""
-    console = Console(highlight=False)
+    console = Console(highlight=False, emoji=False)
     stop = stop or threading.Event()
     seen: dict[str, str] = {}
     session = UiSession(data_dir)
     try:
         session.open()
         session.intent("foreground", app_scope="chat")
-    except ControlError as exc:
-        console.print(f"the runtime is not answering: {exc}", style="red")
+    except ControlError:
+        console.print(
+            f"No runtime is answering on {data_dir}: start it with `lineup run`, or point"
+            " --data-dir (or LINEUP_DATA_DIR) at the folder of a running one.",
+            style="red",
+            markup=False,
+        )
         return 1
-    console.print(f"chat {conversation} — type a message; /quit leaves", style="bold")
+    console.print(
+        f"chat {visible(conversation, newlines=False)} — type a message; /help lists the"
+        " commands; /quit leaves",
+        style="bold",
+        markup=False,
+    )
+    screen = _Screen(console)
 
     def show() -> None:
         while not stop.is_set():
             view = history(data_dir, conversation)
-            for line in render_new(view, seen):
-                console.print(line, markup=False)
             state = _lifecycle(data_dir)
-            if seen.get("lifecycle") != state:
+            previous = seen.get("lifecycle")
+            if previous != state:
                 seen["lifecycle"] = state
-                console.print(f"  (runtime {state})", style="dim")
+                if previous is not None:
+                    screen.print(Text(f"  (runtime {state})", style="dim"))
+                if previous is not None and state == "online":
+                    # Back after a restart: the open questions again, with their ids.
+                    for marker in [m for m in seen if m.startswith("ask:")]:
+                        del seen[marker]
+            for line in render_new(view, seen):
+                screen.print(line)
             stop.wait(POLL_S)
 
     painter = threading.Thread(target=show, daemon=True)
     painter.start()
     try:
         for line in sys.stdin:
-            if line.strip() == "/quit":
+            screen.typed()
+            if line.strip().lower() == "/quit":
                 break
             body = parse_line(line, history(data_dir, conversation), conversation)
             if isinstance(body, str):
-                console.print(f"  ({body})", style="yellow")
+                screen.print(Text(body, style="yellow"))
                 continue
             try:
                 session.act(body)
             except ControlError as exc:
-                console.print(f"  (not sent: {exc})", style="red")
+                screen.print(
+                    Text(
+                        f"  (not sent: the runtime did not take it ({visible(exc)}); is it"
+                        " still running?)",
+                        style="red",
+                    )
+                )
     except KeyboardInterrupt:
         pass
     finally:
@@ -157,6 +338,38 @@ def attach(data_dir: Path, conversation: str, *, stop: threading.Event | None = 
             session.intent("background", app_scope="chat", timeout=2)
             session.close(timeout=2)
     return 0
+
+
+class _Screen:
+    """Prints for the painter and the input loop. On a terminal a task's progress line is
+    rewritten in place while it is the last line on screen (nothing typed or printed
+    since); elsewhere a task's line is printed only when its status changes."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.lock = threading.Lock()
+        self.last_task: str | None = None
+
+    def typed(self) -> None:
+        with self.lock:
+            self.last_task = None
+
+    def print(self, line: RenderableType | TaskLine) -> None:
+        with self.lock:
+            if not isinstance(line, TaskLine):
+                self.console.print(line, markup=False)
+                self.last_task = None
+                return
+            if not self.console.is_terminal:
+                if line.status_changed:
+                    self.console.print(line.text, markup=False)
+                return
+            if self.last_task == line.task_id:
+                self.console.control(
+                    Control((ControlType.CURSOR_UP, 1), (ControlType.ERASE_IN_LINE, 2))
+                )
+            self.console.print(line.text, markup=False, no_wrap=True, overflow="ellipsis")
+            self.last_task = line.task_id
 
 
 def _lifecycle(data_dir: Path) -> str:

@@ -1,16 +1,18 @@
 """The chat core app (`app.chat`): the user's conversation with the agent.
 
-`_app` is the app; `_markdown` the safe rendering. `history` is what `lineup chat history`
+`_app` is the app; `_markdown` the safe rendering of untrusted text (`visible`: control and
+invisible formatting characters written out). `history` is what `lineup chat history`
 prints: the timeline as the user sees it, read from the app's own log.
 """
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from apps.sdk import read_view
 
 from ._app import ChatApp
-from ._markdown import plain, render, safe_markdown_source
+from ._markdown import plain, render, safe_markdown_source, visible
 
 
 def app_dir(data_dir: str | Path) -> Path:
@@ -18,9 +20,29 @@ def app_dir(data_dir: str | Path) -> Path:
     return Path(data_dir) / "apps" / "chat"
 
 
+def has_log(data_dir: str | Path) -> bool:
+    """True if the chat app has kept a log in `data_dir` (it ran there at least once)."""
+    return (app_dir(data_dir) / "app.db").exists()
+
+
+def conversations(data_dir: str | Path) -> list[str]:
+    """The conversations the chat app has a record of, in the order they began."""
+    path = app_dir(data_dir) / "app.db"
+    if not path.exists():
+        return []
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        rows = db.execute(
+            "SELECT conversation_id, MIN(pos) FROM events GROUP BY conversation_id ORDER BY 2"
+        ).fetchall()
+    finally:
+        db.close()
+    return [str(row[0]) for row in rows if row[0]]
+
+
 def history(data_dir: str | Path, conversation_id: str) -> dict[str, Any]:
     """The chat view of `conversation_id`: each timeline item with its message id, sender,
-    text (as shown: links written out, no HTML) and state."""
+    text (as shown: links written out, no HTML, controls visible) and state."""
     view = read_view(app_dir(data_dir), conversation_id)
     timeline: list[dict[str, Any]] = view["timeline"]
     for item in timeline:
@@ -28,4 +50,14 @@ def history(data_dir: str | Path, conversation_id: str) -> dict[str, Any]:
     return view
 
 
-__all__ = ["ChatApp", "app_dir", "history", "plain", "render", "safe_markdown_source"]
+__all__ = [
+    "ChatApp",
+    "app_dir",
+    "conversations",
+    "has_log",
+    "history",
+    "plain",
+    "render",
+    "safe_markdown_source",
+    "visible",
+]

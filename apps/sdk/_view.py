@@ -47,6 +47,8 @@ class ConversationView:
         payload = message.get("payload") or {}
         type_ = message["type"]
         base = {"id": message["id"], "sender": _sender(message), "seq": message.get("seq")}
+        if message.get("timestamp"):
+            base["time"] = message["timestamp"]  # display only: when the agent sent it
         if type_ == "lineup.message":
             self._add(
                 {
@@ -58,9 +60,15 @@ class ConversationView:
                 }
             )
         elif type_ == "lineup.task.progress":
-            self.tasks[payload["task_id"]] = {
-                key: payload[key] for key in ("status", "percent", "label") if key in payload
-            }
+            task = {key: payload[key] for key in ("status", "percent", "label") if key in payload}
+            previous = self.tasks.get(payload["task_id"], {})
+            # Display only: the task's name (its id), its last label and when it last moved.
+            task["title"] = previous.get("title", payload["task_id"])
+            if "label" not in task and "label" in previous:
+                task["label"] = previous["label"]
+            if message.get("timestamp"):
+                task["time"] = message["timestamp"]
+            self.tasks[payload["task_id"]] = task
         elif type_ == "lineup.interaction.request":
             interaction = {**payload, "message_id": message["id"]}
             self.pending_interactions[payload["interaction_id"]] = interaction

@@ -3,6 +3,7 @@ through `lineup chat attach` against a real runtime (embedded AppServer and demo
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -10,10 +11,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
 from rich.markdown import Markdown
+from rich.text import Text
 
 from actors.store import read_lifecycle
-from lineup.terminal_chat import parse_line, render_new
+from lineup.terminal_chat import COMMANDS, TaskLine, _Screen, parse_line, render_new
 from tests.kernel.helpers import REPO_ROOT
 
 from .helpers import wait_for
@@ -32,15 +35,39 @@ def _view(**extra: Any) -> dict[str, Any]:
     return {"timeline": [], "tasks": {}, "pending_interactions": [], **extra}
 
 
+def _asked(*requests: dict[str, Any]) -> dict[str, Any]:
+    """A view with `requests` asked in this order and all still open."""
+    timeline = [
+        {
+            "id": r["message_id"],
+            "sender": "agent:demo",
+            "kind": "interaction",
+            "text": r["prompt"],
+            "interaction": r,
+            "state": "waiting",
+        }
+        for r in requests
+    ]
+    return _view(timeline=timeline, pending_interactions=list(requests))
+
+
+def _shown(lines: list[Any]) -> list[str]:
+    return [line.text.plain if isinstance(line, TaskLine) else line.plain for line in lines]
+
+
+CONFIRM = {"kind": "confirm", "prompt": "Sure?", "interaction_id": "ok.1", "message_id": "M2"}
+INPUT = {"kind": "input", "prompt": "Name?", "interaction_id": "name.1", "message_id": "M3"}
+
+
 def test_each_item_is_printed_once_and_again_when_its_state_changes() -> None:
     seen: dict[str, str] = {}
     item = {"id": "A", "sender": "user", "shown": "hi", "state": "pending"}
-    assert render_new(_view(timeline=[item]), seen) == ["[you] hi  (pending)"]
+    assert _shown(render_new(_view(timeline=[item]), seen)) == ["[you] hi  (pending)"]
     assert render_new(_view(timeline=[item]), seen) == []
     accepted = {**item, "state": "accepted"}
-    assert render_new(_view(timeline=[accepted]), seen) == ["  ↳ hi … now accepted"]
-    asked = render_new(_view(pending_interactions=[CHOICE]), seen)
-    assert asked == ["  ? Which colour?", "     /1 Red", "     /2 Green"]
+    assert _shown(render_new(_view(timeline=[accepted]), seen)) == ["  ↳ hi … now accepted"]
+    asked = _shown(render_new(_view(pending_interactions=[CHOICE]), seen))
+    assert asked == ["  ? q1 Which colour?", "     /1 Red", "     /2 Green"]
     assert render_new(_view(pending_interactions=[CHOICE]), seen) == []
     markdown = {
         "id": "B",
@@ -50,14 +77,52 @@ def test_each_item_is_printed_once_and_again_when_its_state_changes() -> None:
         "state": "received",
     }
     header, body = render_new(_view(timeline=[markdown]), seen)
-    assert header == "[agent:demo]  (received)"
+    assert isinstance(header, Text) and header.plain == "[agent:demo]  (received)"
     assert isinstance(body, Markdown)
     assert body.markup == "**hi** &lt;b&gt;x&lt;/b&gt; go (http://e)"
     assert body.hyperlinks is False
 
 
+def test_task_progress_names_the_task_and_is_one_line_that_changes() -> None:
+    seen: dict[str, str] = {}
+    tool = {"label": "pomodoro · timer.start", "status": "running", "percent": 0}
+    agent = {"title": "demo.M1", "label": "Thinking it over", "status": "running", "percent": 50}
+    first = render_new(_view(tasks={"call-1": tool, "demo.M1": agent}), seen)
+    assert _shown(first) == [
+        "  [task] pomodoro · timer.start: 0 % (running)",
+        "  [task] demo.M1 — Thinking it over: 50 % (running)",
+    ]
+    assert all(isinstance(line, TaskLine) and line.status_changed for line in first)
+    assert render_new(_view(tasks={"call-1": tool}), seen) == []
+    (moved,) = render_new(_view(tasks={"call-1": {**tool, "percent": 60}}), seen)
+    assert isinstance(moved, TaskLine) and moved.task_id == "call-1"
+    assert not moved.status_changed  # the same line, rewritten in place on a terminal
+    (done,) = render_new(
+        _view(tasks={"call-1": {**tool, "percent": 100, "status": "succeeded"}}), seen
+    )
+    assert isinstance(done, TaskLine) and done.status_changed
+
+
+def test_screen_rewrites_a_task_line_in_place_on_a_terminal_only() -> None:
+    line = Text("  [task] t: 10 % (running)")
+    later = Text("  [task] t: 20 % (running)")
+    terminal = io.StringIO()
+    screen = _Screen(Console(file=terminal, force_terminal=True, width=80, color_system=None))
+    screen.print(TaskLine("t", line, True))
+    screen.print(TaskLine("t", later, False))
+    assert terminal.getvalue() == f"{line.plain}\n\x1b[1A\x1b[2K{later.plain}\n"
+    screen.typed()  # a typed line moved the cursor: the next update is a new line
+    screen.print(TaskLine("t", later, False))
+    assert terminal.getvalue().endswith(f"{later.plain}\n{later.plain}\n")
+    piped = io.StringIO()
+    screen = _Screen(Console(file=piped, force_terminal=False, width=80))
+    for text, changed in ((line, True), (later, False), (Text("  [task] t: done"), True)):
+        screen.print(TaskLine("t", text, changed))
+    assert piped.getvalue() == f"{line.plain}\n  [task] t: done\n"
+
+
 def test_typed_lines_become_declarative_inputs_or_say_why_not() -> None:
-    view = _view(pending_interactions=[CHOICE])
+    view = _asked(CHOICE)
     assert parse_line("hello", view, "c") == {
         "kind": "send",
         "conversation_id": "c",
@@ -69,10 +134,87 @@ def test_typed_lines_become_declarative_inputs_or_say_why_not() -> None:
         "interaction_id": "colour.1",
         "selected": ["green"],
     }
-    assert parse_line("/3", view, "c") == "pick 1 to 2"
-    assert parse_line("/yes", view, "c") == "no confirm is waiting for an answer"
-    assert parse_line("/frobnicate", view, "c") == "unknown command /frobnicate"
-    assert parse_line("   ", view, "c") == "nothing to send"
+    assert parse_line("/q1 2", view, "c") == parse_line("/2", view, "c")
+    assert parse_line("/3", view, "c") == "pick /1 to /2"
+    assert parse_line("/yes", view, "c") == "q1 is answered with /1 to /2"
+    assert parse_line("/say blue", view, "c") == "q1 is answered with /1 to /2"
+    assert parse_line("/frobnicate", view, "c") == (
+        "unknown command /frobnicate; /help lists the commands"
+    )
+    assert parse_line("/hlep", view, "c") == (
+        "unknown command /hlep (did you mean /help?); /help lists the commands"
+    )
+    assert parse_line("   ", view, "c") == "nothing to send: type a message, or /help"
+    assert parse_line("/yes", _view(), "c") == "no question is waiting for an answer"
+
+
+def test_help_lists_every_command() -> None:
+    shown = parse_line("/help", _view(), "c")
+    assert isinstance(shown, str)
+    for command in ("/1", "/yes", "/no", "/say TEXT", "/q2 ANSWER", "/questions", "/quit"):
+        assert command in shown
+    assert shown.count("\n") == len(COMMANDS) - 1
+
+
+def test_extra_words_and_empty_answers_are_refused_with_a_hint() -> None:
+    choice = _asked(CHOICE)
+    hint = "/1 takes nothing after it; to send a message, type it without /"
+    assert parse_line("/1 extra", choice, "c") == hint
+    assert parse_line("/q1", choice, "c") == "give the answer after /q1: /q1 1 to /q1 2"
+    assert parse_line("/q1 2 more", choice, "c") == "q1 is answered with /q1 1 to /q1 2"
+    confirm = _asked(CONFIRM)
+    assert parse_line("/yes please", confirm, "c") == (
+        "/yes takes nothing after it; to send a message, type it without /"
+    )
+    text = _asked(INPUT)
+    assert parse_line("/say", text, "c") == "type the answer after /say, e.g. /say blue"
+    assert parse_line("/say   ", text, "c") == "type the answer after /say, e.g. /say blue"
+    assert parse_line("/1", text, "c") == "q1 is answered with /say TEXT"
+    assert parse_line("/say yes", text, "c") == {
+        "kind": "answer",
+        "conversation_id": "c",
+        "interaction_id": "name.1",
+        "text": "yes",
+    }
+
+
+def test_several_open_questions_are_answered_by_id() -> None:
+    view = _asked(CHOICE, CONFIRM, INPUT)
+    asked = parse_line("/1", view, "c")
+    assert isinstance(asked, str)
+    assert asked.splitlines() == [
+        "3 questions are open; say which, e.g. /q1 1",
+        "  ? q1 Which colour?",
+        "     /q1 1 Red",
+        "     /q1 2 Green",
+        "  ? q2 Sure?",
+        "     /q2 yes or /q2 no",
+        "  ? q3 Name?",
+        "     /q3 TEXT",
+    ]
+    assert parse_line("/questions", view, "c") == "\n".join(asked.splitlines()[1:])
+    assert parse_line("/q2 no", view, "c") == {
+        "kind": "answer",
+        "conversation_id": "c",
+        "interaction_id": "ok.1",
+        "confirmed": False,
+    }
+    assert parse_line("/q3 the blue one", view, "c") == {
+        "kind": "answer",
+        "conversation_id": "c",
+        "interaction_id": "name.1",
+        "text": "the blue one",
+    }
+    assert parse_line("/q2 1", view, "c") == "q2 is answered with /q2 yes or /q2 no"
+    assert parse_line("/q9 1", view, "c") == "q9 is not open; open now: q1, q2, q3"
+    # q1 answered: the others keep their ids, and a bare answer is still ambiguous.
+    answered = {**view, "pending_interactions": [CONFIRM, INPUT]}
+    assert parse_line("/q2 yes", answered, "c") == parse_line("/q2 yes", view, "c")
+    assert parse_line("/q1 1", answered, "c") == "q1 is not open; open now: q2, q3"
+    # A fresh screen (after a restart) lists every open question with its id.
+    shown = _shown(render_new(answered, {}))
+    assert shown[-4:] == ["  ? q2 Sure?", "     /q2 yes or /q2 no", "  ? q3 Name?", "     /q3 TEXT"]
+    assert shown[0] == "[agent:demo] asks q1: Which colour?  (waiting)"
 
 
 def _attach(data_dir: Path) -> subprocess.Popen[str]:
