@@ -75,7 +75,7 @@ def _error(message: str) -> int:
     """One sentence on stderr, taken as text (no markup); exit status 1."""
     from rich.text import Text
 
-    _console(stderr=True).print(Text.assemble(("error: ", "red"), message))
+    _console(stderr=True).print(Text.assemble(("error: ", "red"), message), soft_wrap=True)
     return 1
 
 
