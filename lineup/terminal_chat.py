@@ -184,6 +184,24 @@ def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[RenderableTyp
     return lines
 
 
+def catch_up(
+    view: dict[str, Any], lifecycle: str, seen: dict[str, str]
+) -> list[RenderableType | TaskLine]:
+    """What the screen prints on one look: a change of the runtime's state, then what is
+    new in the view. When the runtime is back online after a restart, the open questions
+    are listed again, with their ids."""
+    lines: list[RenderableType | TaskLine] = []
+    previous = seen.get("lifecycle")
+    if previous != lifecycle:
+        seen["lifecycle"] = lifecycle
+        if previous is not None:
+            lines.append(Text(f"  (runtime {visible(lifecycle, newlines=False)})", style="dim"))
+        if previous is not None and lifecycle == "online":
+            for marker in [m for m in seen if m.startswith("ask:")]:
+                del seen[marker]
+    return lines + render_new(view, seen)
+
+
 def parse_line(line: str, view: dict[str, Any], conversation: str) -> dict[str, Any] | str:
     """The `app.input` body for a typed line, or what to tell the user instead (a hint,
     the open questions, the help); nothing is sent then."""
@@ -294,17 +312,7 @@ def attach(data_dir: Path, conversation: str, *, stop: threading.Event | None = 
     def show() -> None:
         while not stop.is_set():
             view = history(data_dir, conversation)
-            state = _lifecycle(data_dir)
-            previous = seen.get("lifecycle")
-            if previous != state:
-                seen["lifecycle"] = state
-                if previous is not None:
-                    screen.print(Text(f"  (runtime {state})", style="dim"))
-                if previous is not None and state == "online":
-                    # Back after a restart: the open questions again, with their ids.
-                    for marker in [m for m in seen if m.startswith("ask:")]:
-                        del seen[marker]
-            for line in render_new(view, seen):
+            for line in catch_up(view, _lifecycle(data_dir), seen):
                 screen.print(line)
             stop.wait(POLL_S)
 

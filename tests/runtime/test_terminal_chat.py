@@ -16,7 +16,14 @@ from rich.markdown import Markdown
 from rich.text import Text
 
 from actors.store import read_lifecycle
-from lineup.terminal_chat import COMMANDS, TaskLine, _Screen, parse_line, render_new
+from lineup.terminal_chat import (
+    COMMANDS,
+    TaskLine,
+    _Screen,
+    catch_up,
+    parse_line,
+    render_new,
+)
 from tests.kernel.helpers import REPO_ROOT
 
 from .helpers import wait_for
@@ -119,6 +126,24 @@ def test_screen_rewrites_a_task_line_in_place_on_a_terminal_only() -> None:
     for text, changed in ((line, True), (later, False), (Text("  [task] t: done"), True)):
         screen.print(TaskLine("t", text, changed))
     assert piped.getvalue() == f"{line.plain}\n  [task] t: done\n"
+
+
+def test_open_questions_are_listed_again_when_the_runtime_is_back() -> None:
+    seen: dict[str, str] = {}
+    view = _asked(CHOICE, CONFIRM)
+    first = _shown(catch_up(view, "online", seen))
+    assert "  ? q1 Which colour?" in first and "  ? q2 Sure?" in first
+    assert catch_up(view, "online", seen) == []
+    assert _shown(catch_up(view, "stopped", seen)) == ["  (runtime stopped)"]
+    again = _shown(catch_up(view, "online", seen))
+    assert again == [
+        "  (runtime online)",
+        "  ? q1 Which colour?",
+        "     /q1 1 Red",
+        "     /q1 2 Green",
+        "  ? q2 Sure?",
+        "     /q2 yes or /q2 no",
+    ]
 
 
 def test_typed_lines_become_declarative_inputs_or_say_why_not() -> None:
