@@ -146,8 +146,11 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
 
 def fail(message: str, code: int = 2) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False)
+    Console(stderr=True, soft_wrap=True).print(
+        f"[red]error:[/red] {escape(message)}", highlight=False
+    )
     return code
 
 

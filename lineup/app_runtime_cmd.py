@@ -15,7 +15,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._common import add_data_dir, data_dir_of, fail, print_json, print_table
+from ._common import (
+    DATA_DIR_ENV,
+    add_data_dir,
+    data_dir_of,
+    fail,
+    no_runtime,
+    print_json,
+    print_table,
+)
 
 WAIT_S = 120.0
 
@@ -45,7 +53,11 @@ def _request(args: argparse.Namespace, body: dict[str, Any]) -> int:
             },
         )
     except ControlError as exc:
-        return fail(f"the runtime is not answering: {exc}")
+        from actors.kernel import supervisor_pid_alive
+
+        if not supervisor_pid_alive(data_dir):
+            return fail(no_runtime(data_dir))
+        return fail(f"the runtime on {data_dir} did not take the request: {exc}")
     console = Console(stderr=True, highlight=False)
     deadline = time.monotonic() + WAIT_S
     shown = ""
@@ -73,40 +85,110 @@ def _request(args: argparse.Namespace, body: dict[str, Any]) -> int:
         )
     elif op["state"] == "succeeded":
         extra = " ".join(f"{k}={v}" for k, v in result.items())
-        print(f"{op['kind']} {op['app_scope']}: succeeded {extra}".rstrip())
+        what = f"{_VERBS.get(op['kind'], op['kind'])} {_subject(op)}".rstrip()
+        print(f"{what}: succeeded {extra}".rstrip())
     else:
         print(refusal_sentence(op, data_dir))
     return 0 if op["state"] == "succeeded" else 1
 
 
+# The verb of each operation kind as a user types it.
+_VERBS = {"set_default": "set-default"}
+# A refusal's next step for the user, by code ({scope}, {data_dir}, {kind}, {verb} filled in).
+_NEXT_STEPS = {
+    "bundle_signer_changed": "pass --accept-new-signer if you trust the new publisher",
+    "same_version": "an update needs a higher version number",
+    "older_version": "to go back, run `lineup app rollback --data-dir {data_dir} {scope}`",
+    "bundle_scope_mismatch": "use a bundle built for {scope}",
+    "bundle_bad_path": "ask its publisher for a bundle built with `lineup app build`",
+    "bundle_untrusted_key": "if you trust its publisher, copy their .pub file into"
+    " {data_dir}/trusted_keys/ and try again",
+    "already_installed": "to change its version, use `lineup app update`",
+    "confirmation_required": "pass --yes to confirm that the app and its data go",
+    "core_app_protected": "core apps stay; only installed apps can be changed this way",
+    "no_previous_version": "there is no earlier version to go back to;"
+    " install an older bundle with `lineup app update` if you need one",
+    "app_not_installed": "see the installed apps with `lineup app list`, or install it"
+    " with `lineup app install BUNDLE`",
+    "app_disabled": "enable it first with `lineup app enable {scope}`",
+    "instance_not_found": "see the open instances with `lineup app list`"
+    " (an instance is APP:NAME, e.g. chat:main)",
+    "invalid_state": "see its state with `lineup app list` and try again when it has settled",
+    "bundle_missing": "check the bundle's path",
+    "bundle_unreadable": "check that the bundle file can be read",
+    "bundle_unsigned": "sign it with `lineup app sign BUNDLE --key KEY` first",
+    "bundle_bad_signature": "the bundle was changed after signing;"
+    " get a fresh copy from its publisher",
+    "bundle_hash_mismatch": "the bundle was changed after signing;"
+    " get a fresh copy from its publisher",
+    "bundle_unlisted_file": "the bundle was changed after signing;"
+    " get a fresh copy from its publisher",
+    "bundle_missing_file": "the bundle is incomplete; get a fresh copy from its publisher",
+    "bundle_malformed": "the file is not an app bundle;"
+    " build one with `lineup app build` and sign it",
+    "bundle_too_large": "the bundle is over the size limit; ask its publisher for a smaller one",
+    "bundle_version_mismatch": "the bundle's version does not match its manifest;"
+    " rebuild it with `lineup app build`",
+    "invalid_entrypoint": "the app's entry point is wrong; rebuild it with `lineup app build`",
+    "app_start_failed": "see why in {data_dir}/logs/ and `lineup debug actors`",
+    "ownership_mismatch": "that instance belongs to another conversation;"
+    " pass that conversation's id",
+    "sender_not_allowed": "this operation is not allowed from here",
+    "invalid_payload": "check the command's arguments with `lineup app {verb} --help`",
+}
+
+
+def _subject(op: dict[str, Any]) -> str:
+    """What an operation was about: its app, else the instance it named."""
+    request = op.get("request") or {}
+    return str(op.get("app_scope") or request.get("instance_id") or request.get("app_scope") or "")
+
+
 def refusal_sentence(op: dict[str, Any], data_dir: Path) -> str:
     """A refused operation as one sentence for the user: what was refused, why (the
-    operation's detail), and, for a refusal the user can act on, what to do next."""
-    what = f"{op['kind']} {op['app_scope']}".rstrip()
+    operation's detail), and what to do next."""
+    kind = str(op.get("kind") or "operation")
+    verb = _VERBS.get(kind, kind)
+    scope = str(op.get("app_scope") or "")
+    subject = _subject(op)
+    what = (
+        f"{verb} {subject}" if subject else "install of the bundle" if kind == "install" else verb
+    )
     detail = str(op.get("detail") or "").rstrip(". ")
     code = str(op.get("code") or "")
-    scope = op["app_scope"] or "APP"
-    next_step = {
-        "bundle_signer_changed": "pass --accept-new-signer if you trust the new publisher",
-        "same_version": "an update needs a higher version number",
-        "older_version": f"to go back, run `lineup app rollback --data-dir {data_dir} {scope}`",
-        "bundle_scope_mismatch": f"use a bundle built for {scope}",
-        "bundle_bad_path": "ask its publisher for a bundle built with `lineup app build`",
-        "bundle_untrusted_key": f"if you trust its publisher, copy their .pub file into"
-        f" {data_dir}/trusted_keys/ and try again",
-        "already_installed": "to change its version, use `lineup app update`",
-        "confirmation_required": "pass --yes to confirm that the app and its data go",
-    }.get(code)
-    if next_step is None:
-        return f"{what}: {op['state'].replace('_', ' ')}: {detail} ({code})."
-    return f"{what} refused: {detail}; {next_step}."
+    if code == "core_app_protected":
+        detail = f"{scope or 'it'} is a core app"
+    template = _NEXT_STEPS.get(
+        code, "see `lineup debug status` and {data_dir}/logs/ for what went wrong"
+    )
+    next_step = template.format(scope=scope or "APP", data_dir=data_dir, kind=kind, verb=verb)
+    instance = str((op.get("request") or {}).get("instance_id") or "")
+    if code == "instance_not_found" and instance and ":" not in instance:
+        next_step = (
+            f"an instance is named APP:NAME, did you mean {instance}:main?"
+            " (`lineup app list` shows the open ones)"
+        )
+    if code in _NEXT_STEPS:
+        outcome, reason = "refused", detail
+    else:
+        outcome = "was undone" if op.get("state") == "rolled_back" else "failed"
+        reason = f"{detail} ({code})" if code else detail
+    return f"{what} {outcome}: {reason or code or 'no reason given'}; {next_step}."
 
 
 def _list(args: argparse.Namespace) -> int:
     from actors.app_manager import AppRecord
+    from actors.kernel import supervisor_pid_alive
     from actors.store import read_apps
 
-    registry = read_apps(data_dir_of(args))
+    data_dir = data_dir_of(args)
+    if not (data_dir / "runtime.db").exists():
+        return fail(
+            f"no runtime data in {data_dir} (no runtime.db); pass --data-dir with the"
+            f" runtime's data dir, set ${DATA_DIR_ENV}, or start a runtime there with `lineup run`"
+        )
+    running = supervisor_pid_alive(data_dir)
+    registry = read_apps(data_dir)
     # The rows as the app manager reads them: the signers come out of the manifest column.
     records = [AppRecord.from_row(row).public() for row in registry["records"]]
     stack = registry["settings"].get("focus_stack", [])
@@ -118,6 +200,7 @@ def _list(args: argparse.Namespace) -> int:
                 "instances": instances,
                 "focus_stack": stack,
                 "default_app": registry["settings"].get("default_app"),
+                "running": running,
             }
         )
         return 0
@@ -133,7 +216,10 @@ def _list(args: argparse.Namespace) -> int:
         ]
         for r in records
     ]
-    print_table("apps", ["app", "kind", "version", "previous", "enabled", "state", "signer"], rows)
+    saved = "" if running else f" (saved state: no runtime is running on {data_dir})"
+    print_table(
+        f"apps{saved}", ["app", "kind", "version", "previous", "enabled", "state", "signer"], rows
+    )
     rows = [
         [
             i["instance_id"],
@@ -143,7 +229,7 @@ def _list(args: argparse.Namespace) -> int:
         ]
         for i in instances
     ]
-    print_table("instances (1 = foreground)", ["instance", "state", "mode", "focus"], rows)
+    print_table(f"instances (1 = foreground){saved}", ["instance", "state", "mode", "focus"], rows)
     return 0
 
 
