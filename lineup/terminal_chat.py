@@ -106,7 +106,11 @@ def question_lines(view: dict[str, Any], request: dict[str, Any]) -> list[Render
             label = visible(option.get("label", option.get("id")), newlines=False)
             lines.append(Text(f"     {prefix}{n} {label}"))
     elif request["kind"] == "confirm":
-        lines.append(Text(f"     {prefix}yes or {prefix}no"))
+        yes, no = (
+            f" ({visible(request[key], newlines=False)})" if request.get(key) else ""
+            for key in ("confirm_label", "cancel_label")
+        )
+        lines.append(Text(f"     {prefix}yes{yes} or {prefix}no{no}"))
     else:
         lines.append(Text(f"     {prefix}say TEXT" if not several else f"     {prefix}TEXT"))
     return lines

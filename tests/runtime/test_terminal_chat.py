@@ -171,6 +171,10 @@ def test_typed_lines_become_declarative_inputs_or_say_why_not() -> None:
     )
     assert parse_line("   ", view, "c") == "nothing to send: type a message, or /help"
     assert parse_line("/yes", _view(), "c") == "no question is waiting for an answer"
+    labelled = {**CONFIRM, "confirm_label": "Deploy [b]now[/b]", "cancel_label": "Wait"}
+    assert _shown(render_new(_asked(labelled), {}))[-1] == (
+        "     /yes (Deploy [b]now[/b]) or /no (Wait)"
+    )
 
 
 def test_help_lists_every_command() -> None:
@@ -285,14 +289,22 @@ async def test_a_session_in_lineup_chat_attach(tmp_path: Path) -> None:
         chat.stdin.flush()
         await wait_for(lambda: any("/2 Green" in line for line in screen), 30, "the choice")
         assert any(line.startswith("[you] hello from the terminal") for line in screen)
+        chat.stdin.write("/2 please\n/help\n")  # refused with a hint; the help
+        chat.stdin.flush()
+        await wait_for(lambda: any("/questions" in line for line in screen), 30, "the help")
+        assert any("/2 takes nothing after it" in line for line in screen)
         chat.stdin.write("/2\n")
         chat.stdin.flush()
-        await wait_for(lambda: any("/yes or /no" in line for line in screen), 30, "the confirm")
+        await wait_for(lambda: any("     /yes" in line for line in screen), 30, "the confirm")
         chat.stdin.write("/quit\n")
         chat.stdin.flush()
         assert chat.wait(10) == 0
         reader.join(5)
         assert sum("[you] hello from the terminal" in line for line in screen) == 1
+        assert sum(line.startswith("[you] chose ") for line in screen) == 1  # only /2
+        tasks = [line for line in screen if line.startswith("  [task] demo.")]
+        assert tasks and tasks[-1].rstrip().endswith("(succeeded)"), screen
+        assert len(tasks) == len(set(tasks)) <= 2  # a line when it starts and when it ends
     finally:
         if chat is not None:
             if chat.poll() is None:
