@@ -37,6 +37,8 @@ _LAZY = {
     "ui_request": "._ui_socket",
     "mailbox_counts": "._inspect",
     "mailbox_listing": "._inspect",
+    "message_path": "._inspect",
+    "mailbox_names": "._inspect",
     "MailboxCounts": "._mailbox",
     "MailboxStore": "._mailbox",
     "MessageRow": "._mailbox",
@@ -52,7 +54,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from ._children import supervisor_pid_alive
     from ._control import ControlError, control_request, control_stream
-    from ._inspect import mailbox_counts, mailbox_listing
+    from ._inspect import mailbox_counts, mailbox_listing, mailbox_names, message_path
     from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
     from ._process import log_tail
     from ._specs import ChildSpec, Restart, RuntimeConfig
@@ -111,6 +113,8 @@ __all__ = [
     "log_tail",
     "mailbox_counts",
     "mailbox_listing",
+    "mailbox_names",
+    "message_path",
     "new_id",
     "settle_garbage_collector",
     "supervisor_pid_alive",

@@ -357,6 +357,10 @@ class _Session:
             if waiting is not None and not waiting[0].is_set():
                 waiting[1].append(frame)
                 waiting[0].set()
+        elif kind == "kernel.ping":
+            # Answered here, in the actor's own loop: a process stopped, or a loop held by
+            # a handler that never awaits, misses it.
+            self.channel.send_nowait({"type": "kernel.pong", "n": frame.get("n")})
         elif kind == "kernel.reset":
             self.awaiting_reset = False
         elif kind == "kernel.stats_request":

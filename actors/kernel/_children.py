@@ -5,6 +5,7 @@ runtime per data dir."""
 from __future__ import annotations
 
 import fcntl
+import os
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -54,6 +55,15 @@ class Child:
     stopped: trio.Event = field(default_factory=trio.Event)
     stats_waiters: dict[str, tuple[trio.Event, list[dict[str, Any]]]] = field(default_factory=dict)
     on_ready: list[Any] = field(default_factory=list)  # run once at the next ready
+    last_pong: float = field(default_factory=time.monotonic)  # its last heartbeat answer
+    watchdog_reason: str = ""  # why the watchdog killed this incarnation, if it did
+    unresponsive: bool = False  # its heartbeat found it silent past `unresponsive_after`
+
+    def silent_s(self) -> float:
+        """Seconds since a running child last answered a heartbeat (0 unless running)."""
+        if self.state != "running" or self.pid is None:
+            return 0.0
+        return time.monotonic() - self.last_pong
 
     @property
     def pid(self) -> int | None:
@@ -63,12 +73,20 @@ class Child:
 def lock_data_dir(data_dir: Path) -> IO[str]:
     """Hold the data dir's lock for the whole run: one runtime per data dir."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    lock = open(data_dir / "supervisor.lock", "w")  # noqa: SIM115 (held for the run)
+    # Opened without truncating: the holder's pid in it is what a second runtime reports.
+    lock = open(data_dir / "supervisor.lock", "a+")  # noqa: SIM115 (held for the run)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip()
         lock.close()
-        raise RuntimeError(f"another runtime is running on {data_dir}") from None
+        by = f" (pid {holder})" if holder.isdigit() else ""
+        raise RuntimeError(f"another runtime{by} is running on {data_dir}") from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
     return lock
 
 

@@ -12,6 +12,7 @@ hangs up. The frames use the kernel codec; the UI socket speaks the same framing
 from __future__ import annotations
 
 import contextlib
+import difflib
 import logging
 import os
 import socket
@@ -23,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ._frames import FrameDecoder, FrameError, encode, pack_body
+from ._frames import FrameDecoder, FrameError, encode, pack_body, unpack_body
 from ._gate import Refusal
 from ._ids import new_id
-from ._inspect import mailbox_counts, mailbox_listing
+from ._inspect import _plain, mailbox_counts, mailbox_listing
+from ._mailbox import State
 from ._specs import ChildSpec
 from ._switchboard import TraceRecord
 from ._wire import ProtocolViolation, classify
@@ -130,8 +132,10 @@ async def _answer(
         try:
             response = await dispatch(supervisor, request)
             response.setdefault("ok", True)
-        except (KeyError, ValueError, ProcessLookupError, ProtocolViolation) as exc:
-            response = {"ok": False, "error": f"{exc.__class__.__name__}: {exc}"}
+        except KeyError as exc:  # str() of a KeyError quotes its message
+            response = {"ok": False, "error": str(exc.args[0] if exc.args else exc)}
+        except (ValueError, ProcessLookupError, ProtocolViolation) as exc:
+            response = {"ok": False, "error": str(exc)}
         except Exception as exc:  # a malformed request (wrong field types) is the client's
             log.warning("bad request on %s: %r", filename, request, exc_info=True)
             response = {"ok": False, "error": f"bad request: {exc.__class__.__name__}: {exc}"}
@@ -146,46 +150,18 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
     store = supervisor.inspector
     assert store is not None and supervisor.switchboard is not None
     if kind == "status":
-        return {
-            "state": supervisor.state,
-            "pid": os.getpid(),
-            "uptime_s": round(supervisor.uptime_s, 3),
-            "started_at": supervisor.started_wall,
-            "degraded": supervisor.degraded,
-            "strategy": supervisor.config.strategy,
-            "actors": len(supervisor.children),
-            "batches": supervisor.switchboard.batches,
-            "frames": supervisor.switchboard.frames,
-            "tracers": len(supervisor.switchboard.tracers),
-        }
+        return _status(supervisor)
+    if kind == "lifecycle":
+        actor = request.get("actor")
+        return {"events": [e for e in supervisor.lifecycle if actor is None or e["actor"] == actor]}
     if kind == "actors":
-        # In flight is what the switchboard holds, exactly; the file is asked the rest.
-        counts = mailbox_counts(store, inflight=False)
-        endpoints = supervisor.switchboard.endpoints
-        actors: list[dict[str, Any]] = []
-        for name, child in supervisor.children.items():
-            c = counts.get(name, {})
-            ep = endpoints.get(name)
-            record: dict[str, Any] = {
-                "name": name,
-                "pid": child.pid,
-                "state": child.state,
-                "restarts": child.restarts,
-                "uptime_s": round(time.monotonic() - child.started_at, 3) if child.pid else None,
-                "pending": c.get("pending", 0),
-                "inflight": len(ep.inflight) if ep is not None else 0,
-                "dead": c.get("dead", 0),
-                "last_exit": child.last_exit,
-                "refused": supervisor.gates[name].statistics() if name in supervisor.gates else {},
-            }
-            if request.get("stats"):
-                record["statistics"] = await supervisor.actor_statistics(name)
-            actors.append(record)
-        return {"actors": actors}
+        return await _actors(supervisor, store, bool(request.get("stats")))
     if kind == "mailbox":
         box: str | None = request.get("name")
-        if box is not None and box not in supervisor.children and box not in mailbox_counts(store):
-            raise KeyError(f"no actor or mailbox named {box!r}")
+        if box is not None and box not in supervisor.children:
+            known = mailbox_counts(store)
+            if box not in known:
+                raise KeyError(unknown_name(box, [*supervisor.children, *known]))
         messages = mailbox_listing(
             store,
             box,
@@ -200,6 +176,8 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
             raise KeyError(f"no dead message with id {request['id']!r}")
         return {"redriven": request["id"]}
     if kind == "kill":
+        if request.get("name") not in supervisor.children:
+            raise KeyError(unknown_name(str(request.get("name")), list(supervisor.children)))
         return {"name": request["name"], "pid": supervisor.kill_child(str(request["name"]))}
     if kind == "start_child":
         spec = ChildSpec.model_validate(request["spec"])
@@ -209,7 +187,9 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
         await supervisor.stop_child(str(request["name"]))
         return {"name": request["name"]}
     if kind == "send":
-        # Inject a message as the operator ("debug"): it goes through the same checks.
+        # Inject a message as the operator ("debug"): it goes through the same checks. With
+        # `wait`, it is a call, and its outcome is awaited that long.
+        wait = float(request.get("wait") or 0)
         message_id = await inject(
             supervisor,
             "debug",
@@ -217,8 +197,11 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
             request["message_type"],
             request.get("body"),
             message_id=request.get("id"),
+            call=wait > 0,
         )
-        return {"id": message_id}
+        if wait <= 0:
+            return {"id": message_id}
+        return {"id": message_id, **await _outcome(store, message_id, min(wait, 60.0))}
     if kind == "ui":
         # A UI session has its own door, which holds no operator power; a UI client that
         # reached this socket would hold it all.
@@ -231,6 +214,115 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
     raise ValueError(f"unknown request {kind!r}")
 
 
+def _status(supervisor: Supervisor) -> dict[str, Any]:
+    assert supervisor.switchboard is not None
+    unresponsive = supervisor.unresponsive()
+    state = supervisor.state
+    reasons = [f"{name} failed" for name in supervisor.degraded]
+    reasons += [
+        f"{name} unresponsive (no heartbeat answer for {silent:.1f} s)"
+        for name, silent in unresponsive.items()
+    ]
+    if unresponsive and state == "running":
+        state = "degraded"
+    status: dict[str, Any] = {
+        "state": state,
+        "pid": os.getpid(),
+        "uptime_s": round(supervisor.uptime_s, 3),
+        "started_at": supervisor.started_wall,
+        "degraded": supervisor.degraded + list(unresponsive),
+        "unresponsive": list(unresponsive),
+        "strategy": supervisor.config.strategy,
+        "actors": len(supervisor.children),
+        "batches": supervisor.switchboard.batches,
+        "frames": supervisor.switchboard.frames,
+        "tracers": len(supervisor.switchboard.tracers),
+    }
+    if reasons:
+        status["reason"] = "; ".join(reasons)
+    return status
+
+
+async def _actors(supervisor: Supervisor, store: Any, stats: bool) -> dict[str, Any]:
+    assert supervisor.switchboard is not None
+    # In flight is what the switchboard holds, exactly; the file is asked the rest.
+    counts = mailbox_counts(store, inflight=False)
+    endpoints = supervisor.switchboard.endpoints
+    unresponsive = supervisor.unresponsive()
+    actors: list[dict[str, Any]] = []
+    for name, child in supervisor.children.items():
+        c = counts.get(name, {})
+        ep = endpoints.get(name)
+        record: dict[str, Any] = {
+            "name": name,
+            "pid": child.pid,
+            "state": "unresponsive" if name in unresponsive else child.state,
+            "silent_s": round(child.silent_s(), 3),
+            "restarts": child.restarts,
+            "uptime_s": round(time.monotonic() - child.started_at, 3) if child.pid else None,
+            "pending": c.get("pending", 0),
+            "inflight": len(ep.inflight) if ep is not None else 0,
+            "inflight_oldest_s": _oldest_age(store, ep.inflight) if ep is not None else None,
+            "dead": c.get("dead", 0),
+            "last_exit": child.last_exit,
+            "refused": supervisor.gates[name].statistics() if name in supervisor.gates else {},
+        }
+        if stats:
+            record["statistics"] = await supervisor.actor_statistics(name)
+        actors.append(record)
+    return {"actors": actors}
+
+
+def unknown_name(name: str, valid: list[str]) -> str:
+    """One sentence for a name that is no actor's: the close ones, then every valid one."""
+    choices = sorted(set(valid))
+    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    listed = ", ".join(choices) if choices else "none"
+    return f"no actor or mailbox named {name!r}{hint} (known: {listed})"
+
+
+def _oldest_age(store: Any, inflight: dict[int, None]) -> float | None:
+    """Seconds since the oldest message in flight to an actor was sent (None: nothing)."""
+    if not inflight:
+        return None
+    row = store.message_by_seq(min(inflight))
+    return None if row is None else round(max(0.0, time.time() - row.created_ms / 1000), 3)
+
+
+async def _outcome(store: Any, message_id: str, wait: float) -> dict[str, Any]:
+    """What became of the operator's call `message_id` within `wait` seconds: `handled`
+    (with the reply), `refused` (with the handler's code), `dead`, or still `pending` /
+    `inflight`. Read from the mailbox file, as the switchboard commits it."""
+    with trio.move_on_after(wait):
+        while True:
+            reply = store.reply_for(message_id, "debug")
+            if reply is not None:
+                answer = unpack_body(reply)
+                error = answer.get("error")
+                if isinstance(error, dict):
+                    return {
+                        "outcome": "refused",
+                        "code": str(error.get("code")),
+                        "detail": str(error.get("detail", "")),
+                    }
+                body = answer.get("body")
+                value = unpack_body(body) if isinstance(body, bytes) else body
+                return {"outcome": "handled", "reply": _plain(value)}
+            row = store.message(message_id, sender="debug")
+            if row is not None and row.state is State.DEAD:
+                return {"outcome": "dead", "error": row.error}
+            await trio.sleep(0.02)
+    row = store.message(message_id, sender="debug")
+    state = row.state.name.lower() if row is not None else "unknown"
+    return {
+        "outcome": state,
+        "detail": f"not handled within {wait:g} s: {state} in {row.recipient}'s mailbox"
+        if row is not None
+        else f"not handled within {wait:g} s",
+    }
+
+
 async def inject(
     supervisor: Supervisor,
     sender: str,
@@ -239,6 +331,7 @@ async def inject(
     body: Any,
     *,
     message_id: Any = None,
+    call: bool = False,
 ) -> str:
     """Store a message from a socket client as `sender`, through the same door checks as a
     child's message; a refused one raises ValueError and is counted against `sender`."""
@@ -249,6 +342,8 @@ async def inject(
         "type": message_type,
         "body": pack_body(body),
     }
+    if call:
+        frame["call"] = True
     op, payload = classify(frame)
     gate = supervisor.gate(sender)
     try:

@@ -225,6 +225,29 @@ class RuntimeConfig(BaseModel):
         description="off only where `lineup bench kernel` measures what the door costs: the"
         " supervisor then stores whatever anyone sends to anyone",
     )
+    heartbeat_interval: float = Field(
+        default=1.0,
+        ge=0,
+        description="seconds between the supervisor's `kernel.ping` to each running actor"
+        " (0: no heartbeats)",
+    )
+    unresponsive_after: float = Field(
+        default=5.0,
+        gt=0,
+        description="seconds without a `kernel.pong` after which a running actor is shown"
+        " unresponsive and the runtime degraded",
+    )
+    restart_unresponsive: bool = Field(
+        default=False,
+        description="a watchdog: SIGKILL an unresponsive actor, which then restarts by its"
+        " policy like after any crash",
+    )
+
+    @model_validator(mode="after")
+    def _heartbeat_fits(self) -> RuntimeConfig:
+        if self.heartbeat_interval and self.unresponsive_after <= self.heartbeat_interval:
+            raise ValueError("`unresponsive_after` must be longer than `heartbeat_interval`")
+        return self
 
     @model_validator(mode="after")
     def _unique_names(self) -> RuntimeConfig:

@@ -16,6 +16,7 @@ import math
 import os
 import signal
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -36,14 +37,17 @@ from ._mailbox import MailboxStore
 from ._process import ChildProcess, Incarnation, describe_exit
 from ._sandbox import log_jail_report, merge_report, plan_jail
 from ._specs import ChildSpec, Restart, RuntimeConfig
-from ._switchboard import Op, Switchboard
+from ._switchboard import Op, Switchboard, TraceRecord
 from ._ui_socket import serve_ui
 from ._wire import ProtocolViolation, check_supervise, classify
 
 # Frames a child sends to the supervisor itself, not through the mailboxes.
-_SUPERVISOR_KINDS = frozenset({"kernel.ready", "kernel.supervise", "kernel.stats"})
+_SUPERVISOR_KINDS = frozenset({"kernel.ready", "kernel.supervise", "kernel.stats", "kernel.pong"})
 
 log = logging.getLogger("lineup.supervisor")
+
+# Lifecycle events the supervisor keeps for `debug trace` and `debug why` (the oldest go).
+LIFECYCLE_KEPT = 1000
 
 # Seconds the channel of an exited process is still read, for the frames it sent before
 # it exited; EOF normally ends it at once.
@@ -74,6 +78,9 @@ class Supervisor:
         for spec in config.children:  # known before they start: early messages wait for them
             self.doors.set(spec.name, load_door(spec.door))
         self.gates: dict[str, Gate] = {}
+        # Its own record of what happened to its children: exits, restarts, failures,
+        # heartbeats missed and answered again (each also a trace record, and logged).
+        self.lifecycle: deque[dict[str, Any]] = deque(maxlen=LIFECYCLE_KEPT)
 
     @property
     def uptime_s(self) -> float:
@@ -82,6 +89,24 @@ class Supervisor:
     @property
     def degraded(self) -> list[str]:
         return [name for name, child in self.children.items() if child.state == "failed"]
+
+    def unresponsive(self) -> dict[str, float]:
+        """Running children their heartbeat found silent past `unresponsive_after`: name ->
+        seconds silent."""
+        return {
+            name: round(child.silent_s(), 3)
+            for name, child in self.children.items()
+            if child.unresponsive and child.state == "running"
+        }
+
+    def record(self, name: str, event: str, detail: str = "") -> None:
+        """A lifecycle event of child `name`: kept, and shown to every live trace."""
+        at = time.time()
+        self.lifecycle.append({"at": at, "actor": name, "event": event, "detail": detail})
+        if self.switchboard is not None and self.switchboard.tracers:
+            trace = TraceRecord(at, "supervisor", name, "lifecycle", "", event, detail)
+            for tracer in list(self.switchboard.tracers):
+                tracer(trace)
 
     def request_stop(self) -> None:
         self._stop_requested.set()
@@ -240,6 +265,7 @@ class Supervisor:
             while True:
                 code, reason, attributed = await self._incarnation(child, on_ready)
                 child.last_exit = reason
+                self.record(name, "exit", reason)
                 # Stopped on purpose, or the runtime is stopping: a child that dies while it
                 # waits for its turn to be stopped is not started again.
                 if child.stopping or self.state == "stopping":
@@ -270,6 +296,7 @@ class Supervisor:
                     else child.history.backoff(self.config.backoff_base, self.config.backoff_max)
                 )
                 log.warning("%s %s; restart %d in %.2f s", name, reason, child.restarts, delay)
+                self.record(name, "restart", f"restart {child.restarts} in {delay:.2f} s: {reason}")
                 later = self._later_siblings(child)
                 for sibling in reversed(later):
                     await self._stop(sibling)
@@ -312,6 +339,7 @@ class Supervisor:
         name = child.spec.name
         child.state = "failed"
         self.state = "degraded"
+        self.record(name, "failed", f"over {self.config.max_restarts} restarts: {reason}")
         log.error(
             "%s exceeded %d restarts in %.1f s (%s): marked failed, runtime degraded",
             name,
@@ -341,6 +369,7 @@ class Supervisor:
         process = await self._spawn(spec)
         child.process = process
         child.kill_requested = False
+        child.watchdog_reason = ""
         child.started_at = time.monotonic()
         channel = Channel(process.sock, max_frame=self.config.max_frame)
         violation = ""
@@ -349,6 +378,8 @@ class Supervisor:
             nursery.start_soon(channel.run_writer)
             nursery.start_soon(process.run_aside)
             nursery.start_soon(_end_at_exit, process, reading)
+            if self.config.heartbeat_interval:
+                nursery.start_soon(self._heartbeat, child, channel, process)
             with reading:
                 try:
                     await self._read(child, channel, on_ready)
@@ -364,7 +395,7 @@ class Supervisor:
             process.signal(signal.SIGKILL)
         code = await process.wait()
         note = await process.release()
-        reason = violation or process.failure or describe_exit(code)
+        reason = violation or child.watchdog_reason or process.failure or describe_exit(code)
         if note:
             reason = f"{reason} ({note})"
         # A bad frame is the child's doing however it then exited: the channel is closed
@@ -528,11 +559,51 @@ class Supervisor:
             {"channel": channel, "window": spec.window, "max_deliver": spec.max_deliver},
         )
         child.state = "running"
+        child.last_pong = time.monotonic()
+        self.record(spec.name, "ready", f"pid {child.pid}")
         on_ready()
 
+    async def _heartbeat(self, child: Child, channel: Channel, process: Incarnation) -> None:
+        """Ping the child every `heartbeat_interval` while it runs; note when it stops
+        answering for `unresponsive_after` seconds and when it answers again, and with
+        `restart_unresponsive` SIGKILL it (it restarts by its policy)."""
+        config = self.config
+        name = child.spec.name
+        child.unresponsive = False
+        n = 0
+        while True:
+            await trio.sleep(config.heartbeat_interval)
+            if child.state != "running":
+                continue
+            n += 1
+            try:
+                channel.send_nowait({"type": "kernel.ping", "n": n})
+            except Exception:  # closed: the incarnation is ending
+                child.unresponsive = False
+                return
+            silent = child.silent_s()
+            if silent <= config.unresponsive_after:
+                if child.unresponsive:
+                    child.unresponsive = False
+                    log.warning("%s answers its heartbeat again", name)
+                    self.record(name, "responsive")
+                continue
+            if not child.unresponsive:
+                child.unresponsive = True
+                log.warning("%s unresponsive: no heartbeat answer for %.1f s", name, silent)
+                self.record(name, "unresponsive", f"no heartbeat answer for {silent:.1f} s")
+            if config.restart_unresponsive and process.returncode is None:
+                child.watchdog_reason = f"unresponsive for {silent:.1f} s: killed by the watchdog"
+                log.warning("%s %s", name, child.watchdog_reason)
+                process.signal(signal.SIGKILL)
+                return
+
     def _supervisor_frame(self, child: Child, channel: Channel, frame: Frame) -> None:
-        """kernel.supervise and kernel.stats: for the supervisor itself."""
-        if frame["type"] == "kernel.supervise":
+        """kernel.pong, kernel.supervise and kernel.stats: for the supervisor itself."""
+        kind = frame["type"]
+        if kind == "kernel.pong":
+            child.last_pong = time.monotonic()
+        elif kind == "kernel.supervise":
             # In its own task: starting a child waits until it is ready.
             assert self._nursery is not None
             self._nursery.start_soon(

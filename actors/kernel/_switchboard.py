@@ -111,6 +111,7 @@ class TraceRecord:
     type: str
     id: str
     event: str
+    detail: str = ""  # a lifecycle event's reason
 
 
 class Switchboard:

@@ -1,0 +1,97 @@
+"""Heartbeats: an actor whose process is stopped, or whose loop a handler holds, stops
+answering the supervisor's `kernel.ping`; it is shown unresponsive and the runtime
+degraded, and with the watchdog policy it is killed and restarted."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from typing import Any
+
+from .conftest import MakeRuntime
+from .helpers import child, wait_until
+
+INTERVAL = 0.1
+AFTER = 0.6
+# How long a test waits past `AFTER` before it calls a missed deadline a failure: a loaded
+# machine delays the supervisor's own checks too.
+SLACK = 5.0
+
+
+def _config(**extra: Any) -> dict[str, Any]:
+    return {
+        "children": [child("e", "Echo"), child("f", "Frozen")],
+        "heartbeat_interval": INTERVAL,
+        "unresponsive_after": AFTER,
+        **extra,
+    }
+
+
+def test_a_stopped_actor_is_unresponsive_until_it_continues(make_runtime: MakeRuntime) -> None:
+    rt = make_runtime(_config()).start()
+    pid = rt.wait_actor("e")["pid"]
+    assert rt.status()["state"] == "running"
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        stopped_at = time.monotonic()
+        record = wait_until(
+            lambda: (a := rt.actors()["e"])["state"] == "unresponsive" and a,
+            AFTER + SLACK,
+            "e to be shown unresponsive",
+        )
+        # Silent since its last answer, at most one interval before it was stopped.
+        assert time.monotonic() - stopped_at >= AFTER - INTERVAL
+        assert record["silent_s"] > AFTER
+        assert record["pid"] == pid
+        status = rt.status()
+        assert status["state"] == "degraded"
+        assert status["unresponsive"] == ["e"]
+        assert "e unresponsive" in status["reason"]
+        assert rt.actors()["f"]["state"] == "running"  # the others answer
+        # It is still there: nothing restarted it (the watchdog is off by default).
+        assert rt.actors()["e"]["restarts"] == 0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    rt.wait_actor("e", timeout=SLACK, pid=pid)
+    wait_until(lambda: rt.status()["state"] == "running", SLACK, "the runtime running again")
+    events = [(e["actor"], e["event"]) for e in rt.control({"type": "lifecycle"})["events"]]
+    assert ("e", "unresponsive") in events
+    assert ("e", "responsive") in events
+
+
+def test_a_handler_that_holds_the_loop_misses_the_heartbeat(make_runtime: MakeRuntime) -> None:
+    rt = make_runtime(_config()).start()
+    rt.wait_actor("f")
+    rt.send("f", "freeze")
+    record = wait_until(
+        lambda: (a := rt.actors()["f"])["state"] == "unresponsive" and a,
+        AFTER + SLACK,
+        "f to be shown unresponsive",
+    )
+    assert record["inflight"] == 1
+    assert record["inflight_oldest_s"] is not None and record["inflight_oldest_s"] > 0
+    assert rt.status()["degraded"] == ["f"]
+
+
+def test_the_watchdog_restarts_an_unresponsive_actor(make_runtime: MakeRuntime) -> None:
+    rt = make_runtime(_config(restart_unresponsive=True)).start()
+    pid = rt.wait_actor("e")["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        record = wait_until(
+            lambda: (
+                (a := rt.actors()["e"])["pid"] not in (None, pid) and a["state"] == "running" and a
+            ),
+            AFTER + SLACK,
+            "e to be restarted by the watchdog",
+        )
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    assert record["restarts"] == 1
+    assert "killed by the watchdog" in record["last_exit"]
+    events = [(e["actor"], e["event"]) for e in rt.control({"type": "lifecycle"})["events"]]
+    assert ("e", "exit") in events and ("e", "restart") in events
+    assert rt.status()["state"] == "running"
