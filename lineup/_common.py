@@ -81,6 +81,12 @@ def _noun(argument: str) -> str:
     return argument.split("/")[0].replace("_", " ")
 
 
+def os_error(exc: OSError) -> str:
+    """An OSError for the user: the file and the reason, no errno."""
+    reason = exc.strerror or str(exc)
+    return f"{exc.filename}: {reason}" if exc.filename else reason
+
+
 def first_error(exc: BaseException) -> BaseException:
     """The first exception inside (nested) exception groups that is not a cancellation, as
     nurseries raise them; `exc` itself when it is not a group."""

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ._common import fail, print_json, run_subcommand
+from ._common import fail, os_error, print_json, run_subcommand
 
 
 class _UsageError(Exception):
@@ -37,9 +37,7 @@ def _refused(args: argparse.Namespace, code: str, detail: str) -> int:
     if args.json:
         print_json({"ok": False, "code": code, "detail": detail})
         return 1
-    from rich.markup import escape  # a detail may contain "[...]": it is not markup
-
-    return fail(escape(f"{code}: {detail}"), 1)
+    return fail(f"{code}: {detail}", 1)
 
 
 def _guarded(run: Any) -> Any:
@@ -52,7 +50,9 @@ def _guarded(run: Any) -> Any:
             return int(run(args))
         except ContractError as exc:
             return _refused(args, exc.code.value, exc.detail)
-        except (_UsageError, OSError, ValueError) as exc:
+        except OSError as exc:
+            return fail(os_error(exc))
+        except (_UsageError, ValueError) as exc:
             return fail(str(exc))
 
     return command

@@ -19,6 +19,7 @@ from ._common import (
     DATA_DIR_ENV,
     add_data_dir,
     data_dir_of,
+    did_you_mean,
     fail,
     no_runtime,
     print_json,
@@ -138,6 +139,16 @@ _NEXT_STEPS = {
 }
 
 
+def _installed(data_dir: Path) -> list[str]:
+    """The app scopes in the registry ([] when it cannot be read)."""
+    from actors.store import read_apps
+
+    try:
+        return [str(row["app_scope"]) for row in read_apps(data_dir)["records"]]
+    except Exception:  # a hint only: the refusal stands without it
+        return []
+
+
 def _subject(op: dict[str, Any]) -> str:
     """What an operation was about: its app, else the instance it named."""
     request = op.get("request") or {}
@@ -162,6 +173,10 @@ def refusal_sentence(op: dict[str, Any], data_dir: Path) -> str:
         code, "see `lineup debug status` and {data_dir}/logs/ for what went wrong"
     )
     next_step = template.format(scope=scope or "APP", data_dir=data_dir, kind=kind, verb=verb)
+    if code == "app_not_installed" and scope:
+        suggestion = did_you_mean(scope, _installed(data_dir))
+        if suggestion.startswith("; did you mean"):
+            next_step = suggestion[2:] + " (`lineup app list` shows the installed apps)"
     instance = str((op.get("request") or {}).get("instance_id") or "")
     if code == "instance_not_found" and instance and ":" not in instance:
         next_step = (

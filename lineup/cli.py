@@ -20,7 +20,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._common import Parser, add_data_dir, data_dir_of, fail, first_error, lock_holder
+from ._common import (
+    Parser,
+    add_data_dir,
+    data_dir_of,
+    fail,
+    first_error,
+    lock_holder,
+    os_error,
+)
 
 # Each command's module and one-line help. Only the module of the command that runs is
 # imported (`lineup --help` imports none), so every command starts as fast as Python does.
@@ -94,9 +102,24 @@ def _run_headless(args: argparse.Namespace) -> int:
         level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
 
+    loaded = None
+    if args.config:
+        try:
+            loaded = RuntimeConfig.load(args.config)
+        except OSError as exc:
+            return fail(f"--config: {os_error(exc)}")
+        except ValueError as exc:  # not JSON, or not a RuntimeConfig
+            errors = getattr(exc, "errors", None)
+            if callable(errors):  # a validation error: its first problem, where it is
+                first = errors()[0]
+                reason = f"{'.'.join(map(str, first['loc'])) or 'the file'}: {first['msg']}"
+            else:
+                reason = str(exc)
+            return fail(f"--config: {args.config} is not a runtime configuration: {reason}")
+
     def configure(url: str | None) -> RuntimeConfig:
-        if args.config:
-            config = RuntimeConfig.load(args.config)
+        if loaded is not None:
+            config = loaded
         else:
             config = supervisor.default_config(data_dir, appserver_url=url)
         if args.synchronous:

@@ -16,22 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from actors.contracts import (
-    MAX_FRAME_BYTES,
-    MAX_MANIFEST_BYTES,
-    ContractError,
-    LegacyContext,
-    diff_schemas,
-    encode_frame,
-    validate_frame,
-    validate_manifest,
-    validate_message,
-    validate_tool_descriptor,
-    write_schemas,
-)
-
-# Reading one byte past the largest limit is enough to tell "too large" from "fits".
-_READ_LIMIT = max(MAX_FRAME_BYTES, MAX_MANIFEST_BYTES) + 1
+from ._common import Parser, fail, os_error
 
 
 def _emit(value: dict[str, Any]) -> None:
@@ -39,6 +24,15 @@ def _emit(value: dict[str, Any]) -> None:
 
 
 def _check(kind: str, raw: bytes, conversation: str | None) -> dict[str, Any]:
+    from actors.contracts import (
+        LegacyContext,
+        encode_frame,
+        validate_frame,
+        validate_manifest,
+        validate_message,
+        validate_tool_descriptor,
+    )
+
     checks: dict[str, Callable[[], Any]] = {
         "message": lambda: validate_message(
             raw, legacy_context=LegacyContext(conversation_id=conversation)
@@ -52,7 +46,10 @@ def _check(kind: str, raw: bytes, conversation: str | None) -> dict[str, Any]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    raw = sys.stdin.buffer.read(_READ_LIMIT)
+    from actors.contracts import MAX_FRAME_BYTES, MAX_MANIFEST_BYTES, ContractError
+
+    # Reading one byte past the largest limit is enough to tell "too large" from "fits".
+    raw = sys.stdin.buffer.read(max(MAX_FRAME_BYTES, MAX_MANIFEST_BYTES) + 1)
     try:
         result = _check(args.kind, raw, args.conversation)
     except ContractError as exc:
@@ -63,6 +60,15 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _schemas(args: argparse.Namespace) -> int:
+    try:
+        return _write_schemas(args)
+    except OSError as exc:
+        return fail(os_error(exc))
+
+
+def _write_schemas(args: argparse.Namespace) -> int:
+    from actors.contracts import diff_schemas, write_schemas
+
     directory = Path(args.dir)
     if args.check:
         problems = diff_schemas(directory)
@@ -79,7 +85,7 @@ def _schemas(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(subparsers: Any) -> None:
     """Adds `protocol validate` and `protocol schemas` to the `lineup` command."""
     protocol = subparsers.add_parser(
         "protocol",
@@ -128,7 +134,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def main(argv: list[str] | None = None) -> int:
     """Runs `protocol` on its own, as `python -m lineup.protocol_cmd ...`."""
-    parser = argparse.ArgumentParser(prog="lineup")
+    parser = Parser(prog="lineup")
     register(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     args = parser.parse_args(["protocol", *(sys.argv[1:] if argv is None else argv)])
     return int(args.func(args))
