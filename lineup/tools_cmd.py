@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ._common import (
+    DATA_DIR_ENV,
     add_data_dir,
     data_dir_of,
     fail,
@@ -92,8 +93,18 @@ def _runtime_db(args: argparse.Namespace) -> Path | None:
 def _no_data(args: argparse.Namespace) -> int:
     return fail(
         f"no runtime data in {data_dir_of(args)} (no runtime.db); pass --data-dir with the "
-        "runtime's data dir, or start the runtime there once with `lineup run`"
+        f"runtime's data dir (or set ${DATA_DIR_ENV}), or start the runtime there once with "
+        "`lineup run`"
     )
+
+
+def _note_saved_state(data_dir: Path) -> None:
+    """With no runtime running on `data_dir`, say (on stderr) that what follows is the state
+    it saved, not a live view."""
+    from actors.kernel import supervisor_pid_alive
+
+    if not supervisor_pid_alive(data_dir):
+        print(f"saved state: no runtime is running on {data_dir}", file=sys.stderr)
 
 
 def _age(at_ms: Any, now_ms: int) -> str:
@@ -127,6 +138,7 @@ def _inventory(args: argparse.Namespace) -> int:
     if args.json:
         print_json([{**row, "published": _timestamp(row["published_ms"])} for row in rows])
         return 0
+    _note_saved_state(data_dir)
     if not rows:
         where = f"for {args.conversation!r}" if args.conversation else f"in {data_dir}"
         print(f"no inventory has been published {where}")
@@ -170,6 +182,7 @@ def _calls(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
         return 0
+    _note_saved_state(data_dir)
     now_ms = int(time.time() * 1000)
     filters = [
         f"{name} {value}"
