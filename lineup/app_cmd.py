@@ -225,10 +225,10 @@ def add_bundle_commands(commands: Any) -> None:
     )
     build.add_argument("--out", required=True, type=Path, metavar="FILE", help="the bundle")
     sign = command("sign", "add or replace a bundle's signature record", _sign)
-    sign.add_argument("bundle", type=Path, metavar="BUNDLE")
+    sign.add_argument("bundle", type=Path, metavar="BUNDLE", help="the bundle file to sign")
     sign.add_argument("--key", required=True, type=Path, metavar="KEYFILE", help="a NAME.key")
     verify = command("verify", "check a bundle as the runtime does before admitting it", _verify)
-    verify.add_argument("bundle", type=Path, metavar="BUNDLE")
+    verify.add_argument("bundle", type=Path, metavar="BUNDLE", help="the bundle file to check")
     verify.add_argument(
         "--trust",
         required=True,

@@ -27,6 +27,7 @@ from ._common import (
 )
 
 WAIT_S = 120.0
+APP_HELP = "the app's name, as `lineup app list` shows it"
 
 
 def _operation(data_dir: Path, operation_id: str) -> dict[str, Any] | None:
@@ -284,11 +285,13 @@ def add_runtime_commands(commands: Any) -> None:
         ("disable", "stop new calls and close the app's instances"),
         ("rollback", "go back to the previous version"),
     ):
-        command(name, name, help, "app_scope").add_argument("app_scope", metavar="APP")
+        command(name, name, help, "app_scope").add_argument(
+            "app_scope", metavar="APP", help=APP_HELP
+        )
     update = command(
         "update", "update", "install a newer signed bundle of an app", "app_scope", "bundle"
     )
-    update.add_argument("app_scope", metavar="APP")
+    update.add_argument("app_scope", metavar="APP", help=APP_HELP)
     update.add_argument("bundle", help="the new version's bundle file")
     update.add_argument(
         "--accept-new-signer",
@@ -299,16 +302,25 @@ def add_runtime_commands(commands: Any) -> None:
     remove = command(
         "remove", "remove", "close the app, delete its bundle and private data", "app_scope"
     )
-    remove.add_argument("app_scope", metavar="APP")
+    remove.add_argument("app_scope", metavar="APP", help=APP_HELP)
     remove.add_argument("--yes", action="store_true", help="confirm: the app's data goes too")
     default = command(
         "set-default", "set_default", "the app the runtime opens at start", "app_scope"
     )
-    default.add_argument("app_scope", metavar="APP")
+    default.add_argument("app_scope", metavar="APP", help=APP_HELP)
     launch = command(
         "launch", "launch", "start an instance in the foreground", "app_scope", "conversation_id"
     )
-    launch.add_argument("app_scope", metavar="APP")
-    launch.add_argument("--conversation", dest="conversation_id", metavar="ID")
+    launch.add_argument("app_scope", metavar="APP", help=APP_HELP)
+    launch.add_argument(
+        "--conversation",
+        dest="conversation_id",
+        metavar="ID",
+        help="the conversation the instance serves",
+    )
     for name, help in (("close", "close an instance"), ("focus", "bring an instance to the front")):
-        command(name, name, help, "instance_id").add_argument("instance_id", metavar="INSTANCE")
+        command(name, name, help, "instance_id").add_argument(
+            "instance_id",
+            metavar="INSTANCE",
+            help="the instance, APP:NAME as `lineup app list` shows it (e.g. chat:main)",
+        )
