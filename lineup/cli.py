@@ -45,6 +45,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _run(args: argparse.Namespace) -> int:
+    from actors.kernel import supervisor_pid_alive
+
+    data_dir = data_dir_of(args)
+    if supervisor_pid_alive(data_dir):  # before anything starts, so nothing attaches to it
+        return fail(_in_use(data_dir))
     if not args.headless and sys.stdin.isatty():
         return _run_with_terminal_chat(args)
     return _run_headless(args)
@@ -155,17 +160,27 @@ def _start_failure(error: BaseException, data_dir: Path) -> str:
     process that holds it."""
     message = str(error)
     if "another runtime" in message or "another AppServer" in message:
-        pid = lock_holder(data_dir / "supervisor.lock") or lock_holder(
-            data_dir / "appserver" / "appserver.lock"
-        )
-        holder = f" (pid {pid})" if pid else ""
-        return (
-            f"another runtime{holder} is already using {data_dir}; stop it first, or pass "
-            "--data-dir for another folder"
-        )
+        return _in_use(data_dir)
     if isinstance(error, OSError):
         return f"cannot start on {data_dir}: {error.strerror or error}"
     return message
+
+
+def _in_use(data_dir: Path) -> str:
+    """A data dir another runtime holds, in one sentence naming that runtime's pid."""
+    lock = data_dir / "supervisor.lock"
+    pid = lock_holder(lock) or lock_holder(data_dir / "appserver" / "appserver.lock")
+    if pid is None:  # the runtime writes its pid into its lock file
+        try:
+            written = lock.read_text().strip()
+        except OSError:
+            written = ""
+        pid = int(written) if written.isdigit() else None
+    holder = f" (pid {pid})" if pid else ""
+    return (
+        f"another runtime{holder} is already using {data_dir}; stop it first, or pass "
+        "--data-dir for another folder"
+    )
 
 
 def _command_of(argv: Sequence[str]) -> str | None:
