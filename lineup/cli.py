@@ -84,12 +84,25 @@ def _run_with_terminal_chat(args: argparse.Namespace) -> int:
         )
     try:
         if not wait_for_runtime(data_dir, timeout=30):
-            return fail(f"the runtime did not start; see {data_dir / 'logs' / 'runtime.log'}")
+            log_file = data_dir / "logs" / "runtime.log"
+            said = [line for line in _tail(log_file) if line.startswith("error:")]
+            why = f": {said[-1].removeprefix('error:').strip()}" if said else ""
+            return fail(f"the runtime did not start{why}; see {log_file}")
         return attach(data_dir, args.conversation)
     finally:
         runtime.send_signal(signal.SIGTERM)
         runtime.wait()
         print("stopped", file=sys.stderr)
+
+
+def _tail(path: Path, size: int = 8192) -> list[str]:
+    """The last lines of a file ([] when it cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, path.stat().st_size - size))
+            return handle.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []
 
 
 def _run_headless(args: argparse.Namespace) -> int:
