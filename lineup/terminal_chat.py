@@ -126,6 +126,23 @@ def open_questions(view: dict[str, Any]) -> list[RenderableType]:
     return lines
 
 
+_STATE_STYLES: Final = {
+    "accepted": "green",
+    "answered": "green",
+    "succeeded": "green",
+    "pending": "yellow",
+    "waiting": "yellow",
+    "running": "yellow",
+    "rejected": "red",
+    "failed": "red",
+}
+
+
+def _state(state: str) -> Text:
+    """A state as shown, coloured (colours only on a terminal, and not under NO_COLOR)."""
+    return Text(visible(state, newlines=False), style=_STATE_STYLES.get(state, ""))
+
+
 def _sender(item: dict[str, Any]) -> str:
     return "you" if item["sender"] == "user" else visible(item["sender"], newlines=False)
 
@@ -157,19 +174,19 @@ def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[RenderableTyp
         seen[key] = state
         who = _sender(item)
         if first and item.get("format") == "markdown":
-            lines.append(Text(f"[{who}]  ({state})"))
+            lines.append(Text.assemble(f"[{who}]  (", _state(state), ")"))
             lines.append(render(item.get("text", ""), "markdown"))
         elif first and item.get("kind") == "interaction":
             short = ids.get(str(item.get("interaction", {}).get("interaction_id")), "q?")
             shown = visible(item.get("text", ""))
-            lines.append(Text(f"[{who}] asks {short}: {shown}  ({state})"))
+            lines.append(Text.assemble(f"[{who}] asks {short}: {shown}  (", _state(state), ")"))
         elif first:
             shown = item.get("shown", visible(item.get("text", "")))
-            lines.append(Text(f"[{who}] {shown}  ({state})"))
+            lines.append(Text.assemble(f"[{who}] {shown}  (", _state(state), ")"))
         else:
             shown = visible(item.get("shown", item.get("text", "")), newlines=False)[:40]
             code = f" ({visible(item['code'], newlines=False)})" if item.get("code") else ""
-            lines.append(Text(f"  ↳ {shown} … now {state}{code}"))
+            lines.append(Text.assemble(f"  ↳ {shown} … now ", _state(state), code))
     for task_id, task in view.get("tasks", {}).items():
         text = _task_line(task_id, task)
         marker = f"task:{task_id}"
