@@ -28,12 +28,17 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 DEFAULT_CONVERSATION = "main"
+_DESCRIPTION = (
+    "Your conversation with the agent. `history` prints a conversation (with the runtime"
+    " stopped too: then it is the saved state); `send` types a message into the chat of a"
+    " running runtime; `attach` opens the terminal chat (type /help there)."
+)
 _CONVERSATION_HELP = f"the conversation (default {DEFAULT_CONVERSATION})"
 
 
 def register(subparsers: Any) -> None:
     chat = subparsers.add_parser(
-        "chat", help="the chat app: history, send, attach", description=__doc__
+        "chat", help="the chat app: history, send, attach", description=_DESCRIPTION
     )
     commands = chat.add_subparsers(dest="chat_command", required=True, metavar="COMMAND")
     history = commands.add_parser("history", help="the chat timeline of one conversation")
