@@ -118,15 +118,15 @@ class ToolboxApp(RuntimeApp):
             await call.progress(percent=percent)
         return {"done": True}
 
-    @tool("box.trickle", input_schema=_NOTHING, output_schema=_ANY, timeout_ms=500)
+    @tool("box.trickle", input_schema=_NOTHING, output_schema=_ANY, timeout_ms=1_000)
     async def trickle(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-        """Takes three times its timeout, showing progress often enough to keep going."""
+        """Takes twice its timeout, showing progress often enough to keep going."""
         for percent in range(10, 101, 10):
-            await trio.sleep(0.15)
+            await trio.sleep(0.2)
             await call.progress(percent=percent)
         return {"done": True}
 
-    @tool("box.forever", input_schema=_NOTHING, output_schema=_ANY, timeout_ms=200)
+    @tool("box.forever", input_schema=_NOTHING, output_schema=_ANY, timeout_ms=400)
     async def forever(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
         """Shows progress and never ends: only the absolute cap stops it."""
         while True:
