@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -229,7 +230,13 @@ def _resolve(args: argparse.Namespace) -> _Target:
                 "--appserver-dir DIR, or pass --token-file"
             ) from None
         raise ValueError(str(exc)) from None
-    url = args.appserver or read_endpoint(data_dir) or f"ws://127.0.0.1:{DEFAULT_PORT}/v1/ws"
+    recorded = read_endpoint(data_dir)
+    if not args.appserver and not recorded and args.token_file is None:
+        raise ValueError(
+            f"no AppServer is running for {data_dir} (it records its address there while it"
+            " runs); start the runtime with `lineup run`, or pass --appserver URL"
+        )
+    url = args.appserver or recorded or f"ws://127.0.0.1:{DEFAULT_PORT}/v1/ws"
     if not url.startswith(("ws://", "wss://")):
         raise ValueError(f"--appserver: {url!r} is not a ws:// or wss:// URL")
     return _Target(url, agent_id, token, data_dir)
@@ -306,7 +313,9 @@ def _send(args: argparse.Namespace) -> int:
             with trio.move_on_after(args.timeout):
                 verdicts.append(await submission.verdict())
                 continue
-            error = client.statistics().last_error
+            error = re.sub(
+                r"^[A-Za-z]+(Error|Exception): ", "", str(client.statistics().last_error or "")
+            )
             raise _GaveUp(
                 f"gave up: no answer from the AppServer at {target.url} for {args.timeout:g} s"
                 f" ({len(verdicts)} of {len(submissions)} accepted"

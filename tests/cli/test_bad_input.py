@@ -190,6 +190,22 @@ APP_MANAGER_CODES = [
 ]
 
 
+def test_the_agent_commands_of_a_stopped_runtime(runtime: Path, tmp_path: Path) -> None:
+    """Credentials saved by a runtime that has since stopped: said at once, not after a
+    timeout; and an unreachable AppServer named with the reason, no exception class."""
+    stopped = tmp_path / "data"
+    (stopped / "appserver").mkdir(parents=True)
+    credentials = runtime / "appserver" / "credentials.json"
+    (stopped / "appserver" / "credentials.json").write_bytes(credentials.read_bytes())
+    code, output = _lineup(stopped, "agent", "send", "--conversation", "main", "--text", "hi")
+    _assert_human(code, output, f"no AppServer is running for {stopped / 'appserver'}")
+    unreachable = ("--appserver", "ws://127.0.0.1:9/v1/ws", "--timeout", "0.5")
+    code, output = _lineup(
+        stopped, "agent", "send", "--conversation", "main", "--text", "hi", *unreachable
+    )
+    _assert_human(code, output, "all attempts to connect to 127.0.0.1:9 failed")
+
+
 @pytest.mark.parametrize("code", APP_MANAGER_CODES)
 def test_every_refusal_code_says_what_to_do_next(tmp_path: Path, code: str) -> None:
     for scope, request in (("pomodoro", {}), ("", {}), ("", {"instance_id": "chat"})):
