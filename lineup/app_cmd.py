@@ -77,7 +77,10 @@ def _import_package(target: str) -> tuple[Path, ModuleType]:
             raise _UsageError(f"cannot import {path}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # the app's own code: where it broke, for its author
+            raise _UsageError(f"importing {path} failed: {_where(exc)}") from None
         return path, module
     try:
         module = importlib.import_module(target)
@@ -86,6 +89,17 @@ def _import_package(target: str) -> tuple[Path, ModuleType]:
     if not hasattr(module, "__path__") or module.__file__ is None:
         raise _UsageError(f"{target} is a module, not a package: an app is a package")
     return Path(module.__file__).parent, module
+
+
+def _where(exc: Exception) -> str:
+    """An error in an app's code as `file:line: message`."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if isinstance(exc, SyntaxError):
+        return f"{exc.filename}:{exc.lineno}: {exc.msg}"
+    place = f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+    return f"{place}{exc}"
 
 
 def _package_files(root: Path) -> dict[str, bytes]:

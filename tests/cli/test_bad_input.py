@@ -56,6 +56,10 @@ def files(tmp_path: Path) -> Path:
     (tmp_path / "junk.key").write_text("not a key\n")
     (tmp_path / "extra.json").write_text('{"no_such_option": 1}')
     (tmp_path / "a_file").write_text("")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "__init__.py").write_text("raise RuntimeError('boom')\n")
+    (tmp_path / "unparsable").mkdir()
+    (tmp_path / "unparsable" / "__init__.py").write_text("def (\n")
     return tmp_path
 
 
@@ -81,6 +85,8 @@ OFFLINE_CASES = [
     (("app", "launch"), "required: APP"),
     (("app", "keygen", "--out", "{t}/a_file/keys"), "Not a directory"),
     (("app", "build", "{t}/nosuch", "--out", "{t}/o.bundle"), "nosuch"),
+    (("app", "build", "{t}/broken", "--out", "{t}/o.bundle"), "__init__.py:1: boom"),
+    (("app", "build", "{t}/unparsable", "--out", "{t}/o.bundle"), "__init__.py:1: invalid syntax"),
     (("app", "sign", "{t}/junk.bundle", "--key", "{t}/junk.key"), "junk.key"),
     (("app", "sign", "{t}/junk.bundle", "--key", "{t}/nosuch.key"), "No such file"),
     (("app", "verify", "{t}/junk.bundle", "--trust", "{t}/junk.key"), "junk.key"),
