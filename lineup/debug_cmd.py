@@ -451,6 +451,10 @@ def _send(args: argparse.Namespace) -> int:
         body = json.loads(args.body)
     except json.JSONDecodeError as exc:
         return fail(f"--body is not JSON: {exc}")
+    names = [a["name"] for a in control_request(data_dir, {"type": "actors"})["actors"]]
+    if args.name not in names:
+        # It would wait in a mailbox nobody reads: most likely a typo.
+        raise ControlError(_unknown_name(args.name, names).replace("or mailbox ", ""))
     request = {
         "type": "send",
         "to": args.name,

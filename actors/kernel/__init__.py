@@ -48,11 +48,12 @@ _LAZY = {
     "RuntimeConfig": "._specs",
     "Supervisor": "._supervisor",
     "supervisor_pid_alive": "._children",
+    "DataDirInUse": "._children",
     "log_tail": "._process",
 }
 
 if TYPE_CHECKING:
-    from ._children import supervisor_pid_alive
+    from ._children import DataDirInUse, supervisor_pid_alive
     from ._control import ControlError, control_request, control_stream
     from ._inspect import mailbox_counts, mailbox_listing, mailbox_names, message_path
     from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
@@ -84,6 +85,7 @@ __all__ = [
     "ChannelStatistics",
     "ChildSpec",
     "ControlError",
+    "DataDirInUse",
     "DerivedIds",
     "Door",
     "FrameDecoder",

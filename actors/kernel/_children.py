@@ -70,6 +70,16 @@ class Child:
         return self.process.pid if self.process and self.process.returncode is None else None
 
 
+class DataDirInUse(RuntimeError):
+    """Another runtime holds the data dir's lock; `pid` is its process when known."""
+
+    def __init__(self, data_dir: Path, pid: int | None) -> None:
+        by = f" (pid {pid})" if pid is not None else ""
+        super().__init__(f"another runtime{by} is running on {data_dir}")
+        self.data_dir = data_dir
+        self.pid = pid
+
+
 def lock_data_dir(data_dir: Path) -> IO[str]:
     """Hold the data dir's lock for the whole run: one runtime per data dir."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -81,8 +91,7 @@ def lock_data_dir(data_dir: Path) -> IO[str]:
         lock.seek(0)
         holder = lock.read().strip()
         lock.close()
-        by = f" (pid {holder})" if holder.isdigit() else ""
-        raise RuntimeError(f"another runtime{by} is running on {data_dir}") from None
+        raise DataDirInUse(data_dir, int(holder) if holder.isdigit() else None) from None
     lock.seek(0)
     lock.truncate()
     lock.write(f"{os.getpid()}\n")

@@ -47,8 +47,8 @@ def test_send_prints_the_outcome(make_runtime: MakeRuntime) -> None:
 def test_unknown_names_get_a_did_you_mean(make_runtime: MakeRuntime) -> None:
     rt = make_runtime({"children": [child("echo", "Echo")]}).start()
     rt.wait_actor("echo")
-    for command in ("kill", "mailbox"):
-        code, _, err = debug(rt, command, "ecko")
+    for command in ("kill", "mailbox", "send"):
+        code, _, err = debug(rt, command, "ecko", *(["tick"] if command == "send" else []))
         assert code != 0
         assert "did you mean echo?" in err and "KeyError" not in err, err
     rt.send("echo", "tick")  # a stopped runtime knows the actors its mailbox file names

@@ -84,13 +84,16 @@ async def test_why_follows_an_outbox_item_to_its_verdict(stack: Stack) -> None:
     stack.user_says("hi agent")
 
     def the_users_item() -> dict[str, Any] | None:
+        # Settled in the store, and the verdict applied by the chat (which hears it after).
         for item in stack.outbox():
-            outbox = path_of(stack.data_dir, item["key"])["store"]["outbox"]
-            if outbox["origin"] == "chat" and outbox["state"] != "pending":
+            path = path_of(stack.data_dir, item["key"])
+            outbox = path["store"]["outbox"]
+            actions = [e for e in path["apps"] if e["app"] == "chat" and e["kind"] == "action"]
+            if outbox["origin"] == "chat" and actions and actions[0]["state"] != "pending":
                 return item
         return None
 
-    item = await wait_for(the_users_item, 30, "the user's message settled")
+    item = await wait_for(the_users_item, 30, "the user's message settled and its verdict applied")
     path = path_of(stack.data_dir, item["key"])
     outbox = path["store"]["outbox"]
     assert outbox["state"] == "accepted" and outbox["seq"] == item["seq"]
