@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -176,6 +177,16 @@ def local_time(epoch: Any) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", moment)
 
 
+# Control characters (C0 but tab, DEL, C1) and the bidirectional overrides and isolates:
+# text from actors, apps and agents is shown with these made visible, never obeyed.
+_HIDDEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with every control or bidi character written as its escape (`\\x1b`)."""
+    return _HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+
+
 def _text(value: Any, column: str = "") -> Any:
     """A table cell as rich Text: never read as markup, states coloured."""
     from rich.text import Text
@@ -186,7 +197,7 @@ def _text(value: Any, column: str = "") -> Any:
         return Text(duration(value))
     if isinstance(value, dict | list):
         value = json.dumps(value)
-    text = str(value)
+    text = visible(str(value))
     style = STATE_STYLES.get(text, "") if column in ("state", "lifecycle", "value") else ""
     return Text(text, style=style)
 
@@ -374,8 +385,8 @@ def _messages(args: argparse.Namespace, name: str | None, *, dead: bool) -> int:
     _table(title, shown, rows, empty="no dead letters" if dead else "nothing waiting")
     console = _console()
     for message_id, body in long_bodies:
-        console.print(f"{message_id}:", markup=False)
-        console.print(f"  {body}", markup=False, soft_wrap=True)
+        console.print(f"{visible(message_id)}:", markup=False)
+        console.print(f"  {visible(body)}", markup=False, soft_wrap=True)
     return 0
 
 
@@ -406,7 +417,7 @@ def _why(args: argparse.Namespace) -> int:
 
         console = _console()
         for line in render(path, lambda ms: local_time(ms / 1000), hop_duration):
-            console.print(line, markup=False, soft_wrap=True)
+            console.print(visible(line), markup=False, soft_wrap=True)
     return 0 if found_anything(path) else 1
 
 
@@ -466,7 +477,7 @@ def _send(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
     else:
-        print(_outcome_line(args.name, result))
+        print(visible(_outcome_line(args.name, result)))
     return 1 if result.get("outcome") in ("refused", "dead") else 0
 
 
@@ -504,10 +515,10 @@ def _trace(args: argparse.Namespace) -> int:
     request = {"type": "trace", "actor": args.actor, "type_prefix": args.type_prefix}
     try:
         for event in history:
-            print(json.dumps(event) if args.json else _trace_line(event), flush=True)
+            print(json.dumps(event) if args.json else visible(_trace_line(event)), flush=True)
         for record in control_stream(data_dir, request):
             record.pop("type", None)
-            print(json.dumps(record) if args.json else _trace_line(record), flush=True)
+            print(json.dumps(record) if args.json else visible(_trace_line(record)), flush=True)
     except KeyboardInterrupt:
         pass
     return 0

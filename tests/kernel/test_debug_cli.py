@@ -102,6 +102,17 @@ def test_trace_shows_the_lifecycle(make_runtime: MakeRuntime) -> None:
     assert "exit" in text and "killed by SIGKILL" in text and f"pid {pid}" in text
 
 
+def test_what_actors_say_is_shown_not_obeyed(make_runtime: MakeRuntime) -> None:
+    rt = make_runtime({"children": [child("echo", "Echo")]}).start()
+    rt.wait_actor("echo")
+    hostile = "\x1b[31mred\x1b]8;;http://x\x07click\u202eevil[bold]b[/bold]"
+    code, out, _ = debug(rt, "send", "echo", "echo", "--body", json.dumps(hostile))
+    assert code == 0
+    assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+    assert "\\u001b[31mred" in out or "\\x1b[31mred" in out
+    assert "[bold]b[/bold]" in out
+
+
 @pytest.mark.parametrize(
     ("seconds", "text"),
     [(0.25, "250 ms"), (3.21, "3.2 s"), (42, "42 s"), (185, "3 m 05 s"), (7300, "2 h 01 m")],
