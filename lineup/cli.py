@@ -50,6 +50,10 @@ def _run(args: argparse.Namespace) -> int:
     data_dir = data_dir_of(args)
     if supervisor_pid_alive(data_dir):  # before anything starts, so nothing attaches to it
         return fail(_in_use(data_dir))
+    if args.config:
+        problem = _config_problem(args.config)
+        if problem:
+            return fail(f"--config: {problem}")
     if not args.headless and sys.stdin.isatty():
         return _run_with_terminal_chat(args)
     return _run_headless(args)
@@ -95,6 +99,25 @@ def _run_with_terminal_chat(args: argparse.Namespace) -> int:
         print("stopped", file=sys.stderr)
 
 
+def _config_problem(path: Path) -> str | None:
+    """What is wrong with a `--config` file, in a phrase; None when it loads."""
+    from actors.kernel import RuntimeConfig
+
+    try:
+        RuntimeConfig.load(path)
+    except OSError as exc:
+        return os_error(exc)
+    except ValueError as exc:  # not JSON, or not a RuntimeConfig
+        errors = getattr(exc, "errors", None)
+        if callable(errors):  # a validation error: its first problem, where it is
+            first = errors()[0]
+            reason = f"{'.'.join(map(str, first['loc'])) or 'the file'}: {first['msg']}"
+        else:
+            reason = str(exc)
+        return f"{path} is not a runtime configuration: {reason}"
+    return None
+
+
 def _tail(path: Path, size: int = 8192) -> list[str]:
     """The last lines of a file ([] when it cannot be read)."""
     try:
@@ -120,20 +143,7 @@ def _run_headless(args: argparse.Namespace) -> int:
         level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
 
-    loaded = None
-    if args.config:
-        try:
-            loaded = RuntimeConfig.load(args.config)
-        except OSError as exc:
-            return fail(f"--config: {os_error(exc)}")
-        except ValueError as exc:  # not JSON, or not a RuntimeConfig
-            errors = getattr(exc, "errors", None)
-            if callable(errors):  # a validation error: its first problem, where it is
-                first = errors()[0]
-                reason = f"{'.'.join(map(str, first['loc'])) or 'the file'}: {first['msg']}"
-            else:
-                reason = str(exc)
-            return fail(f"--config: {args.config} is not a runtime configuration: {reason}")
+    loaded = RuntimeConfig.load(args.config) if args.config else None  # checked in _run
 
     def configure(url: str | None) -> RuntimeConfig:
         if loaded is not None:
@@ -175,7 +185,7 @@ def _start_failure(error: BaseException, data_dir: Path) -> str:
     if "another runtime" in message or "another AppServer" in message:
         return _in_use(data_dir)
     if isinstance(error, OSError):
-        return f"cannot start on {data_dir}: {error.strerror or error}"
+        return f"the runtime on {data_dir} stopped: {os_error(error)}"
     return message
 
 
