@@ -145,8 +145,9 @@ def render(path: dict[str, Any], when: Any, duration: Any) -> list[str]:
             verdict += f" as seq {outbox['seq']}"
         if outbox.get("code"):
             verdict += f" ({outbox['code']}: {outbox.get('detail') or ''})"
+        origin = f"from {outbox['origin']}" if outbox.get("origin") else "from the runtime"
         out.append(
-            f"  outbox item {outbox['local_order']} from {outbox['origin']} in conversation"
+            f"  outbox item {outbox['local_order']} {origin} in conversation"
             f" {outbox['conversation_id']}: {verdict}, queued {when(outbox['created_ms'])}"
         )
     for entry in store.get("audit", []):
