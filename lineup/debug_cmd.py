@@ -234,11 +234,32 @@ def _offline_store(data_dir: Path) -> MailboxStore:
     return MailboxStore(path, readonly=True)
 
 
+def read_lifecycle(data_dir: Path) -> dict[str, Any] | None:
+    """The last lifecycle state the transport reported to the store, read from
+    `runtime.db` directly (read-only): the store's package is slow to import."""
+    import sqlite3
+
+    path = data_dir / "runtime.db"
+    if not path.exists():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        row = db.execute(
+            "SELECT state, detail, at_ms FROM lifecycle WHERE name = 'runtime'"
+        ).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+    return {"state": row[0], "detail": row[1], "at_ms": row[2]} if row else None
+
+
 def runtime_lifecycle(data_dir: Path, status: dict[str, Any]) -> str:
     """The runtime lifecycle: the supervisor's own states, else the connection
     state the transport last reported to the store."""
-    from actors.store import read_lifecycle
-
     if status.get("state") in ("stopping", "stopped"):
         return str(status["state"])
     if status.get("state") == "starting":
@@ -270,8 +291,6 @@ def _status(args: argparse.Namespace) -> int:
     status["lifecycle"] = runtime_lifecycle(data_dir, status)
     if status["lifecycle"] == "offline_degraded" and status["state"] in ("running", "degraded"):
         # Up, but not reaching the AppServer: the user's messages wait in the outbox.
-        from actors.store import read_lifecycle
-
         record = read_lifecycle(data_dir) or {}
         status["state"] = "degraded"
         offline = f"offline: {record.get('detail') or 'the AppServer cannot be reached'}"

@@ -12,28 +12,44 @@ errors and `applied_once`.
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._actor import (
-    Actor,
-    ActorStatistics,
-    CallFailed,
-    CallTimeout,
-    Message,
-    handles,
-)
-from ._applied import applied_once, ensure_applied_table
-from ._channel import Channel, ChannelClosed, ChannelStatistics
-from ._collector import settle_garbage_collector
-from ._door import APPS, OPEN_DOOR, Accept, Door, PayloadError, accept, load_door
-from ._faults import crash_point
-from ._frames import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, decode_body, encode
-from ._ids import DerivedIds, derive_id, id_timestamp, is_valid_id, new_id
-
-# The supervisor's side (pydantic specs, SQLite, the control socket) loads on first use:
-# every actor process imports this package, and restart time is mostly import time.
+# Everything loads on first use: a command that only asks the control socket (`lineup
+# debug status`) imports neither trio nor the contracts, and an actor process imports what
+# it uses (its restart time is mostly import time).
 _LAZY = {
-    "ControlError": "._control",
-    "control_request": "._control",
-    "control_stream": "._control",
+    "Actor": "._actor",
+    "ActorStatistics": "._actor",
+    "CallFailed": "._actor",
+    "CallTimeout": "._actor",
+    "Message": "._actor",
+    "handles": "._actor",
+    "applied_once": "._applied",
+    "ensure_applied_table": "._applied",
+    "Channel": "._channel",
+    "ChannelClosed": "._channel",
+    "ChannelStatistics": "._channel",
+    "settle_garbage_collector": "._collector",
+    "APPS": "._door",
+    "OPEN_DOOR": "._door",
+    "Accept": "._door",
+    "Door": "._door",
+    "PayloadError": "._door",
+    "accept": "._door",
+    "load_door": "._door",
+    "crash_point": "._faults",
+    "DEFAULT_MAX_FRAME": "._frames",
+    "FrameDecoder": "._frames",
+    "FrameError": "._frames",
+    "decode_body": "._frames",
+    "encode": "._frames",
+    "DerivedIds": "._ids",
+    "derive_id": "._ids",
+    "id_timestamp": "._ids",
+    "is_valid_id": "._ids",
+    "new_id": "._ids",
+    "ControlError": "._client",
+    "control_request": "._client",
+    "control_stream": "._client",
+    "supervisor_pid_alive": "._client",
     "ui_request": "._ui_socket",
     "mailbox_counts": "._inspect",
     "mailbox_listing": "._inspect",
@@ -47,14 +63,28 @@ _LAZY = {
     "Restart": "._specs",
     "RuntimeConfig": "._specs",
     "Supervisor": "._supervisor",
-    "supervisor_pid_alive": "._children",
     "DataDirInUse": "._children",
     "log_tail": "._process",
 }
 
 if TYPE_CHECKING:
-    from ._children import DataDirInUse, supervisor_pid_alive
-    from ._control import ControlError, control_request, control_stream
+    from ._actor import (
+        Actor,
+        ActorStatistics,
+        CallFailed,
+        CallTimeout,
+        Message,
+        handles,
+    )
+    from ._applied import applied_once, ensure_applied_table
+    from ._channel import Channel, ChannelClosed, ChannelStatistics
+    from ._children import DataDirInUse
+    from ._client import ControlError, control_request, control_stream, supervisor_pid_alive
+    from ._collector import settle_garbage_collector
+    from ._door import APPS, OPEN_DOOR, Accept, Door, PayloadError, accept, load_door
+    from ._faults import crash_point
+    from ._frames import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, decode_body, encode
+    from ._ids import DerivedIds, derive_id, id_timestamp, is_valid_id, new_id
     from ._inspect import mailbox_counts, mailbox_listing, mailbox_names, message_path
     from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
     from ._process import log_tail

@@ -14,6 +14,7 @@ from typing import IO, Any
 
 import trio
 
+from ._client import supervisor_pid_alive
 from ._process import Incarnation
 from ._specs import ChildSpec
 
@@ -99,15 +100,4 @@ def lock_data_dir(data_dir: Path) -> IO[str]:
     return lock
 
 
-def supervisor_pid_alive(data_dir: Path) -> bool:
-    """True while some runtime holds the data dir's lock."""
-    path = data_dir / "supervisor.lock"
-    if not path.exists():
-        return False
-    with open(path) as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return False
+__all__ = ["Child", "DataDirInUse", "RestartHistory", "lock_data_dir", "supervisor_pid_alive"]

@@ -17,13 +17,20 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ._client import (
+    CONTROL_SOCKET,
+    UI_SOCKET,
+    ControlError,
+    control_request,
+    control_stream,
+    socket_request,
+)
 from ._frames import FrameDecoder, FrameError, encode, pack_body, unpack_body
 from ._gate import Refusal
 from ._ids import new_id
@@ -37,9 +44,6 @@ if TYPE_CHECKING:
     from ._supervisor import Supervisor
 
 log = logging.getLogger("lineup.control")
-
-CONTROL_SOCKET = "control.sock"
-UI_SOCKET = "ui.sock"  # served by `_ui_socket`; named here for the error that points to it
 
 
 # Answers one request (a response map, `ok` added); raising KeyError, ValueError,
@@ -402,62 +406,14 @@ async def _stream_trace(
         supervisor.switchboard.tracers.remove(tracer)
 
 
-# -- the client side, blocking, for the CLI ------------------------------------------------
-
-
-class ControlError(Exception):
-    pass
-
-
-def _connect(path: Path, timeout: float) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        sock.connect(str(path))
-    except OSError as exc:
-        sock.close()
-        raise ControlError(f"no runtime answering on {path}: {exc.strerror or exc}") from None
-    return sock
-
-
-def _read_frames(sock: socket.socket) -> Iterator[dict[str, Any]]:
-    decoder = FrameDecoder()
-    while True:
-        data = sock.recv(65536)
-        if not data:
-            return
-        yield from decoder.feed(data)
-
-
-def control_request(
-    data_dir: Path, request: dict[str, Any], *, timeout: float = 10.0
-) -> dict[str, Any]:
-    return socket_request(data_dir / CONTROL_SOCKET, request, timeout=timeout)
-
-
-def socket_request(path: Path, request: dict[str, Any], *, timeout: float) -> dict[str, Any]:
-    """One request to the socket at `path` and its answer; ControlError if it failed."""
-    with _connect(path, timeout) as sock:
-        try:
-            sock.sendall(encode(request))
-            for frame in _read_frames(sock):
-                if not frame.get("ok"):
-                    raise ControlError(str(frame.get("error")))
-                frame.pop("type", None)
-                frame.pop("ok", None)
-                return frame
-        except OSError as exc:  # reset by a runtime that died mid-request, or a timeout
-            raise ControlError(f"the connection to {path.name} failed: {exc}") from None
-    raise ControlError(f"the runtime closed the connection to {path.name} without answering")
-
-
-def control_stream(data_dir: Path, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    sock = _connect(data_dir / CONTROL_SOCKET, 10.0)
-    sock.settimeout(None)
-    with sock:
-        sock.sendall(encode(request))
-        frames = _read_frames(sock)
-        first = next(frames, None)
-        if first is None or not first.get("ok"):
-            raise ControlError(str(first.get("error") if first else "no answer"))
-        yield from frames
+__all__ = [
+    "CONTROL_SOCKET",
+    "UI_SOCKET",
+    "ControlError",
+    "control_request",
+    "control_stream",
+    "inject",
+    "serve_control",
+    "serve_socket",
+    "socket_request",
+]
