@@ -122,8 +122,7 @@ def _each_refused(results: dict[str, Any]) -> None:
     assert set(results["cut_stream"].values()) == {refused}
     assert set(results["forge_state"].values()) == {refused}
     assert set(results["silence_user"]["outcomes"]) == {
-        f"{type} {refused}"
-        for type in ("store.outbox.pending", "store.outbox.settle")
+        f"{type} {refused}" for type in ("store.outbox.pending", "store.outbox.settle")
     }
     bad = results["bad_bodies"]
     for target, outcome in bad.items():
