@@ -138,16 +138,29 @@ def print_json(value: Any) -> None:
 def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, title_justify="left")
+    # Cells hold what apps and agents named (titles, codes, details): shown as text, never
+    # read as console markup, with control characters written out.
+    table = Table(title=Text(title), title_justify="left")
     for column in columns:
         table.add_column(column, no_wrap=True)
     for row in rows:
-        table.add_row(*("" if cell is None else str(cell) for cell in row))
+        table.add_row(*(Text("" if cell is None else visible(str(cell))) for cell in row))
     console = Console()
     if not console.is_terminal:  # piped: do not squeeze tables into 80 columns
         console = Console(width=240)
     console.print(table)
+
+
+# Control characters (C0 but tab, DEL, C1) and the bidirectional overrides and isolates:
+# text from actors, apps and agents is shown with these made visible, never obeyed.
+_HIDDEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with every control or bidi character written as its escape (`\\x1b`)."""
+    return _HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
 
 
 def fail(message: str, code: int = 2) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +29,7 @@ from actors.kernel import (
     supervisor_pid_alive,
 )
 
-from ._common import add_data_dir, data_dir_of, fail, print_json
+from ._common import add_data_dir, data_dir_of, fail, print_json, visible
 
 ACTOR_COLUMNS = [
     "name",
@@ -175,16 +174,6 @@ def local_time(epoch: Any) -> str:
     if time.strftime("%Y-%m-%d", moment) == time.strftime("%Y-%m-%d"):
         return time.strftime("%H:%M:%S", moment)
     return time.strftime("%Y-%m-%d %H:%M:%S", moment)
-
-
-# Control characters (C0 but tab, DEL, C1) and the bidirectional overrides and isolates:
-# text from actors, apps and agents is shown with these made visible, never obeyed.
-_HIDDEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def visible(text: str) -> str:
-    """`text` with every control or bidi character written as its escape (`\\x1b`)."""
-    return _HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
 
 
 def _text(value: Any, column: str = "") -> Any:

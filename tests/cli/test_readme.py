@@ -26,6 +26,9 @@ EXPECTED = {
     "lineup agent send --conversation main --text hi": "",
     "lineup agent inventory --conversation main": "main",
     "lineup tools inventory": "main: revision",
+    "lineup agent call --conversation main --tool pomodoro.start --args '{\"minutes\": 25}'": (
+        "result"
+    ),
     "lineup tools calls --state failed": "no tool calls (state failed)",
     "lineup app keygen --out keys --name me": "me.pub",
     "lineup app build apps/pomodoro --out pomodoro.bundle": "pomodoro",
@@ -40,8 +43,6 @@ EXPECTED = {
     "lineup debug dead": "",
     "lineup debug kill router": "",
 }
-# Commands that may refuse as the README's order has them (the tool is not there yet).
-MAY_REFUSE = ("lineup agent call",)
 
 
 def readme_commands() -> list[str]:
@@ -115,9 +116,6 @@ def test_the_readme_commands_work_as_written(home: tuple[Path, dict[str, str]]) 
             )
             output = (done.stdout + done.stderr).decode(errors="replace")
             assert "Traceback" not in output, (command, output)
-            if command.startswith(MAY_REFUSE):
-                assert done.returncode in (0, 1, 2), (command, output)
-                continue
             assert done.returncode == 0, (command, output)
             assert EXPECTED.get(command, "") in " ".join(output.split()), (command, output)
     finally:
