@@ -18,7 +18,13 @@ from typing import Any
 
 import trio
 
-from actors.kernel import ChildSpec, RuntimeConfig, Supervisor, settle_garbage_collector
+from actors.kernel import (
+    ChildSpec,
+    DataDirInUse,
+    RuntimeConfig,
+    Supervisor,
+    settle_garbage_collector,
+)
 from apps.app_registry import AppRegistryApp
 from apps.chat import ChatApp
 from apps.sdk import RuntimeApp, manifest_of
@@ -145,7 +151,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.config
         else default_config(args.data_dir, appserver_url=args.appserver)
     )
-    run(args.data_dir, config)
+    in_use: list[BaseException] = []
+    try:
+        run(args.data_dir, config)
+    except* DataDirInUse as group:
+        in_use.extend(group.exceptions)
+    if in_use:  # one sentence, not a traceback: who holds it, and what to do
+        print(f"{in_use[0]}: stop it first, or pass another --data-dir", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -163,6 +163,20 @@ def test_bad_input_to_a_running_runtime(
     assert " : " not in output and "rollbackd" not in output
 
 
+def test_a_second_supervisor_on_the_same_data_dir(runtime: Path) -> None:
+    """`python -m supervisor`, the runtime's root process run by hand, says who holds the data
+    dir in one sentence rather than a traceback."""
+    done = subprocess.run(
+        [sys.executable, "-m", "supervisor", "--data-dir", str(runtime)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    _assert_human(done.returncode, done.stdout + done.stderr, "another runtime (pid")
+    assert "--data-dir" in done.stderr
+
+
 APP_MANAGER_CODES = [
     "already_installed",
     "app_disabled",
