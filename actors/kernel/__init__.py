@@ -50,7 +50,7 @@ _LAZY = {
     "control_request": "._client",
     "control_stream": "._client",
     "supervisor_pid_alive": "._client",
-    "ui_request": "._ui_socket",
+    "ui_request": "._client",
     "mailbox_counts": "._inspect",
     "mailbox_listing": "._inspect",
     "message_path": "._inspect",
@@ -79,7 +79,13 @@ if TYPE_CHECKING:
     from ._applied import applied_once, ensure_applied_table
     from ._channel import Channel, ChannelClosed, ChannelStatistics
     from ._children import DataDirInUse
-    from ._client import ControlError, control_request, control_stream, supervisor_pid_alive
+    from ._client import (
+        ControlError,
+        control_request,
+        control_stream,
+        supervisor_pid_alive,
+        ui_request,
+    )
     from ._collector import settle_garbage_collector
     from ._door import APPS, OPEN_DOOR, Accept, Door, PayloadError, accept, load_door
     from ._faults import crash_point
@@ -90,7 +96,6 @@ if TYPE_CHECKING:
     from ._process import log_tail
     from ._specs import ChildSpec, Restart, RuntimeConfig
     from ._supervisor import Supervisor
-    from ._ui_socket import ui_request
 
 
 def __getattr__(name: str) -> Any:

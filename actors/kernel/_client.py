@@ -59,6 +59,12 @@ def control_request(
     return socket_request(data_dir / CONTROL_SOCKET, request, timeout=timeout)
 
 
+def ui_request(data_dir: Path, request: dict[str, Any], *, timeout: float = 10.0) -> dict[str, Any]:
+    """One request to the UI socket of the runtime on `data_dir`; ControlError if it failed
+    or was refused."""
+    return socket_request(data_dir / UI_SOCKET, request, timeout=timeout)
+
+
 def socket_request(path: Path, request: dict[str, Any], *, timeout: float) -> dict[str, Any]:
     """One request to the socket at `path` and its answer; ControlError if it failed."""
     with _connect(path, timeout) as sock:

@@ -18,12 +18,11 @@ one response frame per connection.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ._control import UI_SOCKET, inject, serve_socket, socket_request
+from ._control import UI_SOCKET, inject, serve_socket
 from ._door import UI
 
 if TYPE_CHECKING:
@@ -56,9 +55,3 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
 
 
 # -- the client side, blocking, for a UI ---------------------------------------------------
-
-
-def ui_request(data_dir: Path, request: dict[str, Any], *, timeout: float = 10.0) -> dict[str, Any]:
-    """One request to the UI socket of the runtime on `data_dir`; ControlError if it failed
-    or was refused."""
-    return socket_request(data_dir / UI_SOCKET, request, timeout=timeout)

@@ -5,14 +5,27 @@ invisible formatting characters written out). `history` is what `lineup chat his
 prints: the timeline as the user sees it, read from the app's own log.
 """
 
+import importlib
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apps.sdk import read_view
 
-from ._app import ChatApp
 from ._markdown import plain, render, safe_markdown_source, visible
+
+if TYPE_CHECKING:
+    from ._app import ChatApp
+
+
+def __getattr__(name: str) -> Any:
+    # The app itself (the kernel, the SDK) only where it runs: reading the chat's history on
+    # the command line needs its log and its view.
+    if name == "ChatApp":
+        value = importlib.import_module("._app", __name__).ChatApp
+        globals()["ChatApp"] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def app_dir(data_dir: str | Path) -> Path:

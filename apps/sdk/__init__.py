@@ -21,31 +21,55 @@ other sender's is refused and counted), `app.tool.invoke` {`call_id`, `method`,
 takes, from whom).
 """
 
-from pathlib import Path
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from actors.kernel import CallFailed
+# Each name is imported from its module on first use: a reader of an app's log (`read_view`,
+# the chat's history on the command line) needs neither the kernel nor the contracts.
+_LAZY: dict[str, str] = {
+    "CallFailed": "actors.kernel",
+    "AppDeclaration": "._declare",
+    "declare_app": "._declare",
+    "declared_app": "._declare",
+    "manifest_of": "._declare",
+    "tool": "._declare",
+    "EventLog": "._log",
+    "HOOKS": "._navigation",
+    "SDK": "._runtime_app",
+    "AppContext": "._runtime_app",
+    "RuntimeApp": "._runtime_app",
+    "ToolDeclaration": "._tool_table",
+    "declared_tools": "._tool_table",
+    "tool_handlers": "._tool_table",
+    "PENDING": "._tools",
+    "ToolCall": "._tools",
+    "ConversationView": "._view",
+    "ViewModel": "._view",
+    "read_view": "._read",
+}
 
-from ._declare import AppDeclaration, declare_app, declared_app, manifest_of, tool
-from ._log import LOG_FILE, EventLog
-from ._navigation import HOOKS
-from ._runtime_app import SDK, AppContext, RuntimeApp
-from ._tool_table import ToolDeclaration, declared_tools, tool_handlers
-from ._tools import PENDING, ToolCall
-from ._view import ConversationView, ViewModel
+if TYPE_CHECKING:
+    from actors.kernel import CallFailed
+
+    from ._declare import AppDeclaration, declare_app, declared_app, manifest_of, tool
+    from ._log import EventLog
+    from ._navigation import HOOKS
+    from ._read import read_view
+    from ._runtime_app import SDK, AppContext, RuntimeApp
+    from ._tool_table import ToolDeclaration, declared_tools, tool_handlers
+    from ._tools import PENDING, ToolCall
+    from ._view import ConversationView, ViewModel
 
 
-def read_view(app_dir: str | Path, conversation_id: str) -> dict[str, Any]:
-    """An app's view of a conversation, read from its log (read-only, runtime up or not)."""
-    view = ConversationView(conversation_id)
-    if (Path(app_dir) / LOG_FILE).exists():
-        log = EventLog(app_dir, readonly=True)
-        try:
-            for event in log.events(conversation_id=conversation_id):
-                view.apply(event)
-        finally:
-            log.close()
-    return view.to_dict()
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = _LAZY[name]
+        value = getattr(
+            importlib.import_module(module, None if module[0] != "." else __name__), name
+        )
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
