@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from actors.store import read_lifecycle
+
 REPO = Path(__file__).resolve().parents[2]
 SKIPPED = ("lineup chat attach", "lineup debug trace", "lineup app update|")
 # What each command must print (a fragment of its output, spaces normalised).
@@ -43,6 +45,11 @@ EXPECTED = {
     "lineup debug dead": "",
     "lineup debug kill router": "",
 }
+
+
+def _online(data_dir: Path) -> bool:
+    record = read_lifecycle(data_dir) if (data_dir / "runtime.db").exists() else None
+    return record is not None and record["state"] == "online"
 
 
 def readme_commands() -> list[str]:
@@ -95,14 +102,12 @@ def test_the_readme_commands_work_as_written(home: tuple[Path, dict[str, str]]) 
         )
     try:
         deadline = time.monotonic() + 60
-        while (
-            not (data_dir / "appserver" / "credentials.json").exists()
-            or not (data_dir / "control.sock").exists()
-        ):
+        while not (
+            (data_dir / "appserver" / "credentials.json").exists() and _online(data_dir)
+        ):  # the actors up and the runtime connected to its AppServer
             assert runtime.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "the runtime did not start"
+            assert time.monotonic() < deadline, "the runtime did not come online"
             time.sleep(0.1)
-        time.sleep(1)  # the actors come up
         for command in commands:
             if command == "lineup run --headless":
                 continue
