@@ -142,7 +142,7 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
 
     # Cells hold what apps and agents named (titles, codes, details): shown as text, never
     # read as console markup, with control characters written out.
-    table = Table(title=Text(title), title_justify="left")
+    table = Table(title=Text(visible(title)), title_justify="left")
     for column in columns:
         table.add_column(column, no_wrap=True)
     for row in rows:
