@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ._e2e_report import mark, verdict
 from ._envelope import percentile
 from ._tools_flow import Batch
 
@@ -113,19 +114,10 @@ def result_record(
         "deepest_mailboxes_burst": ours["burst_mailboxes"],
     }
     record["targets"] = {
-        "call_p50_ratio": _verdict(record["call_p50_ratio"], "<=", TARGET_RATIO),
-        "calls_per_s": _verdict(record["calls_per_s"], ">=", TARGET_CALLS_PER_S),
+        "call_p50_ratio": verdict(record["call_p50_ratio"], "<=", TARGET_RATIO),
+        "calls_per_s": verdict(record["calls_per_s"], ">=", TARGET_CALLS_PER_S),
     }
     return record
-
-
-def _verdict(value: float, op: str, target: float) -> dict[str, Any]:
-    met = value >= target if op == ">=" else value <= target
-    return {"target": f"{op} {target:g}", "met": met}
-
-
-def _mark(verdict: dict[str, Any]) -> str:
-    return "[green]met[/green]" if verdict["met"] else "[red]not met[/red]"
 
 
 def _figures(r: dict[str, Any]) -> Table:
@@ -160,14 +152,14 @@ def _figures(r: dict[str, Any]) -> Table:
         f"{r['call_p50_ratio']:.2f}",
         "",
         f"<= {TARGET_RATIO:g}",
-        _mark(t["call_p50_ratio"]),
+        mark(t["call_p50_ratio"]),
     )
     table.add_row(
         "burst, calls/s",
         f"{r['calls_per_s']:,} ({r['burst_s']:.1f} s)",
         f"{r['bare_calls_per_s']:,}",
         f">= {TARGET_CALLS_PER_S:g}",
-        _mark(t["calls_per_s"]),
+        mark(t["calls_per_s"]),
     )
     table.add_row(
         "burst p50, ms",

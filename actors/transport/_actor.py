@@ -11,7 +11,7 @@ their verdict, heartbeats, reconnects with exponential backoff and jitter), as a
   to `batch_items` items / `batch_bytes` bytes; at most `inflight_batches` are unpersisted
   at once, which is the back-pressure of a catch-up.
 - **Outbox.** Pending items are read from the store in local order and enqueued on the
-  link with the envelope id as key (§4.5); each verdict goes to the store
+  link with the envelope id as key (docs/protocol.md §4.5); each verdict goes to the store
   (`store.outbox.settle`), which settles it and tells the app that sent the item. After a
   restart every pending item is enqueued again with the same key: the server returns its
   first verdict.
