@@ -89,8 +89,12 @@ def os_error(exc: OSError) -> str:
 
 def first_error(exc: BaseException) -> BaseException:
     """The first exception inside (nested) exception groups that is not a cancellation, as
-    nurseries raise them; `exc` itself when it is not a group."""
+    nurseries raise them; `exc` itself when it is not a group. An interrupt anywhere in
+    the group wins: what the other tasks raised as they stopped followed from it."""
     if isinstance(exc, BaseExceptionGroup):
+        interrupts, _ = exc.split(KeyboardInterrupt)
+        if interrupts is not None:
+            return KeyboardInterrupt()
         for inner in exc.exceptions:
             found = first_error(inner)
             if not isinstance(found, BaseExceptionGroup) and type(found).__name__ != "Cancelled":

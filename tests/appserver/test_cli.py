@@ -147,7 +147,12 @@ async def test_the_demo_agent_runs_in_the_foreground(tmp_path: Path) -> None:
                 nursery.cancel_scope.cancel()
             assert "> Hi from the terminal" in text_of(replies[0].message)
             assert replies[-1].message["payload"]["kind"] == "choice"
-            assert await _terminate(demo, signal.SIGINT) == 130
+            code = await _terminate(demo, signal.SIGINT)
+            assert demo.stderr is not None
+            said = b""
+            while chunk := await demo.stderr.receive_some():
+                said += chunk
+            assert code == 130, said.decode()
         assert await _terminate(server) == 0
 
 

@@ -356,10 +356,13 @@ async def test_floods_and_forbidden_messages_leave_the_tool_router_well(
     )[0]
     assert stored >= GHOST_FLOOD
     # Stored at its pace, no faster; no more waiting than its credits and a burst allow.
+    # A row's time is when the mailbox wrote it, which trails the pace by the writer's lag,
+    # longest for the first burst: half a second allows for it (unpaced, the whole flood
+    # is stored in well under the time its pace takes).
     assert stack.runtime is not None
     limits = stack.runtime.config["app_limits"]
     stored_over = (last_ms - first_ms) / 1000
-    assert stored_over >= (stored - limits["burst"]) / limits["rate"] * 0.9, stored_over
+    assert stored_over >= (stored - limits["burst"]) / limits["rate"] - 0.5, stored_over
     assert _within_credits(hostile, backlog), backlog
     print(f"{stored} reports stored over {stored_over:.2f} s, at most {backlog} waiting")
 
