@@ -100,6 +100,9 @@ class Code(StrEnum):
     INVALID_STATE = "invalid_state"
     INVALID_ENTRYPOINT = "invalid_entrypoint"
     APP_START_FAILED = "app_start_failed"
+    # App session data: a replace whose expected revision is not the current one (the
+    # newer data stays; nothing is merged).
+    REVISION_CONFLICT = "revision_conflict"
 
 
 class CapabilityResult(StrEnum):
