@@ -103,6 +103,9 @@ class Code(StrEnum):
     # App session data: a replace whose expected revision is not the current one (the
     # newer data stays; nothing is merged).
     REVISION_CONFLICT = "revision_conflict"
+    # Artifacts: an app's store of bytes is bounded per app, and an id names one artifact.
+    QUOTA_EXCEEDED = "quota_exceeded"
+    ARTIFACT_NOT_FOUND = "artifact_not_found"
 
 
 class CapabilityResult(StrEnum):
