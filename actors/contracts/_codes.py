@@ -63,6 +63,9 @@ class Code(StrEnum):
     HANDLER_FAILED = "handler_failed"
     EXPIRED = "expired"
     FAILED = "failed"
+    # A capability effect that cannot be repeated safely was started and its end was never
+    # recorded (the runtime stopped in between): it may or may not have happened.
+    IN_DOUBT = "in_doubt"
     # Contracts outside the message path: manifests, the wire (docs/protocol.md),
     # and envelopes that have no legacy form.
     INVALID_MANIFEST = "invalid_manifest"
@@ -118,6 +121,7 @@ class CapabilityResult(StrEnum):
     POLICY_DENIED = "policy_denied"
     EXPIRED = "expired"
     FAILED = "failed"
+    IN_DOUBT = "in_doubt"
 
 
 # The error codes every tool call must be able to end with.

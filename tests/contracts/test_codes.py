@@ -36,6 +36,8 @@ SEED_CAPABILITY_RESULTS = [
     "expired",
     "failed",
 ]
+# An effect that cannot be repeated, started and never recorded as ended before a crash.
+IN_DOUBT = "in_doubt"
 
 
 def test_codes_are_unique_snake_case_strings() -> None:
@@ -49,11 +51,14 @@ def test_tool_errors_are_exactly_those_of_the_seed() -> None:
     assert APP_TOOL_ERROR_CODES < TOOL_ERROR_CODES
 
 
-def test_capability_results_are_exactly_those_of_the_seed() -> None:
-    assert [result.value for result in CapabilityResult] == SEED_CAPABILITY_RESULTS
+def test_capability_results_are_those_of_the_seed_and_in_doubt() -> None:
+    assert [result.value for result in CapabilityResult] == [*SEED_CAPABILITY_RESULTS, IN_DOUBT]
     # `completed` is a result, never an error code; every other result is one.
     assert "completed" not in {code.value for code in Code}
-    assert {code.value for code in CAPABILITY_FAILURE_CODES} == set(SEED_CAPABILITY_RESULTS[1:])
+    assert {code.value for code in CAPABILITY_FAILURE_CODES} == {
+        *SEED_CAPABILITY_RESULTS[1:],
+        IN_DOUBT,
+    }
 
 
 def test_contract_error_carries_code_and_detail_and_pickles() -> None:
