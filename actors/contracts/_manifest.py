@@ -44,7 +44,14 @@ SDK_FEATURES: Final = frozenset(
 # (`app_incompatible`) rather than installed to get nothing. A feature joins this set
 # together with the code that serves it and its tests.
 RUNTIME_SDK_FEATURES: Final = frozenset(
-    {"app.lifecycle.v1", "app.navigation.v1", "agent.messages.v1", "app.actions.v1", "app.tools.v1"}
+    {
+        "app.lifecycle.v1",
+        "app.navigation.v1",
+        "agent.messages.v1",
+        "app.actions.v1",
+        "app.tools.v1",
+        "app.session-data.v1",
+    }
 )
 _TOOLS_FEATURE: Final = "app.tools.v1"
 _CAPABILITY_FEATURE: Final = "capability.request.v1"

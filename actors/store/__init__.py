@@ -19,6 +19,9 @@ each, and its body's type, is in `door`:
 | `store.tools.load` | call | → open `calls`, `inventories`, `revision` (the tool router's state) |
 | `store.tools.get` | call | `call_id` → `call` (its row, or null) |
 | `store.tools.write` | call | one tool-router step (calls, inventories, outbox, audit) → `known` |
+| `store.session_data.get` | call | an app's: `instance_id`? → `instance_id`, `data`, `revision` |
+| `store.session_data.replace` | call | an app's: `instance_id`?, `data`, `expected_revision` → |
+| | | `instance_id`, `revision` |
 
 With `deliver` (the router's way) the store does what follows the commit itself: each
 app's fresh messages (`app.deliver`), duplicates back to the router
@@ -26,8 +29,11 @@ app's fresh messages (`app.deliver`), duplicates back to the router
 the tool router (`tool_router.inbound`), `transport.outbox.wake`, `transport.persisted
 {cursor}`.
 
-`read_lifecycle`, `read_outbox`, `read_tool_calls`, `read_inventories` and the others read the
-file directly (read-only), for the CLI.
+A committed session-data replace is announced to the app's process after the commit
+(`app.session_data.changed` {`instance_id`, `data`, `revision`}); `_session_data` has the rules.
+
+`read_lifecycle`, `read_outbox`, `read_tool_calls`, `read_inventories`, `read_session_data`
+and the others read the file directly (read-only), for the CLI.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from typing import Any
 from ._actor import StoreActor
 from ._apps import OPERATION_COLUMNS, load_apps, operation_from_row
 from ._schema import DB_FILE, open_db
+from ._session_data import SUMMARY_COLUMNS, SessionDataLimits
 from ._tools import CALL_COLUMNS, INVENTORY_COLUMNS, rows_of
 
 
@@ -106,6 +113,7 @@ def read_audit(data_dir: Path) -> list[dict[str, Any]]:
 
 __all__ = [
     "DB_FILE",
+    "SessionDataLimits",
     "StoreActor",
     "open_db",
     "read_apps",
@@ -115,8 +123,18 @@ __all__ = [
     "read_operation",
     "read_outbox",
     "read_outbox_envelopes",
+    "read_session_data",
     "read_tool_calls",
 ]
+
+
+def read_session_data(data_dir: Path) -> list[dict[str, Any]]:
+    """Each app instance's session data, without the data: `app_scope`, `instance_id`,
+    `revision`, `size_bytes`, `updated_ms` (by scope and instance)."""
+    query = (
+        f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM app_session_data ORDER BY app_scope, instance_id"
+    )
+    return [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in _read(data_dir, query)]
 
 
 def read_apps(data_dir: Path) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from actors.kernel import Message, applied_once, derive_id, handles
 
 from ._apps import AppTables
 from ._schema import open_db
+from ._session_data import SessionDataTables
 from ._tools import ToolTables
 from .door import DOOR
 
@@ -51,9 +52,9 @@ def _chunks(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield chunk
 
 
-class StoreActor(AppTables, ToolTables):
+class StoreActor(AppTables, ToolTables, SessionDataTables):
     """Owns `runtime.db`: conversations, messages, cursor, outbox, audit, lifecycle, apps,
-    tool calls and inventories."""
+    tool calls and inventories, the apps' session data."""
 
     door = DOOR
 

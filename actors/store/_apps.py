@@ -17,6 +17,8 @@ from typing import Any, Final
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, Message, handles
 
+from ._session_data import forget_scopes
+
 RECORD_COLUMNS: Final = (
     "app_scope",
     "kind",
@@ -121,6 +123,8 @@ def write_apps(db: sqlite3.Connection, body: dict[str, Any]) -> None:
     _replace(db, "app_instances", INSTANCE_COLUMNS, list(body.get("instances", ())))
     for scope in body.get("remove_records", ()):
         db.execute("DELETE FROM app_records WHERE app_scope = ?", (scope,))
+    # A removed app's session data goes with its record (disable keeps it).
+    forget_scopes(db, body.get("remove_records", ()))
     for instance in body.get("remove_instances", ()):
         db.execute("DELETE FROM app_instances WHERE instance_id = ?", (instance,))
     keep = body.get("keep_operations")

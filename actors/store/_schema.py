@@ -157,6 +157,19 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
         "conversation_id",
     ),
     "tool_state": ({"name": str, "value": int}, "name"),
+    # Each app instance's session data: the app's JSON object (compact text), the revision
+    # of its last replace, its size (`_session_data`).
+    "app_session_data": (
+        {
+            "app_scope": str,
+            "instance_id": str,
+            "data": str,
+            "revision": int,
+            "size_bytes": int,
+            "updated_ms": int,
+        },
+        ("app_scope", "instance_id"),
+    ),
     "requests": ({"id": str, "reply": str}, "id"),
 }
 

@@ -1,17 +1,23 @@
 """What the store takes, and from whom: every request comes from the actor that owns the
 fact it writes (the router for what the agent said and the outbox, the transport for the
 stream's position and the lifecycle, the app manager for the registry, the tool router for
-tool calls and inventories). No app reaches the store."""
+tool calls and inventories, an app's process for its own session data).
+
+An app reaches the store with two types only, `store.session_data.get` and
+`store.session_data.replace`, and they are safe to open to it: they read and write only the
+`app_session_data` rows of the scope the supervisor stamped on the sender, for a live
+instance of that scope, within the session-data quotas; they touch no other table, and
+every other store type stays closed to apps."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
 from actors.contracts import OutboxVerdict
-from actors.kernel import Door, accept
+from actors.kernel import APPS, Door, accept
 
 _CLOSED = ConfigDict(extra="forbid")
 
@@ -94,6 +100,25 @@ class CallId(TypedDict):
     call_id: str
 
 
+# An instance id as the app manager makes them (`<scope>:<local>`), bounded.
+_InstanceId = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class SessionDataGet(TypedDict, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    instance_id: _InstanceId
+
+
+class _SessionDataReplaceRequired(TypedDict):
+    data: dict[str, Any]
+    expected_revision: Annotated[int, Field(strict=True, ge=0)]
+
+
+class SessionDataReplace(_SessionDataReplaceRequired, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    instance_id: _InstanceId
+
+
 DOOR = Door(
     {
         "store.inbound.persist": accept("router", body=Persist),
@@ -109,5 +134,8 @@ DOOR = Door(
         "store.tools.load": accept("tool_router", body=Empty),
         "store.tools.get": accept("tool_router", body=CallId),
         "store.tools.write": accept("tool_router", body=ToolsWrite),
+        # An app's own session data (the scope is the sender's stamp): see the docstring.
+        "store.session_data.get": accept(APPS, body=SessionDataGet),
+        "store.session_data.replace": accept(APPS, body=SessionDataReplace),
     }
 )

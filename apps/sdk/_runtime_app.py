@@ -11,6 +11,8 @@ An app subclasses `RuntimeApp` and uses only `self.sdk`:
   runtime's outbox, shown at once as a pending local echo;
 - `sdk.navigation`, `sdk.lifecycle`, `sdk.apps`: other apps and its own instances
   (`_navigation`);
+- `sdk.session_data`: one JSON object per instance, kept by the runtime with a revision:
+  `get`, `replace(data, expected_revision)`, `subscribe(listener)` (`_session_data`);
 - `sdk.tools`: the agent's tool calls, each run by its `@tool` handler in a task of its
   own (`_tools`): `progress(call_id, ...)`, and `complete(call_id, output)` /
   `fail(call_id, code)` for a call whose handler returned `sdk.tools.PENDING`.
@@ -37,6 +39,7 @@ from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
 from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
+from ._session_data import SessionDataAPI, SessionDataInbox
 from ._tools import TOOL_ROUTER, ToolsAPI
 from ._view import ConversationView, ViewModel
 from .door import DOOR
@@ -186,9 +189,10 @@ class SDK:
         self.lifecycle = LifecycleAPI()
         self.apps = AppsAPI(app)
         self.tools = ToolsAPI(app)
+        self.session_data = SessionDataAPI(app)
 
 
-class RuntimeApp(Actor):
+class RuntimeApp(SessionDataInbox, Actor):
     """Base class of an app process. Subclasses override `on_app_start` and `on_input`."""
 
     door = DOOR

@@ -1,9 +1,9 @@
 """What an app process takes, and from whom: what the store persisted for it, the router's
 word on its actions, the user's input through the host, its instances' lifecycle from the
 app manager, the agent's tool calls (and, for the interaction app, how every call goes) from
-the tool router. Nothing from another app: no app
-can put words in the agent's or the user's mouth for another. (The supervisor's own notices
-reach every actor without a door.)"""
+the tool router, its own session data's changes from the store. Nothing from another app:
+no app can put words in the agent's or the user's mouth for another. (The supervisor's own
+notices reach every actor without a door.)"""
 
 from __future__ import annotations
 
@@ -35,6 +35,13 @@ class ToolCancel(TypedDict):
     call_id: str
 
 
+class SessionDataChanged(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    instance_id: str
+    data: dict[str, Any]
+    revision: int
+
+
 DOOR = Door(
     {
         "app.deliver": accept("store", body=Deliver),
@@ -45,5 +52,7 @@ DOOR = Door(
         "app.tool.cancel": accept("tool_router", body=ToolCancel),
         # The interaction app's view of the agent's tool calls (a step of one call).
         "app.tool.event": accept("tool_router", body=dict[str, Any]),
+        # A committed replace of the app's own session data, announced after the commit.
+        "app.session_data.changed": accept("store", body=SessionDataChanged),
     }
 )

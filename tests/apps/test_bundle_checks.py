@@ -346,13 +346,12 @@ def test_a_feature_the_contract_names_but_this_runtime_does_not_serve_yet(
         sdk["required_features"] = [
             *sdk["required_features"],
             "surface.state.v1",
-            "app.session-data.v1",
         ]
 
     bundle = _with_manifest(signed, tmp_path / "needs-surfaces.bundle", require_surfaces)
     error = _refused(cache, signed, bundle)
     assert error.code is Code.APP_INCOMPATIBLE
-    assert error.detail.endswith("missing surface.state.v1, app.session-data.v1")
+    assert error.detail.endswith("missing surface.state.v1")
 
 
 def test_version_mismatch(cache: BundleCache, signed: Signed, tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ SDK_SURFACE = {
     ("router", "router.action"),
     ("app_manager", "app_manager.request"),
     ("tool_router", "tool_router.report"),
+    ("store", "store.session_data.get"),
+    ("store", "store.session_data.replace"),
 }
 
 

@@ -1,0 +1,213 @@
+"""Each app instance's session data in `runtime.db`: one JSON object per `app_scope +
+instance_id`, with a revision that only goes up.
+
+The app decides what the object means; the store owns who may touch it, the order of the
+writes, their durability and their clean-up, and checks nothing but that it is JSON within
+`SessionDataLimits`:
+
+- **Who.** The scope is the sender's stamp (`app.<scope>`), never a body field: only an
+  app's own process reads or writes its data, and the runtime's actors and the operator
+  have none. The instance is a live instance of that scope in `app_instances` (the app
+  manager's record): an id of another scope is `ownership_mismatch`, decided from the id
+  alone (instance ids are `<scope>:<local>`), so the answer says nothing about another
+  app's instances; a closed instance (a stale context) or an unknown id is
+  `instance_not_found`. Without an `instance_id`, the scope's only live instance.
+- **Order.** A replace names the revision it was made from: anything else is
+  `revision_conflict` and the newer data stays (nothing is merged). It is applied once
+  (`StoreActor._once`, by sender and message id) in one transaction, so a replay after a
+  crash gets the first answer and never bumps the revision twice.
+- **Subscriptions are no state here.** Only the app's own process writes its data, so
+  every committed replace is announced to that process (`app.session_data.changed`, after
+  the commit, its id derived from the request's so a replay announces it once), and the
+  SDK hands it to the listeners it has. A subscription is the SDK's: its first frame is a
+  `store.session_data.get`, answered in the store's serial order, so a write is either in
+  that frame or announced after it. Nothing to lose when the store restarts.
+- **Clean-up.** Removing an app (the user's confirmed `remove`) deletes its rows in the
+  transaction that removes its record (`forget_scopes`); disabling it, closing an instance
+  or restarting anything keeps them: an instance launched again under the same id (a tool
+  app's is `<scope>:<conversation>`) finds its last revision.
+
+What session data cannot do is by construction: it is rows of its own table, so a replace
+touches no tool call, outbox item, focus stack or instance.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from actors.contracts import Code, ContractError
+from actors.kernel import Actor, Message, derive_id, handles
+
+TABLE: Final = "app_session_data"
+COLUMNS: Final = ("app_scope", "instance_id", "data", "revision", "size_bytes", "updated_ms")
+SUMMARY_COLUMNS: Final = ("app_scope", "instance_id", "revision", "size_bytes", "updated_ms")
+CHANGED: Final = "app.session_data.changed"
+# The app manager's live instance states: an instance in any other (closing, closed,
+# failed) is a stale context. (`tests/session_data` holds the two lists together.)
+LIVE_STATES: Final = ("launching", "active", "backgrounded", "suspended", "restoring")
+_APP_PREFIX: Final = "app."
+_encode: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+class SessionDataLimits(BaseModel):
+    """What one instance's session data may hold: checked by the store on every replace
+    (the store's config `session_data`). Under an app's message limits, so that the
+    store's own codes answer what gets that far."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_bytes: int = Field(
+        default=128 * 1024, ge=2, description="bytes of the data as compact UTF-8 JSON"
+    )
+    max_depth: int = Field(default=16, ge=1, description="nesting; the object itself is 1")
+    max_keys: int = Field(default=4096, ge=0, description="keys of all its objects, all told")
+
+
+def _refuse(code: Code, detail: str) -> ContractError:
+    return ContractError(code, detail)
+
+
+def check_data(data: Any, limits: SessionDataLimits) -> str:
+    """`data` as the compact JSON text to keep, once it is a JSON object within `limits`;
+    else `invalid_payload`, `too_deep` or `too_large` naming what is wrong."""
+    if not isinstance(data, dict):
+        raise _refuse(Code.INVALID_PAYLOAD, "data: session data is a JSON object")
+    keys = 0
+    stack: list[tuple[Any, int, str]] = [(data, 1, "data")]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, dict | list) and depth > limits.max_depth:
+            raise _refuse(Code.TOO_DEEP, f"{where}: deeper than {limits.max_depth} levels")
+        if isinstance(value, dict):
+            keys += len(value)
+            if keys > limits.max_keys:
+                raise _refuse(Code.TOO_LARGE, f"more than {limits.max_keys} keys in all")
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise _refuse(Code.INVALID_PAYLOAD, f"{where}: a key that is not a string")
+                stack.append((item, depth + 1, f"{where}.{key[:40]}"))
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1, f"{where}[{n}]") for n, item in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise _refuse(Code.INVALID_PAYLOAD, f"{where}: {value} is not a JSON number")
+        elif value is not None and not isinstance(value, str | int | float):
+            kind = type(value).__name__
+            raise _refuse(Code.INVALID_PAYLOAD, f"{where}: a {kind} is not a JSON value")
+    text = _encode.encode(data)
+    size = len(text.encode())
+    if size > limits.max_bytes:
+        raise _refuse(Code.TOO_LARGE, f"{size} bytes of JSON, over {limits.max_bytes}")
+    return text
+
+
+def app_scope_of(sender: str) -> str:
+    """The scope of the app process that sent a message: only apps have session data."""
+    if not sender.startswith(_APP_PREFIX):
+        raise _refuse(Code.SENDER_NOT_ALLOWED, "session data is an app's, asked by its process")
+    return sender.removeprefix(_APP_PREFIX)
+
+
+def live_instance(db: sqlite3.Connection, scope: str, instance_id: Any) -> str:
+    """The instance a request of `scope` is about (see the module's rule)."""
+    live = ", ".join("?" * len(LIVE_STATES))
+    if instance_id is None:
+        rows = db.execute(
+            f"SELECT instance_id FROM app_instances WHERE app_scope = ? AND state IN ({live})",
+            (scope, *LIVE_STATES),
+        ).fetchall()
+        if len(rows) == 1:
+            return str(rows[0][0])
+        if not rows:
+            raise _refuse(Code.INSTANCE_NOT_FOUND, f"{scope} has no running instance")
+        raise _refuse(
+            Code.INVALID_PAYLOAD, f"instance_id: {scope} has {len(rows)} running instances"
+        )
+    instance = str(instance_id)
+    if not instance.startswith(f"{scope}:"):
+        raise _refuse(Code.OWNERSHIP_MISMATCH, f"{instance[:140]!r} is not an instance of {scope}")
+    row = db.execute(
+        "SELECT 1 FROM app_instances"
+        f" WHERE instance_id = ? AND app_scope = ? AND state IN ({live})",
+        (instance, scope, *LIVE_STATES),
+    ).fetchone()
+    if row is None:
+        raise _refuse(Code.INSTANCE_NOT_FOUND, f"no running instance {instance[:140]!r}")
+    return instance
+
+
+def snapshot(db: sqlite3.Connection, scope: str, instance: str) -> dict[str, Any]:
+    """{instance_id, data, revision}: `data` None and `revision` 0 before the first write."""
+    row = db.execute(
+        f"SELECT data, revision FROM {TABLE} WHERE app_scope = ? AND instance_id = ?",
+        (scope, instance),
+    ).fetchone()
+    data, revision = (json.loads(row[0]), int(row[1])) if row else (None, 0)
+    return {"instance_id": instance, "data": data, "revision": revision}
+
+
+def forget_scopes(db: sqlite3.Connection, scopes: Iterable[str]) -> None:
+    """Delete the session data of removed apps (inside the caller's transaction)."""
+    for scope in scopes:
+        db.execute(f"DELETE FROM {TABLE} WHERE app_scope = ?", (scope,))
+
+
+def summaries(db: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every instance's session data without the data: who, revision, size, when."""
+    rows = db.execute(
+        f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM {TABLE} ORDER BY app_scope, instance_id"
+    )
+    return [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in rows]
+
+
+class SessionDataTables(Actor):
+    """The store's handlers for the apps' session data (mixed into `StoreActor`)."""
+
+    db: sqlite3.Connection
+    _once: Callable[[Message, Callable[[], Any]], Any]
+    _session_limits: SessionDataLimits | None = None
+
+    def session_limits(self) -> SessionDataLimits:
+        if self._session_limits is None:
+            self._session_limits = SessionDataLimits(**self.config.get("session_data", {}))
+        return self._session_limits
+
+    @handles("store.session_data.get")
+    async def session_data_get(self, msg: Message) -> Any:
+        """Body {`instance_id`?}; reply {`instance_id`, `data`, `revision`}."""
+        scope = app_scope_of(msg.sender)
+        return snapshot(self.db, scope, live_instance(self.db, scope, msg.body.get("instance_id")))
+
+    @handles("store.session_data.replace")
+    async def session_data_replace(self, msg: Message) -> Any:
+        """Body {`instance_id`?, `data`, `expected_revision`}; reply {`instance_id`,
+        `revision`} (the new one), then `app.session_data.changed` to the app's process."""
+        scope = app_scope_of(msg.sender)
+        body = msg.body
+
+        def apply() -> dict[str, Any]:
+            instance = live_instance(self.db, scope, body.get("instance_id"))
+            text = check_data(body.get("data"), self.session_limits())
+            current = snapshot(self.db, scope, instance)["revision"]
+            expected = body.get("expected_revision")
+            if expected != current:
+                raise _refuse(
+                    Code.REVISION_CONFLICT,
+                    f"expected revision {expected}, the current one is {current}",
+                )
+            self.db.execute(
+                f"INSERT OR REPLACE INTO {TABLE} ({', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)",
+                (scope, instance, text, current + 1, len(text.encode()), time.time_ns() // 10**6),
+            )
+            return {"instance_id": instance, "revision": current + 1}
+
+        reply: dict[str, Any] = self._once(msg, apply)
+        changed = {**reply, "data": body["data"]}
+        await self.cast(msg.sender, CHANGED, changed, id=derive_id(msg.id, 1))
+        return reply
