@@ -1,0 +1,71 @@
+"""The user's edits of the tool policy, through the settings app: the file as it is, and a
+new policy that replaces it.
+
+The tool router owns `DATA_DIR/tool_policy.json` (it reads it, and it alone writes it for
+the user): a new policy is checked with the very parser the inventory uses, and one that
+cannot be used is refused with `invalid_payload` and a sentence naming the first problem,
+never written. A good one replaces the file atomically (a temporary file in the same
+directory, fsynced, renamed over it, the directory fsynced), so the poller never reads half
+a policy and a crash leaves either the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Final
+
+from actors.contracts import Code, ContractError
+
+from ._policy import MAX_POLICY_BYTES, POLICY_FILE, Policy, load_policy, parse_policy
+
+_TEMPORARY: Final = f".{POLICY_FILE}.new"
+
+
+def checked_policy(raw: Any) -> tuple[Policy, bytes]:
+    """The policy and the file's bytes for `raw`; `ContractError` when it cannot be used."""
+    try:
+        policy = parse_policy(raw)
+        text = json.dumps(raw, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError as exc:
+        raise ContractError(Code.INVALID_PAYLOAD, f"the policy cannot be used: {exc}") from None
+    data = text.encode()
+    if len(data) > MAX_POLICY_BYTES:
+        raise ContractError(
+            Code.TOO_LARGE, f"the policy takes {len(data)} bytes; at most {MAX_POLICY_BYTES}"
+        )
+    return policy, data
+
+
+def write_policy(data_dir: Path, data: bytes) -> None:
+    """Replace the policy file with `data`, whole or not at all."""
+    partial = data_dir / _TEMPORARY
+    with open(partial, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(partial, data_dir / POLICY_FILE)
+    directory = os.open(data_dir, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def policy_view(data_dir: Path) -> dict[str, Any]:
+    """The policy file as the tool router sees it: `exists`, `policy` (its JSON value, or
+    null), `text` (its content when it is not JSON), `broken` (why it cannot be used, or
+    null: a broken file hides every tool)."""
+    path = data_dir / POLICY_FILE
+    if not path.exists():
+        return {"exists": False, "policy": None, "text": None, "broken": None}
+    broken = load_policy(data_dir).broken
+    try:
+        text = path.read_bytes()[:MAX_POLICY_BYTES].decode("utf-8", errors="replace")
+    except OSError as exc:
+        return {"exists": True, "policy": None, "text": None, "broken": broken or str(exc)}
+    try:
+        return {"exists": True, "policy": json.loads(text), "text": None, "broken": broken}
+    except ValueError:
+        return {"exists": True, "policy": None, "text": text, "broken": broken}
