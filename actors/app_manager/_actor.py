@@ -319,7 +319,8 @@ class AppManagerActor(Actor):
         request = op.request
         if op.kind == "list":  # nothing changes: answered, not recorded
             apps = [r.public() for r in self.records.values()]
-            return dataclasses.replace(op.ended("succeeded"), request={"result": {"apps": apps}})
+            listed = {"apps": apps, "default_app": self.default_app}
+            return dataclasses.replace(op.ended("succeeded"), request={"result": listed})
         if op.kind == "open_default":
             scope = startup_target(
                 None, Focus(frozenset(self.core)), self.default_app, self.records

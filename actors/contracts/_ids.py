@@ -31,6 +31,7 @@ APP_SCOPE_MAX_LENGTH: Final = 64
 
 SCOPE_CHAT: Final = "chat"
 SCOPE_APP_REGISTRY: Final = "app-registry"
+SCOPE_SETTINGS: Final = "settings"
 SCOPE_VOICE: Final = "voice"  # the legacy adapter maps old app ids to these
 SCOPE_WHITEBOARD: Final = "whiteboard"
 SCOPE_DRAW_AND_GUESS: Final = "draw-and-guess"
@@ -38,7 +39,7 @@ SCOPE_RUNTIME: Final = "runtime"
 # Core apps ship with the runtime and cannot be overridden by a bundle: the
 # scopes of the apps `supervisor.CORE_APPS` declares (a test holds the two together; the
 # contracts import nothing of the runtime, and a bundle is checked without it).
-CORE_APP_SCOPES: Final = frozenset({SCOPE_CHAT, SCOPE_APP_REGISTRY})
+CORE_APP_SCOPES: Final = frozenset({SCOPE_CHAT, SCOPE_APP_REGISTRY, SCOPE_SETTINGS})
 
 # --- conversations -----------------------------------------------------------------------
 # Conversation ids are opaque tokens assigned by the AppServer. The colon is reserved for

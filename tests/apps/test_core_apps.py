@@ -12,7 +12,7 @@ def test_each_core_app_is_declared_as_a_core_app() -> None:
         manifest = manifest_of(app)
         assert app.app_kind == "core"
         assert supervisor.CORE_MANIFESTS[manifest["app_scope"]] == manifest
-    assert set(supervisor.CORE_MANIFESTS) == {"chat", "app-registry"}
+    assert set(supervisor.CORE_MANIFESTS) == {"chat", "app-registry", "settings"}
 
 
 def test_the_lists_of_core_apps_are_the_declared_ones() -> None:
