@@ -203,11 +203,14 @@ def _question_ids(view: dict[str, Any]) -> dict[str, str]:
 def _item_text(item: dict[str, Any], questions: dict[str, str]) -> RenderableType:
     from rich.text import Text
 
-    from apps.chat import render, visible
+    from apps.chat import artifact_label, render, visible
 
     kind = item.get("kind")
     if kind == "tool":
-        return Text(f"tool call {visible(item.get('text', ''), newlines=False)}")
+        text = Text(f"tool call {visible(item.get('text', ''), newlines=False)}")
+        if item.get("artifact"):
+            text.append(f"\n→ {artifact_label(item['artifact'])}")
+        return text
     if kind == "interaction":
         interaction = item.get("interaction") or {}
         short = questions.get(str(interaction.get("interaction_id")), "q?")

@@ -8,6 +8,8 @@ lineup app ...             make, sign and verify app bundles; install and manage
 lineup appserver           run the reference AppServer (the embedded default's peer)
 lineup agent ...           send agent messages, run the demo agent, see its tools, call one
 lineup tools ...           agent tools as the runtime sees them: inventories, calls
+lineup settings ...        grants, the tool policy, the default app, each app's data
+lineup artifacts ...       the artifacts apps made: list them, show one
 lineup bench ...           measure the runtime and the command line beside bare baselines
 """
 
@@ -40,6 +42,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "appserver": ("lineup.appserver_cmd", "run the reference AppServer in the foreground"),
     "agent": ("lineup.agent_cmd", "act as the remote agent: send, demo, inventory, call"),
     "tools": ("lineup.tools_cmd", "agent tools as the runtime sees them: inventories, calls"),
+    "settings": (
+        "lineup.settings_cmd",
+        "grants, the tool policy, the default app, each app's data",
+    ),
+    "artifacts": ("lineup.artifacts_cmd", "the artifacts apps made: list them, show one"),
     "bench": ("bench", "measure the runtime and the command line beside bare baselines"),
 }
 

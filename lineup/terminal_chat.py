@@ -36,7 +36,7 @@ from rich.segment import ControlType
 from rich.text import Text
 
 from actors.kernel import ControlError, ui_request
-from apps.chat import history, render, visible
+from apps.chat import artifact_label, history, render, visible
 
 from .debug_cmd import runtime_lifecycle
 from .ui_session import UiSession
@@ -187,6 +187,8 @@ def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[RenderableTyp
             shown = visible(item.get("shown", item.get("text", "")), newlines=False)[:40]
             code = f" ({visible(item['code'], newlines=False)})" if item.get("code") else ""
             lines.append(Text.assemble(f"  ↳ {shown} … now ", _state(state), code))
+        if item.get("artifact") and state == "succeeded":
+            lines.append(Text(f"  ↳ {artifact_label(item['artifact'])}"))
     for task_id, task in view.get("tasks", {}).items():
         text = _task_line(task_id, task)
         marker = f"task:{task_id}"

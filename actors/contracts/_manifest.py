@@ -51,6 +51,7 @@ RUNTIME_SDK_FEATURES: Final = frozenset(
         "app.actions.v1",
         "app.tools.v1",
         "app.session-data.v1",
+        "artifact.create.v1",
     }
 )
 _TOOLS_FEATURE: Final = "app.tools.v1"

@@ -59,6 +59,7 @@ _LAZY = {
     "MailboxStore": "._mailbox",
     "MessageRow": "._mailbox",
     "State": "._mailbox",
+    "ArtifactLimits": "._specs",
     "ChildSpec": "._specs",
     "Restart": "._specs",
     "RuntimeConfig": "._specs",
@@ -94,7 +95,7 @@ if TYPE_CHECKING:
     from ._inspect import mailbox_counts, mailbox_listing, mailbox_names, message_path
     from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
     from ._process import log_tail
-    from ._specs import ChildSpec, Restart, RuntimeConfig
+    from ._specs import ArtifactLimits, ChildSpec, Restart, RuntimeConfig
     from ._supervisor import Supervisor
 
 
@@ -113,6 +114,7 @@ __all__ = [
     "Accept",
     "Actor",
     "ActorStatistics",
+    "ArtifactLimits",
     "CallFailed",
     "CallTimeout",
     "Channel",

@@ -185,6 +185,36 @@ class AppLimits(BaseModel):
     max_items: int = Field(default=65536, ge=1, description="values in one body, all told")
 
 
+class ArtifactLimits(BaseModel):
+    """What one app may keep in the artifact store: checked by the store (its config's
+    `artifact_limits`) before anything is written. One artifact travels in one message, so
+    it stays under an app's packed-body limit (`AppLimits.max_body`, 256 KiB)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_bytes: int = Field(
+        default=192 * 1024, ge=1, le=240 * 1024, description="bytes of one artifact"
+    )
+    max_total_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1, description="bytes of all of one app's artifacts"
+    )
+    max_count: int = Field(default=1000, ge=1, description="artifacts one app keeps")
+    max_title: int = Field(default=200, ge=1, le=1000, description="characters of a title")
+    media_types: tuple[str, ...] = Field(
+        default=(
+            "application",
+            "audio",
+            "font",
+            "image",
+            "model",
+            "text",
+            "video",
+        ),
+        min_length=1,
+        description="the top-level types a media type (`type/subtype`) may have",
+    )
+
+
 class RuntimeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

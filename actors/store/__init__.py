@@ -22,6 +22,11 @@ each, and its body's type, is in `door`:
 | `store.session_data.get` | call | an app's: `instance_id`? → `instance_id`, `data`, `revision` |
 | `store.session_data.replace` | call | an app's: `instance_id`?, `data`, `expected_revision` → |
 | | | `instance_id`, `revision` |
+| `store.artifacts.create` | call | an app's: `data`, `media_type`, `title`, `conversation_id`? → |
+| | | the reference {`artifact_id`, `title`, `media_type`, `size`} |
+| `store.artifacts.read` | call | `artifact_id` → `artifact` (its row), `data` (its own app, chat) |
+| `store.artifacts.list` | call | an app's → `artifacts` (its own rows) |
+| `store.artifacts.meta` | call | `artifact_id` → `artifact` (its row, or null) |
 
 With `deliver` (the router's way) the store does what follows the commit itself: each
 app's fresh messages (`app.deliver`), duplicates back to the router
@@ -45,6 +50,7 @@ from typing import Any
 
 from ._actor import StoreActor
 from ._apps import OPERATION_COLUMNS, load_apps, operation_from_row
+from ._artifacts import artifact_rows
 from ._schema import DB_FILE, open_db
 from ._session_data import SUMMARY_COLUMNS, SessionDataLimits
 from ._tools import CALL_COLUMNS, INVENTORY_COLUMNS, rows_of
@@ -117,6 +123,8 @@ __all__ = [
     "StoreActor",
     "open_db",
     "read_apps",
+    "read_artifact",
+    "read_artifacts",
     "read_audit",
     "read_inventories",
     "read_lifecycle",
@@ -135,6 +143,31 @@ def read_session_data(data_dir: Path) -> list[dict[str, Any]]:
         f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM app_session_data ORDER BY app_scope, instance_id"
     )
     return [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in _read(data_dir, query)]
+
+
+def read_artifacts(data_dir: Path, *, conversation_id: str | None = None) -> list[dict[str, Any]]:
+    """Every artifact's row, oldest first (optionally of one conversation)."""
+    if conversation_id is None:
+        return _artifact_rows(data_dir, "1", ())
+    return _artifact_rows(data_dir, "conversation_id = ?", (conversation_id,))
+
+
+def read_artifact(data_dir: Path, artifact_id: str) -> dict[str, Any] | None:
+    """One artifact's row, or None."""
+    rows = _artifact_rows(data_dir, "artifact_id = ?", (artifact_id,))
+    return rows[0] if rows else None
+
+
+def _artifact_rows(data_dir: Path, where: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+    if not (Path(data_dir) / DB_FILE).exists():
+        return []
+    db = open_db(data_dir, readonly=True)
+    try:
+        return artifact_rows(db, where, params)
+    except sqlite3.OperationalError:  # a runtime.db from before artifacts existed
+        return []
+    finally:
+        db.close()
 
 
 def read_apps(data_dir: Path) -> dict[str, Any]:

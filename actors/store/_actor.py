@@ -19,6 +19,7 @@ from actors.contracts import Code, ContractError
 from actors.kernel import Message, applied_once, derive_id, handles
 
 from ._apps import AppTables
+from ._artifacts import ArtifactTables
 from ._schema import open_db
 from ._session_data import SessionDataTables
 from ._tools import ToolTables
@@ -52,7 +53,7 @@ def _chunks(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield chunk
 
 
-class StoreActor(AppTables, ToolTables, SessionDataTables):
+class StoreActor(AppTables, ArtifactTables, ToolTables, SessionDataTables):
     """Owns `runtime.db`: conversations, messages, cursor, outbox, audit, lifecycle, apps,
     tool calls and inventories, the apps' session data."""
 
@@ -65,6 +66,7 @@ class StoreActor(AppTables, ToolTables, SessionDataTables):
         if not data_dir:
             raise RuntimeError("the store needs `data_dir` in its config")
         self.db = open_db(data_dir, synchronous=str(self.config.get("synchronous", "FULL")))
+        self.sweep_artifacts()  # the files of a create or a removal that a crash cut short
         self.persisted = 0
         self.delivered = 0
 

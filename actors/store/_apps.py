@@ -17,6 +17,7 @@ from typing import Any, Final
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, Message, handles
 
+from ._artifacts import forget_artifacts
 from ._session_data import forget_scopes
 
 RECORD_COLUMNS: Final = (
@@ -125,6 +126,8 @@ def write_apps(db: sqlite3.Connection, body: dict[str, Any]) -> None:
         db.execute("DELETE FROM app_records WHERE app_scope = ?", (scope,))
     # A removed app's session data goes with its record (disable keeps it).
     forget_scopes(db, body.get("remove_records", ()))
+    # A removed app's artifacts too: their rows here, their files once this is committed.
+    forget_artifacts(db, body.get("remove_records", ()))
     for instance in body.get("remove_instances", ()):
         db.execute("DELETE FROM app_instances WHERE instance_id = ?", (instance,))
     keep = body.get("keep_operations")
@@ -159,6 +162,7 @@ class AppTables(Actor):
 
     db: sqlite3.Connection
     _once: Callable[[Message, Callable[[], Any]], Any]
+    sweep_artifacts: Callable[[], int]
 
     @handles("store.apps.load")
     async def apps_load(self, msg: Message) -> Any:
@@ -176,4 +180,7 @@ class AppTables(Actor):
             write_apps(self.db, dict(msg.body))
             return {"written": True}
 
-        return self._once(msg, apply)
+        reply = self._once(msg, apply)
+        if msg.body.get("remove_records"):  # a removed app's artifact files: no row names them
+            self.sweep_artifacts()
+        return reply

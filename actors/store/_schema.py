@@ -170,6 +170,22 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
         },
         ("app_scope", "instance_id"),
     ),
+    # Artifacts an app made: the metadata; the content is `artifacts/<artifact_id>` beside
+    # this file, named by the id (`_artifacts`).
+    "artifacts": (
+        {
+            "artifact_id": str,
+            "app_scope": str,
+            "instance_id": str,
+            "conversation_id": str,
+            "title": str,
+            "media_type": str,
+            "size": int,
+            "sha256": str,
+            "created_ms": int,
+        },
+        "artifact_id",
+    ),
     "requests": ({"id": str, "reply": str}, "id"),
 }
 
@@ -178,6 +194,7 @@ _INDEXES: Final = [
     ("messages", ("conversation_id", "seq")),
     ("outbox", ("state", "local_order")),
     ("tool_calls", ("state",)),
+    ("artifacts", ("app_scope", "created_ms")),
 ]
 
 

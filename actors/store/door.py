@@ -7,7 +7,9 @@ An app reaches the store with two types only, `store.session_data.get` and
 `store.session_data.replace`, and they are safe to open to it: they read and write only the
 `app_session_data` rows of the scope the supervisor stamped on the sender, for a live
 instance of that scope, within the session-data quotas; they touch no other table, and
-every other store type stays closed to apps."""
+every other store type stays closed to apps. An app keeps artifacts too
+(`store.artifacts.create`, `.read`, `.list`): rows and files of its stamped scope only,
+within the artifact quotas, read back by itself and the chat alone."""
 
 from __future__ import annotations
 
@@ -119,6 +121,41 @@ class SessionDataReplace(_SessionDataReplaceRequired, total=False):
     instance_id: _InstanceId
 
 
+# An artifact id as the store mints them, bounded (`_artifacts` checks its shape).
+_ArtifactId = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class _ArtifactCreateRequired(TypedDict):
+    data: bytes
+    media_type: Annotated[str, Field(min_length=1, max_length=160)]
+    title: Annotated[str, Field(min_length=1, max_length=1000)]
+
+
+class ArtifactCreate(_ArtifactCreateRequired, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    conversation_id: Annotated[str, Field(min_length=1, max_length=256)] | None
+
+
+class ArtifactId(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    artifact_id: _ArtifactId
+
+
+class CapabilitiesWrite(TypedDict, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    insert: dict[str, Any] | None
+    requests: list[dict[str, Any]]
+    grants: list[dict[str, Any]]
+    revoke: dict[str, str] | None
+    end_sessions: str | None
+    audit: list[dict[str, Any]]
+
+
+class RequestId(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    request_id: str
+
+
 DOOR = Door(
     {
         "store.inbound.persist": accept("router", body=Persist),
@@ -137,5 +174,12 @@ DOOR = Door(
         # An app's own session data (the scope is the sender's stamp): see the docstring.
         "store.session_data.get": accept(APPS, body=SessionDataGet),
         "store.session_data.replace": accept(APPS, body=SessionDataReplace),
+        # An app's own artifacts (the scope is the sender's stamp; `_artifacts` has the
+        # rules); the chat reads any, to show it; the tool router checks a tool result's
+        # reference; the capability gateway reads one for the user to save.
+        "store.artifacts.create": accept(APPS, body=ArtifactCreate),
+        "store.artifacts.read": accept(APPS, "capability_gateway", body=ArtifactId),
+        "store.artifacts.list": accept(APPS, body=Empty),
+        "store.artifacts.meta": accept("tool_router", "capability_gateway", body=ArtifactId),
     }
 )

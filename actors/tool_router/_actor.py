@@ -35,6 +35,7 @@ from actors.kernel import Actor, Message, derive_id, handles, new_id
 
 from ._activation import Activations
 from ._apps import app_views
+from ._artifacts import ArtifactRefused, shown_artifact, with_artifact_reference
 from ._calls import (
     SLOT_ACCEPTED,
     SLOT_DISPATCH,
@@ -406,7 +407,7 @@ class ToolRouterActor(Actor):
         )
         log.info("call %s %s %s", call.call_id, call.state, call.code or "")
         if any(h["event"] == "accepted" for h in call.history):  # refused calls never showed
-            await self.show(call, call.state, code=call.code)
+            await self.show(call, call.state, code=call.code, artifact=shown_artifact(call))
         await self.activations.ended(call)
 
     async def _watch_deadlines(self) -> None:
@@ -463,7 +464,12 @@ class ToolRouterActor(Actor):
                 refusal = ContractError(exc.code, "the app's output does not fit its schema")
                 await self.finish(call, error=refusal, audit_detail=exc.detail)
                 return
-            await self.finish(call, output=dict(body.get("output") or {}), from_app=True)
+            try:
+                output = await with_artifact_reference(self, call, dict(body.get("output") or {}))
+            except ArtifactRefused as refused:
+                await self.finish(call, error=refused, audit_detail=refused.audit)
+                return
+            await self.finish(call, output=output, from_app=True)
         else:
             code = str(body.get("code"))
             if code not in APP_TOOL_ERROR_CODES:

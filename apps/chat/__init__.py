@@ -1,7 +1,8 @@
 """The chat core app (`app.chat`): the user's conversation with the agent.
 
 `_app` is the app; `_markdown` the safe rendering of untrusted text (`visible`: control and
-invisible formatting characters written out). `history` is what `lineup chat history`
+invisible formatting characters written out); `_artifact` how an artifact a tool call
+handed the agent is shown (`artifact_label`). `history` is what `lineup chat history`
 prints: the timeline as the user sees it, read from the app's own log.
 """
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from apps.sdk import read_view
 
+from ._artifact import artifact_label
 from ._markdown import plain, render, safe_markdown_source, visible
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ def history(data_dir: str | Path, conversation_id: str) -> dict[str, Any]:
 __all__ = [
     "ChatApp",
     "app_dir",
+    "artifact_label",
     "conversations",
     "has_log",
     "history",

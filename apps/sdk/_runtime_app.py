@@ -11,6 +11,8 @@ An app subclasses `RuntimeApp` and uses only `self.sdk`:
   runtime's outbox, shown at once as a pending local echo;
 - `sdk.navigation`, `sdk.lifecycle`, `sdk.apps`: other apps and its own instances
   (`_navigation`);
+- `sdk.artifacts`: bytes with a media type and a title, kept by the runtime:
+  `create(...)` → a reference for a tool result, `read(artifact_id)`, `list()` (`_artifacts`);
 - `sdk.session_data`: one JSON object per instance, kept by the runtime with a revision:
   `get`, `replace(data, expected_revision)`, `subscribe(listener)` (`_session_data`);
 - `sdk.tools`: the agent's tool calls, each run by its `@tool` handler in a task of its
@@ -37,6 +39,7 @@ from typing import Any, Final
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
+from ._artifacts import ArtifactsAPI
 from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
 from ._session_data import SessionDataAPI, SessionDataInbox
@@ -189,6 +192,7 @@ class SDK:
         self.lifecycle = LifecycleAPI()
         self.apps = AppsAPI(app)
         self.tools = ToolsAPI(app)
+        self.artifacts = ArtifactsAPI(app)
         self.session_data = SessionDataAPI(app)
 
 

@@ -1,7 +1,8 @@
 """The view model an app reads (the SDK's `AppStateAPI`): a fold over its event log.
 
 Per conversation: the timeline (agent messages, the user's own messages with their
-delivery state, interaction requests and answers, the agent's tool calls with their state),
+delivery state, interaction requests and answers, the agent's tool calls with their state
+and the artifact reference a call's result handed the agent),
 the tasks' latest progress (the agent's tasks, and each tool call as a task), and the
 interactions still waiting for an answer. It is rebuilt from the log at start and updated
 event by event afterwards; both paths run the same `apply`, so what a restarted app shows
@@ -12,6 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+# What the timeline keeps of an artifact a tool call handed the agent.
+_ARTIFACT_FIELDS = ("artifact_id", "title", "media_type", "size")
 
 
 def _sender(message: dict[str, Any]) -> str:
@@ -107,6 +111,9 @@ class ConversationView:
         for key in ("percent", "code", "message"):
             if step.get(key) is not None:
                 item[key] = step[key]
+        reference = step.get("artifact")
+        if isinstance(reference, dict):  # what the call handed the agent: never a path
+            item["artifact"] = {k: reference.get(k) for k in _ARTIFACT_FIELDS}
 
     def _action(self, event: dict[str, Any], action: dict[str, Any]) -> None:
         state = event["state"]

@@ -15,6 +15,9 @@ SDK_SURFACE = {
     ("tool_router", "tool_router.report"),
     ("store", "store.session_data.get"),
     ("store", "store.session_data.replace"),
+    ("store", "store.artifacts.create"),
+    ("store", "store.artifacts.read"),
+    ("store", "store.artifacts.list"),
 }
 
 

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from actors.kernel import CallFailed, derive_id, new_id
 
+from ._artifact_attacks import steal_artifact
+
 if TYPE_CHECKING:
     from ._app import HostileApp
 
@@ -443,5 +445,6 @@ ATTACKS: dict[str, Attack] = {
         forbidden_tool_messages,
         bad_reports,
         flood_reports,
+        steal_artifact,
     )
 }

@@ -1,5 +1,6 @@
 """An installed app whose tools behave in every way a tool can: answer, count, fail, refuse,
-break their output schema, hang, report progress, need the foreground, and take long.
+break their output schema, hang, report progress, need the foreground, take long, and make,
+read and list artifacts.
 
 `box.count` is the side effect the tests check from an independent record: before it
 answers it appends its call id to `effects.log` in the app's private directory (flushed to
@@ -8,18 +9,36 @@ disk), so a call that ran twice shows twice.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Any
 
 import trio
 
 from actors.contracts import Code, ContractError
-from apps.sdk import RuntimeApp, ToolCall, declare_app, tool
+from apps.sdk import CallFailed, RuntimeApp, ToolCall, declare_app, tool
 
 EFFECTS = "effects.log"
 SETTLE_S = 0.05
 _NOTHING = {"type": "object", "additionalProperties": False}
 _ANY = {"type": "object"}
+_MADE = {
+    "type": "object",
+    "properties": {
+        "size": {"type": "integer", "minimum": 0},
+        "media_type": {"type": "string"},
+        "title": {"type": "string"},
+        "in_conversation": {"type": "boolean"},
+    },
+    "required": ["size", "media_type", "title"],
+    "additionalProperties": False,
+}
+_NAMED = {
+    "type": "object",
+    "properties": {"artifact_id": {"type": "string"}},
+    "required": ["artifact_id"],
+    "additionalProperties": False,
+}
 _COUNTED = {
     "type": "object",
     "properties": {"n": {"type": "integer"}},
@@ -42,7 +61,7 @@ def _record(call_id: str) -> int:
     version="1.0.0",
     title="Toolbox",
     entrypoints=[{"id": "main", "kind": "contextual"}],
-    required_features=["app.lifecycle.v1", "app.tools.v1"],
+    required_features=["app.lifecycle.v1", "app.tools.v1", "artifact.create.v1"],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
 )
 class ToolboxApp(RuntimeApp):
@@ -148,3 +167,31 @@ class ToolboxApp(RuntimeApp):
     async def front(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Needs the user to see the app; gives the previous app back when done."""
         return {"shown": True}
+
+    @tool("box.artifact", input_schema=_MADE, output_schema=_ANY)
+    async def artifact(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        """Makes an artifact of `size` bytes (in the call's conversation unless told not to)
+        and hands the agent its reference; a refusal's code instead."""
+        data = bytes(n % 251 for n in range(arguments["size"]))
+        conversation = call.conversation_id if arguments.get("in_conversation", True) else None
+        try:
+            reference = await self.sdk.artifacts.create(
+                data, arguments["media_type"], arguments["title"], conversation
+            )
+        except CallFailed as refused:
+            return {"refused": refused.code}
+        return {"artifact": reference}
+
+    @tool("box.read_artifact", input_schema=_NAMED, output_schema=_ANY)
+    async def read_artifact(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Reads an artifact back: its metadata and the SHA-256 of its bytes."""
+        try:
+            found = await self.sdk.artifacts.read(arguments["artifact_id"])
+        except CallFailed as refused:
+            return {"refused": refused.code}
+        return {**found["artifact"], "read_sha256": hashlib.sha256(found["data"]).hexdigest()}
+
+    @tool("box.artifacts", input_schema=_NOTHING, output_schema=_ANY)
+    async def artifacts(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Lists the ids of its own artifacts."""
+        return {"ids": [row["artifact_id"] for row in await self.sdk.artifacts.list()]}

@@ -1,0 +1,337 @@
+"""Artifacts: bytes an app made, with a media type and a title, kept by the runtime.
+
+An artifact's content is the file `DATA_DIR/artifacts/<artifact_id>`, named by the id the
+store mints and never by anything the app chose; its metadata is a row of `artifacts`.
+The content is written first (a temporary file, fsynced, renamed into place, the directory
+fsynced), then the row is committed with the request's record: a row always names a whole
+file. A file without a row (a crash between the rename and the commit, or a removal cut
+short) and a temporary file are swept when the store starts, so no half artifact is ever
+visible.
+
+Who may do what (the app's scope is the sender the supervisor stamped, never a body field):
+
+- an app creates artifacts of its own, each within `ArtifactLimits` (its config's
+  `artifact_limits`); a conversation it names must be one an instance of it is in
+  (`app_instances`), else `ownership_mismatch`;
+- an app reads and lists its own artifacts; the chat app reads any (it shows them); an id
+  that is not the app's own gets `ownership_mismatch` whether it exists or not, so no app
+  learns what others made;
+- the tool router reads an artifact's metadata (a tool result naming one), the capability
+  gateway reads it whole (the user saving it);
+- an app's artifacts go with its record when the app is removed (`store.apps.write`).
+
+Refusals of an app are audited, at most once per sender every `REFUSAL_AUDIT_S` seconds
+(with the count since), so a flood costs the store one row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sqlite3
+import time
+import unicodedata
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Final
+
+from actors.contracts import SCOPE_CHAT, Code, ContractError
+from actors.kernel import Actor, ArtifactLimits, Message, crash_point, handles, new_id
+
+ARTIFACTS_DIR: Final = "artifacts"
+ARTIFACT_COLUMNS: Final = (
+    "artifact_id",
+    "app_scope",
+    "instance_id",
+    "conversation_id",
+    "title",
+    "media_type",
+    "size",
+    "sha256",
+    "created_ms",
+)
+# What a reference to an artifact shows (the agent, the chat, a tool result): never a path.
+REFERENCE_FIELDS: Final = ("artifact_id", "title", "media_type", "size")
+ARTIFACT_ID: Final = re.compile(r"^art_[0-9A-Za-z]{26}$")
+_TEMPORARY: Final = ".tmp-"
+# RFC 6838's restricted names: `type/subtype`, no parameters.
+_MEDIA_TYPE: Final = re.compile(
+    r"^([a-z][a-z0-9]{0,30})/([a-z0-9][a-z0-9!#$&^_.+-]{0,126})$", re.IGNORECASE
+)
+# Instances that are over: a conversation is an app's only while one is not.
+_ENDED_STATES: Final = ("closed", "failed")
+REFUSAL_AUDIT_S: Final = 10.0
+
+
+def reference(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: row[key] for key in REFERENCE_FIELDS}
+
+
+def artifact_rows(
+    db: sqlite3.Connection, where: str = "1", params: tuple[Any, ...] = ()
+) -> list[dict[str, Any]]:
+    rows = db.execute(
+        f"SELECT {', '.join(ARTIFACT_COLUMNS)} FROM artifacts WHERE {where}"
+        " ORDER BY created_ms, rowid",
+        params,
+    )
+    return [dict(zip(ARTIFACT_COLUMNS, row, strict=True)) for row in rows]
+
+
+def artifact_row(db: sqlite3.Connection, artifact_id: str) -> dict[str, Any] | None:
+    rows = artifact_rows(db, "artifact_id = ?", (artifact_id,))
+    return rows[0] if rows else None
+
+
+def forget_artifacts(db: sqlite3.Connection, scopes: Iterable[str]) -> None:
+    """The rows of these apps' artifacts, inside the caller's transaction; their files go
+    with the sweep the caller runs after its commit (`ArtifactTables.sweep_artifacts`)."""
+    for scope in scopes:
+        db.execute("DELETE FROM artifacts WHERE app_scope = ?", (scope,))
+
+
+def check_media_type(media_type: str, limits: ArtifactLimits) -> None:
+    match = _MEDIA_TYPE.match(media_type)
+    if match is None:
+        raise ContractError(
+            Code.INVALID_PAYLOAD,
+            f"media_type {media_type[:80]!r} is not of the form type/subtype",
+        )
+    if match.group(1).lower() not in limits.media_types:
+        raise ContractError(
+            Code.INVALID_PAYLOAD,
+            f"media_type {media_type[:80]!r}: the type is not one of"
+            f" {', '.join(limits.media_types)}",
+        )
+
+
+def check_title(title: str, limits: ArtifactLimits) -> None:
+    if not title or len(title) > limits.max_title:
+        raise ContractError(
+            Code.INVALID_PAYLOAD, f"title: 1 to {limits.max_title} characters, not {len(title)}"
+        )
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in title):
+        raise ContractError(Code.INVALID_PAYLOAD, "title: no control or format characters")
+
+
+def _write_durably(directory: Path, name: str, data: bytes) -> Path:
+    """`data` as `directory/name`, whole or not at all: a temporary file, fsynced, renamed
+    into place, the directory fsynced."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temporary = directory / f"{_TEMPORARY}{name}"
+    final = directory / name
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        half = len(data) // 2
+        _write_all(fd, memoryview(data)[:half])
+        crash_point("store.artifact_mid_file")
+        _write_all(fd, memoryview(data)[half:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temporary, final)
+    _fsync_dir(directory)
+    return final
+
+
+def _write_all(fd: int, view: memoryview) -> None:
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class ArtifactTables(Actor):
+    """The store's handlers for artifacts (mixed into `StoreActor`)."""
+
+    db: sqlite3.Connection
+    _once: Callable[[Message, Callable[[], Any]], Any]
+    _audit: Callable[[str, str, str | None, int | None, str], None]
+
+    # -- the store's side: where, how much, what a crash left ----------------------------
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return Path(str(self.config["data_dir"])) / ARTIFACTS_DIR
+
+    @property
+    def artifact_limits(self) -> ArtifactLimits:
+        limits = getattr(self, "_artifact_limits", None)
+        if limits is None:
+            limits = ArtifactLimits.model_validate(self.config.get("artifact_limits") or {})
+            self._artifact_limits: ArtifactLimits = limits
+        return limits
+
+    def sweep_artifacts(self) -> int:
+        """Remove every file of the artifact directory that no row names (temporary files,
+        a create or a removal cut short by a crash); how many went."""
+        if not self.artifacts_dir.is_dir():
+            return 0
+        known = {row[0] for row in self.db.execute("SELECT artifact_id FROM artifacts")}
+        swept = 0
+        for entry in os.scandir(self.artifacts_dir):
+            if entry.name not in known:
+                Path(entry.path).unlink(missing_ok=True)
+                swept += 1
+        if swept:
+            _fsync_dir(self.artifacts_dir)
+        return swept
+
+    def _artifact_refused(self, msg: Message, error: ContractError) -> ContractError:
+        """Audit an app's refusal (at most once per sender every `REFUSAL_AUDIT_S`, with the
+        count since); the error to raise."""
+        refusals: dict[str, tuple[int, float]] = self.__dict__.setdefault("_refusals", {})
+        count, last = refusals.get(msg.sender, (0, 0.0))
+        now = time.monotonic()
+        if last and now - last < REFUSAL_AUDIT_S:
+            refusals[msg.sender] = (count + 1, last)
+            return error
+        refusals[msg.sender] = (0, now)
+        detail = f"{msg.sender} {msg.type}: {error.detail} ({count + 1} refused)"
+        self.db.execute("BEGIN IMMEDIATE")
+        self._audit(str(error.code), detail, msg.id, None, msg.sender)
+        self.db.execute("COMMIT")
+        return error
+
+    def _scope_of(self, msg: Message) -> str:
+        """The app a request is from: the sender the supervisor stamped."""
+        if not msg.sender.startswith("app."):
+            raise ContractError(Code.SENDER_NOT_ALLOWED, f"{msg.type} is an app's to send")
+        return msg.sender.removeprefix("app.")
+
+    def _instance_in(self, scope: str, conversation_id: str) -> str | None:
+        row = self.db.execute(
+            "SELECT instance_id FROM app_instances WHERE app_scope = ? AND conversation_id = ?"
+            f" AND state NOT IN {_ENDED_STATES} ORDER BY updated_ms DESC LIMIT 1",
+            (scope, conversation_id),
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def _check_quota(self, scope: str, size: int) -> None:
+        limits = self.artifact_limits
+        if size > limits.max_bytes:
+            raise ContractError(
+                Code.TOO_LARGE, f"{size} bytes; an artifact holds at most {limits.max_bytes}"
+            )
+        count, total = self.db.execute(
+            "SELECT count(*), coalesce(sum(size), 0) FROM artifacts WHERE app_scope = ?",
+            (scope,),
+        ).fetchone()
+        if count >= limits.max_count:
+            raise ContractError(Code.QUOTA_EXCEEDED, f"the app keeps {count} artifacts, its most")
+        if total + size > limits.max_total_bytes:
+            raise ContractError(
+                Code.QUOTA_EXCEEDED,
+                f"the app's artifacts would hold {total + size} bytes, over its"
+                f" {limits.max_total_bytes}",
+            )
+
+    def _readable(self, msg: Message, artifact_id: str) -> dict[str, Any]:
+        """The row of an artifact the sender may read: its own app's, the chat's (any), or
+        the runtime's own actors' (any)."""
+        row = artifact_row(self.db, artifact_id) if ARTIFACT_ID.match(artifact_id) else None
+        reads_any = not msg.sender.startswith("app.") or msg.sender == f"app.{SCOPE_CHAT}"
+        if not reads_any and (row is None or msg.sender != f"app.{row['app_scope']}"):
+            raise ContractError(
+                Code.OWNERSHIP_MISMATCH, f"{artifact_id[:80]!r} is not one of this app's"
+            )
+        if row is None:
+            raise ContractError(Code.ARTIFACT_NOT_FOUND, f"no artifact {artifact_id[:80]!r}")
+        return row
+
+    # -- handlers ------------------------------------------------------------------------
+
+    def _checked_create(self, msg: Message) -> dict[str, Any]:
+        """A create's fields once its sender, media type, title and conversation passed:
+        the row it makes, but for its id, size, digest and time."""
+        scope = self._scope_of(msg)
+        body = msg.body
+        media_type, title = str(body["media_type"]), str(body["title"])
+        check_media_type(media_type, self.artifact_limits)
+        check_title(title, self.artifact_limits)
+        conversation = body.get("conversation_id")
+        instance = None
+        if conversation is not None:
+            instance = self._instance_in(scope, str(conversation))
+            if instance is None:
+                raise ContractError(
+                    Code.OWNERSHIP_MISMATCH,
+                    f"conversation {str(conversation)[:80]!r} has no instance of {scope}",
+                )
+        return {
+            "app_scope": scope,
+            "instance_id": instance,
+            "conversation_id": conversation,
+            "title": title,
+            "media_type": media_type,
+        }
+
+    @handles("store.artifacts.create")
+    async def artifacts_create(self, msg: Message) -> Any:
+        """Body `data`, `media_type`, `title`, `conversation_id`?; reply the reference
+        {artifact_id, title, media_type, size}, once per request."""
+        try:
+            fields = self._checked_create(msg)
+        except ContractError as error:
+            raise self._artifact_refused(msg, error) from None
+        data = bytes(msg.body["data"])
+
+        def apply() -> dict[str, Any]:
+            self._check_quota(fields["app_scope"], len(data))
+            row = {
+                **fields,
+                "artifact_id": f"art_{new_id()}",
+                "size": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "created_ms": int(time.time() * 1000),
+            }
+            path = _write_durably(self.artifacts_dir, row["artifact_id"], data)
+            try:
+                self.db.execute(
+                    f"INSERT INTO artifacts ({', '.join(ARTIFACT_COLUMNS)})"
+                    f" VALUES ({', '.join('?' * len(ARTIFACT_COLUMNS))})",
+                    tuple(row[c] for c in ARTIFACT_COLUMNS),
+                )
+                crash_point("store.artifact_before_commit")
+            except BaseException:
+                path.unlink(missing_ok=True)  # the row is not written: neither is the file
+                raise
+            return reference(row)
+
+        try:
+            return self._once(msg, apply)
+        except ContractError as error:  # a quota: the transaction wrote nothing
+            raise self._artifact_refused(msg, error) from None
+
+    @handles("store.artifacts.read")
+    async def artifacts_read(self, msg: Message) -> Any:
+        """Body `artifact_id`; reply {artifact: its row, data: its bytes}."""
+        artifact_id = str(msg.body["artifact_id"])
+        try:
+            row = self._readable(msg, artifact_id)
+        except ContractError as error:
+            if msg.sender.startswith("app."):
+                raise self._artifact_refused(msg, error) from None
+            raise
+        data = (self.artifacts_dir / row["artifact_id"]).read_bytes()
+        return {"artifact": row, "data": data}
+
+    @handles("store.artifacts.meta")
+    async def artifacts_meta(self, msg: Message) -> Any:
+        """Body `artifact_id`; reply {artifact: its row, or null}."""
+        artifact_id = str(msg.body["artifact_id"])
+        found = artifact_row(self.db, artifact_id) if ARTIFACT_ID.match(artifact_id) else None
+        return {"artifact": found}
+
+    @handles("store.artifacts.list")
+    async def artifacts_list(self, msg: Message) -> Any:
+        """The sender's own artifacts, oldest first: {artifacts: [row]}."""
+        scope = self._scope_of(msg)
+        return {"artifacts": artifact_rows(self.db, "app_scope = ?", (scope,))}
