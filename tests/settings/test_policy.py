@@ -1,0 +1,100 @@
+"""The tool policy, edited through the settings app and `lineup settings policy --set`: a
+good policy is in force at once (the agent is given a new inventory revision without the
+denied tool, and the reason is shown), a broken one is refused with its code and one
+sentence and nothing changes: not the file, not the revision."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.runtime.helpers import CONVERSATION, Stack
+from tests.tools.helpers import conversation_open, new_revision, revision_of, sent, tools_of
+
+from .helpers import KEEPER, SettingsUi, install_keeper, settings, settings_json
+
+POLICY = "tool_policy.json"
+
+
+def _published(stack: Stack, revision: int) -> list[str]:
+    """The methods of the inventory the agent is given at `revision` (its outbox item)."""
+    [envelope] = [
+        e for e in sent(stack, "lineup.inventory") if e["payload"]["revision"] == str(revision)
+    ]
+    return [tool["method"] for tool in envelope["payload"]["tools"]]
+
+
+def _visibility(view: dict[str, Any], method: str) -> dict[str, Any]:
+    [inventory] = [i for i in view["inventories"] if i["conversation_id"] == CONVERSATION]
+    return next(e for e in inventory["visibility"] if e["method"] == method)
+
+
+async def test_a_policy_edit_changes_what_the_agent_sees(
+    stack: Stack, keeper: tuple[Path, Path], tmp_path: Path
+) -> None:
+    data_dir = stack.data_dir
+    _, first = await conversation_open(stack)
+    await install_keeper(data_dir, keeper)
+    before = await new_revision(stack, first)
+    assert "keeper.note" in tools_of(stack)
+
+    # Denied from the settings app: in force at once, a new revision without the tool.
+    ui = SettingsUi(data_dir)
+    outcome = await ui.act("set_policy", policy={"deny": [f"{KEEPER}/*"]})
+    assert outcome["ok"], outcome
+    denied = int(outcome["result"]["revisions"][CONVERSATION])
+    assert denied > before
+    assert await new_revision(stack, before) == denied
+    assert "keeper.note" not in tools_of(stack)
+    assert "keeper.note" not in _published(stack, denied)
+    assert json.loads((data_dir / POLICY).read_text()) == {"deny": ["keeper/*"]}
+    shown = ui.view()["policy"]
+    assert shown["policy"] == {"deny": ["keeper/*"]}
+    note = _visibility(shown, "keeper.note")
+    assert (note["visible"], note["reason"]) == (
+        False,
+        "denied by tool policy rule deny[1] (keeper/*)",
+    )
+    assert [
+        (a["code"], a["source"]) for a in stack.audit() if a["code"].startswith("tool_policy")
+    ] == [("tool_policy.replace", "tool_router")]
+
+    # Broken policies, from the app and from the CLI: refused, nothing changes.
+    written = (data_dir / POLICY).read_bytes()
+    outcome = await ui.act("set_policy", policy={"deny": [3]})
+    assert (outcome["ok"], outcome["code"]) == (False, "invalid_payload"), outcome
+    assert outcome["detail"] == (
+        "the policy cannot be used: deny[1]: a rule is a string or an object with a `tool` glob"
+    )
+    outcome = await ui.act("set_policy", policy="deny everything")
+    assert (outcome["ok"], outcome["code"]) == (False, "invalid_payload"), outcome
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"allow": "keeper/*"}))
+    code, out, err = await settings(data_dir, "policy", "--set", broken)
+    assert code == 1, out + err
+    assert err.strip() == (
+        f"error: the policy in {broken} was refused, nothing changed: the policy cannot be"
+        " used: allow: must be a list of rules; fix the file and run this again"
+    )
+    not_json = tmp_path / "not.json"
+    not_json.write_text('{"deny": [')
+    code, out, err = await settings(data_dir, "policy", "--set", not_json)
+    assert code == 2 and "is not JSON (line 1, column 11" in err and "nothing changed" in err, err
+    code, out, err = await settings(data_dir, "policy", "--set", tmp_path / "absent.json")
+    assert code == 2 and "cannot read" in err and "Traceback" not in err, err
+    assert (data_dir / POLICY).read_bytes() == written
+    assert revision_of(stack) == denied
+    assert (await settings_json(data_dir, "policy"))["broken"] is None
+
+    # Allowed again with the CLI: the tool is back, in a newer revision.
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"allow": ["keeper/*", "chat/*"]}))
+    result = await settings_json(data_dir, "policy", "--set", good)
+    allowed = int(result["revisions"][CONVERSATION])
+    assert allowed > denied
+    assert await new_revision(stack, denied) == allowed
+    assert "keeper.note" in _published(stack, allowed)
+    view = await settings_json(data_dir, "policy")
+    assert view["policy"] == {"allow": ["keeper/*", "chat/*"]}
+    assert _visibility(view, "keeper.note")["visible"] is True
