@@ -26,3 +26,19 @@ def keeper(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     code, _, err = lineup("app", "sign", bundle, "--key", root / "keys" / "archivist.key")
     assert code == 0, err
     return bundle, root / "keys" / "archivist.pub"
+
+
+@pytest.fixture(scope="session")
+def asker(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the signed bundle of the capability tests' app, which asks for capabilities when the
+    agent tells it to, and its publisher's public key)."""
+    root = tmp_path_factory.mktemp("asker")
+    code, _, err = lineup("app", "keygen", "--out", root / "keys", "--name", "asker")
+    assert code == 0, err
+    bundle = root / "asker.bundle"
+    source = REPO_ROOT / "tests" / "capabilities" / "keeper"
+    code, _, err = lineup("app", "build", source, "--out", bundle)
+    assert code == 0, err
+    code, _, err = lineup("app", "sign", bundle, "--key", root / "keys" / "asker.key")
+    assert code == 0, err
+    return bundle, root / "keys" / "asker.pub"
