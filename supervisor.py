@@ -83,7 +83,12 @@ RUNTIME_CHILDREN = [
         "ToolRouterActor",
         core_apps=list(CORE_MANIFESTS.values()),
     ),
-    _actor("capability_gateway", "actors.capability_gateway", "CapabilityGatewayActor"),
+    _actor(
+        "capability_gateway",
+        "actors.capability_gateway",
+        "CapabilityGatewayActor",
+        core_apps=list(CORE_MANIFESTS.values()),
+    ),
     *map(_core_app, CORE_APPS),
     _actor("transport", "actors.transport", "TransportActor"),
     # The user's side: UI sessions and host lifecycle intents.
@@ -113,6 +118,7 @@ def default_config(
         "store": {"data_dir": str(root)},
         "app_manager": {"data_dir": str(root)},
         "tool_router": {"data_dir": str(root)},
+        "capability_gateway": {"data_dir": str(root)},
         **{
             f"app.{scope}": {"app_scope": scope, "app_dir": str(root / "apps" / scope)}
             for scope in CORE_MANIFESTS

@@ -8,6 +8,7 @@ lineup app ...             make, sign and verify app bundles; install and manage
 lineup appserver           run the reference AppServer (the embedded default's peer)
 lineup agent ...           send agent messages, run the demo agent, see its tools, call one
 lineup tools ...           agent tools as the runtime sees them: inventories, calls
+lineup capabilities ...    what apps were allowed to do: list the grants, revoke one
 lineup settings ...        grants, the tool policy, the default app, each app's data
 lineup artifacts ...       the artifacts apps made: list them, show one
 lineup bench ...           measure the runtime and the command line beside bare baselines
@@ -42,6 +43,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "appserver": ("lineup.appserver_cmd", "run the reference AppServer in the foreground"),
     "agent": ("lineup.agent_cmd", "act as the remote agent: send, demo, inventory, call"),
     "tools": ("lineup.tools_cmd", "agent tools as the runtime sees them: inventories, calls"),
+    "capabilities": (
+        "lineup.capabilities_cmd",
+        "what apps were allowed to do: list the grants, revoke one",
+    ),
     "settings": (
         "lineup.settings_cmd",
         "grants, the tool policy, the default app, each app's data",

@@ -1,16 +1,22 @@
-"""The capability_gateway actor: capability requests, consent and audit.
+"""The capability_gateway actor: capability requests, consent and audit (`_actor`); the
+requesting app's facts (`_apps`), the policy (`_policy`), the rate limit (`_rates`), this
+host's providers (`_providers`) and saving files safely (`_files`).
 
-For now it runs under the supervisor and answers the kernel's statistics requests; its
-handlers arrive with the issue named above.
+- `capability_gateway.request` (a call, from any app): `request_id`, `capability`,
+  `purpose`, `input`?, `timeout_ms`? → {`status`, `output`, `code`?};
+- `capability_gateway.consent` (from the chat app or the host): `request_id` (the
+  gateway's key), `answer` once / session / always / deny / dismiss;
+- `capability_gateway.grants` (a call, from the settings app or the operator): →
+  {`grants`: [{`app_scope`, `capability`, `scope`, `granted_ms`}]};
+- `capability_gateway.revoke` (a call, from the settings app or the operator):
+  `app_scope`, `capability` → {`revoked`}.
+
+It sends `app.capability.consent` to the chat app (a consent card opened, then closed with
+how it ended) and keeps its rows through the store (`store.capabilities.*`).
 """
 
-from actors.kernel import Actor
+from ._actor import CapabilityGatewayActor
+from ._files import DOWNLOADS_DIR
+from ._providers import NOTIFICATIONS_FILE, read_notifications
 
-from .door import DOOR
-
-
-class CapabilityGatewayActor(Actor):
-    door = DOOR
-
-
-__all__ = ["CapabilityGatewayActor"]
+__all__ = ["DOWNLOADS_DIR", "NOTIFICATIONS_FILE", "CapabilityGatewayActor", "read_notifications"]

@@ -1,5 +1,58 @@
-"""What the capability gateway takes: nothing yet."""
+"""What the capability gateway takes, and from whom: a request from any app process (whose
+scope is the sender the supervisor stamped, never a body field), the user's answer to a
+consent card from the chat app (where the user answers it) or the host (the user's side),
+and a revocation from the operator (`lineup capabilities revoke`, on the control socket) or
+the settings app, which alone also lists the grants in force for the user."""
 
-from actors.kernel import Door
+from __future__ import annotations
 
-DOOR = Door({})
+from typing import Annotated, Any, Literal, NotRequired
+
+from pydantic import ConfigDict, Field
+from typing_extensions import TypedDict
+
+from actors.contracts import SCOPE_CHAT, SCOPE_SETTINGS
+from actors.kernel import APPS, Door, accept
+
+_CLOSED = ConfigDict(extra="forbid")
+# An app's own id for a request: what it asks again with to learn the outcome.
+_REQUEST_ID = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,80}$")]
+# The gateway's key of a request: `<app_scope>/<the app's request id>`.
+_REQUEST_KEY = Annotated[str, Field(pattern=r"^[a-z0-9_.-]{1,64}/[A-Za-z0-9_.:-]{1,80}$")]
+_NAME = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class Request(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    request_id: _REQUEST_ID
+    capability: _NAME
+    purpose: Annotated[str, Field(min_length=1, max_length=500)]
+    input: NotRequired[Any]
+    timeout_ms: NotRequired[Annotated[int, Field(ge=1_000, le=600_000)]]
+
+
+class Consent(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    request_id: _REQUEST_KEY
+    answer: Literal["once", "session", "always", "deny", "dismiss"]
+
+
+class Revoke(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    app_scope: _NAME
+    capability: _NAME
+
+
+class NoFields(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+
+
+DOOR = Door(
+    {
+        "capability_gateway.request": accept(APPS, body=Request),
+        "capability_gateway.consent": accept(f"app.{SCOPE_CHAT}", "host", body=Consent),
+        "capability_gateway.revoke": accept("debug", f"app.{SCOPE_SETTINGS}", body=Revoke),
+        # The grants in force, for the user's settings app (which also revokes them).
+        "capability_gateway.grants": accept(f"app.{SCOPE_SETTINGS}", body=NoFields),
+    }
+)

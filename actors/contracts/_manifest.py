@@ -52,6 +52,7 @@ RUNTIME_SDK_FEATURES: Final = frozenset(
         "app.tools.v1",
         "app.session-data.v1",
         "artifact.create.v1",
+        "capability.request.v1",
     }
 )
 _TOOLS_FEATURE: Final = "app.tools.v1"

@@ -19,6 +19,7 @@ _LAZY = {
     "Actor": "._actor",
     "ActorStatistics": "._actor",
     "CallFailed": "._actor",
+    "REPLY_LATER": "._actor",
     "CallTimeout": "._actor",
     "Message": "._actor",
     "handles": "._actor",
@@ -70,6 +71,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from ._actor import (
+        REPLY_LATER,
         Actor,
         ActorStatistics,
         CallFailed,
@@ -111,6 +113,7 @@ __all__ = [
     "APPS",
     "DEFAULT_MAX_FRAME",
     "OPEN_DOOR",
+    "REPLY_LATER",
     "Accept",
     "Actor",
     "ActorStatistics",

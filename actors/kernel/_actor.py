@@ -75,6 +75,16 @@ Handler = Callable[[Any, Message], Awaitable[Any]]
 H = TypeVar("H", bound=Handler)
 
 
+class ReplyLater:
+    """What a handler returns when its call's answer waits on something that must not hold
+    the mailbox (the user, a deadline): the message is done, and the actor answers later
+    with `Actor.reply`. Whatever the actor needs to answer after a crash (the caller and
+    the request's id) it keeps in its own store first."""
+
+
+REPLY_LATER = ReplyLater()
+
+
 # Kernel notices arrive as ordinary mailbox messages (sender "supervisor"), so an actor
 # may handle them; every other `kernel.` type is channel protocol, never a message.
 KERNEL_NOTICES = frozenset({"kernel.actor_failed"})
@@ -218,6 +228,24 @@ class Actor:
             except CallTimeout:
                 timeout = min(timeout * 2, max_timeout)
                 log.debug("%s did not answer %s %s yet; asking again", to, type, id)
+
+    async def reply(
+        self,
+        caller: str,
+        request_id: str,
+        body: Any = None,
+        *,
+        error: ContractError | None = None,
+    ) -> None:
+        """Answer the call `request_id` from `caller` whose handler returned `REPLY_LATER`.
+        The supervisor keeps the first answer to a call (and gives it again to a caller
+        that asks again with the same id); a later one is dropped."""
+        frame: dict[str, Any] = {"type": "kernel.reply", "corr": request_id, "to": caller}
+        if error is not None:
+            frame["error"] = error.to_dict()
+        else:
+            frame["body"] = pack_body(body)
+        await self._connected().send(frame)
 
     async def supervise(self, op: str, *, timeout: float = 90.0, **fields: Any) -> Any:
         """Ask the supervisor to `start` a dynamic child (`spec=` a ChildSpec as a map) or
@@ -409,7 +437,7 @@ class _Session:
                 await self.failed(msg, exc)
                 continue
             _emitting.reset(token)
-            if msg.wants_reply:
+            if msg.wants_reply and value is not REPLY_LATER:
                 reply: Frame = {"type": "kernel.reply", "corr": msg.id, "to": msg.sender}
                 if outcome == "ok":
                     reply["body"] = pack_body(value)

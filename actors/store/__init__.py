@@ -22,6 +22,10 @@ each, and its body's type, is in `door`:
 | `store.session_data.get` | call | an app's: `instance_id`? → `instance_id`, `data`, `revision` |
 | `store.session_data.replace` | call | an app's: `instance_id`?, `data`, `expected_revision` → |
 | | | `instance_id`, `revision` |
+| `store.capabilities.load` | call | → open `requests`, `grants` (the capability gateway's state) |
+| `store.capabilities.get` | call | `request_id` → `request` (its row, or null) |
+| `store.capabilities.write` | call | a gateway step (request rows, grants, a revoke, audit) → |
+| | | `known`, `revoked` |
 | `store.artifacts.create` | call | an app's: `data`, `media_type`, `title`, `conversation_id`? → |
 | | | the reference {`artifact_id`, `title`, `media_type`, `size`} |
 | `store.artifacts.read` | call | `artifact_id` → `artifact` (its row), `data` (its own app, chat) |
@@ -51,6 +55,7 @@ from typing import Any
 from ._actor import StoreActor
 from ._apps import OPERATION_COLUMNS, load_apps, operation_from_row
 from ._artifacts import artifact_rows
+from ._capabilities import read_grants
 from ._schema import DB_FILE, open_db
 from ._session_data import SUMMARY_COLUMNS, SessionDataLimits
 from ._tools import CALL_COLUMNS, INVENTORY_COLUMNS, rows_of
@@ -126,6 +131,7 @@ __all__ = [
     "read_artifact",
     "read_artifacts",
     "read_audit",
+    "read_grants",
     "read_inventories",
     "read_lifecycle",
     "read_operation",

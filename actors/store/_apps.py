@@ -149,7 +149,7 @@ def write_apps(db: sqlite3.Connection, body: dict[str, Any]) -> None:
 # The registry is the app manager's: an app (any actor) that could write it would enable
 # itself, change its subscriptions or point a record at a directory of its choosing.
 WRITERS: Final = frozenset({"app_manager"})
-READERS: Final = frozenset({"app_manager", "router", "tool_router"})
+READERS: Final = frozenset({"app_manager", "router", "tool_router", "capability_gateway"})
 
 
 def _only(msg: Message, senders: frozenset[str]) -> None:

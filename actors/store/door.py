@@ -166,7 +166,9 @@ DOOR = Door(
         "store.outbox.settle": accept("transport", body=OutboxVerdict),
         "store.audit": accept("host", "router", "app_manager", "tool_router", body=Audit),
         "store.lifecycle.set": accept("transport", body=Lifecycle),
-        "store.apps.load": accept("app_manager", "router", "tool_router", body=Empty),
+        "store.apps.load": accept(
+            "app_manager", "router", "tool_router", "capability_gateway", body=Empty
+        ),
         "store.apps.write": accept("app_manager", body=AppsWrite),
         "store.tools.load": accept("tool_router", body=Empty),
         "store.tools.get": accept("tool_router", body=CallId),
@@ -181,5 +183,9 @@ DOOR = Door(
         "store.artifacts.read": accept(APPS, "capability_gateway", body=ArtifactId),
         "store.artifacts.list": accept(APPS, body=Empty),
         "store.artifacts.meta": accept("tool_router", "capability_gateway", body=ArtifactId),
+        # The capability gateway's requests and the user's grants (`_capabilities`).
+        "store.capabilities.load": accept("capability_gateway", body=Empty),
+        "store.capabilities.get": accept("capability_gateway", body=RequestId),
+        "store.capabilities.write": accept("capability_gateway", body=CapabilitiesWrite),
     }
 )

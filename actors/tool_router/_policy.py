@@ -7,7 +7,8 @@ A rule is a glob over `app_scope/method`, or an object with `tool` and optionall
 and `conversation` globs (each `*` when left out). No file allows everything. With an
 `allow` list, only the tools it matches are allowed; a `deny` rule that matches hides the
 tool whatever `allow` says (deny beats allow). A file that cannot be read or does not
-follow this shape hides every tool, naming why: a broken policy never widens access.
+follow this shape hides every tool, naming why: a broken policy never widens access. A
+`capabilities` section holds the capability gateway's rules and is not read here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any, Final
 
 POLICY_FILE: Final = "tool_policy.json"
+# The capability gateway's rules live in the same file, in a section of their own.
+CAPABILITIES_SECTION: Final = "capabilities"
 MAX_POLICY_BYTES: Final = 256 * 1024
 
 
@@ -77,7 +80,7 @@ def parse_policy(raw: Any) -> Policy:
     """A `Policy` from the file's JSON value; raises ValueError naming the first problem."""
     if not isinstance(raw, dict):
         raise ValueError("the file must hold a JSON object")  # noqa: TRY004 - a bad file, one error type
-    extra = set(raw) - {"allow", "deny"}
+    extra = set(raw) - {"allow", "deny", CAPABILITIES_SECTION}
     if extra:
         raise ValueError(f"unknown field {sorted(extra)[0]!r}")
     lists = {}

@@ -12,6 +12,8 @@ from typing import Any
 
 from apps.sdk import RuntimeApp, declare_app
 
+from ._consent import consent_input
+
 
 @declare_app(
     app_scope="chat",
@@ -33,7 +35,11 @@ class ChatApp(RuntimeApp):
 
     async def on_input(self, body: dict[str, Any]) -> None:
         """`{"kind": "send", "conversation_id", "text"}` or `{"kind": "answer",
-        "conversation_id", "interaction_id", "selected" | "confirmed" | "text"}`."""
+        "conversation_id", "interaction_id", "selected" | "confirmed" | "text"}`; an answer
+        to a capability consent card, or `{"kind": "dismiss", "conversation_id",
+        "interaction_id"}`, goes to the capability gateway (`_consent`)."""
+        if await consent_input(self.sdk, body):  # a consent card's answer: the runtime's
+            return
         conversation = body.get("conversation_id")
         if body.get("kind") == "send":
             await self.sdk.actions.dispatch(

@@ -36,7 +36,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     pos INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,              -- 'agent' (delivered), 'action' (dispatched), 'tool'
+    kind TEXT NOT NULL,              -- 'agent' (delivered), 'action' (dispatched), 'tool',
+                                     -- 'consent' (a capability consent card)
     conversation_id TEXT NOT NULL,
     type TEXT NOT NULL,
     body TEXT NOT NULL,
@@ -137,6 +138,20 @@ class EventLog:
                     event.get("code"),
                     time.time_ns(),
                 ),
+            )
+            return True
+
+    def add_consent_event(self, kernel_id: str, card: dict[str, Any]) -> bool:
+        """Record a consent card the capability gateway opened or closed; False if that
+        message was recorded already."""
+        with applied_once(self.db, kernel_id) as fresh:
+            if not fresh:
+                return False
+            self.db.execute(
+                "INSERT INTO events (id, kind, conversation_id, type, body, state, at_ns)"
+                " VALUES (?, 'consent', ?, 'lineup.capability.consent', ?, ?, ?)"
+                " ON CONFLICT(id) DO NOTHING",
+                (kernel_id, card["conversation_id"], _encode(card), card["state"], time.time_ns()),
             )
             return True
 

@@ -17,7 +17,9 @@ An app subclasses `RuntimeApp` and uses only `self.sdk`:
   `get`, `replace(data, expected_revision)`, `subscribe(listener)` (`_session_data`);
 - `sdk.tools`: the agent's tool calls, each run by its `@tool` handler in a task of its
   own (`_tools`): `progress(call_id, ...)`, and `complete(call_id, output)` /
-  `fail(call_id, code)` for a call whose handler returned `sdk.tools.PENDING`.
+  `fail(call_id, code)` for a call whose handler returned `sdk.tools.PENDING`;
+- `sdk.capabilities.request(capability, purpose, input)`: a system effect, with the user's
+  consent, through the capability gateway (`_capabilities`).
 
 The process's kernel mailbox is the app's App Inbox: what the router delivers while
 the app is not running waits there and is replayed, in order, when it starts. Deliveries
@@ -40,6 +42,7 @@ from actors.contracts import Code, ContractError
 from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
 from ._artifacts import ArtifactsAPI
+from ._capabilities import GATEWAY, CapabilitiesAPI
 from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
 from ._session_data import SessionDataAPI, SessionDataInbox
@@ -194,6 +197,7 @@ class SDK:
         self.tools = ToolsAPI(app)
         self.artifacts = ArtifactsAPI(app)
         self.session_data = SessionDataAPI(app)
+        self.capabilities = CapabilitiesAPI(app)
 
 
 class RuntimeApp(SessionDataInbox, Actor):
@@ -317,6 +321,16 @@ class RuntimeApp(SessionDataInbox, Actor):
         # arguments, activation): a call from anyone else is not the agent's.
         self._from(msg, TOOL_ROUTER)
         await self.sdk.tools._invoke(msg.id, dict(msg.body))
+
+    @handles("app.capability.consent")
+    async def _capability_consent(self, msg: Message) -> None:
+        """A consent card opened or closed, for the timeline: the gateway's word only."""
+        self._from(msg, GATEWAY)
+        card = dict(msg.body)
+        if self._log.add_consent_event(msg.id, card):
+            await self._apply(
+                {"kind": "consent", "conversation_id": card["conversation_id"], "body": card}
+            )
 
     @handles("app.tool.cancel")
     async def _tool_cancel(self, msg: Message) -> None:

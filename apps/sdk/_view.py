@@ -14,6 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# How the user answers a capability consent card (the gateway's answers, by option id).
+CONSENT_OPTIONS: tuple[dict[str, str], ...] = (
+    {"id": "once", "label": "Allow once"},
+    {"id": "session", "label": "Allow until the runtime restarts"},
+    {"id": "always", "label": "Always allow"},
+    {"id": "deny", "label": "Deny"},
+)
 # What the timeline keeps of an artifact a tool call handed the agent.
 _ARTIFACT_FIELDS = ("artifact_id", "title", "media_type", "size")
 
@@ -38,6 +45,8 @@ class ConversationView:
             self._agent(event, body)
         elif event["kind"] == "tool":
             self._tool(body)
+        elif event["kind"] == "consent":
+            self._consent(body)
         else:
             self._action(event, body)
 
@@ -114,6 +123,44 @@ class ConversationView:
         reference = step.get("artifact")
         if isinstance(reference, dict):  # what the call handed the agent: never a path
             item["artifact"] = {k: reference.get(k) for k in _ARTIFACT_FIELDS}
+
+    def _consent(self, card: dict[str, Any]) -> None:
+        """A capability consent card: a question from the runtime (`origin: runtime`), not
+        the agent, answered with one of `CONSENT_OPTIONS`; closed by the runtime once the
+        request is decided, whoever or whatever decided it."""
+        key = card["request_id"]
+        if card["state"] != "asking":
+            self.pending_interactions.pop(key, None)
+            position = self._index.get(key)
+            if position is not None:
+                self.timeline[position]["state"] = str(card.get("outcome") or "answered")
+            return
+        if key in self._index:
+            return
+        prompt = f"{card['app_scope']} asks to use {card['capability']}: {card['purpose']}"
+        interaction = {
+            "interaction_id": key,
+            "kind": "choice",
+            "prompt": prompt,
+            "options": [dict(option) for option in CONSENT_OPTIONS],
+            "origin": "runtime",
+            "message_id": key,
+            "app_scope": card["app_scope"],
+            "capability": card["capability"],
+            "deadline_ms": card.get("deadline_ms"),
+        }
+        self.pending_interactions[key] = interaction
+        self._add(
+            {
+                "id": key,
+                "sender": "runtime:capabilities",
+                "kind": "interaction",
+                "text": prompt,
+                "format": "plain",
+                "interaction": interaction,
+                "state": "waiting",
+            }
+        )
 
     def _action(self, event: dict[str, Any], action: dict[str, Any]) -> None:
         state = event["state"]

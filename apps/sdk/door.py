@@ -52,6 +52,8 @@ DOOR = Door(
         "app.tool.cancel": accept("tool_router", body=ToolCancel),
         # The interaction app's view of the agent's tool calls (a step of one call).
         "app.tool.event": accept("tool_router", body=dict[str, Any]),
+        # A capability consent card opened or closed (the interaction app shows it).
+        "app.capability.consent": accept("capability_gateway", body=dict[str, Any]),
         # A committed replace of the app's own session data, announced after the commit.
         "app.session_data.changed": accept("store", body=SessionDataChanged),
     }

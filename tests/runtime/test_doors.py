@@ -13,6 +13,7 @@ SDK_SURFACE = {
     ("router", "router.action"),
     ("app_manager", "app_manager.request"),
     ("tool_router", "tool_router.report"),
+    ("capability_gateway", "capability_gateway.request"),
     ("store", "store.session_data.get"),
     ("store", "store.session_data.replace"),
     ("store", "store.artifacts.create"),
@@ -51,6 +52,11 @@ def test_an_app_reaches_only_its_sdk() -> None:
         if door.allows(message_type, "app.whiteboard")
     }
     assert reachable == SDK_SURFACE
+    # The user's answer to a consent card: the chat app (where the user answers) or the host.
+    assert doors["capability_gateway"].senders_of("capability_gateway.consent") == {
+        "app.chat",
+        "host",
+    }
     assert not [t for t in app_door.types() if app_door.allows(t, "app.whiteboard")]
     assert all(APPS not in app_door.senders_of(t) for t in app_door.types())
     # Nobody may send a type no door declares, the operator included.

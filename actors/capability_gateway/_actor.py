@@ -1,0 +1,452 @@
+"""The capability gateway actor: the one way an app gets a system effect.
+
+A request (`capability_gateway.request`, a call from an app process) is checked in a fixed
+order, and the first check that fails is its outcome: the capability is declared in the
+app's manifest, the app is enabled (else `permission_denied`); this host serves it
+(`unsupported_on_host`); the app is in the foreground when the capability needs it
+(`permission_denied`); the policy allows it (`policy_denied`); the app has not asked too
+often (`failed`, code `rate_limited`); its input has the capability's shape (`failed`, code
+`invalid_payload`). Then the user decides, unless a grant of theirs covers it: a consent
+card in the chat (`app.capability.consent`), answered once / for this session / always /
+deny (`permission_denied`), dismissed (`cancelled_by_user`) or left unanswered until the
+request's deadline (`expired`). Then the provider runs.
+
+Every step is one store transaction with its audit row (`store.capabilities.write`); the
+effect is recorded as started before it runs, so a gateway killed after an effect and
+before its record finds the request started at its next start: an effect that is safe to
+repeat runs again (`file.save` writes the same file), any other ends `in_doubt`, never run
+twice. The app's call is answered when the outcome is recorded; while the user decides the
+request waits in the store, not in the mailbox (`REPLY_LATER`), so other requests go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from actors.contracts import SCOPE_CHAT, CapabilityResult, Code, ContractError
+from actors.kernel import (
+    REPLY_LATER,
+    Actor,
+    CallFailed,
+    Message,
+    crash_point,
+    derive_id,
+    handles,
+    new_id,
+)
+
+from . import _files
+from ._apps import AppFacts, app_facts
+from ._policy import load_policy
+from ._providers import Effect, Provider, file_bytes, host_providers
+from ._rates import RateLimiter
+from .door import DOOR
+
+log = logging.getLogger("lineup.capability_gateway")
+
+DEADLINE_POLL_S: Final = 0.1
+DEFAULT_TIMEOUT_MS: Final = 60_000
+CARD_OPEN, CARD_CLOSED = 1, 2  # the slots of a request's two messages to the chat
+_CHAT: Final = f"app.{SCOPE_CHAT}"
+# Why a request ends without its effect: (status, code for the app, audit code, detail).
+Refusal = tuple[CapabilityResult, str | None, str, str]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Pending:
+    """A request that is not finished: its row and who waits for its outcome."""
+
+    row: dict[str, Any]
+    waiters: list[tuple[str, str]] = field(default_factory=list)
+
+    def wait(self, caller: str, kernel_id: str) -> None:
+        if (caller, kernel_id) not in self.waiters:
+            self.waiters.append((caller, kernel_id))
+
+
+def result_of(row: dict[str, Any]) -> dict[str, Any]:
+    """What the app is told: the status, the provider's output, and for `failed` a code."""
+    result: dict[str, Any] = {"status": row["status"], "output": row.get("output")}
+    if row["status"] == CapabilityResult.FAILED:
+        result["code"] = row.get("code") or str(Code.FAILED)
+    return result
+
+
+def _audit(code: str, row: dict[str, Any], detail: str) -> dict[str, Any]:
+    who = f"{row['capability']} for {row['app_scope']}"
+    return {
+        "code": f"capability.{code}",
+        "detail": f"{who}: {detail}",
+        "message_id": row["request_id"],
+    }
+
+
+def _finished(
+    row: dict[str, Any], status: CapabilityResult, code: str | None, output: Any = None
+) -> dict[str, Any]:
+    # The input is the app's data: it is not kept once the request is over.
+    return {
+        **row,
+        "state": "finished",
+        "status": str(status),
+        "code": code,
+        "output": output,
+        "input": None,
+        "updated_ms": now_ms(),
+    }
+
+
+class CapabilityGatewayActor(Actor):
+    door = DOOR
+
+    async def on_start(self) -> None:
+        self.data_dir = Path(str(self.config.get("data_dir", ".")))
+        self.core = {str(m["app_scope"]): m for m in self.config.get("core_apps", [])}
+        self.providers: dict[str, Provider] = host_providers(self.data_dir, os.environ)
+        self.rates = RateLimiter.from_config(self.config.get("rate_limit"))
+        self.call_timeout = float(self.config.get("call_timeout", 2.0))
+        self.open: dict[str, Pending] = {}
+        self.grants: dict[tuple[str, str], dict[str, Any]] = {}
+        self.counts = {status.value: 0 for status in CapabilityResult}
+        self.loaded = trio.Event()
+        self.nursery.start_soon(self._load)
+
+    def statistics_extra(self) -> dict[str, Any]:
+        return {
+            "serves": sorted(self.providers),
+            "open": len(self.open),
+            "grants": len(self.grants),
+            **self.counts,
+        }
+
+    async def store(self, type_: str, body: dict[str, Any]) -> Any:
+        return await self.call_until_answered(
+            "store", type_, body, id=new_id(), max_timeout=self.call_timeout
+        )
+
+    async def write(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One step into the store, waited for: what follows (an effect, an answer) comes
+        after its commit. A fresh id each: every write replaces whole rows."""
+        return dict(await self.store("store.capabilities.write", body))
+
+    async def _load(self) -> None:
+        state = await self.store("store.capabilities.load", {})
+        # A session grant lasts as long as this run of the runtime.
+        await self.write({"end_sessions": self.boot_id})
+        self.grants = {
+            (g["app_scope"], g["capability"]): g
+            for g in state["grants"]
+            if g["scope"] != "session" or g["boot"] == self.boot_id
+        }
+        for row in state["requests"]:
+            pending = Pending(row, [(row["caller"], row["kernel_id"])])
+            if row["state"] == "asking":
+                self.open[row["request_id"]] = pending
+                await self._card(row, "asking")
+            else:  # started before a crash: repeated if that is safe, else in doubt
+                await self._resume(pending)
+        self.loaded.set()
+        self.nursery.start_soon(self._watch_deadlines)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    @handles("capability_gateway.request")
+    async def request(self, msg: Message) -> Any:
+        await self.loaded.wait()
+        if not msg.sender.startswith("app."):  # the operator is no app: nothing to ask for
+            raise ContractError(Code.SENDER_NOT_ALLOWED, "only an app asks for a capability")
+        body = msg.body
+        scope = msg.sender.removeprefix("app.")
+        key = f"{scope}/{body['request_id']}"
+        pending = self.open.get(key)
+        if pending is not None:  # asked again while the user decides: answered with it
+            pending.wait(msg.sender, msg.id)
+            return REPLY_LATER
+        stored = (await self.store("store.capabilities.get", {"request_id": key}))["request"]
+        if stored is not None:  # decided already: the same outcome again, never a second run
+            return result_of(stored)
+        facts = app_facts(await self.store("store.apps.load", {}), scope, self.core)
+        created = now_ms()
+        row: dict[str, Any] = {
+            "request_id": key,
+            "app_scope": scope,
+            "capability": str(body["capability"]),
+            "purpose": str(body["purpose"]),
+            "input": body.get("input"),
+            "prepared": None,
+            "conversation_id": facts.conversation_id,
+            "caller": msg.sender,
+            "kernel_id": msg.id,
+            "state": "asking",
+            "status": None,
+            "code": None,
+            "output": None,
+            "created_ms": created,
+            "deadline_ms": created + int(body.get("timeout_ms") or DEFAULT_TIMEOUT_MS),
+            "updated_ms": created,
+        }
+        refusal = self._refusal(row, facts)
+        if refusal is not None:
+            status, code, audit_code, detail = refusal
+            finished = _finished(row, status, code)
+            await self.write({"insert": finished, "audit": [_audit(audit_code, row, detail)]})
+            self.counts[status.value] += 1
+            return result_of(finished)
+        grant = self.grants.get((scope, row["capability"]))
+        if grant is not None and grant["scope"] in ("session", "always"):
+            return await self._start(row, f"allowed by the user's {grant['scope']} grant")
+        await self.write(
+            {"insert": row, "audit": [_audit("consent_asked", row, "the user is asked")]}
+        )
+        self.open[key] = Pending(row, [(msg.sender, msg.id)])
+        await self._card(row, "asking")
+        return REPLY_LATER
+
+    def _refusal(self, row: dict[str, Any], facts: AppFacts) -> Refusal | None:
+        """The first check the request fails, in the contract's order, or None."""
+        capability, scope = row["capability"], row["app_scope"]
+        denied = CapabilityResult.PERMISSION_DENIED
+        if not facts.installed or capability not in facts.capabilities:
+            return denied, None, "permission_denied", "not declared in the app's manifest"
+        if not facts.enabled:
+            return denied, None, "permission_denied", "the app is disabled"
+        provider = self.providers.get(capability)
+        if provider is None:
+            return (
+                CapabilityResult.UNSUPPORTED_ON_HOST,
+                None,
+                "unsupported_on_host",
+                "this host does not offer it",
+            )
+        if provider.foreground and not facts.foreground:
+            return denied, None, "permission_denied", "it needs the app in the foreground"
+        why = load_policy(self.data_dir).refuses(scope, capability)
+        if why is not None:
+            return CapabilityResult.POLICY_DENIED, None, "policy_denied", why
+        if not self.rates.take(scope, capability):
+            limited = str(Code.RATE_LIMITED)
+            return CapabilityResult.FAILED, limited, limited, "asked too often; try later"
+        try:
+            provider.check(row["input"])
+        except ContractError as exc:
+            return CapabilityResult.FAILED, str(exc.code), str(exc.code), exc.detail
+        return None
+
+    # -- the user's answer --------------------------------------------------------------------
+
+    @handles("capability_gateway.consent")
+    async def consent(self, msg: Message) -> None:
+        await self.loaded.wait()
+        key, answer = str(msg.body["request_id"]), str(msg.body["answer"])
+        pending = self.open.get(key)
+        if pending is None or pending.row["state"] != "asking":
+            log.info("an answer to %s, which is not waiting for one, is ignored", key)
+            return
+        row = pending.row
+        row["state"] = "deciding"  # before any await: the deadline no longer applies
+        if answer in ("deny", "dismiss"):
+            status = (
+                CapabilityResult.PERMISSION_DENIED
+                if answer == "deny"
+                else CapabilityResult.CANCELLED_BY_USER
+            )
+            finished = _finished(row, status, None)
+            detail = "the user denied it" if answer == "deny" else "the user dismissed it"
+            await self.write(
+                {"requests": [finished], "audit": [_audit(f"consent_{answer}", row, detail)]}
+            )
+            self.counts[status.value] += 1
+            result = result_of(finished)
+        else:
+            grant = {
+                "app_scope": row["app_scope"],
+                "capability": row["capability"],
+                "scope": answer,
+                "boot": self.boot_id,
+                "granted_ms": now_ms(),
+            }
+            self.grants[(row["app_scope"], row["capability"])] = grant
+            result = await self._start(row, f"allowed {answer} by the user", grant=grant)
+        await self._settle(pending, result, "answered")
+
+    @handles("capability_gateway.revoke")
+    async def revoke(self, msg: Message) -> Any:
+        """The user takes a grant back (`lineup capabilities revoke`): `revoked` says how
+        many there were (0 or 1)."""
+        await self.loaded.wait()
+        scope, capability = str(msg.body["app_scope"]), str(msg.body["capability"])
+        self.grants.pop((scope, capability), None)
+        audit = {
+            "code": "capability.grant_revoked",
+            "detail": f"{capability} for {scope}: revoked by the user",
+            "message_id": msg.id,
+        }
+        reply = await self.write(
+            {"revoke": {"app_scope": scope, "capability": capability}, "audit": [audit]}
+        )
+        return {"revoked": int(reply["revoked"])}
+
+    @handles("capability_gateway.grants")
+    async def grants_in_force(self, msg: Message) -> Any:
+        """The grants in force, for the user's settings app: `grants` [{app_scope,
+        capability, scope, granted_ms}], by app and capability."""
+        await self.loaded.wait()
+        fields = ("app_scope", "capability", "scope", "granted_ms")
+        rows = [{k: grant.get(k) for k in fields} for _, grant in sorted(self.grants.items())]
+        return {"grants": rows}
+
+    async def _watch_deadlines(self) -> None:
+        while True:
+            await trio.sleep(DEADLINE_POLL_S)
+            now = now_ms()
+            for pending in list(self.open.values()):
+                row = pending.row
+                if row["state"] != "asking" or row["deadline_ms"] > now:
+                    continue
+                row["state"] = "deciding"
+                finished = _finished(row, CapabilityResult.EXPIRED, None)
+                audit = _audit("expired", row, "the user did not answer before its deadline")
+                await self.write({"requests": [finished], "audit": [audit]})
+                self.counts[CapabilityResult.EXPIRED.value] += 1
+                await self._settle(pending, result_of(finished), "expired")
+
+    async def _settle(self, pending: Pending, result: dict[str, Any], how: str) -> None:
+        """The card closed, every waiter answered, the request no longer open."""
+        self.open.pop(pending.row["request_id"], None)
+        await self._card(pending.row, "closed", outcome=how)
+        for caller, kernel_id in pending.waiters:
+            await self.reply(caller, kernel_id, result)
+
+    async def _card(self, row: dict[str, Any], state: str, outcome: str | None = None) -> None:
+        """The consent card in the chat: opened, or closed with how it ended. Its ids derive
+        from the request's key, so each is sent once whatever replays."""
+        body = {
+            "request_id": row["request_id"],
+            "conversation_id": row["conversation_id"],
+            "app_scope": row["app_scope"],
+            "capability": row["capability"],
+            "purpose": row["purpose"],
+            "deadline_ms": row["deadline_ms"],
+            "state": state,
+        }
+        if outcome is not None:
+            body["outcome"] = outcome
+        slot = CARD_OPEN if state == "asking" else CARD_CLOSED
+        await self.cast(
+            _CHAT, "app.capability.consent", body, id=derive_id(row["request_id"], slot)
+        )
+
+    # -- the effect ---------------------------------------------------------------------------
+
+    async def _start(
+        self, row: dict[str, Any], why: str, grant: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Record the request as started (with the grant that allowed it), run its
+        provider, record the outcome: the app's result."""
+        try:
+            content = await self._content(row)
+            prepared = await self._prepare(row)
+        except ContractError as exc:
+            finished = _finished(row, CapabilityResult.FAILED, str(exc.code))
+            step = {"requests": [finished], "audit": [_audit(str(exc.code), row, exc.detail)]}
+            if grant is not None:
+                step["grants"] = [grant]
+            await self.write(step)
+            self.counts[CapabilityResult.FAILED.value] += 1
+            return result_of(finished)
+        started = {**row, "state": "running", "prepared": prepared, "updated_ms": now_ms()}
+        step = {"requests": [started], "audit": [_audit("started", row, why)]}
+        if grant is not None:
+            step["grants"] = [grant]
+        await self.write(step)
+        return await self._effect(started, content)
+
+    async def _resume(self, pending: Pending) -> None:
+        row = pending.row
+        provider = self.providers.get(row["capability"])
+        if provider is not None and provider.idempotent:
+            try:
+                content = await self._content(row)
+            except ContractError as exc:
+                finished = _finished(row, CapabilityResult.FAILED, str(exc.code))
+                await self.write(
+                    {"requests": [finished], "audit": [_audit(str(exc.code), row, exc.detail)]}
+                )
+                result = result_of(finished)
+            else:
+                result = await self._effect(row, content)
+        else:
+            finished = _finished(row, CapabilityResult.IN_DOUBT, None)
+            detail = "it had started when the gateway stopped; it is not run again"
+            await self.write({"requests": [finished], "audit": [_audit("in_doubt", row, detail)]})
+            self.counts[CapabilityResult.IN_DOUBT.value] += 1
+            result = result_of(finished)
+        await self._settle(pending, result, str(result["status"]))
+
+    async def _effect(self, row: dict[str, Any], content: bytes | None) -> dict[str, Any]:
+        provider = self.providers[row["capability"]]
+        effect = Effect(
+            key=row["request_id"],
+            app_scope=row["app_scope"],
+            input=dict(row["input"] or {}),
+            prepared=dict(row["prepared"] or {}),
+            content=content,
+        )
+        output: dict[str, Any] | None = None
+        status, code = CapabilityResult.COMPLETED, None
+        try:
+            output = await provider.run(effect)
+        except Exception:  # what went wrong stays in the log: the app learns only `failed`
+            log.exception("%s for %s failed", row["capability"], row["app_scope"])
+            status, code = CapabilityResult.FAILED, str(Code.FAILED)
+        crash_point("capability_gateway.after_effect")
+        finished = _finished(row, status, code, output)
+        await self.write(
+            {"requests": [finished], "audit": [_audit(str(status), row, "the provider ran")]}
+        )
+        self.counts[status.value] += 1
+        return result_of(finished)
+
+    async def _content(self, row: dict[str, Any]) -> bytes | None:
+        """The bytes a `file.save` saves: its own, or one of the app's own artifacts."""
+        if row["capability"] != "file.save":
+            return None
+        value = row["input"]
+        if "data_base64" in value:
+            return file_bytes(value)
+        try:
+            reply = await self.call(
+                "store",
+                "store.artifacts.read",
+                {"artifact_id": value["artifact_id"]},
+                timeout=self.call_timeout * 5,
+            )
+        except CallFailed:
+            reply = None
+        if reply is None or reply["artifact"]["app_scope"] != row["app_scope"]:
+            # Another app's artifact is as unknown to this one as a missing one.
+            raise ContractError(Code.ARTIFACT_NOT_FOUND, "no artifact of the app has this id")
+        if not value.get("name"):
+            value["name"] = str(reply["artifact"].get("title") or "")
+        return bytes(reply["data"])
+
+    async def _prepare(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        """What the effect needs decided before it is recorded as started: for `file.save`
+        the name it saves under, so that a repeat after a crash writes the same file."""
+        if row["capability"] != "file.save":
+            return None
+        name = await trio.to_thread.run_sync(
+            _files.free_name, self.data_dir, str(row["input"].get("name") or "")
+        )
+        return {"name": name}

@@ -1,0 +1,181 @@
+"""The capability gateway's rows in `runtime.db`: its requests and the user's grants.
+
+The gateway owns every decision; the store keeps what it is told, one step in one
+transaction (`store.capabilities.write`) together with that step's audit rows, applied once
+by the request's id. So "the effect is starting" is on disk before the effect, and an
+outcome and its audit row are one commit.
+
+A request is inserted only if its key is new (`insert`): the answer carries the row that was
+there already, so a request asked again is never taken twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Final
+
+from actors.kernel import Actor, Message, handles
+
+from ._schema import DB_FILE, open_db
+
+REQUEST_COLUMNS: Final = (
+    "request_id",
+    "app_scope",
+    "capability",
+    "purpose",
+    "input",
+    "prepared",
+    "conversation_id",
+    "caller",
+    "kernel_id",
+    "state",
+    "status",
+    "code",
+    "output",
+    "created_ms",
+    "deadline_ms",
+    "updated_ms",
+)
+GRANT_COLUMNS: Final = ("app_scope", "capability", "scope", "boot", "granted_ms")
+_JSON_COLUMNS: Final = frozenset({"input", "prepared", "output"})
+OPEN_STATES: Final = ("asking", "running")
+
+
+def _values(columns: tuple[str, ...], row: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(
+        json.dumps(row.get(c), separators=(",", ":"))
+        if c in _JSON_COLUMNS and row.get(c) is not None
+        else row.get(c)
+        for c in columns
+    )
+
+
+def _rows(columns: tuple[str, ...], cursor: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    out = []
+    for values in cursor:
+        row = dict(zip(columns, values, strict=True))
+        for column in _JSON_COLUMNS & row.keys():
+            if row[column] is not None:
+                row[column] = json.loads(row[column])
+        out.append(row)
+    return out
+
+
+def request_row(db: sqlite3.Connection, request_id: str) -> dict[str, Any] | None:
+    found = _rows(
+        REQUEST_COLUMNS,
+        db.execute(
+            f"SELECT {', '.join(REQUEST_COLUMNS)} FROM capability_requests WHERE request_id = ?",
+            (request_id,),
+        ),
+    )
+    return found[0] if found else None
+
+
+def grant_rows(db: sqlite3.Connection) -> list[dict[str, Any]]:
+    return _rows(
+        GRANT_COLUMNS,
+        db.execute(
+            f"SELECT {', '.join(GRANT_COLUMNS)} FROM capability_grants"
+            " ORDER BY app_scope, capability"
+        ),
+    )
+
+
+def read_grants(data_dir: Path) -> list[dict[str, Any]]:
+    """The grants in force, for the CLI (read-only, runtime up or not)."""
+    if not (Path(data_dir) / DB_FILE).exists():
+        return []
+    db = open_db(data_dir, readonly=True)
+    try:
+        return grant_rows(db)
+    except sqlite3.OperationalError:  # a runtime.db from before capabilities existed
+        return []
+    finally:
+        db.close()
+
+
+class CapabilityTables(Actor):
+    """The store's handlers for the capability gateway (mixed into `StoreActor`)."""
+
+    db: sqlite3.Connection
+    _once: Callable[[Message, Callable[[], Any]], Any]
+    _audit: Callable[[str, str, str | None, int | None, str], None]
+
+    @handles("store.capabilities.load")
+    async def capabilities_load(self, msg: Message) -> Any:
+        """The open requests (oldest first) and every grant."""
+        marks = ", ".join("?" * len(OPEN_STATES))
+        open_rows = self.db.execute(
+            f"SELECT {', '.join(REQUEST_COLUMNS)} FROM capability_requests"
+            f" WHERE state IN ({marks}) ORDER BY created_ms, rowid",
+            OPEN_STATES,
+        )
+        return {"requests": _rows(REQUEST_COLUMNS, open_rows), "grants": grant_rows(self.db)}
+
+    @handles("store.capabilities.get")
+    async def capabilities_get(self, msg: Message) -> Any:
+        """One request's row (`request_id`), or null."""
+        return {"request": request_row(self.db, str(msg.body["request_id"]))}
+
+    @handles("store.capabilities.write")
+    async def capabilities_write(self, msg: Message) -> Any:
+        """One step of the gateway, in one transaction.
+
+        Body: `insert` (a request row, written only if its key is new), `requests` (rows
+        replaced whole), `grants` (rows replaced whole), `revoke` {app_scope, capability}
+        (its grant removed), `end_sessions` (a boot id: session grants of any other run of
+        the runtime removed), `audit` [{code, detail, message_id}]. Reply: `known` (the row
+        already there for `insert`, or null), `revoked` (how many grants were removed).
+        """
+        body = msg.body
+
+        def apply() -> dict[str, Any]:
+            known = None
+            request_marks = ", ".join("?" * len(REQUEST_COLUMNS))
+            if body.get("insert") is not None:
+                row = body["insert"]
+                known = request_row(self.db, row["request_id"])
+                if known is None:
+                    self.db.execute(
+                        f"INSERT INTO capability_requests ({', '.join(REQUEST_COLUMNS)})"
+                        f" VALUES ({request_marks})",
+                        _values(REQUEST_COLUMNS, row),
+                    )
+            for row in body.get("requests", ()):
+                self.db.execute(
+                    f"INSERT OR REPLACE INTO capability_requests ({', '.join(REQUEST_COLUMNS)})"
+                    f" VALUES ({request_marks})",
+                    _values(REQUEST_COLUMNS, row),
+                )
+            for row in body.get("grants", ()):
+                self.db.execute(
+                    f"INSERT OR REPLACE INTO capability_grants ({', '.join(GRANT_COLUMNS)})"
+                    f" VALUES ({', '.join('?' * len(GRANT_COLUMNS))})",
+                    _values(GRANT_COLUMNS, row),
+                )
+            revoked = 0
+            if body.get("revoke") is not None:
+                revoked = self.db.execute(
+                    "DELETE FROM capability_grants WHERE app_scope = ? AND capability = ?",
+                    (body["revoke"]["app_scope"], body["revoke"]["capability"]),
+                ).rowcount
+            if body.get("end_sessions") is not None:
+                self.db.execute(
+                    "DELETE FROM capability_grants WHERE scope = 'session' AND boot != ?",
+                    (body["end_sessions"],),
+                )
+            for entry in body.get("audit", ()):
+                self._audit(
+                    str(entry["code"]),
+                    str(entry.get("detail", "")),
+                    entry.get("message_id"),
+                    None,
+                    msg.sender,
+                )
+            return {"known": known, "revoked": revoked}
+
+        return self._once(msg, apply)

@@ -1,0 +1,76 @@
+"""`sdk.capabilities`: system effects, asked of the runtime's capability gateway.
+
+`request(capability, purpose, input)` → `{"status": S, "output": ...}` with S one of
+`completed`, `cancelled_by_user`, `permission_denied`, `unsupported_on_host`,
+`policy_denied`, `expired`, `failed` (with a `code`: `rate_limited`, `invalid_payload`,
+...) or `in_doubt`. The gateway checks the app's manifest, its state, the host, the
+foreground, the policy and the rate, and asks the user (the purpose is shown to them) unless
+a grant covers it; the app never learns a path, a token or an exception from it. A request
+made again with the same `request_id` gets the outcome of the first, never a second effect
+(inside a handler the id derives from the message handled, so a replay asks again with it).
+
+`answer(request_id, answer)` is the chat app's: the user's answer to a consent card
+(once / session / always / deny / dismiss); the runtime refuses it from any other app.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from actors.contracts import Code
+from actors.kernel import CallFailed
+
+if TYPE_CHECKING:
+    from ._runtime_app import RuntimeApp
+
+GATEWAY: Final = "capability_gateway"
+DEFAULT_TIMEOUT_S: Final = 60.0
+# The gateway answers when the outcome is recorded; past the request's own deadline it
+# needs at most a store round trip and a provider's run.
+MARGIN_S: Final = 30.0
+
+
+class CapabilitiesAPI:
+    def __init__(self, app: RuntimeApp) -> None:
+        self._app = app
+
+    async def request(
+        self,
+        capability: str,
+        purpose: str,
+        input: Any = None,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        request_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask for `capability`, telling the user why (`purpose`); `timeout_s` (1 to 600)
+        is how long the user has to answer, after which the request is `expired`."""
+        app = self._app
+        body: dict[str, Any] = {
+            "request_id": request_id or app._ids.next(),
+            "capability": capability,
+            "purpose": purpose,
+            "timeout_ms": int(min(max(timeout_s, 1.0), 600.0) * 1000),
+        }
+        if input is not None:
+            body["input"] = input
+        try:
+            reply = await app.call(
+                GATEWAY,
+                "capability_gateway.request",
+                body,
+                timeout=body["timeout_ms"] / 1000 + MARGIN_S,
+                id=app._ids.next(),
+            )
+        except CallFailed as refused:  # the door's or the kernel's word, as a code only
+            return {"status": str(Code.FAILED), "output": None, "code": refused.code}
+        return dict(reply)
+
+    async def answer(self, request_id: str, answer: str) -> None:
+        """The user's answer to the consent card `request_id` (the chat app's)."""
+        await self._app.cast(
+            GATEWAY,
+            "capability_gateway.consent",
+            {"request_id": request_id, "answer": answer},
+            id=self._app._ids.next(),
+        )

@@ -1,0 +1,68 @@
+"""An installed app that asks for capabilities when the agent's tool calls tell it to, and
+answers each call with what the runtime's capability gateway gave it back.
+
+`keeper.ask` runs wherever the app is (it is launched behind the current app);
+`keeper.ask_front` needs the app in the foreground. Both take the request as their
+arguments: `capability`, `purpose`, `input`, and `timeout_s` (how long the user has).
+The manifest declares every capability the tests ask for but `camera.capture`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apps.sdk import RuntimeApp, declare_app, tool
+
+_REQUEST = {
+    "type": "object",
+    "properties": {
+        "capability": {"type": "string"},
+        "purpose": {"type": "string"},
+        "input": {},
+        "timeout_s": {"type": "number"},
+    },
+    "required": ["capability", "purpose"],
+    "additionalProperties": False,
+}
+_ANY = {"type": "object"}
+
+
+@declare_app(
+    app_scope="keeper",
+    version="1.0.0",
+    title="Keeper",
+    entrypoints=[{"id": "main", "kind": "contextual"}],
+    required_features=["app.lifecycle.v1", "app.tools.v1", "capability.request.v1"],
+    agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
+    capabilities=["file.save", "notification.show", "clipboard.write", "microphone.record"],
+)
+class KeeperApp(RuntimeApp):
+    @tool(
+        "keeper.ask",
+        input_schema=_REQUEST,
+        output_schema=_ANY,
+        timeout_ms=120_000,
+        launch_policy={"launch": "if_needed", "focus": "background"},
+    )
+    async def ask(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Asks for a capability from wherever the app is; answers with the outcome."""
+        return await self._ask(arguments)
+
+    @tool(
+        "keeper.ask_front",
+        input_schema=_REQUEST,
+        output_schema=_ANY,
+        timeout_ms=120_000,
+        activation_requirement="foreground_required",
+    )
+    async def ask_front(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Asks for a capability with the app in the foreground; answers with the outcome."""
+        return await self._ask(arguments)
+
+    async def _ask(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return await self.sdk.capabilities.request(  # type: ignore[no-any-return]
+            arguments["capability"],
+            arguments["purpose"],
+            arguments.get("input"),
+            timeout_s=float(arguments.get("timeout_s", 60)),
+        )
