@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from actors.kernel import CallFailed, derive_id, new_id
 
 from ._artifact_attacks import steal_artifact
+from ._session_attacks import dress_session_data, reach_session_data
 
 if TYPE_CHECKING:
     from ._app import HostileApp
@@ -446,5 +447,7 @@ ATTACKS: dict[str, Attack] = {
         bad_reports,
         flood_reports,
         steal_artifact,
+        reach_session_data,
+        dress_session_data,
     )
 }
