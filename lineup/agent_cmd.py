@@ -179,6 +179,12 @@ def register(subparsers: Any) -> None:
         help="give up after S seconds without a word about the call (default 60)",
     )
     call.add_argument(
+        "--until-deadline",
+        action="store_true",
+        help="for a call the runtime holds until a deadline (its progress says when it ends), "
+        "wait for its result; without it the command stops once the call has started",
+    )
+    call.add_argument(
         "--json",
         action="store_true",
         help="print one JSON object at the end: the call, its events and its outcome",
@@ -476,11 +482,36 @@ def _event_line(row: dict[str, Any]) -> str:
             payload.get("stage"),
             None if payload.get("percent") is None else f"{payload['percent']}%",
             payload.get("message"),
+            f"until {payload['ends_at']}" if payload.get("ends_at") else None,
         ]
         detail = " ".join(str(part) for part in parts if part is not None)
     else:
         detail = row.get("instance_id", "")
     return f"{row['event']:<22} {detail}".rstrip()
+
+
+def _shown(row: dict[str, Any], args: argparse.Namespace, summary: dict[str, Any]) -> None:
+    summary["events"].append(row)
+    if not args.json:
+        print(_event_line(row), flush=True)
+
+
+async def _started(
+    call: Any, row: dict[str, Any], args: argparse.Namespace, summary: dict[str, Any]
+) -> bool:
+    """Whether the call has started a deadline the runtime keeps and the command stops
+    following it here (said, as the outcome `started`), as it does unless
+    --until-deadline."""
+    ends_at = row["payload"].get("ends_at") if row["event"] == "progress" else None
+    if not ends_at or args.until_deadline:
+        return False
+    await call.aclose()
+    summary.update(outcome="started", ends_at=ends_at)
+    if args.json:
+        print_json(summary)
+    else:
+        print(f"started; the runtime ends it at {ends_at}", flush=True)
+    return True
 
 
 def _not_callable(inventory: Any, args: argparse.Namespace) -> str | None:
@@ -582,9 +613,9 @@ def _call(args: argparse.Namespace) -> int:
                         f"the AppServer refused the call: {rejected.code}: {rejected.detail}", 1
                     )
                 row = _event_row(event)
-                summary["events"].append(row)
-                if not args.json:
-                    print(_event_line(row), flush=True)
+                _shown(row, args, summary)
+                if await _started(call, row, args, summary):
+                    return 0
                 continue
             await call.aclose()
             raise _GaveUp(

@@ -50,10 +50,11 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/say TEXT", "answer the open question that asks for text"),
     ("/q2 ANSWER", "answer question q2 when several are open: /q2 1, /q2 yes, /q2 TEXT"),
     ("/questions", "list the open questions again"),
+    ("/stop [CALL]", "stop the agent's running tool call (name it when several run)"),
     ("/help", "this list"),
     ("/quit", "leave (the runtime keeps running)"),
 )
-_WORDS: Final = ("help", "questions", "quit", "yes", "no", "say")
+_WORDS: Final = ("help", "questions", "quit", "yes", "no", "say", "stop")
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,8 @@ def parse_line(line: str, view: dict[str, Any], conversation: str) -> dict[str, 
         return help_text().plain
     if command == "questions":
         return "\n".join(_plain(line) for line in open_questions(view))
+    if command == "stop":
+        return _stop(view, conversation, rest)
     waiting: list[dict[str, Any]] = view.get("pending_interactions", [])
     ids = question_ids(view)
     if re.fullmatch(r"q\d+", command):
@@ -274,6 +277,23 @@ def parse_line(line: str, view: dict[str, Any], conversation: str) -> dict[str, 
     if request["kind"] == "input":
         return f"{ids[str(request['interaction_id'])]} is answered with {_hint(request)}"
     return _answer(request, command, conversation, "/", ids[str(request["interaction_id"])])
+
+
+def _stop(view: dict[str, Any], conversation: str, named: str) -> dict[str, Any] | str:
+    """The user's stop of the agent's running tool call: the one running, or the one named."""
+    running = [
+        str(item["id"])
+        for item in view.get("timeline", [])
+        if item.get("kind") == "tool" and item.get("state") not in ("succeeded", "failed")
+    ]
+    listing = ", ".join(visible(call_id, newlines=False) for call_id in running)
+    if not running:
+        return "no tool call is running"
+    if named and named not in running:
+        return f"{visible(named, newlines=False)} is not a running tool call; running: {listing}"
+    if not named and len(running) > 1:
+        return f"{len(running)} tool calls are running; say which: /stop CALL, one of {listing}"
+    return {"kind": "stop", "conversation_id": conversation, "call_id": named or running[0]}
 
 
 def _plain(line: RenderableType) -> str:

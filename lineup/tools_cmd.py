@@ -4,8 +4,9 @@ operator.
 Both read `runtime.db` read-only, so they work whether the runtime is running or not:
 `inventory` shows, per conversation, the last inventory revision the agent was given and
 every installed tool with whether it is visible and why (or why not); `calls` shows the
-agent's tool calls with their state, error code and age (with `--json`, whole rows
-including each call's history).
+agent's tool calls with their state, error code, age and deadline operation (when it ends,
+or what it waits for; with `--json`, whole rows including each call's history and
+`deadline`).
 
 Also `python -m lineup.tools_cmd inventory|calls [options]`. The store is imported when a
 command runs, so `lineup --help` does not load it.
@@ -30,7 +31,15 @@ from ._common import (
     run_subcommand,
 )
 
-CALL_STATES: Final = ("accepted", "starting", "waiting", "running", "succeeded", "failed")
+CALL_STATES: Final = (
+    "accepted",
+    "starting",
+    "waiting",
+    "running",
+    "deadline",
+    "succeeded",
+    "failed",
+)
 DEFAULT_LIMIT: Final = 50
 
 
@@ -58,9 +67,10 @@ def register(subparsers: Any) -> None:
     inventory.set_defaults(func=_inventory)
     calls = commands.add_parser(
         "calls",
-        help="the agent's tool calls, newest first: state, error code, age",
+        help="the agent's tool calls, newest first: state, error code, age, deadline",
         description="The agent's tool calls, newest first: call id, app and method, state, "
-        "error code and age; with --json the whole stored row of each, history included.",
+        "error code, age and, for a call the runtime holds until a deadline, when it ends; "
+        "with --json the whole stored row of each, history and deadline included.",
     )
     add_data_dir(calls)
     calls.add_argument(
@@ -171,14 +181,30 @@ def _inventory(args: argparse.Namespace) -> int:
     return 0
 
 
+def _deadline(operation: dict[str, Any] | None, now_ms: int) -> str:
+    """A call's deadline operation in a cell: when it ends (or ended), or what it waits for."""
+    if operation is None:
+        return ""
+    state, ends = operation["state"], operation.get("ends_ms")
+    if state == "waiting_foreground":
+        return "waiting for its app in front"
+    if state == "running" and isinstance(ends, int):
+        left = "due" if ends <= now_ms else "in " + _age(now_ms, ends)
+        return f"ends {_timestamp(ends)} ({left})"
+    return f"{state} {_timestamp(operation.get('ended_ms'))}"
+
+
 def _calls(args: argparse.Namespace) -> int:
-    from actors.store import read_tool_calls
+    from actors.store import read_tool_calls, read_tool_deadlines
 
     data_dir = _runtime_db(args)
     if data_dir is None:
         return _no_data(args)
     rows = read_tool_calls(data_dir, state=args.state, conversation_id=args.conversation)
     rows = rows[::-1][: args.limit]  # newest first
+    deadlines = read_tool_deadlines(data_dir)
+    for row in rows:
+        row["deadline"] = deadlines.get(row["call_id"])
     if args.json:
         print_json(rows)
         return 0
@@ -195,7 +221,7 @@ def _calls(args: argparse.Namespace) -> int:
         return 0
     print_table(
         f"tool calls{which}, newest first",
-        ["call id", "conversation", "app/method", "state", "code", "age"],
+        ["call id", "conversation", "app/method", "state", "code", "age", "deadline"],
         [
             [
                 row["call_id"],
@@ -204,6 +230,7 @@ def _calls(args: argparse.Namespace) -> int:
                 row["state"],
                 row.get("code"),
                 _age(row.get("created_ms"), now_ms),
+                _deadline(row["deadline"], now_ms),
             ]
             for row in rows
         ],

@@ -37,6 +37,7 @@ from actors.contracts._ids import (
     EntrypointId,
     InventoryRevision,
     SemVer,
+    Timestamp,
     ToolMethod,
 )
 from actors.contracts._json import decode_json
@@ -344,12 +345,14 @@ class ToolProgress(ContractModel):
     """Business progress: a replayable protocol fact, not held to the output schema.
 
     `stage: "started"` is the moment the work really began (e.g. a timer is running), the
-    only point at which the agent may tell the user so.
+    only point at which the agent may tell the user so. `ends_at` is set by the runtime
+    alone, on the start of a deadline operation: when it will end.
     """
 
     stage: Label | None = None
     percent: Percent | None = None
     message: Text | None = None
+    ends_at: Timestamp | None = None
 
 
 class ToolResult(ContractModel):

@@ -16,9 +16,10 @@ each, and its body's type, is in `door`:
 | `store.lifecycle.set` | cast | `state`, `detail` (the connection lifecycle, from the transport) |
 | `store.apps.load` | call | → `records`, `operations`, `instances`, `settings` |
 | `store.apps.write` | call | whole rows of one app-manager step, in one transaction → `written` |
-| `store.tools.load` | call | → open `calls`, `inventories`, `revision` (the tool router's state) |
+| `store.tools.load` | call | → open `calls`, their `deadlines`, `inventories`, `revision` |
 | `store.tools.get` | call | `call_id` → `call` (its row, or null) |
-| `store.tools.write` | call | one tool-router step (calls, inventories, outbox, audit) → `known` |
+| `store.tools.write` | call | a tool-router step (calls, deadlines, inventories, …) → `known` |
+| `store.tools.deadlines` | call | `app_scope`, `conversation_id` → the latest `deadlines` |
 | `store.session_data.get` | call | an app's: `instance_id`? → `instance_id`, `data`, `revision` |
 | `store.session_data.replace` | call | an app's: `instance_id`?, `data`, `expected_revision` → |
 | | | `instance_id`, `revision` |
@@ -58,7 +59,7 @@ from ._artifacts import artifact_rows
 from ._capabilities import read_grants
 from ._schema import DB_FILE, open_db
 from ._session_data import SUMMARY_COLUMNS, SessionDataLimits
-from ._tools import CALL_COLUMNS, INVENTORY_COLUMNS, rows_of
+from ._tools import CALL_COLUMNS, DEADLINE_COLUMNS, INVENTORY_COLUMNS, rows_of
 
 
 def _read(data_dir: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -110,6 +111,12 @@ def read_tool_calls(
     )
 
 
+def read_tool_deadlines(data_dir: Path) -> dict[str, dict[str, Any]]:
+    """The deadline operations of tool calls, by call id."""
+    query = f"SELECT {', '.join(DEADLINE_COLUMNS)} FROM tool_deadlines"
+    return {row["call_id"]: row for row in rows_of(DEADLINE_COLUMNS, _read(data_dir, query))}
+
+
 def read_inventories(data_dir: Path) -> list[dict[str, Any]]:
     """The inventory each conversation was last given, with why each tool is or is not in it."""
     query = f"SELECT {', '.join(INVENTORY_COLUMNS)} FROM tool_inventories ORDER BY conversation_id"
@@ -139,6 +146,7 @@ __all__ = [
     "read_outbox_envelopes",
     "read_session_data",
     "read_tool_calls",
+    "read_tool_deadlines",
 ]
 
 

@@ -157,6 +157,27 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
         "conversation_id",
     ),
     "tool_state": ({"name": str, "value": int}, "name"),
+    # A call the runtime owns until a deadline (`ends_ms`): its app started it, the tool
+    # router alone ends it (at the deadline, or interrupted by the agent or the user).
+    "tool_deadlines": (
+        {
+            "call_id": str,
+            "operation_id": str,
+            "app_scope": str,
+            "conversation_id": str,
+            "instance_id": str,
+            "duration_ms": int,
+            "display": str,
+            "state": str,  # waiting_foreground | running | finished | interrupted
+            "requested_ms": int,
+            "started_ms": int,
+            "ends_ms": int,
+            "ended_ms": int,
+            "noticed_ms": int,
+            "ended_by": str,
+        },
+        "call_id",
+    ),
     # Each app instance's session data: the app's JSON object (compact text), the revision
     # of its last replace, its size (`_session_data`).
     "app_session_data": (
@@ -223,6 +244,7 @@ _INDEXES: Final = [
     ("tool_calls", ("state",)),
     ("capability_requests", ("state",)),
     ("artifacts", ("app_scope", "created_ms")),
+    ("tool_deadlines", ("app_scope", "conversation_id", "requested_ms")),
 ]
 
 

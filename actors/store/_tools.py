@@ -1,4 +1,5 @@
-"""The tool router's rows in `runtime.db`: tool calls, published inventories, the revision.
+"""The tool router's rows in `runtime.db`: tool calls, their deadline operations, published
+inventories, the revision.
 
 The tool router owns every decision; the store keeps what it is told, one step in one
 transaction (`store.tools.write`) together with the outbox items and audit rows of that
@@ -48,7 +49,26 @@ INVENTORY_COLUMNS: Final = (
     "visibility",
     "published_ms",
 )
-_JSON_COLUMNS: Final = frozenset({"arguments", "output", "history", "payload", "visibility"})
+DEADLINE_COLUMNS: Final = (
+    "call_id",
+    "operation_id",
+    "app_scope",
+    "conversation_id",
+    "instance_id",
+    "duration_ms",
+    "display",
+    "state",
+    "requested_ms",
+    "started_ms",
+    "ends_ms",
+    "ended_ms",
+    "noticed_ms",
+    "ended_by",
+)
+_JSON_COLUMNS: Final = frozenset(
+    {"arguments", "output", "history", "payload", "visibility", "display"}
+)
+RECENT_DEADLINES: Final = 10  # what an app is told about its deadline operations
 FINAL_STATES: Final = ("succeeded", "failed")
 
 
@@ -92,8 +112,13 @@ def load_tools(db: sqlite3.Connection) -> dict[str, Any]:
     )
     inventories = db.execute(f"SELECT {', '.join(INVENTORY_COLUMNS)} FROM tool_inventories")
     revision = db.execute("SELECT value FROM tool_state WHERE name = 'revision'").fetchone()
+    deadlines = db.execute(
+        f"SELECT {', '.join('d.' + c for c in DEADLINE_COLUMNS)} FROM tool_deadlines d"
+        f" JOIN tool_calls c USING (call_id) WHERE c.state NOT IN {FINAL_STATES}"
+    )
     return {
         "calls": rows_of(CALL_COLUMNS, open_calls),
+        "deadlines": rows_of(DEADLINE_COLUMNS, deadlines),
         "inventories": rows_of(INVENTORY_COLUMNS, inventories),
         "revision": int(revision[0]) if revision else 0,
     }
@@ -116,13 +141,26 @@ class ToolTables(Actor):
         """One call's row (`call_id`), or null."""
         return {"call": call_row(self.db, str(msg.body["call_id"]))}
 
+    @handles("store.tools.deadlines")
+    async def tools_deadlines(self, msg: Message) -> Any:
+        """The latest deadline operations of one app in one conversation (`app_scope`,
+        `conversation_id`), newest first."""
+        rows = self.db.execute(
+            f"SELECT {', '.join(DEADLINE_COLUMNS)} FROM tool_deadlines"
+            " WHERE app_scope = ? AND conversation_id = ?"
+            " ORDER BY requested_ms DESC, rowid DESC LIMIT ?",
+            (str(msg.body["app_scope"]), str(msg.body["conversation_id"]), RECENT_DEADLINES),
+        )
+        return {"deadlines": rows_of(DEADLINE_COLUMNS, rows)}
+
     @handles("store.tools.write")
     async def tools_write(self, msg: Message) -> Any:
         """One step of the tool router, in one transaction.
 
         Body: `accept` [{row, outbox, audit}: a call taken, inserted with its envelopes and
         audit rows only if its call_id is new], `calls` [call rows, replaced whole],
-        `inventories` [inventory rows, replaced whole], `revision` (the highest issued;
+        `deadlines` [deadline operation rows, replaced whole: written with the step of
+        their call], `inventories` [inventory rows, replaced whole], `revision` (the highest issued;
         never lowered), `outbox` [items], `audit` [{code, detail, message_id}]. Reply:
         `known` {call_id: row} for the accepted calls that existed already.
         """
@@ -149,6 +187,13 @@ class ToolTables(Actor):
                     f"INSERT OR REPLACE INTO tool_calls ({', '.join(CALL_COLUMNS)})"
                     f" VALUES ({marks})",
                     _values(CALL_COLUMNS, row),
+                )
+            deadline_marks = ", ".join("?" * len(DEADLINE_COLUMNS))
+            for row in body.get("deadlines", ()):
+                self.db.execute(
+                    f"INSERT OR REPLACE INTO tool_deadlines ({', '.join(DEADLINE_COLUMNS)})"
+                    f" VALUES ({deadline_marks})",
+                    _values(DEADLINE_COLUMNS, row),
                 )
             inventory_marks = ", ".join("?" * len(INVENTORY_COLUMNS))
             for row in body.get("inventories", ()):

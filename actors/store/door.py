@@ -91,10 +91,17 @@ class ToolsWrite(TypedDict, total=False):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     accept: list[dict[str, Any]]
     calls: list[dict[str, Any]]
+    deadlines: list[dict[str, Any]]
     inventories: list[dict[str, Any]]
     revision: int | None
     outbox: list[OutboxItem]
     audit: list[dict[str, Any]]
+
+
+class AppConversation(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    app_scope: str
+    conversation_id: str
 
 
 class CallId(TypedDict):
@@ -172,6 +179,7 @@ DOOR = Door(
         "store.apps.write": accept("app_manager", body=AppsWrite),
         "store.tools.load": accept("tool_router", body=Empty),
         "store.tools.get": accept("tool_router", body=CallId),
+        "store.tools.deadlines": accept("tool_router", body=AppConversation),
         "store.tools.write": accept("tool_router", body=ToolsWrite),
         # An app's own session data (the scope is the sender's stamp): see the docstring.
         "store.session_data.get": accept(APPS, body=SessionDataGet),

@@ -3,7 +3,11 @@
 - `tool_router.inbound` (from the store, once it stored them): the agent's tool calls and
   cancels in stream order, and conversations newly associated with an agent;
 - `tool_router.apps` (from the app manager): the registry and the live instances changed;
-- `tool_router.report` (from an app process): progress, result or error of one of its calls.
+- `tool_router.report` (from an app process): progress, result or error of one of its calls,
+  or a deadline that hands the call to the runtime (`_operations`);
+- `tool_router.deadline` (from an app process, a `call`): its deadline operations in the
+  conversation of one of its running calls, listed or interrupted;
+- `tool_router.interrupt` (from the chat app only): the user stops a call.
 
 Every step of a call is one store transaction holding the call's row, the envelopes for the
 agent (into the outbox) and any audit row. What the router keeps in memory (the open calls,
@@ -48,7 +52,9 @@ from ._calls import (
     outbox_item,
     shown,
 )
+from ._deadlines import Deadline
 from ._inventory import AppView, Computed, compute, find_tool
+from ._operations import DeadlineOperations
 from ._policy import Policy, load_policy, policy_stamp
 from .door import DOOR
 
@@ -81,14 +87,23 @@ class ToolRouterActor(Actor):
             "succeeded": 0,
             "failed": 0,
             "foreign_reports": 0,
+            "owned_reports": 0,
         }
-        self.foreign: dict[str, tuple[int, float]] = {}  # sender → (refused since, audited at)
+        # (sender, why) → (refused since, audited at)
+        self.refused_reports: dict[tuple[str, str], tuple[int, float]] = {}
         self.activations = Activations(self)
+        self.operations = DeadlineOperations(self)
         self.loaded = trio.Event()
         self.nursery.start_soon(self._load)
 
     def statistics_extra(self) -> dict[str, Any]:
-        return {"revision": self.revision, "open_calls": len(self.calls), **self.counts}
+        deadlines = sum(1 for c in self.calls.values() if c.operation is not None)
+        return {
+            "revision": self.revision,
+            "open_calls": len(self.calls),
+            "open_deadlines": deadlines,
+            **self.counts,
+        }
 
     async def store(self, type_: str, body: Any, id: str | None = None) -> Any:
         return await self.call_until_answered(
@@ -111,11 +126,13 @@ class ToolRouterActor(Actor):
         self.revision = int(state["revision"])
         self.inventories = {row["conversation_id"]: row for row in state["inventories"]}
         self.policy = load_policy(self.data_dir)
+        operations = {row["call_id"]: Deadline.from_row(row) for row in state["deadlines"]}
         for row in state["calls"]:
             call = Call.from_row(row)
             call.tool = (
                 find_tool(self._published(call.conversation_id), call.app_scope, call.method) or {}
             )
+            call.operation = operations.get(call.call_id)
             self.calls[call.call_id] = call
         await self.publish(self.conversations)
         self.loaded.set()
@@ -320,15 +337,7 @@ class ToolRouterActor(Actor):
                 },
             )
             return
-        await self.finish(
-            call, error=ContractError(Code.CANCELLED_BY_USER, "cancelled by the agent")
-        )
-        await self.cast(
-            f"app.{call.app_scope}",
-            "app.tool.cancel",
-            {"call_id": call.call_id},
-            id=derive_id(call.envelope_id, SLOT_DISPATCH + 1),
-        )
+        await self.operations.interrupt(call, "the agent")
 
     # -- running a call ----------------------------------------------------------------------
 
@@ -343,6 +352,8 @@ class ToolRouterActor(Actor):
             return
         if call.state == "running":
             await self.dispatch(call)
+        elif call.operation is not None:
+            await self.operations.resume(call)
         else:
             await self.activations.request(call)
 
@@ -395,6 +406,9 @@ class ToolRouterActor(Actor):
             call.state, call.code, call.detail = "failed", str(error.code), error.detail
         call.note(call.state, code=call.code, from_app=from_app)
         call.deadline_ms = None
+        operation = call.operation
+        if operation is not None and operation.open:  # ended by the runtime's own verdict
+            operation.interrupt(now_ms(), f"the runtime ({call.code})")
         env = final_envelope(call, id=call.slot_id(SLOT_FINAL))
         audit = []
         if error is not None and error.code in (Code.HANDLER_FAILED, Code.OPERATION_EXPIRED):
@@ -402,9 +416,14 @@ class ToolRouterActor(Actor):
             audit = [_audit(str(error.code), detail, call.envelope_id)]
         self.calls.pop(call.call_id, None)
         self.counts[call.state] += 1
-        await self.write(
-            {"calls": [call.to_row()], "outbox": [outbox_item(env)], "audit": audit},
-        )
+        step: dict[str, Any] = {
+            "calls": [call.to_row()],
+            "outbox": [outbox_item(env)],
+            "audit": audit,
+        }
+        if operation is not None:
+            step["deadlines"] = [operation.to_row()]
+        await self.write(step)
         log.info("call %s %s %s", call.call_id, call.state, call.code or "")
         if any(h["event"] == "accepted" for h in call.history):  # refused calls never showed
             await self.show(call, call.state, code=call.code, artifact=shown_artifact(call))
@@ -414,6 +433,7 @@ class ToolRouterActor(Actor):
         while True:
             await trio.sleep(TIMER_POLL_S)
             now = now_ms()
+            await self.operations.reached(now)
             for call in [c for c in self.calls.values() if c.deadline_ms and c.deadline_ms <= now]:
                 await self.finish(
                     call,
@@ -436,6 +456,7 @@ class ToolRouterActor(Actor):
             )
             if ending is not None:
                 await self.finish(call, error=ending)
+        await self.operations.foreground_changed()
         await self.publish(self.conversations)
 
     @handles("tool_router.report")
@@ -446,9 +467,17 @@ class ToolRouterActor(Actor):
         if call is None:
             return  # finished already (a late or repeated report): the first final stands
         if msg.sender != f"app.{call.app_scope}":
-            await self._foreign_report(msg, call)
+            await self.refuse_report(msg, call, "foreign")
             return
         kind = body["kind"]
+        if kind == "deadline":
+            await self.operations.take(call, msg)
+            return
+        if call.operation is not None:  # the runtime's call now: its app cannot end it
+            await self.refuse_report(msg, call, "owned")
+            raise ContractError(
+                Code.OWNERSHIP_MISMATCH, f"{call.call_id} is the runtime's until its deadline"
+            )
         if kind == "progress":
             # What is derived from the report takes the call's id too: message ids are
             # unique per sender only, and an app's report ids (derive_id(call_id, n)) are
@@ -480,19 +509,37 @@ class ToolRouterActor(Actor):
                 error = ContractError(Code(code), str(body.get("message") or ""))
             await self.finish(call, error=error, from_app=code in APP_TOOL_ERROR_CODES)
 
-    async def _foreign_report(self, msg: Message, call: Call) -> None:
-        """A report on another app's call: dropped, counted, and audited at most once per
-        sender every `FOREIGN_AUDIT_S` (without waiting for the store), so an app that sends
+    @handles("tool_router.deadline")
+    async def deadline(self, msg: Message) -> dict[str, Any]:
+        await self.loaded.wait()
+        return await self.operations.request(msg)
+
+    @handles("tool_router.interrupt")
+    async def interrupt(self, msg: Message) -> dict[str, Any] | None:
+        await self.loaded.wait()
+        return await self.operations.user_stop(msg)
+
+    async def refuse_report(self, msg: Message, call: Call | None, why: str) -> None:
+        """A report on another app's call (`foreign`), or on one of its own calls that the
+        runtime owns (`owned`): dropped, counted, and audited at most once per sender and
+        reason every `FOREIGN_AUDIT_S` (without waiting for the store), so an app that sends
         thousands costs every other app's calls nothing."""
-        self.counts["foreign_reports"] += 1
-        count, last = self.foreign.get(msg.sender, (0, 0.0))
+        self.counts["foreign_reports" if why == "foreign" else "owned_reports"] += 1
+        if call is None:
+            return  # no call of that id: nothing to audit, as for any report on none
+        key = (msg.sender, why)
+        count, last = self.refused_reports.get(key, (0, 0.0))
         count += 1
         now = trio.current_time()
         if last and now - last < FOREIGN_AUDIT_S:
-            self.foreign[msg.sender] = (count, last)
+            self.refused_reports[key] = (count, last)
             return
-        self.foreign[msg.sender] = (0, now)
-        detail = f"{msg.sender} reported on {call.call_id} of {call.app_scope} ({count} refused)"
+        self.refused_reports[key] = (0, now)
+        if why == "foreign":
+            what = f"{call.call_id} of {call.app_scope}"
+        else:
+            what = f"{call.call_id}, which the runtime owns until its deadline"
+        detail = f"{msg.sender} reported on {what} ({count} refused)"
         log.warning("refused report: %s", detail)
         audit = {"code": str(Code.OWNERSHIP_MISMATCH), "detail": detail, "message_id": msg.id}
         await self.cast("store", "store.audit", audit, id=new_id())

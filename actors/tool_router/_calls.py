@@ -1,6 +1,6 @@
 """A tool call's durable record, its states, and the envelopes the agent gets about it.
 
-    accepted → (starting → waiting)? → running → succeeded | failed
+    accepted → (starting → waiting)? → running → (deadline)? → succeeded | failed
     (refused before acceptance: failed at once, with the refusal's code)
 
 Every envelope about a call has an id derived from the call's own envelope id and a fixed
@@ -20,12 +20,16 @@ from typing import Any, Final
 from actors.contracts import utc_timestamp, validate_envelope
 from actors.kernel import derive_id
 
+from ._deadlines import Deadline
+
 RUNTIME_SENDER: Final = {"kind": "runtime", "id": "runtime:tool_router"}
 FINAL_STATES: Final = frozenset({"succeeded", "failed"})
 # Slots of the envelopes about one call (derived from the call's envelope id).
 SLOT_ACCEPTED: Final = 0x21
 SLOT_STARTING: Final = 0x22
 SLOT_ACTIVATION: Final = 0x23
+SLOT_STARTED: Final = 0x24  # a deadline operation's `started` progress
+SLOT_OPERATION: Final = 0x25  # the seed of a deadline operation's id
 SLOT_FINAL: Final = 0x2F
 SLOT_DISPATCH: Final = 0x30  # the kernel message that hands the call to its app
 # The interaction app's view of the call: one kernel message per state it reaches.
@@ -33,6 +37,7 @@ SLOT_SHOWN: Final = {
     "accepted": 0x41,
     "starting": 0x42,
     "running": 0x43,
+    "started": 0x45,
     "succeeded": 0x44,
     "failed": 0x44,
 }
@@ -68,10 +73,16 @@ class Call:
     # Not stored: the tool's descriptor as the inventory published it.
     tool: dict[str, Any] = field(default_factory=dict, compare=False)
     previous_foreground: str | None = field(default=None, compare=False)
+    # Stored in a table of its own (`tool_deadlines`), with the call's steps.
+    operation: Deadline | None = field(default=None, compare=False)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Call:
-        names = {f.name for f in dataclasses.fields(cls)} - {"tool", "previous_foreground"}
+        names = {f.name for f in dataclasses.fields(cls)} - {
+            "tool",
+            "previous_foreground",
+            "operation",
+        }
         values: dict[str, Any] = {k: row.get(k) for k in names}
         values["arguments"] = values.get("arguments") or {}
         values["history"] = values.get("history") or []
@@ -79,8 +90,8 @@ class Call:
 
     def to_row(self) -> dict[str, Any]:
         row = dataclasses.asdict(self)
-        row.pop("tool")
-        row.pop("previous_foreground")
+        for name in ("tool", "previous_foreground", "operation"):
+            row.pop(name)
         return row
 
     @property
@@ -117,6 +128,8 @@ def envelope(
     scope: dict[str, Any] = {"app_scope": call.app_scope, "conversation_id": call.conversation_id}
     if call.instance_id:
         scope["instance_id"] = call.instance_id
+    if call.operation is not None:
+        scope["operation_id"] = call.operation.operation_id
     sender = {"kind": "app", "id": call.app_scope} if from_app else RUNTIME_SENDER
     return validate_envelope(
         {

@@ -1,6 +1,7 @@
 """What the tool router takes, and from whom: the agent's calls and cancels from the store
-once it stored them, the registry's view from the app manager, and from any app process
-its reports on its own calls (whose calls they are is the router's next check)."""
+once it stored them, the registry's view from the app manager, from any app process its
+reports on its own calls and its questions about its deadline operations (whose calls they
+are is the router's next check), and from the chat app alone the user's stop of a call."""
 
 from __future__ import annotations
 
@@ -23,12 +24,29 @@ class Inbound(TypedDict):
 class Report(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     call_id: Annotated[str, Field(max_length=70)]
-    kind: Literal["progress", "result", "error"]
+    kind: Literal["progress", "result", "error", "deadline"]
     stage: NotRequired[Annotated[str, Field(max_length=200)] | None]
     percent: NotRequired[Annotated[int, Field(ge=0, le=100)] | None]
     message: NotRequired[Annotated[str, Field(max_length=4096)] | None]
     output: NotRequired[dict[str, Any]]
     code: NotRequired[Annotated[str, Field(max_length=64)]]
+    # A deadline: the call is the runtime's until `duration_ms` after it started.
+    duration_ms: NotRequired[Annotated[int, Field(ge=1, le=86_400_000)]]
+    display: NotRequired[dict[str, Any]]
+
+
+class DeadlineRequest(TypedDict):
+    """An app's question about its deadline operations in the conversation of `call_id`, a
+    call of its own that is running: `list` them, or `interrupt` the open ones."""
+
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    call_id: Annotated[str, Field(max_length=70)]
+    action: Literal["list", "interrupt"]
+
+
+class Interrupt(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    call_id: Annotated[str, Field(max_length=70)]
 
 
 DOOR = Door(
@@ -36,5 +54,9 @@ DOOR = Door(
         "tool_router.inbound": accept("store", body=Inbound),
         "tool_router.apps": accept("app_manager", body=dict[str, Any]),
         "tool_router.report": accept(APPS, body=Report),
+        "tool_router.deadline": accept(APPS, body=DeadlineRequest),
+        # The user's stop of a call: only the chat app speaks for the user (it takes its
+        # input from the host actor alone).
+        "tool_router.interrupt": accept("app.chat", body=Interrupt),
     }
 )

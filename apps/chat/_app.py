@@ -1,7 +1,8 @@
 """The chat core app: the Interaction App in its IM form, on the SDK only.
 
 It shows the conversation's timeline, tasks and pending interactions (the SDK's view
-model), turns the user's input into declarative actions (`send_text`, `answer`), and
+model), turns the user's input into declarative actions (`send_text`, `answer`) and into
+stops of the agent's open tool calls (`stop`: the user's interrupt), and
 acknowledges an interaction request once the user has answered it; display messages are
 acknowledged by the SDK after delivery.
 """
@@ -34,13 +35,17 @@ class ChatApp(RuntimeApp):
     # messages are acknowledged by the SDK, a request once the user has answered it.
 
     async def on_input(self, body: dict[str, Any]) -> None:
-        """`{"kind": "send", "conversation_id", "text"}` or `{"kind": "answer",
-        "conversation_id", "interaction_id", "selected" | "confirmed" | "text"}`; an answer
-        to a capability consent card, or `{"kind": "dismiss", "conversation_id",
-        "interaction_id"}`, goes to the capability gateway (`_consent`)."""
+        """`{"kind": "send", "conversation_id", "text"}`, `{"kind": "answer",
+        "conversation_id", "interaction_id", "selected" | "confirmed" | "text"}` or
+        `{"kind": "stop", "conversation_id", "call_id"}`; an answer to a capability
+        consent card, or `{"kind": "dismiss", "conversation_id", "interaction_id"}`, goes to
+        the capability gateway (`_consent`)."""
         if await consent_input(self.sdk, body):  # a consent card's answer: the runtime's
             return
         conversation = body.get("conversation_id")
+        if body.get("kind") == "stop":
+            await self._stop(str(conversation), str(body.get("call_id")))
+            return
         if body.get("kind") == "send":
             await self.sdk.actions.dispatch(
                 {
@@ -80,3 +85,13 @@ class ChatApp(RuntimeApp):
                 }
             )
             await self.sdk.agent_messages.acknowledge(request["message_id"])
+
+    async def _stop(self, conversation: str, call_id: str) -> None:
+        """The user stops a tool call this conversation shows open; one that has ended, or
+        that it does not show, is left alone."""
+        view = self.sdk.state.snapshot(conversation)
+        shown = next(
+            (i for i in view["timeline"] if i["id"] == call_id and i["kind"] == "tool"), None
+        )
+        if shown is not None and shown["state"] not in ("succeeded", "failed"):
+            await self.sdk.tools.stop_for_user(call_id)

@@ -1,8 +1,11 @@
-"""The pomodoro app: one focus timer per instance, kept in memory.
+"""The pomodoro app: one focus timer per conversation, kept by the runtime.
 
-Tool apps get an instance per conversation, so one timer per instance is one
-per conversation. A timer lost with its process is simply gone: nothing here is worth a
-durable record, and `pomodoro.status` then says `idle`.
+A timer is a deadline operation: `pomodoro.start` hands its call to the runtime, which
+starts it once the timer's app is in front (the agent then gets `started`, with when it
+ends), ends it at that moment with the one result, and stops it early when the agent or the
+user interrupts it. The app never ends the call itself, so a timer outlives the app's
+process, the runtime's restarts and its own end while nothing ran. What the app keeps is
+only what it shows: the minutes, in the operation's display.
 """
 
 from __future__ import annotations
@@ -10,23 +13,50 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from apps.sdk import RuntimeApp, declare_app, tool
+from apps.sdk import RuntimeApp, ToolCall, declare_app, tool
 
 _NO_ARGUMENTS = {"type": "object", "additionalProperties": False}
+_MOMENT = {"type": "string"}
+# The runtime's result when a timer ran to its end.
+_FINISHED = {
+    "type": "object",
+    "properties": {
+        "state": {"const": "finished"},
+        "started_at": _MOMENT,
+        "ends_at": _MOMENT,
+        "ended_at": _MOMENT,
+        "noticed_at": _MOMENT,
+    },
+    "required": ["state", "started_at", "ends_at", "ended_at"],
+    "additionalProperties": False,
+}
 _SESSION = {
     "type": "object",
     "properties": {
-        "state": {"enum": ["idle", "running", "finished"]},
+        "state": {"enum": ["idle", "waiting", "running", "finished", "stopped"]},
         "minutes": {"type": "integer", "minimum": 1, "maximum": 120},
         "remaining_seconds": {"type": "integer", "minimum": 0},
-        "ends_at": {"type": "string"},
+        "ends_at": _MOMENT,
+        "ended_at": _MOMENT,
     },
     "required": ["state"],
     "additionalProperties": False,
 }
+# The runtime's states of a deadline operation, as the timer names them.
+_STATES = {
+    "waiting_foreground": "waiting",
+    "running": "running",
+    "finished": "finished",
+    "interrupted": "stopped",
+}
+
+
+def _seconds_until(moment: str, now: float) -> int:
+    ends = datetime.fromisoformat(moment.replace("Z", "+00:00")).timestamp()
+    return max(0, math.ceil(ends - now))
 
 
 @declare_app(
@@ -41,20 +71,22 @@ class PomodoroApp(RuntimeApp):
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         super().__init__()
         self._clock = clock
-        self._minutes = 0
-        self._ends_at: float | None = None
 
-    def _session(self) -> dict[str, Any]:
-        if self._ends_at is None:
+    def _session(self, operation: dict[str, Any] | None) -> dict[str, Any]:
+        """The timer as `pomodoro.status` tells it, from the runtime's record."""
+        if operation is None:
             return {"state": "idle"}
-        remaining = max(0, math.ceil(self._ends_at - self._clock()))
-        ends_at = datetime.fromtimestamp(self._ends_at, UTC).isoformat(timespec="seconds")
-        return {
-            "state": "running" if remaining else "finished",
-            "minutes": self._minutes,
-            "remaining_seconds": remaining,
-            "ends_at": ends_at.replace("+00:00", "Z"),
-        }
+        session: dict[str, Any] = {"state": _STATES.get(operation["state"], "idle")}
+        minutes = operation.get("display", {}).get("minutes")
+        if isinstance(minutes, int):
+            session["minutes"] = minutes
+        if operation.get("ends_at"):
+            session["ends_at"] = operation["ends_at"]
+        if operation["state"] == "running" and operation.get("ends_at"):
+            session["remaining_seconds"] = _seconds_until(operation["ends_at"], self._clock())
+        if operation.get("ended_at"):
+            session["ended_at"] = operation["ended_at"]
+        return session
 
     @tool(
         "pomodoro.start",
@@ -65,18 +97,19 @@ class PomodoroApp(RuntimeApp):
             "required": ["minutes"],
             "additionalProperties": False,
         },
-        output_schema=_SESSION,
+        output_schema=_FINISHED,
+        call_model="operation",
         risk="low",
         # The user should see the timer they just asked for.
         activation_requirement="foreground_required",
         launch_policy={"launch": "if_needed", "focus": "foreground"},
     )
-    async def start(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Starts a timer of `minutes`, replacing any running one. The timer is running
-        once the result arrives."""
-        self._minutes = int(arguments["minutes"])
-        self._ends_at = self._clock() + 60 * self._minutes
-        return self._session()
+    async def start(self, arguments: dict[str, Any], call: ToolCall) -> Any:
+        """Starts a timer of `minutes`, stopping any running one. Progress `started` (with
+        `ends_at`) says it runs; the result comes when it has run out."""
+        await call.interrupt_deadlines()
+        minutes = int(arguments["minutes"])
+        return self.sdk.tools.deadline(60 * minutes, display={"minutes": minutes})
 
     @tool(
         "pomodoro.status",
@@ -89,9 +122,11 @@ class PomodoroApp(RuntimeApp):
         launch_policy={"launch": "if_needed", "focus": "background"},
         annotations={"read_only_hint": True},
     )
-    async def status(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """The current timer: idle, running (with the time left) or finished."""
-        return self._session()
+    async def status(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        """The latest timer: idle (none yet), waiting (to come to the front), running (with
+        the time left), finished, or stopped."""
+        operations = await call.deadlines()
+        return self._session(operations[0] if operations else None)
 
     @tool(
         "pomodoro.stop",
@@ -105,11 +140,10 @@ class PomodoroApp(RuntimeApp):
         },
         idempotent=True,
         risk="low",
-        # A timer lives only in a running app: there is nothing to stop in one not started.
+        # Offered where the timer's app has an instance: there it may have a timer to stop.
         launch_policy={"launch": "never"},
     )
-    async def stop(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Stops the timer; `stopped` says whether one was running."""
-        running = self._session()["state"] == "running"
-        self._ends_at = None
-        return {"stopped": running}
+    async def stop(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        """Stops the timer; `stopped` says whether one was running. The timer's own call
+        then ends with `cancelled_by_user`."""
+        return {"stopped": bool(await call.interrupt_deadlines())}

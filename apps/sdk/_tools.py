@@ -3,9 +3,10 @@
 The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_scope`,
 `conversation_id`, `instance_id`} once it has decided that a call may run, and
 `app.tool.cancel` {`call_id`} once the runtime has ended one. The app answers with casts of
-`tool_router.report`, closed bodies of three kinds: {`call_id`, `kind`: `progress`,
-`stage`?, `percent`?, `message`?}, {`call_id`, `kind`: `result`, `output`} and {`call_id`,
-`kind`: `error`, `code`, `message`?}.
+`tool_router.report`, closed bodies of four kinds: {`call_id`, `kind`: `progress`,
+`stage`?, `percent`?, `message`?}, {`call_id`, `kind`: `result`, `output`}, {`call_id`,
+`kind`: `error`, `code`, `message`?} and {`call_id`, `kind`: `deadline`, `duration_ms`,
+`display`}.
 
 - A call is recorded in the app's log (`tool_calls`, running) before its handler runs, and
   the invoke is acked once that is on disk. An invoke of a call already recorded never
@@ -14,9 +15,15 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
   at once. What it asks of the SDK gets ids derived from its call's first invoke, so an
   idempotent call run again asks nothing twice.
 - A dict returned is the result; `PENDING` leaves the call open for `complete` / `fail`;
-  a `ContractError` with a code of `APP_TOOL_ERROR_CODES` is that error. Anything else
-  (another exception, another value, an output that cannot be sent) is `handler_failed`
-  with a message naming no exception: the traceback goes to the app's log.
+  `sdk.tools.deadline(seconds, display)` hands the call to the runtime, which ends it at
+  that deadline (its result is the runtime's: when it started, was to end, ended) or when
+  the agent or the user interrupts it; the app can no longer end it (`complete`, `fail`
+  and `progress` are refused). A running call can ask the runtime about the app's
+  deadline operations in its conversation (`call.deadlines()`) or interrupt them for the
+  agent (`call.interrupt_deadlines()`, a stop tool's way). A `ContractError` with a code
+  of `APP_TOOL_ERROR_CODES` is that error. Anything else (another exception, another
+  value, an output that cannot be sent) is `handler_failed` with a message naming no
+  exception: the traceback goes to the app's log.
 - Report n of a call has the kernel id `derive_id(call_id, n)`; n is taken in the log before
   the report is sent, and the final report is written with its index in the write that
   ends the call. Sent again, it is the same message, which the mailbox keeps once.
@@ -70,6 +77,25 @@ class Pending(enum.Enum):
 
 
 PENDING: Final = Pending.PENDING
+MAX_DISPLAY_BYTES: Final = 4096  # the runtime keeps a deadline's display up to this size
+DEADLINE_TIMEOUT_S: Final = 30.0  # a question about deadlines waits this long for its answer
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """What a handler returns to hand its call to the runtime until a deadline
+    (`sdk.tools.deadline`)."""
+
+    duration_ms: int
+    display: dict[str, Any]
+
+    def report(self, call_id: str) -> dict[str, Any]:
+        return {
+            "call_id": call_id,
+            "kind": "deadline",
+            "duration_ms": self.duration_ms,
+            "display": self.display,
+        }
 
 
 @dataclass(frozen=True)
@@ -88,6 +114,20 @@ class ToolCall:
         self, stage: str | None = None, percent: int | None = None, message: str | None = None
     ) -> None:
         await self._tools.progress(self.call_id, stage, percent, message)
+
+    async def deadlines(self) -> list[dict[str, Any]]:
+        """The app's latest deadline operations in this call's conversation, newest first:
+        each {`call_id`, `operation_id`, `state` (waiting_foreground, running, finished,
+        interrupted), `duration_ms`, `display`, `started_at`?, `ends_at`?, `ended_at`?,
+        `ended_by`?}, as the runtime recorded them."""
+        reply = await self._tools._ask_deadlines(self.call_id, "list")
+        return list(reply["deadlines"])
+
+    async def interrupt_deadlines(self) -> list[dict[str, Any]]:
+        """Interrupt the app's open deadline operations in this call's conversation, for
+        the agent that made this call (a stop tool); those it ended, as recorded."""
+        reply = await self._tools._ask_deadlines(self.call_id, "interrupt")
+        return list(reply["interrupted"])
 
 
 def _takes_call(handler: BoundHandler) -> bool:
@@ -159,12 +199,41 @@ class ToolsAPI:
         if not await self._finish(call_id, _result(call_id, output)):
             raise _not_open(call_id)
 
+    def deadline(self, seconds: float, display: dict[str, Any] | None = None) -> Deadline:
+        """What a handler returns to hand its call to the runtime until `seconds` after the
+        runtime starts it (in front, for a foreground tool). `display` (JSON, at most 4 KiB)
+        is kept with the operation for the app's own view of it (`call.deadlines()`)."""
+        duration_ms = round(seconds * 1000)
+        if not 1 <= duration_ms <= 86_400_000:
+            raise ValueError("a deadline is 1 ms to a day away")
+        shown = dict(display or {})
+        if len(_encode(shown).encode()) > MAX_DISPLAY_BYTES:
+            raise ValueError(f"a deadline's display is at most {MAX_DISPLAY_BYTES} bytes")
+        return Deadline(duration_ms, shown)
+
     async def fail(self, call_id: str, code: Code | str, message: str | None = None) -> None:
         """End an open call of this app with an error of `APP_TOOL_ERROR_CODES`."""
         if code not in APP_TOOL_ERROR_CODES:
             raise ValueError(f"{code!r} is not a code an app may end a call with")
         if not await self._finish(call_id, _error(call_id, Code(code), message or "")):
             raise _not_open(call_id)
+
+    async def stop_for_user(self, call_id: str) -> None:
+        """The user's stop of an open call (the chat app's, which speaks for the user: the
+        runtime takes it from no other app). It ends with `cancelled_by_user`."""
+        body = {"call_id": call_id}
+        await self._app.cast(TOOL_ROUTER, "tool_router.interrupt", body, id=self._app._ids.next())
+
+    async def _ask_deadlines(self, call_id: str, action: str) -> dict[str, Any]:
+        body = {"call_id": call_id, "action": action}
+        reply = await self._app.call(
+            TOOL_ROUTER,
+            "tool_router.deadline",
+            body,
+            timeout=DEADLINE_TIMEOUT_S,
+            id=self._app._ids.next(),
+        )
+        return dict(reply)
 
     # -- the runtime's side: RuntimeApp's handlers and its start --------------------------
 
@@ -248,6 +317,8 @@ class ToolsAPI:
         except Exception:
             log.exception("tool call %s (%s) failed", call.call_id, call.method)
             return _error(call.call_id, Code.HANDLER_FAILED, failed)
+        if isinstance(value, Deadline):  # the runtime's call from here: the app's last word
+            return value.report(call.call_id)
         return PENDING if value is PENDING else _result(call.call_id, value)
 
     async def _finish(self, call_id: str, report: dict[str, Any] | None) -> bool:

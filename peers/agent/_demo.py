@@ -4,7 +4,8 @@ When a user says something in a conversation, it answers in Markdown, runs a sma
 with progress steps, then asks a choice (a colour), a confirm (create the board?) and an
 input (its name), and reacts to each answer. "focus N" instead starts an N-minute focus
 timer (25 without N) through the `pomodoro.start` tool, if the conversation's inventory
-lists it, and says how that went. No randomness, no network beyond the
+lists it, and says how that went: started (the call's `started` progress, with when it
+ends) or why not. No randomness, no network beyond the
 AppServer, no state beyond the interaction ids: each step's id carries what the next step
 needs, so a restarted demo agent picks any conversation up where it was. Every message it
 sends has an id derived from the message it reacts to (`derive_message_id`), so handling a
@@ -23,7 +24,7 @@ import trio
 
 from actors.contracts import derive_message_id
 
-from ._client import AgentClient, AgentMessage, SubmitRejected, TaskStatus
+from ._client import AgentClient, AgentMessage, SubmitRejected, TaskStatus, ToolCall
 
 COLOURS: Final = {"red": "Red", "green": "Green", "blue": "Blue"}
 TASK_STEPS: Final[tuple[tuple[TaskStatus, int, str], ...]] = (
@@ -145,14 +146,19 @@ class DemoAgent:
         outcome = None
         try:
             with trio.move_on_after(tool.timeout_ms / 1000 + FOCUS_GRACE_S):
-                outcome = await call.outcome()
+                outcome = await _started_or_final(call)
         except SubmitRejected as rejected:
             text = f"I could not start a focus timer: the call was refused (`{rejected.code}`)."
             await self._say(message, text)
             return
+        if outcome is None or outcome.type == "lineup.tool.progress":
+            await call.aclose()  # a timer that runs ends later: the runtime's to end
         if outcome is None:
-            await call.aclose()
             text = f"I asked for a {minutes}-minute focus timer but got no answer in time."
+        elif outcome.type == "lineup.tool.progress":
+            text = (
+                f"Your {minutes}-minute focus timer has started, until {outcome.payload().ends_at}."
+            )
         elif outcome.type == "lineup.tool.result":
             ends_at = outcome.payload().output.get("ends_at")
             until = f", until {ends_at}" if isinstance(ends_at, str) else ""
@@ -214,6 +220,18 @@ class DemoAgent:
         elif step == "note" and answer.kind == "input":
             note = answer.text.strip()
             await self._say(message, f"Noted:\n\n{_quote(note)}" if note else "Nothing to note.")
+
+
+async def _started_or_final(call: ToolCall) -> AgentMessage:
+    """The call's `started` progress with its end (a deadline the runtime keeps), or its
+    final if that comes first: only then may the agent say the timer has started."""
+    async for event in call:
+        if event.type == "lineup.tool.progress":
+            progress = event.payload()
+            if progress.stage == "started" and progress.ends_at:
+                return event
+    assert call.final is not None
+    return call.final
 
 
 async def run_demo_agent(

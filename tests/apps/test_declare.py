@@ -69,20 +69,26 @@ def test_a_build_finds_the_declared_app() -> None:
     assert declared_app(pomodoro) is PomodoroApp
 
 
-async def test_the_handlers_answer_by_method() -> None:
+def test_the_handlers_are_by_method_and_the_status_is_the_runtimes_record() -> None:
     now = [1_000_000.0]
     app = PomodoroApp(clock=lambda: now[0])
-    handlers = tool_handlers(app)
-    assert await handlers["pomodoro.status"]({}) == {"state": "idle"}
-    started = await handlers["pomodoro.start"]({"minutes": 25})
-    assert (started["state"], started["remaining_seconds"]) == ("running", 1500)
-    now[0] += 1490
-    assert (await handlers["pomodoro.status"]({}))["remaining_seconds"] == 10
-    now[0] += 10
-    assert (await handlers["pomodoro.status"]({}))["state"] == "finished"
-    assert await handlers["pomodoro.stop"]({}) == {"stopped": False}
-    await handlers["pomodoro.start"]({"minutes": 1})
-    assert await handlers["pomodoro.stop"]({}) == {"stopped": True}
+    assert list(tool_handlers(app)) == ["pomodoro.start", "pomodoro.status", "pomodoro.stop"]
+    # The timer is the runtime's deadline operation; the status reads its record.
+    assert app._session(None) == {"state": "idle"}
+    running = {
+        "state": "running",
+        "display": {"minutes": 25},
+        "ends_at": "1970-01-12T13:46:50.000Z",  # 1,000,010 s
+    }
+    assert app._session(running) == {
+        "state": "running",
+        "minutes": 25,
+        "ends_at": "1970-01-12T13:46:50.000Z",
+        "remaining_seconds": 10,
+    }
+    ended = {**running, "state": "interrupted", "ended_at": "1970-01-12T13:46:45.000Z"}
+    assert app._session(ended)["state"] == "stopped"
+    assert app._session({**running, "state": "finished"})["state"] == "finished"
 
 
 def test_a_bad_tool_declaration_fails_at_import() -> None:

@@ -29,7 +29,7 @@ EXPECTED = {
     "lineup agent inventory --conversation main": "main",
     "lineup tools inventory": "main: revision",
     "lineup agent call --conversation main --tool pomodoro.start --args '{\"minutes\": 25}'": (
-        "result"
+        "started; the runtime ends it at"
     ),
     "lineup tools calls --state failed": "no tool calls (state failed)",
     "lineup app keygen --out keys --name me": "me.pub",

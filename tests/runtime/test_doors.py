@@ -14,6 +14,7 @@ SDK_SURFACE = {
     ("app_manager", "app_manager.request"),
     ("tool_router", "tool_router.report"),
     ("capability_gateway", "capability_gateway.request"),
+    ("tool_router", "tool_router.deadline"),
     ("store", "store.session_data.get"),
     ("store", "store.session_data.replace"),
     ("store", "store.artifacts.create"),
@@ -52,6 +53,8 @@ def test_an_app_reaches_only_its_sdk() -> None:
         if door.allows(message_type, "app.whiteboard")
     }
     assert reachable == SDK_SURFACE
+    # The user's stop of a call: the chat app speaks for the user, no other app does.
+    assert doors["tool_router"].senders_of("tool_router.interrupt") == {"app.chat"}
     # The user's answer to a consent card: the chat app (where the user answers) or the host.
     assert doors["capability_gateway"].senders_of("capability_gateway.consent") == {
         "app.chat",

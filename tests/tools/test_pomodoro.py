@@ -1,15 +1,25 @@
 """The demo agent uses pomodoro's tools when the user asks for focus time: `lineup run
 --headless` (embedded AppServer and demo agent), pomodoro installed through the CLI, the user
 writes "focus 5" in the chat, the agent calls `pomodoro.start`, the timer's app comes to the
-front for the call and chat comes back after it, and the agent tells the user."""
+front for the call, the runtime starts the timer's deadline operation and the agent tells
+the user it runs, and until when; the user stops it in the chat, the call ends
+`cancelled_by_user` and chat comes back to the front."""
 
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from actors.store import read_apps, read_inventories, read_lifecycle, read_tool_calls
+from actors.contracts import utc_timestamp
+from actors.store import (
+    read_apps,
+    read_inventories,
+    read_lifecycle,
+    read_tool_calls,
+    read_tool_deadlines,
+)
 from apps.chat import history
 from lineup.ui_session import UiSession
 from tests.app_manager.conftest import Bundles, lineup
@@ -60,24 +70,40 @@ async def test_focus_starts_a_timer_through_the_pomodoro_tool(
         await wait_for(lambda: _inventory_lists(data_dir, "pomodoro.start"), 30, "the tool")
         _say(data_dir, "focus 5")
         text = await _agent_said(data_dir, "Your 5-minute focus timer has started")
-        assert "until" in text
         calls = [c for c in read_tool_calls(data_dir) if c["method"] == "pomodoro.start"]
-        assert [(c["state"], c["arguments"]) for c in calls] == [("succeeded", {"minutes": 5})]
-
-        # The chat shows the call in the conversation: a timeline item and a task.
-        def shown() -> dict[str, Any] | None:
-            view = history(data_dir, CONVERSATION)
-            tool = next((i for i in view["timeline"] if i["id"] == calls[0]["call_id"]), None)
-            return view if tool is not None and tool["state"] == "succeeded" else None
-
-        view = await wait_for(shown, 30, "the call in the chat")
-        tool = next(i for i in view["timeline"] if i["id"] == calls[0]["call_id"])
-        assert (tool["kind"], tool["text"], tool["state"]) == (
-            "tool", "pomodoro · pomodoro.start", "succeeded",
-        )  # fmt: skip
-        assert view["tasks"][calls[0]["call_id"]]["status"] == "succeeded"
+        assert [(c["state"], c["arguments"]) for c in calls] == [("deadline", {"minutes": 5})]
+        call_id = calls[0]["call_id"]
+        # The runtime keeps the timer: it started it in front and told the agent when it ends.
+        timer = read_tool_deadlines(data_dir)[call_id]
+        assert (timer["state"], timer["duration_ms"]) == ("running", 300_000)
+        assert timer["display"] == {"minutes": 5}
+        assert timer["instance_id"] == f"pomodoro:{CONVERSATION}"
+        ends_at = utc_timestamp(datetime.fromtimestamp(timer["ends_ms"] / 1000, UTC))
+        assert text == f"Your 5-minute focus timer has started, until {ends_at}."
         events = [h["event"] for h in calls[0]["history"]]
         assert events[:3] == ["accepted", "starting", "activation_ready"]
+        assert events[-2:] == ["deadline", "started"]
+
+        # The chat shows the call in the conversation, running: the user stops it there.
+        def shown(state: str) -> dict[str, Any] | None:
+            view = history(data_dir, CONVERSATION)
+            tool = next((i for i in view["timeline"] if i["id"] == call_id), None)
+            return view if tool is not None and tool["state"] == state else None
+
+        view = await wait_for(lambda: shown("running"), 30, "the running call in the chat")
+        assert view["tasks"][call_id]["status"] == "running"
+        UiSession(data_dir, session_id="test").act(
+            {"kind": "stop", "conversation_id": CONVERSATION, "call_id": call_id}
+        )
+        view = await wait_for(lambda: shown("failed"), 30, "the stopped call in the chat")
+        tool = next(i for i in view["timeline"] if i["id"] == call_id)
+        assert (tool["kind"], tool["text"], tool["code"]) == (
+            "tool", "pomodoro · pomodoro.start", "cancelled_by_user",
+        )  # fmt: skip
+        assert view["tasks"][call_id]["status"] == "cancelled"
+        row = next(c for c in read_tool_calls(data_dir) if c["call_id"] == call_id)
+        assert row["detail"].startswith("interrupted by the user; it was to end at ")
+        assert read_tool_deadlines(data_dir)[call_id]["ended_by"] == "the user"
         # The timer came to the front for the call; chat is given back once it ended.
         await wait_for(
             lambda: (read_apps(data_dir)["settings"].get("focus_stack") or [""])[-1] == "chat:main",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from actors.kernel import CallFailed, derive_id, new_id
 
 from ._artifact_attacks import steal_artifact
-from ._session_attacks import dress_session_data, reach_session_data
+from ._deadline_attacks import seize_deadline
 
 if TYPE_CHECKING:
     from ._app import HostileApp
@@ -446,8 +446,7 @@ ATTACKS: dict[str, Attack] = {
         forbidden_tool_messages,
         bad_reports,
         flood_reports,
+        seize_deadline,
         steal_artifact,
-        reach_session_data,
-        dress_session_data,
     )
 }

@@ -1,0 +1,245 @@
+"""The tool router's side of deadline operations (`_deadlines`): taking one from an app,
+starting it once its app is in front, ending it at its deadline or on an interrupt, and
+answering an app's questions about its own.
+
+Who may end an operation, and with what final:
+
+- its deadline: the tool router notices `ends_ms` has passed; `lineup.tool.result` with
+  `deadline_output`;
+- the agent: `lineup.tool.cancel` of the call, or a running call of the same app in the
+  same conversation that asks for it (`tool_router.deadline` `interrupt`: a stop tool);
+  `lineup.tool.error {cancelled_by_user}` naming it;
+- the user: a stop in the chat (`tool_router.interrupt`, from the chat app only); the same,
+  naming the user;
+- the runtime: the app disabled, removed or updated, or the call's timeout passed before
+  the operation started; that code.
+
+The app itself cannot end it: its reports on the call are refused (`ownership_mismatch`,
+audited at most once per sender every ten seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from actors.contracts import Code, ContractError, InventoryTool, check_tool_output
+from actors.kernel import Message, derive_id
+
+from ._calls import (
+    SLOT_DISPATCH,
+    SLOT_OPERATION,
+    SLOT_SHOWN,
+    SLOT_STARTED,
+    Call,
+    envelope,
+    now_ms,
+    outbox_item,
+)
+from ._deadlines import (
+    CALL_STATE,
+    MAX_DISPLAY_BYTES,
+    MAX_DURATION_MS,
+    WAITING_FOREGROUND,
+    Deadline,
+    deadline_output,
+    interrupted_detail,
+    sample_output,
+    timestamp,
+)
+
+if TYPE_CHECKING:
+    from ._actor import ToolRouterActor
+
+log = logging.getLogger("lineup.tool_router")
+
+
+def _owned(call: Call) -> ContractError:
+    return ContractError(
+        Code.OWNERSHIP_MISMATCH, f"{call.call_id} is the runtime's until its deadline"
+    )
+
+
+class DeadlineOperations:
+    def __init__(self, router: ToolRouterActor) -> None:
+        self.router = router
+
+    # -- from the call's app ------------------------------------------------------------
+
+    async def take(self, call: Call, msg: Message) -> None:
+        """The call's app hands the call over (`kind: deadline`)."""
+        body = msg.body
+        duration = body.get("duration_ms")
+        display = dict(body.get("display") or {})
+        if call.operation is not None:
+            if (call.operation.duration_ms, call.operation.display) == (duration, display):
+                return  # the app's report sent again after its restart: taken already
+            await self.router.refuse_report(msg, call, "owned")
+            raise _owned(call)
+        refusal = self._refusal(call, duration, display)
+        if refusal is not None:
+            failed = ContractError(Code.HANDLER_FAILED, "the app's deadline cannot be taken")
+            await self.router.finish(call, error=failed, audit_detail=refusal)
+            return
+        assert isinstance(duration, int)
+        call.operation = Deadline(
+            call_id=call.call_id,
+            operation_id="op_" + call.slot_id(SLOT_OPERATION),
+            app_scope=call.app_scope,
+            conversation_id=call.conversation_id,
+            instance_id=call.instance_id,
+            duration_ms=duration,
+            requested_ms=now_ms(),
+            display=display,
+        )
+        call.state = CALL_STATE
+        call.note("deadline", duration_ms=duration)
+        if self.in_front(call):
+            await self._start(call)
+        else:  # it starts when its app comes to the front; the call's timeout runs meanwhile
+            await self.router.write(
+                {"calls": [call.to_row()], "deadlines": [call.operation.to_row()]}
+            )
+
+    def _refusal(self, call: Call, duration: Any, display: dict[str, Any]) -> str | None:
+        """Why the app's deadline cannot be taken (the audit's detail), or None."""
+        if call.state != "running":
+            return f"{call.call_id} is {call.state}, not running"
+        if not isinstance(duration, int) or not 1 <= duration <= MAX_DURATION_MS:
+            return f"duration_ms {duration!r} is not 1 to {MAX_DURATION_MS}"
+        if len(json.dumps(display, separators=(",", ":"))) > MAX_DISPLAY_BYTES:
+            return f"display is over {MAX_DISPLAY_BYTES} bytes"
+        try:
+            check_tool_output(InventoryTool.model_validate(call.tool), sample_output(duration))
+        except ContractError as exc:
+            return f"the tool's output schema does not take a deadline's result: {exc.detail}"
+        return None
+
+    def in_front(self, call: Call) -> bool:
+        """Whether the operation may start: its app in front for a foreground tool."""
+        if call.tool.get("activation_requirement") != "foreground_required":
+            return True
+        return call.instance_id is not None and self.router.foreground == call.instance_id
+
+    async def _start(self, call: Call) -> None:
+        """Started: recorded with the `started` progress for the agent, in one step."""
+        operation = call.operation
+        assert operation is not None
+        operation.start(now_ms())
+        operation.instance_id = call.instance_id
+        call.deadline_ms = None  # its deadline, not the call's timeout, ends it now
+        ends_at = timestamp(operation.ends_ms)
+        call.note("started", ends_ms=operation.ends_ms)
+        payload = {"stage": "started", "ends_at": ends_at}
+        env = envelope(call, "lineup.tool.progress", payload, id=call.slot_id(SLOT_STARTED))
+        await self.router.write(
+            {
+                "calls": [call.to_row()],
+                "deadlines": [operation.to_row()],
+                "outbox": [outbox_item(env)],
+            }
+        )
+        log.info("call %s: deadline operation started, ends at %s", call.call_id, ends_at)
+        await self.router.show(
+            call,
+            "progress",
+            id=call.slot_id(SLOT_SHOWN["started"]),
+            stage="started",
+            message=f"until {ends_at}",
+        )
+
+    # -- the runtime's side -------------------------------------------------------------
+
+    async def resume(self, call: Call) -> None:
+        """After a restart: one that waited for the front starts if its app is there now
+        (one past its deadline ends at the next look of the timer)."""
+        operation = call.operation
+        if operation is not None and operation.state == WAITING_FOREGROUND and self.in_front(call):
+            await self._start(call)
+
+    async def foreground_changed(self) -> None:
+        for call in list(self.router.calls.values()):
+            operation = call.operation
+            waiting = operation is not None and operation.state == WAITING_FOREGROUND
+            if waiting and self.in_front(call):
+                await self._start(call)
+
+    async def reached(self, now: int) -> None:
+        """Every running operation whose deadline has passed ends with its result."""
+        for call in list(self.router.calls.values()):
+            operation = call.operation
+            if operation is None or not operation.due(now):
+                continue
+            operation.finish(now)
+            output = deadline_output(operation)
+            try:
+                check_tool_output(InventoryTool.model_validate(call.tool), output)
+            except ContractError as exc:
+                failed = ContractError(
+                    Code.HANDLER_FAILED, "the deadline's result does not fit the tool's schema"
+                )
+                await self.router.finish(call, error=failed, audit_detail=exc.detail)
+                continue
+            await self.router.finish(call, output=output)
+
+    async def interrupt(self, call: Call, by: str) -> None:
+        """End an open call early for `by` (the agent, the user): `cancelled_by_user`, and
+        its app is told to stop whatever it still runs for it."""
+        operation = call.operation
+        if operation is not None and operation.open:
+            detail = interrupted_detail(operation, by)
+            operation.interrupt(now_ms(), by)
+        else:
+            detail = f"cancelled by {by}"
+        await self.router.finish(call, error=ContractError(Code.CANCELLED_BY_USER, detail))
+        await self.router.cast(
+            f"app.{call.app_scope}",
+            "app.tool.cancel",
+            {"call_id": call.call_id},
+            id=derive_id(call.envelope_id, SLOT_DISPATCH + 1),
+        )
+
+    # -- an app's questions, the user's stop ---------------------------------------------
+
+    async def request(self, msg: Message) -> dict[str, Any]:
+        """`tool_router.deadline`: an app asks about its operations in the conversation of
+        one of its running calls, or interrupts them on behalf of that call (the agent's)."""
+        call = self.router.calls.get(str(msg.body["call_id"]))
+        if call is None or msg.sender != f"app.{call.app_scope}" or call.state != "running":
+            # The same answer for another app's call as for none: nothing says it exists.
+            await self.router.refuse_report(msg, call, "foreign")
+            raise ContractError(
+                Code.OWNERSHIP_MISMATCH, f"{msg.body['call_id']} is not a running call of yours"
+            )
+        if msg.body["action"] == "interrupt":
+            ended = []
+            for target in self._open(call.app_scope, call.conversation_id):
+                await self.interrupt(target, f"the agent ({call.method}, call {call.call_id})")
+                assert target.operation is not None
+                ended.append(target.operation.view())
+            return {"interrupted": ended}
+        where = {"app_scope": call.app_scope, "conversation_id": call.conversation_id}
+        rows = (await self.router.store("store.tools.deadlines", where))["deadlines"]
+        return {"deadlines": [Deadline.from_row(row).view() for row in rows]}
+
+    def _open(self, app_scope: str, conversation_id: str) -> list[Call]:
+        return [
+            c
+            for c in self.router.calls.values()
+            if c.operation is not None
+            and c.operation.open
+            and (c.app_scope, c.conversation_id) == (app_scope, conversation_id)
+        ]
+
+    async def user_stop(self, msg: Message) -> dict[str, Any] | None:
+        """`tool_router.interrupt`: the user stops a call in the chat. A call that has
+        ended keeps its outcome, which is the answer."""
+        call_id = str(msg.body["call_id"])
+        call = self.router.calls.get(call_id)
+        if call is not None:
+            await self.interrupt(call, "the user")
+        row = (await self.router.store("store.tools.get", {"call_id": call_id}))["call"]
+        if row is None:
+            return None
+        return {"call_id": call_id, "state": row["state"], "code": row["code"]}

@@ -1,0 +1,103 @@
+"""An installed app whose calls the runtime keeps until a deadline, in seconds: run one in
+the background or in front, stop or list the app's own, and one whose output schema cannot
+take a deadline's result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apps.sdk import RuntimeApp, ToolCall, declare_app, tool
+
+_MOMENT = {"type": "string"}
+_FINISHED = {
+    "type": "object",
+    "properties": {
+        "state": {"const": "finished"},
+        "started_at": _MOMENT,
+        "ends_at": _MOMENT,
+        "ended_at": _MOMENT,
+        "noticed_at": _MOMENT,
+    },
+    "required": ["state", "started_at", "ends_at", "ended_at", "noticed_at"],
+    "additionalProperties": False,
+}
+_SECONDS = {
+    "type": "object",
+    "properties": {"seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600}},
+    "required": ["seconds"],
+    "additionalProperties": False,
+}
+_NOTHING = {"type": "object", "additionalProperties": False}
+_BACKGROUND = {"launch": "if_needed", "focus": "background"}
+
+
+@declare_app(
+    app_scope="timers",
+    version="1.0.0",
+    title="Timers",
+    entrypoints=[{"id": "main", "kind": "contextual"}],
+    required_features=["app.lifecycle.v1", "app.tools.v1"],
+    agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
+)
+class TimersApp(RuntimeApp):
+    @tool(
+        "timer.run",
+        input_schema=_SECONDS,
+        output_schema=_FINISHED,
+        call_model="operation",
+        timeout_ms=10_000,
+        launch_policy=_BACKGROUND,
+    )
+    async def run(self, arguments: dict[str, Any]) -> Any:
+        """Runs for `seconds`, kept by the runtime."""
+        seconds = arguments["seconds"]
+        return self.sdk.tools.deadline(seconds, display={"seconds": seconds})
+
+    @tool(
+        "timer.front",
+        input_schema=_SECONDS,
+        output_schema=_FINISHED,
+        call_model="operation",
+        timeout_ms=20_000,
+        activation_requirement="foreground_required",
+        launch_policy={"launch": "if_needed", "focus": "foreground"},
+    )
+    async def front(self, arguments: dict[str, Any]) -> Any:
+        """Runs for `seconds` from when the app is in front."""
+        return self.sdk.tools.deadline(arguments["seconds"])
+
+    @tool(
+        "timer.stop",
+        input_schema=_NOTHING,
+        output_schema={"type": "object"},
+        launch_policy=_BACKGROUND,
+    )
+    async def stop(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        """Stops the app's running timers in this conversation; names them."""
+        return {"stopped": [o["call_id"] for o in await call.interrupt_deadlines()]}
+
+    @tool(
+        "timer.list",
+        input_schema=_NOTHING,
+        output_schema={"type": "object"},
+        call_model="query",
+        launch_policy=_BACKGROUND,
+    )
+    async def timers(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        """The app's latest timers in this conversation, as the runtime recorded them."""
+        return {"timers": await call.deadlines()}
+
+    @tool(
+        "timer.misfit",
+        input_schema=_SECONDS,
+        output_schema={
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+            "additionalProperties": False,
+        },
+        launch_policy=_BACKGROUND,
+    )
+    async def misfit(self, arguments: dict[str, Any]) -> Any:
+        """Asks for a deadline its output schema cannot take."""
+        return self.sdk.tools.deadline(arguments["seconds"])
