@@ -22,6 +22,7 @@ POINTS = (
     "supervisor.after_forward",  # deliveries forwarded, the acks read are not yet marked
     "app_manager.after_start",  # an operation's row says running, none of its work is done
     "app_manager.after_step",  # the operation's work is done, its final rows are not written
+    "store.session_data_after_commit",  # a replace is committed, its answer not yet sent
     "capability_gateway.after_effect",  # a capability ran its effect, its end is unrecorded
     "store.artifact_mid_file",  # half an artifact's bytes are in its temporary file
     "store.artifact_before_commit",  # its file is in place, its row is not committed

@@ -43,7 +43,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from actors.contracts import Code, ContractError
-from actors.kernel import Actor, Message, derive_id, handles
+from actors.kernel import Actor, Message, crash_point, derive_id, handles
 
 TABLE: Final = "app_session_data"
 COLUMNS: Final = ("app_scope", "instance_id", "data", "revision", "size_bytes", "updated_ms")
@@ -208,6 +208,7 @@ class SessionDataTables(Actor):
             return {"instance_id": instance, "revision": current + 1}
 
         reply: dict[str, Any] = self._once(msg, apply)
+        crash_point("store.session_data_after_commit")
         changed = {**reply, "data": body["data"]}
         await self.cast(msg.sender, CHANGED, changed, id=derive_id(msg.id, 1))
         return reply

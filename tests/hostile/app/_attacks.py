@@ -13,6 +13,7 @@ from actors.kernel import CallFailed, derive_id, new_id
 
 from ._artifact_attacks import steal_artifact
 from ._deadline_attacks import seize_deadline
+from ._session_attacks import dress_session_data, reach_session_data
 
 if TYPE_CHECKING:
     from ._app import HostileApp
@@ -448,5 +449,7 @@ ATTACKS: dict[str, Attack] = {
         flood_reports,
         seize_deadline,
         steal_artifact,
+        reach_session_data,
+        dress_session_data,
     )
 }
