@@ -3,11 +3,11 @@ fact it writes (the router for what the agent said and the outbox, the transport
 stream's position and the lifecycle, the app manager for the registry, the tool router for
 tool calls and inventories, an app's process for its own session data).
 
-An app reaches the store with two types only, `store.session_data.get` and
-`store.session_data.replace`, and they are safe to open to it: they read and write only the
-`app_session_data` rows of the scope the supervisor stamped on the sender, for a live
-instance of that scope, within the session-data quotas; they touch no other table, and
-every other store type stays closed to apps. An app keeps artifacts too
+An app reaches the store for its own session data with two types,
+`store.session_data.get` and `store.session_data.replace`, safe to open to it: they read and
+write only the `app_session_data` rows of the scope the supervisor stamped on the sender,
+for a live instance of that scope, within the session-data quotas, and touch no other
+table. An app keeps artifacts too
 (`store.artifacts.create`, `.read`, `.list`): rows and files of its stamped scope only,
 within the artifact quotas, read back by itself and the chat alone."""
 
