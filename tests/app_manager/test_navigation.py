@@ -88,7 +88,8 @@ def test_an_app_navigates_within_its_own_scope(
         ["set default", "refused", "sender_not_allowed"],
         ["install", "refused", "sender_not_allowed"],
     ]
-    assert found[5] == ["available", "ok", ["app-registry", "chat", "navigator", "pomodoro"]]
+    available = ["app-registry", "chat", "navigator", "pomodoro", "settings"]
+    assert found[5] == ["available", "ok", available]
     assert apps.registry()["settings"]["default_app"] is None
     stack: list[str] = apps.registry()["settings"]["focus_stack"]
     assert stack == ["chat:main", "navigator:conv-1", "pomodoro:conv-1"]

@@ -54,6 +54,7 @@ def test_install_enable_update_rollback_disable_remove(
     assert {r["app_scope"]: r["kind"] for r in apps.registry()["records"]} == {
         "app-registry": "core",
         "chat": "core",
+        "settings": "core",
     }
     assert apps.registry()["settings"]["focus_stack"] == ["chat:main"]
 

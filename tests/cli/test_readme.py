@@ -39,6 +39,7 @@ EXPECTED = {
     "lineup app enable pomodoro": "enable pomodoro: succeeded",
     "lineup app launch pomodoro --conversation main": "launch pomodoro: succeeded",
     "lineup app list": "pomodoro",
+    "lineup settings show": "each app's data",
     "lineup debug status": "",
     "lineup debug actors": "router",
     "lineup debug mailbox store --body": "",
