@@ -28,16 +28,17 @@ from actors.kernel import (
 from apps.app_registry import AppRegistryApp
 from apps.chat import ChatApp
 from apps.sdk import RuntimeApp, manifest_of
+from apps.settings import SettingsApp
 
 # Who may send an app process what: the SDK's surface (every app.* process has this door).
 APP_DOOR = "apps.sdk.door:DOOR"
 
-# The core apps: they ship with the runtime and run as its children, the chat
-# and the app registry. Each declares its manifest with `@declare_app` like
+# The core apps: they ship with the runtime and run as its children, the chat,
+# the app registry and the settings. Each declares its manifest with `@declare_app` like
 # any app, and everything the runtime knows of them derives from those declarations: their
 # children and settings, the host's UI apps, the app manager's core records and the
 # router's view of them before the app manager's first word.
-CORE_APPS: tuple[type[RuntimeApp], ...] = (ChatApp, AppRegistryApp)
+CORE_APPS: tuple[type[RuntimeApp], ...] = (ChatApp, AppRegistryApp, SettingsApp)
 CORE_MANIFESTS: dict[str, dict[str, Any]] = {
     str(manifest["app_scope"]): manifest for manifest in map(manifest_of, CORE_APPS)
 }
