@@ -2,9 +2,10 @@
 new policy that replaces it.
 
 The tool router owns `DATA_DIR/tool_policy.json` (it reads it, and it alone writes it for
-the user): a new policy is checked with the very parser the inventory uses, and one that
-cannot be used is refused with `invalid_payload` and a sentence naming the first problem,
-never written. A good one replaces the file atomically (a temporary file in the same
+the user): a new policy is checked with the very parser the inventory uses (and its
+`capabilities` section by the capability gateway, whose rules they are), and one that cannot
+be used is refused with `invalid_payload` and a sentence naming the first problem, never
+written. A good one replaces the file atomically (a temporary file in the same
 directory, fsynced, renamed over it, the directory fsynced), so the poller never reads half
 a policy and a crash leaves either the old file or the new one.
 """

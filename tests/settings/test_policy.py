@@ -60,7 +60,28 @@ async def test_a_policy_edit_changes_what_the_agent_sees(
         (a["code"], a["source"]) for a in stack.audit() if a["code"].startswith("tool_policy")
     ] == [("tool_policy.replace", "tool_router")]
 
-    # Broken policies, from the app and from the CLI: refused, nothing changes.
+    await _broken_policies_change_nothing(stack, ui, tmp_path, denied)
+
+    # Allowed again with the CLI: the tool is back, in a newer revision.
+    good = tmp_path / "good.json"
+    good_policy = {"allow": ["keeper/*", "chat/*"], "capabilities": {"deny": ["keeper/*"]}}
+    good.write_text(json.dumps(good_policy))
+    result = await settings_json(data_dir, "policy", "--set", good)
+    allowed = int(result["revisions"][CONVERSATION])
+    assert allowed > denied
+    assert await new_revision(stack, denied) == allowed
+    assert "keeper.note" in _published(stack, allowed)
+    view = await settings_json(data_dir, "policy")
+    assert view["policy"] == good_policy
+    assert _visibility(view, "keeper.note")["visible"] is True
+
+
+async def _broken_policies_change_nothing(
+    stack: Stack, ui: SettingsUi, tmp_path: Path, revision: int
+) -> None:
+    """From the app and from the CLI: refused with one sentence; not the file, not the
+    revision changes."""
+    data_dir = stack.data_dir
     written = (data_dir / POLICY).read_bytes()
     outcome = await ui.act("set_policy", policy={"deny": [3]})
     assert (outcome["ok"], outcome["code"]) == (False, "invalid_payload"), outcome
@@ -69,6 +90,14 @@ async def test_a_policy_edit_changes_what_the_agent_sees(
     )
     outcome = await ui.act("set_policy", policy="deny everything")
     assert (outcome["ok"], outcome["code"]) == (False, "invalid_payload"), outcome
+    # The capabilities section is the capability gateway's to judge.
+    outcome = await ui.act(
+        "set_policy", policy={"deny": ["keeper/*"], "capabilities": {"allow": "file.save"}}
+    )
+    assert (outcome["ok"], outcome["code"]) == (False, "invalid_payload"), outcome
+    assert outcome["detail"] == (
+        "the policy cannot be used: capabilities.allow: must be a list of rules"
+    )
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps({"allow": "keeper/*"}))
     code, out, err = await settings(data_dir, "policy", "--set", broken)
@@ -84,17 +113,5 @@ async def test_a_policy_edit_changes_what_the_agent_sees(
     code, out, err = await settings(data_dir, "policy", "--set", tmp_path / "absent.json")
     assert code == 2 and "cannot read" in err and "Traceback" not in err, err
     assert (data_dir / POLICY).read_bytes() == written
-    assert revision_of(stack) == denied
+    assert revision_of(stack) == revision
     assert (await settings_json(data_dir, "policy"))["broken"] is None
-
-    # Allowed again with the CLI: the tool is back, in a newer revision.
-    good = tmp_path / "good.json"
-    good.write_text(json.dumps({"allow": ["keeper/*", "chat/*"]}))
-    result = await settings_json(data_dir, "policy", "--set", good)
-    allowed = int(result["revisions"][CONVERSATION])
-    assert allowed > denied
-    assert await new_revision(stack, denied) == allowed
-    assert "keeper.note" in _published(stack, allowed)
-    view = await settings_json(data_dir, "policy")
-    assert view["policy"] == {"allow": ["keeper/*", "chat/*"]}
-    assert _visibility(view, "keeper.note")["visible"] is True
