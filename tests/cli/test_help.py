@@ -62,5 +62,5 @@ def test_help_speaks_of_the_product() -> None:
         check=True,
     ).stdout.decode()
     assert "§" not in text and "DESIGN" not in text
-    for command in ("run", "chat", "debug", "app", "agent", "tools", "bench"):
+    for command in ("run", "chat", "debug", "app", "agent", "tools", "artifacts", "bench"):
         assert f"\n    {command} " in text, text
