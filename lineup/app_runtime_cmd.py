@@ -25,6 +25,7 @@ from ._common import (
     print_json,
     print_table,
 )
+from .app_data_cmd import add_data_command
 
 WAIT_S = 120.0
 APP_HELP = "the app's name, as `lineup app list` shows it"
@@ -270,6 +271,7 @@ def add_runtime_commands(commands: Any) -> None:
     add_data_dir(listing)
     listing.add_argument("--json", action="store_true", help="print JSON, not tables")
     listing.set_defaults(func=_list)
+    add_data_command(commands)
 
     def command(name: str, kind: str, help: str, *fields: str) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = commands.add_parser(name, help=help)

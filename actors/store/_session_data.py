@@ -70,47 +70,49 @@ class SessionDataLimits(BaseModel):
     max_keys: int = Field(default=4096, ge=0, description="keys of all its objects, all told")
 
 
-def _refuse(code: Code, detail: str) -> ContractError:
-    return ContractError(code, detail)
-
-
 def check_data(data: Any, limits: SessionDataLimits) -> str:
     """`data` as the compact JSON text to keep, once it is a JSON object within `limits`;
     else `invalid_payload`, `too_deep` or `too_large` naming what is wrong."""
     if not isinstance(data, dict):
-        raise _refuse(Code.INVALID_PAYLOAD, "data: session data is a JSON object")
+        raise ContractError(
+            Code.INVALID_PAYLOAD, "data: session data is a JSON object ({} clears it)"
+        )
     keys = 0
     stack: list[tuple[Any, int, str]] = [(data, 1, "data")]
     while stack:
         value, depth, where = stack.pop()
         if isinstance(value, dict | list) and depth > limits.max_depth:
-            raise _refuse(Code.TOO_DEEP, f"{where}: deeper than {limits.max_depth} levels")
+            raise ContractError(Code.TOO_DEEP, f"{where}: deeper than {limits.max_depth} levels")
         if isinstance(value, dict):
             keys += len(value)
             if keys > limits.max_keys:
-                raise _refuse(Code.TOO_LARGE, f"more than {limits.max_keys} keys in all")
+                raise ContractError(Code.TOO_LARGE, f"more than {limits.max_keys} keys in all")
             for key, item in value.items():
                 if not isinstance(key, str):
-                    raise _refuse(Code.INVALID_PAYLOAD, f"{where}: a key that is not a string")
+                    raise ContractError(
+                        Code.INVALID_PAYLOAD, f"{where}: a key that is not a string"
+                    )
                 stack.append((item, depth + 1, f"{where}.{key[:40]}"))
         elif isinstance(value, list):
             stack.extend((item, depth + 1, f"{where}[{n}]") for n, item in enumerate(value))
         elif isinstance(value, float) and not math.isfinite(value):
-            raise _refuse(Code.INVALID_PAYLOAD, f"{where}: {value} is not a JSON number")
+            raise ContractError(Code.INVALID_PAYLOAD, f"{where}: {value} is not a JSON number")
         elif value is not None and not isinstance(value, str | int | float):
             kind = type(value).__name__
-            raise _refuse(Code.INVALID_PAYLOAD, f"{where}: a {kind} is not a JSON value")
+            raise ContractError(Code.INVALID_PAYLOAD, f"{where}: a {kind} is not a JSON value")
     text = _encode.encode(data)
     size = len(text.encode())
     if size > limits.max_bytes:
-        raise _refuse(Code.TOO_LARGE, f"{size} bytes of JSON, over {limits.max_bytes}")
+        raise ContractError(Code.TOO_LARGE, f"{size} bytes of JSON, over {limits.max_bytes}")
     return text
 
 
 def app_scope_of(sender: str) -> str:
     """The scope of the app process that sent a message: only apps have session data."""
     if not sender.startswith(_APP_PREFIX):
-        raise _refuse(Code.SENDER_NOT_ALLOWED, "session data is an app's, asked by its process")
+        raise ContractError(
+            Code.SENDER_NOT_ALLOWED, "session data is an app's, asked by its process"
+        )
     return sender.removeprefix(_APP_PREFIX)
 
 
@@ -125,20 +127,23 @@ def live_instance(db: sqlite3.Connection, scope: str, instance_id: Any) -> str:
         if len(rows) == 1:
             return str(rows[0][0])
         if not rows:
-            raise _refuse(Code.INSTANCE_NOT_FOUND, f"{scope} has no running instance")
-        raise _refuse(
-            Code.INVALID_PAYLOAD, f"instance_id: {scope} has {len(rows)} running instances"
+            raise ContractError(Code.INSTANCE_NOT_FOUND, f"{scope} has no running instance")
+        raise ContractError(
+            Code.INVALID_PAYLOAD,
+            f"instance_id: {scope} has {len(rows)} running instances; name the one meant",
         )
     instance = str(instance_id)
     if not instance.startswith(f"{scope}:"):
-        raise _refuse(Code.OWNERSHIP_MISMATCH, f"{instance[:140]!r} is not an instance of {scope}")
+        raise ContractError(
+            Code.OWNERSHIP_MISMATCH, f"{instance[:140]!r} is not an instance of {scope}"
+        )
     row = db.execute(
         "SELECT 1 FROM app_instances"
         f" WHERE instance_id = ? AND app_scope = ? AND state IN ({live})",
         (instance, scope, *LIVE_STATES),
     ).fetchone()
     if row is None:
-        raise _refuse(Code.INSTANCE_NOT_FOUND, f"no running instance {instance[:140]!r}")
+        raise ContractError(Code.INSTANCE_NOT_FOUND, f"no running instance {instance[:140]!r}")
     return instance
 
 
@@ -197,9 +202,9 @@ class SessionDataTables(Actor):
             current = snapshot(self.db, scope, instance)["revision"]
             expected = body.get("expected_revision")
             if expected != current:
-                raise _refuse(
+                raise ContractError(
                     Code.REVISION_CONFLICT,
-                    f"expected revision {expected}, the current one is {current}",
+                    f"expected revision {expected}, the current one is {current}: get it again",
                 )
             self.db.execute(
                 f"INSERT OR REPLACE INTO {TABLE} ({', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)",

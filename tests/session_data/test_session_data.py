@@ -4,6 +4,7 @@ each revision once, and instances kept apart."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import trio
@@ -37,6 +38,18 @@ async def test_get_replace_and_a_stale_write(stack: Stack, notebook: tuple[Path,
     # Empty is a valid object too: that is how an app clears its data.
     assert await note.replace({}, 2) == {"revision": 3}
     assert await note.get() == {"data": {}, "revision": 3}
+    # A person sees each instance's revision and size, never the data.
+    code, out, err = await _lineup("app", "data", SCOPE, "--json", "--data-dir", stack.data_dir)
+    assert code == 0, err
+    assert [(r["instance_id"], r["revision"], r["size_bytes"]) for r in json.loads(out)] == [
+        (INSTANCE, 3, 2)
+    ]
+    code, out, err = await _lineup("app", "data", "--data-dir", stack.data_dir)
+    assert code == 0, err
+    assert INSTANCE in out and "second" not in out
+    code, out, err = await _lineup("app", "data", "--data-dir", stack.base / "nowhere")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "no runtime data in" in err and "Traceback" not in err
 
 
 async def test_two_writers_one_wins_and_a_subscriber_sees_each_revision_once(
@@ -103,9 +116,12 @@ async def test_instances_are_kept_apart(stack: Stack, notebook: tuple[Path, Path
     assert await note.get(other) == {"data": {"there": 1}, "revision": 1}  # launched again
 
 
+async def _lineup(*args: str | Path) -> tuple[int, str, str]:
+    """The command line, on a worker thread (the AppServer runs meanwhile)."""
+    return await trio.to_thread.run_sync(lambda: lineup(*args))
+
+
 async def _close(stack: Stack, instance_id: str) -> int:
-    code, out, err = await trio.to_thread.run_sync(
-        lambda: lineup("app", "close", instance_id, "--data-dir", stack.data_dir)
-    )
+    code, out, err = await _lineup("app", "close", instance_id, "--data-dir", stack.data_dir)
     assert code == 0, out + err
     return code

@@ -17,8 +17,7 @@ from typing import Any
 
 import trio
 
-from actors.kernel import CallFailed
-from apps.sdk import RuntimeApp, ToolCall, declare_app, tool
+from apps.sdk import CallFailed, RuntimeApp, ToolCall, declare_app, tool
 
 FRAMES = "frames.jsonl"
 _ANY = {"type": "object"}
