@@ -255,6 +255,9 @@ def _print_policy(view: dict[str, Any], *, tools: bool) -> None:
                     for e in visibility
                 ],
             )
+    left_off = int(view.get("inventories_left_off") or 0)
+    if left_off:
+        print(f"({left_off} conversation(s) published longer ago are not shown)")
 
 
 def _health(diagnostics: dict[str, Any] | None) -> str:

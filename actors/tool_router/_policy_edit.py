@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -22,6 +23,10 @@ from actors.contracts import Code, ContractError
 from ._policy import MAX_POLICY_BYTES, POLICY_FILE, Policy, load_policy, parse_policy
 
 _TEMPORARY: Final = f".{POLICY_FILE}.new"
+# What `policy_view`'s inventories may take, as JSON: with the policy itself (at most
+# MAX_POLICY_BYTES) the answer stays well under a kernel frame, however many conversations.
+INVENTORIES_BUDGET: Final = 256 * 1024
+_SHOWN: Final = ("conversation_id", "agent_id", "revision", "visibility")
 
 
 def checked_policy(raw: Any) -> tuple[Policy, bytes]:
@@ -70,3 +75,20 @@ def policy_view(data_dir: Path) -> dict[str, Any]:
         return {"exists": True, "policy": json.loads(text), "text": None, "broken": broken}
     except ValueError:
         return {"exists": True, "policy": None, "text": text, "broken": broken}
+
+
+def inventories_view(inventories: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Per conversation, the revision published and every installed tool's visibility with
+    its reason: the most recently published first within `INVENTORIES_BUDGET`, then sorted
+    by conversation; `inventories_left_off` counts the conversations past it."""
+    rows = sorted(inventories, key=lambda row: int(row.get("published_ms") or 0), reverse=True)
+    shown: list[dict[str, Any]] = []
+    size = 0
+    for row in rows:
+        entry = {key: row.get(key) for key in _SHOWN}
+        size += len(json.dumps(entry, default=str))
+        if shown and size > INVENTORIES_BUDGET:
+            break
+        shown.append(entry)
+    shown.sort(key=lambda entry: str(entry["conversation_id"]))
+    return {"inventories": shown, "inventories_left_off": len(rows) - len(shown)}
