@@ -425,9 +425,10 @@ def _set_policy(data_dir: Path, path: Path, as_json: bool) -> int:
         print_json(result)
         return 0
     revisions = result.get("revisions") or {}
-    print(f"tool policy replaced from {path}; in force now")
+    changed = "no conversation's tools changed" if not revisions else "the agent is given"
+    print(f"tool policy replaced from {path}; in force now: {changed}")
     for conversation, revision in revisions.items():
-        print(visible(f"{conversation}: inventory revision {revision}"))
+        print(visible(f"  {conversation}: inventory revision {revision}"))
     return 0
 
 
