@@ -67,7 +67,7 @@ class StoreActor(AppTables, ArtifactTables, ToolTables, SessionDataTables, Capab
         if not data_dir:
             raise RuntimeError("the store needs `data_dir` in its config")
         self.db = open_db(data_dir, synchronous=str(self.config.get("synchronous", "FULL")))
-        self.sweep_artifacts()  # the files of a create or a removal that a crash cut short
+        self.open_artifacts()  # its quotas, and the files of a create a crash cut short
         self.persisted = 0
         self.delivered = 0
 

@@ -27,6 +27,7 @@ Refusals of an app are audited, at most once per sender every `REFUSAL_AUDIT_S` 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import sqlite3
@@ -38,6 +39,8 @@ from typing import Any, Final
 
 from actors.contracts import SCOPE_CHAT, Code, ContractError
 from actors.kernel import Actor, ArtifactLimits, Message, crash_point, handles, new_id
+
+log = logging.getLogger("lineup.store")
 
 ARTIFACTS_DIR: Final = "artifacts"
 ARTIFACT_COLUMNS: Final = (
@@ -154,6 +157,7 @@ class ArtifactTables(Actor):
     db: sqlite3.Connection
     _once: Callable[[Message, Callable[[], Any]], Any]
     _audit: Callable[[str, str, str | None, int | None, str], None]
+    artifact_limits: ArtifactLimits
 
     # -- the store's side: where, how much, what a crash left ----------------------------
 
@@ -161,13 +165,17 @@ class ArtifactTables(Actor):
     def artifacts_dir(self) -> Path:
         return Path(str(self.config["data_dir"])) / ARTIFACTS_DIR
 
-    @property
-    def artifact_limits(self) -> ArtifactLimits:
-        limits = getattr(self, "_artifact_limits", None)
-        if limits is None:
-            limits = ArtifactLimits.model_validate(self.config.get("artifact_limits") or {})
-            self._artifact_limits: ArtifactLimits = limits
-        return limits
+    def open_artifacts(self) -> None:
+        """At the store's start, before any message: the quotas from its config (a config
+        that breaks them stops the start, naming the field), and what a crash left swept."""
+        self.artifact_limits = ArtifactLimits.model_validate(
+            self.config.get("artifact_limits") or {}
+        )
+        # sender → (refusals since the last audited one, when that one was audited)
+        self.artifact_refusals: dict[str, tuple[int, float]] = {}
+        swept = self.sweep_artifacts()
+        if swept:
+            log.warning("swept %d artifact files no row names (a create cut short)", swept)
 
     def sweep_artifacts(self) -> int:
         """Remove every file of the artifact directory that no row names (temporary files,
@@ -187,7 +195,7 @@ class ArtifactTables(Actor):
     def _artifact_refused(self, msg: Message, error: ContractError) -> ContractError:
         """Audit an app's refusal (at most once per sender every `REFUSAL_AUDIT_S`, with the
         count since); the error to raise."""
-        refusals: dict[str, tuple[int, float]] = self.__dict__.setdefault("_refusals", {})
+        refusals = self.artifact_refusals
         count, last = refusals.get(msg.sender, (0, 0.0))
         now = time.monotonic()
         if last and now - last < REFUSAL_AUDIT_S:

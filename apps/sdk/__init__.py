@@ -2,15 +2,17 @@
 
 An app is a process: a subclass of `RuntimeApp` run by the supervisor as `app.<scope>`.
 It reads and acts only through `self.sdk` (`app`, `state`, `agent_messages`, `actions`,
-`navigation`, `lifecycle`, `apps`, `tools`, `session_data`); it never sees the AppServer,
-the agent, the token, another app or the runtime's files.
+`navigation`, `lifecycle`, `apps`, `tools`, `session_data`, `artifacts`); it never sees the
+AppServer, the agent, the token, another app or the runtime's files.
 
 - `_runtime_app`: `RuntimeApp` and the SDK object;
 - `_declare`: the manifest declared in the app's code (`@declare_app`, `@tool`);
 - `_tools`: the agent's tool calls, each recorded, run by its handler and reported once;
 - `_log`: the app's local event log (its App Inbox mirror, its actions, its tool calls);
 - `_view`: the view model folded from that log (timeline, tasks, pending interactions);
-- `_session_data`: one JSON object per instance, kept by the runtime with a revision.
+- `_session_data`: one JSON object per instance, kept by the runtime with a revision;
+- `_artifacts`: bytes with a media type and a title, kept by the runtime, handed to the
+  agent as a reference.
 
 Kernel messages an app process answers: `app.deliver` {`messages`: [projection]} from the
 store, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.lifecycle`
@@ -19,8 +21,9 @@ other sender's is refused and counted), `app.tool.invoke` {`call_id`, `method`,
 `arguments`, `app_scope`, `conversation_id`, `instance_id`} and `app.tool.cancel`
 {`call_id`} from the tool router only, `app.session_data.changed` {`instance_id`, `data`,
 `revision`} from the store only. It sends `router.action`, `app_manager.request`,
-`tool_router.report` and `store.session_data.get` / `.replace`, and nothing else reaches
-past the supervisor (`door` lists what it takes, from whom).
+`tool_router.report`, `store.session_data.get` / `.replace` and `store.artifacts.create` /
+`.read` / `.list`, and nothing else reaches past the supervisor (`door` lists what it takes,
+from whom).
 """
 
 import importlib
