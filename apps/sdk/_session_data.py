@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 from actors.kernel import Actor, Message, handles
 
 if TYPE_CHECKING:
-    from ._runtime_app import RuntimeApp
+    from ._runtime_app import SDK, RuntimeApp
 
 log = logging.getLogger("lineup.app")
 
@@ -154,7 +154,7 @@ class SessionDataAPI:
 class SessionDataInbox(Actor):
     """The app process's handler of the store's announcements (mixed into `RuntimeApp`)."""
 
-    sdk: Any
+    sdk: SDK
     _from: Callable[..., None]
 
     @handles(CHANGED)

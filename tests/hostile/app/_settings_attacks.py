@@ -5,6 +5,7 @@ to do it."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from actors.kernel import CallFailed
@@ -29,11 +30,12 @@ async def reach_settings(app: HostileApp, options: dict[str, Any]) -> dict[str, 
             "app.settings", "app.input", {"kind": "set_policy", "policy": WIDE_OPEN}
         ),
     }
-    for label, ask in (
+    asks: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
         ("sdk: replace policy", lambda: app.sdk.settings.replace_policy(WIDE_OPEN)),
         ("sdk: app data", app.sdk.settings.app_data),
         ("sdk: set default", lambda: app.sdk.apps.request("set_default", app_scope="hostile")),
-    ):
+    ]
+    for label, ask in asks:
         try:
             outcomes[label] = f"accepted:{await ask()}"
         except CallFailed as exc:
