@@ -44,7 +44,7 @@ from actors.kernel import (
 
 from . import _files
 from ._apps import AppFacts, app_facts
-from ._policy import load_policy
+from ._policy import load_policy, parse_section
 from ._providers import Effect, Provider, file_bytes, host_providers
 from ._rates import RateLimiter
 from .door import DOOR
@@ -286,7 +286,8 @@ class CapabilityGatewayActor(Actor):
         many there were (0 or 1)."""
         await self.loaded.wait()
         scope, capability = str(msg.body["app_scope"]), str(msg.body["capability"])
-        self.grants.pop((scope, capability), None)
+        if self.grants.pop((scope, capability), None) is None:
+            return {"revoked": 0}  # nothing to take back, nothing decided
         audit = {
             "code": "capability.grant_revoked",
             "detail": f"{capability} for {scope}: revoked by the user",
@@ -296,6 +297,17 @@ class CapabilityGatewayActor(Actor):
             {"revoke": {"app_scope": scope, "capability": capability}, "audit": [audit]}
         )
         return {"revoked": int(reply["revoked"])}
+
+    @handles("capability_gateway.policy.check")
+    async def policy_check(self, msg: Message) -> Any:
+        """Whether a capabilities section can be used, for the tool router before it writes
+        a new policy file: `problem` names the first one (null: none), so a broken section
+        is refused rather than written to refuse every capability."""
+        try:
+            parse_section(msg.body["section"])
+        except ValueError as exc:
+            return {"problem": str(exc)}
+        return {"problem": None}
 
     @handles("capability_gateway.grants")
     async def grants_in_force(self, msg: Message) -> Any:

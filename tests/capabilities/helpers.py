@@ -9,6 +9,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import supervisor
+from actors.transport import write_token
 from apps.chat import history
 from lineup.ui_session import UiSession
 from tests.kernel.helpers import Runtime
@@ -30,13 +32,20 @@ def configure(stack: Stack, *, rate_limit: dict[str, Any] | None = None) -> None
 
 
 async def keeper_ready(
-    stack: Stack, keeper: tuple[Path, Path], *, rate_limit: dict[str, Any] | None = None
+    stack: Stack,
+    keeper: tuple[Path, Path],
+    *,
+    rate_limit: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Agent:
-    """The AppServer, the runtime and the agent up, the keeper installed, enabled and in the
-    agent's inventory: the agent's side of its calls."""
+    """The AppServer, the runtime (its processes with `env`) and the agent up, the keeper
+    installed, enabled and in the agent's inventory: the agent's side of its calls."""
     await stack.start_appserver()
     configure(stack, rate_limit=rate_limit)
-    await stack.start_runtime()
+    assert stack.server is not None and stack.runtime is not None
+    write_token(stack.data_dir / supervisor.TOKEN_FILE, stack.server.credentials.runtime_token)
+    stack.runtime.start(wait=False, env=env)
+    await stack.wait_lifecycle("online")
     client = await stack.start_agent()
     await client.send_text(CONVERSATION, "hello")
     first = await new_revision(stack, 0)

@@ -84,8 +84,10 @@ async def test_a_flood_is_rate_limited_before_the_user_is_asked(
     stack: Stack, keeper: tuple[Path, Path]
 ) -> None:
     agent = await keeper_ready(stack, keeper, rate_limit={"burst": 2, "per_minute": 0.01})
+    shown: set[str] = set()
     for n in (1, 2):  # two requests reach the user, who does not answer them
-        await ask(agent, f"r-{n}", "notification.show", input={"text": "x"}, timeout_s=2)
+        await ask(agent, f"r-{n}", "notification.show", input={"text": "x"}, timeout_s=4)
+        shown.add(await card_for(stack, "notification.show", shown))
     limited = await asked(agent, "r-3", "notification.show", input={"text": "x"})
     assert limited == {"status": "failed", "output": None, "code": "rate_limited"}
     for n in (1, 2):  # and past their deadline they expire

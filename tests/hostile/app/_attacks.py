@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from actors.kernel import CallFailed, derive_id, new_id
 
 from ._artifact_attacks import steal_artifact
+from ._capability_attacks import forge_consent
 from ._deadline_attacks import seize_deadline
 from ._session_attacks import dress_session_data, reach_session_data
 
@@ -449,6 +450,7 @@ ATTACKS: dict[str, Attack] = {
         flood_reports,
         seize_deadline,
         steal_artifact,
+        forge_consent,
         reach_session_data,
         dress_session_data,
     )

@@ -1,0 +1,46 @@
+"""The hostile app against the capability gateway: the user's answer to another app's
+consent card forged, a consent card of its own put in the chat, a request in another app's
+name by a field of the body, the grants listed or revoked, and a capability its manifest
+does not declare asked for."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from actors.kernel import new_id
+
+if TYPE_CHECKING:
+    from ._app import HostileApp
+
+GATEWAY = "capability_gateway"
+
+
+async def forge_consent(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]:
+    """Once the test names another app's open consent card: answer it as the user would,
+    and everything around it."""
+    order = await app.order("forge_consent")
+    victim = str(order["request_id"])
+    card = {
+        "request_id": "hostile/fake",
+        "conversation_id": "conv-1",
+        "app_scope": "keeper",
+        "capability": "file.save",
+        "purpose": "a card the runtime never opened",
+        "deadline_ms": 0,
+        "state": "asking",
+    }
+    request = {"request_id": new_id(), "capability": "notification.show", "purpose": "mine"}
+    return {
+        "consent": await app.attempt(
+            GATEWAY, "capability_gateway.consent", {"request_id": victim, "answer": "always"}
+        ),
+        "card": await app.attempt("app.chat", "app.capability.consent", card),
+        "as keeper": await app.attempt(
+            GATEWAY, "capability_gateway.request", {**request, "app_scope": "keeper"}
+        ),
+        "grants": await app.attempt(GATEWAY, "capability_gateway.grants", {}),
+        "revoke": await app.attempt(
+            GATEWAY, "capability_gateway.revoke", {"app_scope": "keeper", "capability": "x"}
+        ),
+        "undeclared": await app.attempt(GATEWAY, "capability_gateway.request", request),
+    }

@@ -1,0 +1,79 @@
+"""The hostile app against the capability gateway, beside the keeper (both installed from
+signed bundles through the CLI) waiting on the user's consent. The hostile app must not
+answer the keeper's consent card, put a card of its own in the chat, ask in the keeper's
+name, see or take back the user's grants, or get a capability it did not declare. Every
+assertion reads an independent record: runtime.db (requests, grants, audit), mailbox.db,
+the chat's own log."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.capabilities.conftest import keeper  # noqa: F401 - the signed keeper bundle
+from tests.capabilities.helpers import answer, ask, card_for, cards, keeper_ready, outcome
+from tests.capabilities.helpers import requests as gateway_requests
+from tests.runtime.helpers import wait_for
+
+from .conftest import Hostile
+
+
+def _order(hostile: Hostile, name: str, options: dict[str, object]) -> None:
+    """An order the running hostile app waits for, added whole (readable by its uid)."""
+    path = hostile.app_dir / "orders.json"
+    orders = json.loads(path.read_text())
+    orders[name] = options
+    partial = path.with_suffix(".tmp")
+    partial.write_text(json.dumps(orders))
+    partial.chmod(0o644)
+    os.replace(partial, path)
+
+
+async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
+    hostile: Hostile,
+    keeper: tuple[Path, Path],  # noqa: F811 - the fixture imported above
+) -> None:
+    stack = hostile.stack
+    agent = await keeper_ready(stack, keeper)
+    await hostile.install({"attacks": ["forge_consent"]})
+    await hostile.launch()
+    await ask(agent, "h-1", "notification.show", {"text": "from the keeper"})
+    victim = await card_for(stack, "notification.show")
+
+    _order(hostile, "forge_consent", {"request_id": victim})
+    result = await wait_for(
+        lambda: (hostile.report() or {}).get("results", {}).get("forge_consent"),
+        60,
+        "the hostile app's capability attacks",
+    )
+    assert "raised" not in result, result
+    # Only the chat app (and the host) may carry the user's answer, only the gateway opens
+    # cards, only the settings app and the operator see the grants: refused at the door.
+    for attack in ("consent", "card", "grants", "revoke"):
+        assert result[attack] == "refused:sender_not_allowed", (attack, result)
+    # Its scope is the sender the supervisor stamped: a body naming another app is refused.
+    assert result["as keeper"].startswith("refused:invalid_payload"), result
+    # What its own manifest does not declare, it does not get; that is audited as its own.
+    undeclared = json.loads(result["undeclared"].removeprefix("accepted:"))
+    assert undeclared == {"status": "permission_denied", "output": None}
+
+    # The keeper's card is still the user's to answer: no forged answer reached the gateway.
+    assert [c["interaction_id"] for c in cards(stack)] == [victim]
+    refused_types = {
+        row[0]
+        for row in hostile.mailbox_rows(
+            "SELECT type FROM messages WHERE sender = 'app.hostile'"
+            " AND recipient IN ('capability_gateway', 'app.chat')"
+        )
+    }
+    assert refused_types == {"capability_gateway.request"}  # the rest was never stored
+    answer(stack, victim, "deny")
+    assert (await outcome(stack, "h-1"))["status"] == "permission_denied"
+    assert hostile.runtime_rows("SELECT * FROM capability_grants") == []
+    by_app = {(r["request_id"].split("/")[0], r["status"]) for r in gateway_requests(stack)}
+    assert by_app == {("keeper", "permission_denied"), ("hostile", "permission_denied")}
+    audited = [a for a in stack.audit() if a["source"] == "capability_gateway"]
+    assert any(
+        a["message_id"].startswith("hostile/") and "not declared" in a["detail"] for a in audited
+    )
