@@ -27,7 +27,9 @@ from typing import Any, Final
 from apps.sdk import CallFailed, RuntimeApp, declare_app
 
 KEEP: Final = 20
-MAX_INPUT_ID: Final = 64
+# What an outcome repeats of its input is cut to this: outcomes are kept for the UI in the
+# app's statistics, which must stay one frame whatever a UI sent.
+MAX_ECHO: Final = 64
 
 Step = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -40,7 +42,7 @@ def _text(body: dict[str, Any], key: str) -> str:
     value = body.get(key)
     if not isinstance(value, str) or not value:
         raise BadInput(f"{key}: a name is needed")
-    return value
+    return value[: MAX_ECHO + 1]  # a longer one is no name: its owner refuses it
 
 
 @declare_app(
@@ -73,10 +75,10 @@ class SettingsApp(RuntimeApp):
         }
 
     async def on_input(self, body: dict[str, Any]) -> None:
-        kind = str(body.get("kind"))
+        kind = str(body.get("kind"))[:MAX_ECHO]
         outcome: dict[str, Any] = {"kind": kind}
         if isinstance(body.get("input_id"), str):
-            outcome["input_id"] = body["input_id"][:MAX_INPUT_ID]
+            outcome["input_id"] = body["input_id"][:MAX_ECHO]
         try:
             outcome.update(ok=True, **await self.steps.get(kind, self._unknown)(body))
         except BadInput as exc:
@@ -88,7 +90,8 @@ class SettingsApp(RuntimeApp):
     # -- each input: ask the owner, keep its answer ------------------------------------------
 
     async def _unknown(self, body: dict[str, Any]) -> dict[str, Any]:
-        raise BadInput(f"{body.get('kind')!r} is not a settings input ({', '.join(self.steps)})")
+        kind = str(body.get("kind"))[:MAX_ECHO]
+        raise BadInput(f"{kind!r} is not a settings input ({', '.join(self.steps)})")
 
     async def _grants(self, body: dict[str, Any]) -> dict[str, Any]:
         self.view["grants"] = await self.sdk.settings.grants()

@@ -138,6 +138,9 @@ async def _bad_input(ui: SettingsUi, data_dir: Path) -> None:
     assert (outcome["ok"], outcome["code"]) == (False, "invalid_payload"), outcome
     outcome = await ui.act("forget everything")
     assert (outcome["ok"], outcome["code"]) == (False, "invalid_payload"), outcome
+    outcome = await ui.act("k" * 60_000, app_scope="a" * 1000)  # kept short for the UI
+    assert (outcome["ok"], outcome["code"], outcome["kind"]) == (False, "invalid_payload", "k" * 64)
+    assert len(outcome["detail"]) < 200, outcome
     assert read_apps(data_dir)["settings"]["default_app"] == "chat"
 
 
