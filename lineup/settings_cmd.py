@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,7 +37,9 @@ from ._common import (
 )
 
 WAIT_S: Final = 30.0
-SETTINGS_SENDER_TYPES: Final = {
+# Who owns each fact the settings show, and the type that asks it (the settings app sends
+# the same ones; their doors admit it and the operator only).
+OWNERS: Final = {
     "grants": ("capability_gateway", "capability_gateway.grants"),
     "revoke": ("capability_gateway", "capability_gateway.revoke"),
     "policy": ("tool_router", "tool_router.policy.get"),
@@ -140,7 +143,7 @@ def _ask(data_dir: Path, what: str, body: dict[str, Any]) -> dict[str, Any]:
     refused or could not be reached."""
     from actors.kernel import ControlError, control_request, supervisor_pid_alive
 
-    to, message_type = SETTINGS_SENDER_TYPES[what]
+    to, message_type = OWNERS[what]
     request = {
         "type": "send",
         "to": to,
@@ -161,8 +164,8 @@ def _ask(data_dir: Path, what: str, body: dict[str, Any]) -> dict[str, Any]:
         raise Refused(
             f"{to.replace('_', ' ')} refused: {detail} ({answer.get('code')})", detail=detail
         )
-    detail = answer.get("detail") or answer.get("error") or answer.get("outcome")
-    raise Refused(f"{to.replace('_', ' ')} did not answer: {detail}; see `lineup debug status`")
+    why = str(answer.get("detail") or answer.get("error") or answer.get("outcome"))
+    raise Refused(f"{to.replace('_', ' ')} did not answer: {why}; see `lineup debug status`")
 
 
 def _app_list(data_dir: Path) -> dict[str, Any]:
@@ -171,7 +174,8 @@ def _app_list(data_dir: Path) -> dict[str, Any]:
     return dict((row.get("request") or {}).get("result") or {})
 
 
-def _run(args: argparse.Namespace, body: Any) -> int:
+def _run(args: argparse.Namespace, body: Callable[[Path], int]) -> int:
+    """`body` on the command's data dir; a refusal is its one sentence and exit status."""
     try:
         return int(body(data_dir_of(args)))
     except Refused as refused:
@@ -188,12 +192,12 @@ def _when(at_ms: Any) -> str:
 
 
 def _bytes(count: Any) -> str:
-    size = float(count or 0)
-    for unit in ("B", "KiB", "MiB"):
-        if size < 1024 or unit == "MiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} MiB"
+    size = int(count or 0)
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / (1024 * 1024):.1f} MiB"
 
 
 def _print_grants(grants: list[dict[str, Any]]) -> None:
