@@ -11,7 +11,9 @@ Every open question has a short id (`q1`, `q2`, ... in the order the agent asked
 an id stays the same while the question is open, across restarts too). With one question
 open, `/2`, `/yes` or `/say TEXT` answer it; with several, the answer names the question
 (`/q2 1`, `/q1 yes`, `/q3 some text`). A line that cannot be an answer (extra words, an
-empty answer, the wrong kind) is refused with a hint and nothing is sent.
+empty answer, the wrong kind) is refused with a hint and nothing is sent. `/stop` stops the
+agent's running tool call (naming it when several run): the chat app passes the user's stop
+to the runtime, which ends the call `cancelled_by_user`.
 
 Everything the agent or an app wrote (messages, prompts, options, task labels, codes) is
 untrusted: it is printed as text, never as console markup, with control and invisible

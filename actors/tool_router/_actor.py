@@ -425,6 +425,8 @@ class ToolRouterActor(Actor):
             step["deadlines"] = [operation.to_row()]
         await self.write(step)
         log.info("call %s %s %s", call.call_id, call.state, call.code or "")
+        if operation is not None:
+            await self.operations.ended(call)
         if any(h["event"] == "accepted" for h in call.history):  # refused calls never showed
             await self.show(call, call.state, code=call.code, artifact=shown_artifact(call))
         await self.activations.ended(call)

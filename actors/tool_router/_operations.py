@@ -32,6 +32,8 @@ from ._calls import (
     SLOT_OPERATION,
     SLOT_SHOWN,
     SLOT_STARTED,
+    SLOT_TOLD_ENDED,
+    SLOT_TOLD_STARTED,
     Call,
     envelope,
     now_ms,
@@ -147,6 +149,25 @@ class DeadlineOperations:
             id=call.slot_id(SLOT_SHOWN["started"]),
             stage="started",
             message=f"until {ends_at}",
+        )
+        await self.tell_app(call, SLOT_TOLD_STARTED)
+
+    async def ended(self, call: Call) -> None:
+        """Its call has its final: the app hears how the operation ended."""
+        await self.tell_app(call, SLOT_TOLD_ENDED)
+
+    async def tell_app(self, call: Call, slot: int) -> None:
+        """The call's app hears how its operation goes (`app.tool.deadline`: the record, with
+        where it runs), to show it; it decides nothing by it."""
+        operation = call.operation
+        assert operation is not None
+        told = {
+            **operation.view(),
+            "conversation_id": call.conversation_id,
+            "instance_id": operation.instance_id,
+        }
+        await self.router.cast(
+            f"app.{call.app_scope}", "app.tool.deadline", told, id=call.slot_id(slot)
         )
 
     # -- the runtime's side -------------------------------------------------------------

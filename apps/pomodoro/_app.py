@@ -5,18 +5,23 @@ starts it once the timer's app is in front (the agent then gets `started`, with 
 ends), ends it at that moment with the one result, and stops it early when the agent or the
 user interrupts it. The app never ends the call itself, so a timer outlives the app's
 process, the runtime's restarts and its own end while nothing ran. What the app keeps is
-only what it shows: the minutes, in the operation's display.
+only what it shows, in its instance's session data: the timer's state, minutes, when it
+ends and ended (`{state, minutes, call_id, ends_at?, ended_at?}`), written when the call
+hands the timer over and each time the runtime says it started or ended.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from apps.sdk import RuntimeApp, ToolCall, declare_app, tool
+from apps.sdk import CallFailed, RuntimeApp, ToolCall, declare_app, tool
+
+log = logging.getLogger("lineup.app")
 
 _NO_ARGUMENTS = {"type": "object", "additionalProperties": False}
 _MOMENT = {"type": "string"}
@@ -59,18 +64,63 @@ def _seconds_until(moment: str, now: float) -> int:
     return max(0, math.ceil(ends - now))
 
 
+def _display(operation: dict[str, Any]) -> dict[str, Any]:
+    """What the timer's instance shows of the runtime's record of it."""
+    shown: dict[str, Any] = {
+        "state": _STATES.get(operation["state"], "idle"),
+        "call_id": operation["call_id"],
+    }
+    minutes = operation.get("display", {}).get("minutes")
+    if isinstance(minutes, int):
+        shown["minutes"] = minutes
+    for moment in ("ends_at", "ended_at"):
+        if operation.get(moment):
+            shown[moment] = operation[moment]
+    return shown
+
+
 @declare_app(
     app_scope="pomodoro",
     version="0.1.0",
     title="Pomodoro",
     entrypoints=[{"id": "timer", "kind": "contextual"}],
-    required_features=["app.lifecycle.v1", "app.tools.v1"],
+    required_features=["app.lifecycle.v1", "app.tools.v1", "app.session-data.v1"],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
 )
 class PomodoroApp(RuntimeApp):
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         super().__init__()
         self._clock = clock
+
+    async def on_app_start(self) -> None:
+        self.sdk.tools.on_deadline(self._timer_changed)
+
+    async def _timer_changed(self, operation: dict[str, Any]) -> None:
+        """The runtime started or ended a timer: what the instance shows follows. An end of
+        an older timer than the one shown changes nothing."""
+        shown = _display(operation)
+        instance_id = operation.get("instance_id")
+        if instance_id is not None:
+            await self._show(str(instance_id), shown, only_call=operation["call_id"])
+
+    async def _show(self, instance_id: str, shown: dict[str, Any], only_call: str = "") -> None:
+        """Write the display state of the instance; with `only_call`, only while it shows
+        that call's timer (or none)."""
+        for _ in range(3):  # a write that lost a race with another: read again, write again
+            try:
+                current = await self.sdk.session_data.get(instance_id=instance_id)
+                showing = (current["data"] or {}).get("call_id")
+                if only_call and showing not in (None, only_call):
+                    return
+                await self.sdk.session_data.replace(
+                    shown, current["revision"], instance_id=instance_id
+                )
+            except CallFailed as exc:
+                if exc.code != "revision_conflict":  # the instance closed: nothing shows it
+                    log.info("timer of %s not shown: %s", instance_id, exc.code)
+                    return
+            else:
+                return
 
     def _session(self, operation: dict[str, Any] | None) -> dict[str, Any]:
         """The timer as `pomodoro.status` tells it, from the runtime's record."""
@@ -109,6 +159,9 @@ class PomodoroApp(RuntimeApp):
         `ends_at`) says it runs; the result comes when it has run out."""
         await call.interrupt_deadlines()
         minutes = int(arguments["minutes"])
+        if call.instance_id is not None:
+            shown = {"state": "waiting", "minutes": minutes, "call_id": call.call_id}
+            await self._show(call.instance_id, shown)
         return self.sdk.tools.deadline(60 * minutes, display={"minutes": minutes})
 
     @tool(

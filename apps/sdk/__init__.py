@@ -18,10 +18,11 @@ Kernel messages an app process answers: `app.deliver` {`messages`: [projection]}
 store, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.lifecycle`
 from the app manager, `app.input` {...} from the host actor only (the user's side; any
 other sender's is refused and counted), `app.tool.invoke` {`call_id`, `method`,
-`arguments`, `app_scope`, `conversation_id`, `instance_id`} and `app.tool.cancel`
-{`call_id`} from the tool router only, `app.session_data.changed` {`instance_id`, `data`,
-`revision`} from the store only. It sends `router.action`, `app_manager.request`,
-`tool_router.report`, `store.session_data.get` / `.replace` and `store.artifacts.create` /
+`arguments`, `app_scope`, `conversation_id`, `instance_id`}, `app.tool.cancel`
+{`call_id`} and `app.tool.deadline` (a deadline operation started or ended) from the tool
+router only, `app.session_data.changed` {`instance_id`, `data`, `revision`} from the store
+only. It sends `router.action`, `app_manager.request`, `tool_router.report`,
+`tool_router.deadline`, `store.session_data.get` / `.replace` and `store.artifacts.create` /
 `.read` / `.list`, and nothing else reaches past the supervisor (`door` lists what it takes,
 from whom).
 """

@@ -336,3 +336,10 @@ class RuntimeApp(SessionDataInbox, Actor):
     async def _tool_cancel(self, msg: Message) -> None:
         self._from(msg, TOOL_ROUTER)
         self.sdk.tools._cancel(str(msg.body["call_id"]))
+
+    @handles("app.tool.deadline")
+    async def _tool_deadline(self, msg: Message) -> None:
+        # Only the runtime keeps deadline operations: its word alone says how one goes.
+        self._from(msg, TOOL_ROUTER)
+        with self._ids.deriving(msg.id):
+            await self.sdk.tools._deadline_changed(dict(msg.body))

@@ -20,10 +20,11 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
   the agent or the user interrupts it; the app can no longer end it (`complete`, `fail`
   and `progress` are refused). A running call can ask the runtime about the app's
   deadline operations in its conversation (`call.deadlines()`) or interrupt them for the
-  agent (`call.interrupt_deadlines()`, a stop tool's way). A `ContractError` with a code
-  of `APP_TOOL_ERROR_CODES` is that error. Anything else (another exception, another
-  value, an output that cannot be sent) is `handler_failed` with a message naming no
-  exception: the traceback goes to the app's log.
+  agent (`call.interrupt_deadlines()`, a stop tool's way); `sdk.tools.on_deadline(listener)`
+  hears each start and end of them (`app.tool.deadline`, from the tool router only). A
+  `ContractError` with a code of `APP_TOOL_ERROR_CODES` is that error. Anything else
+  (another exception, another value, an output that cannot be sent) is `handler_failed`
+  with a message naming no exception: the traceback goes to the app's log.
 - Report n of a call has the kernel id `derive_id(call_id, n)`; n is taken in the log before
   the report is sent, and the final report is written with its index in the write that
   ends the call. Sent again, it is the same message, which the mailbox keeps once.
@@ -42,6 +43,7 @@ import inspect
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -77,6 +79,7 @@ class Pending(enum.Enum):
 
 
 PENDING: Final = Pending.PENDING
+DeadlineListener = Callable[[dict[str, Any]], Awaitable[None] | None]
 MAX_DISPLAY_BYTES: Final = 4096  # the runtime keeps a deadline's display up to this size
 DEADLINE_TIMEOUT_S: Final = 30.0  # a question about deadlines waits this long for its answer
 
@@ -177,6 +180,7 @@ class ToolsAPI:
         self._app = app
         self._declared = declared_tools(type(app))
         self._running: dict[str, trio.CancelScope] = {}
+        self._deadline_listeners: list[DeadlineListener] = []
 
     async def progress(
         self,
@@ -223,6 +227,20 @@ class ToolsAPI:
         runtime takes it from no other app). It ends with `cancelled_by_user`."""
         body = {"call_id": call_id}
         await self._app.cast(TOOL_ROUTER, "tool_router.interrupt", body, id=self._app._ids.next())
+
+    def on_deadline(self, listener: DeadlineListener) -> Callable[[], None]:
+        """Call `listener(operation)` each time one of the app's deadline operations starts
+        or ends, with the runtime's record of it (as `call.deadlines()` gives it, plus its
+        `conversation_id` and `instance_id`), at least once: after a restart of the app it
+        may see one again. Returns the unsubscribe."""
+        self._deadline_listeners.append(listener)
+        return lambda: self._deadline_listeners.remove(listener)
+
+    async def _deadline_changed(self, operation: dict[str, Any]) -> None:
+        for listener in list(self._deadline_listeners):
+            result = listener(operation)
+            if inspect.isawaitable(result):
+                await result
 
     async def _ask_deadlines(self, call_id: str, action: str) -> dict[str, Any]:
         body = {"call_id": call_id, "action": action}

@@ -50,6 +50,8 @@ DOOR = Door(
         "app.lifecycle": accept("app_manager", body=dict[str, Any]),
         "app.tool.invoke": accept("tool_router", body=ToolInvoke),
         "app.tool.cancel": accept("tool_router", body=ToolCancel),
+        # A deadline operation of the app's started or ended (the runtime's record of it).
+        "app.tool.deadline": accept("tool_router", body=dict[str, Any]),
         # The interaction app's view of the agent's tool calls (a step of one call).
         "app.tool.event": accept("tool_router", body=dict[str, Any]),
         # A capability consent card opened or closed (the interaction app shows it).

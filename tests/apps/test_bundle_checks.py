@@ -330,10 +330,10 @@ def test_a_missing_sdk_feature_is_named(cache: BundleCache, signed: Signed, tmp_
 
 
 def test_a_feature_this_runtime_lacks(cache: BundleCache, signed: Signed) -> None:
-    offered = frozenset({"app.navigation.v1"})  # a runtime without lifecycle and tools
+    offered = frozenset({"app.navigation.v1"})  # a runtime without what pomodoro needs
     error = _refused(cache, signed, signed.path, offered_features=offered)
     assert error.code is Code.APP_INCOMPATIBLE
-    assert error.detail.endswith("missing app.lifecycle.v1, app.tools.v1")
+    assert error.detail.endswith("missing app.lifecycle.v1, app.tools.v1, app.session-data.v1")
 
 
 def test_a_feature_the_contract_names_but_this_runtime_does_not_serve_yet(

@@ -31,7 +31,11 @@ def test_the_pomodoro_manifest_is_what_its_declarations_say() -> None:
     assert (manifest["app_scope"], manifest["version"], manifest["title"]) == (
         "pomodoro", "0.1.0", "Pomodoro",
     )  # fmt: skip
-    assert manifest["runtime_sdk"]["required_features"] == ["app.lifecycle.v1", "app.tools.v1"]
+    assert manifest["runtime_sdk"]["required_features"] == [
+        "app.lifecycle.v1",
+        "app.tools.v1",
+        "app.session-data.v1",
+    ]
     assert manifest["runtime_sdk"]["optional_features"] == []
     assert manifest["agent_subscriptions"] == [
         {"type": "lineup.tool.invoke", "scope": "conversation"}

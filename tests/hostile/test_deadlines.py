@@ -61,8 +61,10 @@ async def test_a_call_the_runtime_holds_is_not_the_apps_to_end(hostile: Hostile)
     # after it, the SDK holds the call for ended and refuses the fail itself.
     assert replies["sdk complete"] == "sent", replies
     assert replies["sdk fail"] == "refused:ownership_mismatch", replies
-    # Stopping it as the user would: only the chat app may, refused at the door.
+    # Stopping it as the user would (only the chat app may), or telling another app how an
+    # operation went (only the tool router may): refused at the door.
     assert replies["user stop"] == "refused:sender_not_allowed", replies
+    assert replies["tell chat"] == "refused:sender_not_allowed", replies
     # The call it names is not a running one of its own: the runtime's, or none at all.
     for label in ("interrupt own", "list own", "interrupt ghost"):
         assert replies[label] == "refused:ownership_mismatch", (label, replies)

@@ -7,7 +7,9 @@ the user it runs, and until when; the user stops it in the chat, the call ends
 
 from __future__ import annotations
 
+import json
 import shutil
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -83,27 +85,12 @@ async def test_focus_starts_a_timer_through_the_pomodoro_tool(
         events = [h["event"] for h in calls[0]["history"]]
         assert events[:3] == ["accepted", "starting", "activation_ready"]
         assert events[-2:] == ["deadline", "started"]
+        # The app shows the runtime's timer: its display state, in its session data.
+        instance = f"pomodoro:{CONVERSATION}"
+        running = {"state": "running", "minutes": 5, "call_id": call_id, "ends_at": ends_at}
+        await wait_for(lambda: _shown(data_dir, instance) == running, 30, "the timer shown")
 
-        # The chat shows the call in the conversation, running: the user stops it there.
-        def shown(state: str) -> dict[str, Any] | None:
-            view = history(data_dir, CONVERSATION)
-            tool = next((i for i in view["timeline"] if i["id"] == call_id), None)
-            return view if tool is not None and tool["state"] == state else None
-
-        view = await wait_for(lambda: shown("running"), 30, "the running call in the chat")
-        assert view["tasks"][call_id]["status"] == "running"
-        UiSession(data_dir, session_id="test").act(
-            {"kind": "stop", "conversation_id": CONVERSATION, "call_id": call_id}
-        )
-        view = await wait_for(lambda: shown("failed"), 30, "the stopped call in the chat")
-        tool = next(i for i in view["timeline"] if i["id"] == call_id)
-        assert (tool["kind"], tool["text"], tool["code"]) == (
-            "tool", "pomodoro · pomodoro.start", "cancelled_by_user",
-        )  # fmt: skip
-        assert view["tasks"][call_id]["status"] == "cancelled"
-        row = next(c for c in read_tool_calls(data_dir) if c["call_id"] == call_id)
-        assert row["detail"].startswith("interrupted by the user; it was to end at ")
-        assert read_tool_deadlines(data_dir)[call_id]["ended_by"] == "the user"
+        await _the_user_stops_it(data_dir, call_id, running)
         # The timer came to the front for the call; chat is given back once it ended.
         await wait_for(
             lambda: (read_apps(data_dir)["settings"].get("focus_stack") or [""])[-1] == "chat:main",
@@ -113,6 +100,53 @@ async def test_focus_starts_a_timer_through_the_pomodoro_tool(
         assert f"pomodoro:{CONVERSATION}" in read_apps(data_dir)["settings"]["focus_stack"]
     finally:
         _stop(process)
+
+
+async def _the_user_stops_it(data_dir: Path, call_id: str, running: dict[str, Any]) -> None:
+    """The chat shows the call in the conversation, running: the user stops it there. The
+    call ends `cancelled_by_user`, the runtime's timer says so, and so does what the app
+    shows."""
+    instance = f"pomodoro:{CONVERSATION}"
+
+    def shown(state: str) -> dict[str, Any] | None:
+        view = history(data_dir, CONVERSATION)
+        tool = next((i for i in view["timeline"] if i["id"] == call_id), None)
+        return view if tool is not None and tool["state"] == state else None
+
+    view = await wait_for(lambda: shown("running"), 30, "the running call in the chat")
+    assert view["tasks"][call_id]["status"] == "running"
+    UiSession(data_dir, session_id="test").act(
+        {"kind": "stop", "conversation_id": CONVERSATION, "call_id": call_id}
+    )
+    view = await wait_for(lambda: shown("failed"), 30, "the stopped call in the chat")
+    tool = next(i for i in view["timeline"] if i["id"] == call_id)
+    assert (tool["kind"], tool["text"], tool["code"]) == (
+        "tool", "pomodoro · pomodoro.start", "cancelled_by_user",
+    )  # fmt: skip
+    assert view["tasks"][call_id]["status"] == "cancelled"
+    row = next(c for c in read_tool_calls(data_dir) if c["call_id"] == call_id)
+    assert row["detail"].startswith("interrupted by the user; it was to end at ")
+    stopped = read_tool_deadlines(data_dir)[call_id]
+    assert stopped["ended_by"] == "the user"
+    ended_at = utc_timestamp(datetime.fromtimestamp(stopped["ended_ms"] / 1000, UTC))
+    await wait_for(
+        lambda: _shown(data_dir, instance) == {**running, "state": "stopped", "ended_at": ended_at},
+        30,
+        "the stopped timer shown",
+    )
+
+
+def _shown(data_dir: Path, instance_id: str) -> dict[str, Any] | None:
+    """What the app keeps in the instance's session data (runtime.db, read-only)."""
+    db = sqlite3.connect(f"file:{data_dir / 'runtime.db'}?mode=ro", uri=True)
+    try:
+        row = db.execute(
+            "SELECT data FROM app_session_data WHERE app_scope = 'pomodoro' AND instance_id = ?",
+            (instance_id,),
+        ).fetchone()
+    finally:
+        db.close()
+    return json.loads(row[0]) if row else None
 
 
 def _inventory_lists(data_dir: Path, method: str) -> bool:

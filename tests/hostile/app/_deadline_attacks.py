@@ -1,7 +1,7 @@
 """The hostile app against deadline operations: once the runtime holds one of its calls
 until a deadline, it tries to end it anyway (past the SDK and through it), to move its
-deadline, to stop it as the user would, and to interrupt or read operations through a call
-that is not a running one of its own."""
+deadline, to stop it as the user would, to interrupt or read operations through a call that
+is not a running one of its own, and to tell another app how an operation went."""
 
 from __future__ import annotations
 
@@ -45,6 +45,9 @@ async def seize_deadline(app: HostileApp, options: dict[str, Any]) -> dict[str, 
         except Exception as exc:
             replies[name] = f"refused:{getattr(exc, 'code', type(exc).__name__)}"
     replies["user stop"] = await app.attempt(TOOL_ROUTER, "tool_router.interrupt", {"call_id": own})
+    # What only the runtime tells an app of its operations, told to another app.
+    told = {"call_id": own, "state": "finished", "instance_id": "chat:main"}
+    replies["tell chat"] = await app.attempt("app.chat", "app.tool.deadline", told)
     for label, call_id, action in (
         ("interrupt own", own, "interrupt"),
         ("list own", own, "list"),
