@@ -9,7 +9,9 @@ host's providers (`_providers`) and saving files safely (`_files`).
 - `capability_gateway.grants` (a call, from the settings app or the operator): →
   {`grants`: [{`app_scope`, `capability`, `scope`, `granted_ms`}]};
 - `capability_gateway.revoke` (a call, from the settings app or the operator):
-  `app_scope`, `capability` → {`revoked`}.
+  `app_scope`, `capability` → {`revoked`};
+- `capability_gateway.policy.check` (a call, from the tool router): `section` (a new policy
+  file's capabilities section) → {`problem`: the first one, or null}.
 
 It sends `app.capability.consent` to the chat app (a consent card opened, then closed with
 how it ended) and keeps its rows through the store (`store.capabilities.*`).

@@ -47,6 +47,11 @@ class NoFields(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
 
 
+class PolicySection(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    section: Any
+
+
 DOOR = Door(
     {
         "capability_gateway.request": accept(APPS, body=Request),
@@ -54,5 +59,7 @@ DOOR = Door(
         "capability_gateway.revoke": accept("debug", f"app.{SCOPE_SETTINGS}", body=Revoke),
         # The grants in force, for the user's settings app (which also revokes them).
         "capability_gateway.grants": accept(f"app.{SCOPE_SETTINGS}", body=NoFields),
+        # A new policy file's capabilities section, checked before the tool router writes it.
+        "capability_gateway.policy.check": accept("tool_router", body=PolicySection),
     }
 )
