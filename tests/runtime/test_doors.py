@@ -60,6 +60,24 @@ def test_an_app_reaches_only_its_sdk() -> None:
         "app.chat",
         "host",
     }
+    # What the settings app shows and changes for the user: the settings app alone (and the
+    # operator, as every door admits it).
+    settings_only = {
+        ("store", "store.app_data.overview"),
+        ("tool_router", "tool_router.policy.get"),
+        ("tool_router", "tool_router.policy.replace"),
+        ("capability_gateway", "capability_gateway.grants"),
+    }
+    for name, message_type in settings_only:
+        assert doors[name].senders_of(message_type) == {"app.settings"}, message_type
+    assert doors["capability_gateway"].senders_of("capability_gateway.revoke") == {
+        "debug",
+        "app.settings",
+    }
+    # A new policy's capabilities section, judged by the gateway for the tool router.
+    assert doors["capability_gateway"].senders_of("capability_gateway.policy.check") == {
+        "tool_router"
+    }
     assert not [t for t in app_door.types() if app_door.allows(t, "app.whiteboard")]
     assert all(APPS not in app_door.senders_of(t) for t in app_door.types())
     # Nobody may send a type no door declares, the operator included.
