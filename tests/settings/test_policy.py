@@ -75,6 +75,14 @@ async def test_a_policy_edit_changes_what_the_agent_sees(
     assert view["policy"] == good_policy
     assert _visibility(view, "keeper.note")["visible"] is True
 
+    # What was written is what a tool router killed and restarted reads: the same tools, so
+    # the agent is given no new revision.
+    assert stack.kill("tool_router")
+    view = await settings_json(data_dir, "policy")
+    assert view["policy"] == good_policy and view["broken"] is None
+    assert _visibility(view, "keeper.note")["visible"] is True
+    assert revision_of(stack) == allowed
+
 
 async def _broken_policies_change_nothing(
     stack: Stack, ui: SettingsUi, tmp_path: Path, revision: int
