@@ -13,7 +13,9 @@ open, `/2`, `/yes` or `/say TEXT` answer it; with several, the answer names the 
 (`/q2 1`, `/q1 yes`, `/q3 some text`). A line that cannot be an answer (extra words, an
 empty answer, the wrong kind) is refused with a hint and nothing is sent. `/stop` stops the
 agent's running tool call (naming it when several run): the chat app passes the user's stop
-to the runtime, which ends the call `cancelled_by_user`.
+to the runtime, which ends the call `cancelled_by_user`. An app's request for a capability
+is a question too, asked by the runtime: `/1` ... answer it, `/dismiss` closes it without
+deciding. An app's notification is printed as a line, with the bell.
 
 Everything the agent or an app wrote (messages, prompts, options, task labels, codes) is
 untrusted: it is printed as text, never as console markup, with control and invisible
@@ -40,6 +42,7 @@ from rich.text import Text
 from actors.kernel import ControlError, ui_request
 from apps.chat import artifact_label, history, render, visible
 
+from ._capability_lines import dismiss, notification_lines
 from .debug_cmd import runtime_lifecycle
 from .ui_session import UiSession
 
@@ -52,11 +55,12 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/say TEXT", "answer the open question that asks for text"),
     ("/q2 ANSWER", "answer question q2 when several are open: /q2 1, /q2 yes, /q2 TEXT"),
     ("/questions", "list the open questions again"),
+    ("/dismiss [QN]", "close an app's permission request without deciding"),
     ("/stop [CALL]", "stop the agent's running tool call (name it when several run)"),
     ("/help", "this list"),
     ("/quit", "leave (the runtime keeps running)"),
 )
-_WORDS: Final = ("help", "questions", "quit", "yes", "no", "say", "stop")
+_WORDS: Final = ("help", "questions", "quit", "yes", "no", "say", "stop", "dismiss")
 
 
 @dataclass(frozen=True)
@@ -244,6 +248,8 @@ def parse_line(line: str, view: dict[str, Any], conversation: str) -> dict[str, 
         return "\n".join(_plain(line) for line in open_questions(view))
     if command == "stop":
         return _stop(view, conversation, rest)
+    if command == "dismiss":
+        return dismiss(view, conversation, rest.lower(), question_ids(view))
     waiting: list[dict[str, Any]] = view.get("pending_interactions", [])
     ids = question_ids(view)
     if re.fullmatch(r"q\d+", command):
@@ -354,11 +360,18 @@ def attach(data_dir: Path, conversation: str, *, stop: threading.Event | None = 
     )
     screen = _Screen(console)
 
+    _, noticed = notification_lines(data_dir, 0)  # what was shown before is not news
+
     def show() -> None:
+        nonlocal noticed
         while not stop.is_set():
             view = history(data_dir, conversation)
             for line in catch_up(view, _lifecycle(data_dir), seen):
                 screen.print(line)
+            notes, noticed = notification_lines(data_dir, noticed)
+            for note in notes:  # an app's notification: a line and the bell
+                screen.print(note)
+                screen.console.bell()
             stop.wait(POLL_S)
 
     painter = threading.Thread(target=show, daemon=True)

@@ -96,6 +96,10 @@ OFFLINE_CASES = [
     (("tools", "inventory"), "no runtime data in {empty}"),
     (("tools", "calls", "--state", "nosuch"), "unknown state 'nosuch'"),
     (("tools", "calls", "--limit", "0"), "not a positive integer"),
+    (("capabilities", "lis"), "did you mean 'list'?"),
+    (("capabilities", "list"), "no runtime data in {empty}"),
+    (("capabilities", "revoke", "keeper"), "required: CAPABILITY"),
+    (("capabilities", "revoke", "keeper", "file.save"), "no runtime is running on {empty}"),
     (("artifacts", "lis"), "did you mean 'list'?"),
     (("artifacts", "list"), "no runtime data in {empty}"),
     (("artifacts", "show"), "required: ID"),
@@ -153,6 +157,7 @@ RUNTIME_CASES = [
     (("app", "enable", "nosuch"), "lineup app install BUNDLE"),
     (("app", "install", "{t}/junk.bundle"), "install of the bundle refused"),
     (("app", "close", "nosuch:main"), "lineup app list"),
+    (("capabilities", "revoke", "nosuch", "file.save"), "nosuch has no grant for file.save"),
     (("run", "--headless"), "another runtime (pid"),
 ]
 
