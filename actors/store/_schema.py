@@ -133,7 +133,7 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
             "arguments": str,
             "revision": int,
             "instance_id": str,
-            "state": str,  # accepted | starting | waiting | running | succeeded | failed
+            "state": str,  # accepted | starting | waiting | running | deadline | succeeded | failed
             "code": str,
             "detail": str,
             "output": str,

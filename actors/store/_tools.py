@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
@@ -69,6 +70,9 @@ _JSON_COLUMNS: Final = frozenset(
     {"arguments", "output", "history", "payload", "visibility", "display"}
 )
 RECENT_DEADLINES: Final = 10  # what an app is told about its deadline operations
+# Operations ended this recently are told to their app again when the tool router starts:
+# well within the mailbox's dedup window, so what was told already is kept once.
+RETELL_MS: Final = 3_600_000
 FINAL_STATES: Final = ("succeeded", "failed")
 
 
@@ -103,9 +107,10 @@ def call_row(db: sqlite3.Connection, call_id: str) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
-def load_tools(db: sqlite3.Connection) -> dict[str, Any]:
+def load_tools(db: sqlite3.Connection, now_ms: int) -> dict[str, Any]:
     """What the tool router rebuilds its state from: the calls without a final outcome,
-    every published inventory, the highest revision ever issued."""
+    the deadline operations of those and those ended within `RETELL_MS` (their apps are
+    told again), every published inventory, the highest revision ever issued."""
     open_calls = db.execute(
         f"SELECT {', '.join(CALL_COLUMNS)} FROM tool_calls"
         f" WHERE state NOT IN {FINAL_STATES} ORDER BY created_ms, rowid"
@@ -115,6 +120,8 @@ def load_tools(db: sqlite3.Connection) -> dict[str, Any]:
     deadlines = db.execute(
         f"SELECT {', '.join('d.' + c for c in DEADLINE_COLUMNS)} FROM tool_deadlines d"
         f" JOIN tool_calls c USING (call_id) WHERE c.state NOT IN {FINAL_STATES}"
+        " OR d.noticed_ms >= ? ORDER BY d.requested_ms, d.rowid",
+        (now_ms - RETELL_MS,),
     )
     return {
         "calls": rows_of(CALL_COLUMNS, open_calls),
@@ -134,7 +141,7 @@ class ToolTables(Actor):
 
     @handles("store.tools.load")
     async def tools_load(self, msg: Message) -> Any:
-        return load_tools(self.db)
+        return load_tools(self.db, int(time.time() * 1000))
 
     @handles("store.tools.get")
     async def tools_get(self, msg: Message) -> Any:

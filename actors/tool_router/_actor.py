@@ -136,6 +136,7 @@ class ToolRouterActor(Actor):
             self.calls[call.call_id] = call
         await self.publish(self.conversations)
         self.loaded.set()
+        await self.operations.retell(list(operations.values()))
         for call in sorted(self.calls.values(), key=lambda c: c.created_ms):
             await self._resume(call)
         self.nursery.start_soon(self._watch_policy)

@@ -30,9 +30,6 @@ SLOT_STARTING: Final = 0x22
 SLOT_ACTIVATION: Final = 0x23
 SLOT_STARTED: Final = 0x24  # a deadline operation's `started` progress
 SLOT_OPERATION: Final = 0x25  # the seed of a deadline operation's id
-# The kernel messages that tell the call's app its deadline operation started, and ended.
-SLOT_TOLD_STARTED: Final = 0x26
-SLOT_TOLD_ENDED: Final = 0x27
 SLOT_FINAL: Final = 0x2F
 SLOT_DISPATCH: Final = 0x30  # the kernel message that hands the call to its app
 # The interaction app's view of the call: one kernel message per state it reaches.

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from actors.contracts import utc_timestamp
+from actors.kernel import derive_id
 
 WAITING_FOREGROUND: Final = "waiting_foreground"
 RUNNING: Final = "running"
@@ -38,6 +39,10 @@ INTERRUPTED: Final = "interrupted"
 CALL_STATE: Final = "deadline"  # the state of a call whose deadline operation is open
 MAX_DURATION_MS: Final = 86_400_000  # a day, like a call's absolute cap
 MAX_DISPLAY_BYTES: Final = 4096
+# The kernel messages that tell the app its operation started, and ended: ids derived from
+# the operation's, so telling it again (after a restart) is the same message, kept once.
+TOLD_STARTED: Final = 0
+TOLD_ENDED: Final = 1
 
 
 def timestamp(ms: int | None) -> str | None:
@@ -75,6 +80,9 @@ class Deadline:
     @property
     def open(self) -> bool:
         return self.state in (WAITING_FOREGROUND, RUNNING)
+
+    def told_id(self, news: int) -> str:
+        return derive_id(self.operation_id.removeprefix("op_"), news)
 
     def start(self, now_ms: int) -> None:
         self.state, self.started_ms, self.ends_ms = RUNNING, now_ms, now_ms + self.duration_ms

@@ -32,8 +32,6 @@ from ._calls import (
     SLOT_OPERATION,
     SLOT_SHOWN,
     SLOT_STARTED,
-    SLOT_TOLD_ENDED,
-    SLOT_TOLD_STARTED,
     Call,
     envelope,
     now_ms,
@@ -43,6 +41,8 @@ from ._deadlines import (
     CALL_STATE,
     MAX_DISPLAY_BYTES,
     MAX_DURATION_MS,
+    TOLD_ENDED,
+    TOLD_STARTED,
     WAITING_FOREGROUND,
     Deadline,
     deadline_output,
@@ -150,24 +150,36 @@ class DeadlineOperations:
             stage="started",
             message=f"until {ends_at}",
         )
-        await self.tell_app(call, SLOT_TOLD_STARTED)
+        await self.tell_app(operation, TOLD_STARTED)
 
     async def ended(self, call: Call) -> None:
         """Its call has its final: the app hears how the operation ended."""
-        await self.tell_app(call, SLOT_TOLD_ENDED)
+        assert call.operation is not None
+        await self.tell_app(call.operation, TOLD_ENDED)
 
-    async def tell_app(self, call: Call, slot: int) -> None:
-        """The call's app hears how its operation goes (`app.tool.deadline`: the record, with
-        where it runs), to show it; it decides nothing by it."""
-        operation = call.operation
-        assert operation is not None
+    async def retell(self, operations: list[Deadline]) -> None:
+        """At start: the app hears again what it may not have heard, a start and an end
+        recorded just before the tool router stopped (what it did hear is the same message
+        again, which its mailbox keeps once)."""
+        for operation in operations:
+            if operation.started_ms is not None:
+                await self.tell_app(operation, TOLD_STARTED)
+            if not operation.open:
+                await self.tell_app(operation, TOLD_ENDED)
+
+    async def tell_app(self, operation: Deadline, news: int) -> None:
+        """The operation's app hears how it goes (`app.tool.deadline`: the record, with where
+        it runs), to show it; it decides nothing by it."""
         told = {
             **operation.view(),
-            "conversation_id": call.conversation_id,
+            "conversation_id": operation.conversation_id,
             "instance_id": operation.instance_id,
         }
         await self.router.cast(
-            f"app.{call.app_scope}", "app.tool.deadline", told, id=call.slot_id(slot)
+            f"app.{operation.app_scope}",
+            "app.tool.deadline",
+            told,
+            id=operation.told_id(news),
         )
 
     # -- the runtime's side -------------------------------------------------------------

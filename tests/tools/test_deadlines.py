@@ -116,6 +116,13 @@ async def _one_outcome(stack: Stack, row: dict[str, Any]) -> None:
     assert len(set(types)) == 1, types
 
 
+def _told(stack: Stack, call_id: str) -> list[str]:
+    """What the timers app was told of the call's operation, in order (its own record)."""
+    path = stack.data_dir / "apps" / "timers" / "told.log"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [line.split()[1] for line in lines if line.split()[0] == call_id]
+
+
 def _user_stops(stack: Stack, call_id: str) -> str:
     """The user stops the call in the chat (a UI action through the host actor)."""
     body = {"kind": "stop", "conversation_id": CONVERSATION, "call_id": call_id}
@@ -189,6 +196,9 @@ async def test_the_runtime_ends_the_call_at_its_deadline_with_one_result(
     assert events[-3:] == ["deadline", "started", "succeeded"], events
     ended = _operation(stack, "call_t1") or {}
     assert (ended["state"], ended["ended_by"]) == ("finished", "deadline")
+    # Its app was told of the start and the end, each once, to show them.
+    await wait_for(lambda: len(_told(stack, "call_t1")) >= 2, 30, "the app told of the end")
+    assert _told(stack, "call_t1") == ["running", "finished"]
 
     # A tool whose output schema cannot take the runtime's result gets no deadline.
     row = await agent.call("call_misfit", "timer.misfit", arguments={"seconds": 1})
@@ -230,6 +240,8 @@ async def test_the_deadline_holds_across_kills_and_a_restart_past_its_end(
     assert row["output"]["noticed_at"] > _moment(down_until)
     assert len(finals(stack, "call_k1")) == 1
     assert await _one_final_streamed(stack, "call_k1") == ["lineup.tool.result"]
+    # The app, killed too, is told of the end once it runs again.
+    await wait_for(lambda: "finished" in _told(stack, "call_k1"), 30, "the app told of the end")
 
     # One that runs out while the tool router and its app are down, the runtime up.
     await agent.client.submit(agent.invoke("call_k2", "timer.run", {"seconds": 0.5}))

@@ -1,6 +1,7 @@
 """An installed app whose calls the runtime keeps until a deadline, in seconds: run one in
 the background or in front, stop or list the app's own, and one whose output schema cannot
-take a deadline's result."""
+take a deadline's result. What the runtime tells it of its timers (each start and end) it
+appends to `told.log` in its private directory, the record the tests read."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ _SECONDS = {
 }
 _NOTHING = {"type": "object", "additionalProperties": False}
 _BACKGROUND = {"launch": "if_needed", "focus": "background"}
+TOLD = "told.log"
 
 
 @declare_app(
@@ -40,6 +42,13 @@ _BACKGROUND = {"launch": "if_needed", "focus": "background"}
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
 )
 class TimersApp(RuntimeApp):
+    async def on_app_start(self) -> None:
+        self.sdk.tools.on_deadline(self._told)
+
+    def _told(self, operation: dict[str, Any]) -> None:
+        with open(TOLD, "a", encoding="utf-8") as told:
+            told.write(f"{operation['call_id']} {operation['state']}\n")
+
     @tool(
         "timer.run",
         input_schema=_SECONDS,
