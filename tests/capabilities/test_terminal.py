@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from lineup._capability_lines import notification_lines
 from lineup.terminal_chat import parse_line
 
-CARD = {
+CARD: dict[str, Any] = {
     "interaction_id": "keeper/r1",
     "kind": "choice",
     "prompt": "keeper asks to use file.save: to keep your notes",
@@ -18,10 +19,15 @@ CARD = {
     "origin": "runtime",
     "message_id": "keeper/r1",
 }
-QUESTION = {"interaction_id": "i-1", "kind": "confirm", "prompt": "go?", "message_id": "m-1"}
+QUESTION: dict[str, Any] = {
+    "interaction_id": "i-1",
+    "kind": "confirm",
+    "prompt": "go?",
+    "message_id": "m-1",
+}
 
 
-def _view(*waiting: dict[str, object]) -> dict[str, object]:
+def _view(*waiting: dict[str, Any]) -> dict[str, Any]:
     timeline = [{"id": w["message_id"], "kind": "interaction", "interaction": w} for w in waiting]
     return {"timeline": timeline, "pending_interactions": list(waiting)}
 

@@ -60,7 +60,7 @@ class KeeperApp(RuntimeApp):
         return await self._ask(arguments)
 
     async def _ask(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        return await self.sdk.capabilities.request(  # type: ignore[no-any-return]
+        return await self.sdk.capabilities.request(
             arguments["capability"],
             arguments["purpose"],
             arguments.get("input"),
