@@ -30,7 +30,7 @@ each, and its body's type, is in `door`:
 | `store.artifacts.create` | call | an app's: `data`, `media_type`, `title`, `conversation_id`? → |
 | | | the reference {`artifact_id`, `title`, `media_type`, `size`} |
 | `store.artifacts.read` | call | `artifact_id` → `artifact` (its row), `data` (its own app, chat) |
-| `store.artifacts.list` | call | an app's → `artifacts` (its own rows) |
+| `store.artifacts.list` | call | an app's: `after`? → `artifacts` (a page of its own), `next` |
 | `store.artifacts.meta` | call | `artifact_id` → `artifact` (its row, or null) |
 
 With `deliver` (the router's way) the store does what follows the commit itself: each

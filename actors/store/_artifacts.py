@@ -65,6 +65,9 @@ _MEDIA_TYPE: Final = re.compile(
 # Instances that are over: a conversation is an app's only while one is not.
 _ENDED_STATES: Final = ("closed", "failed")
 REFUSAL_AUDIT_S: Final = 10.0
+# Rows in one answer to a list: a row is at most ~4.3 KiB (a title of 1,000 characters of
+# four bytes), so a page stays well under the 1 MiB frame.
+LIST_PAGE: Final = 100
 
 
 def reference(row: dict[str, Any]) -> dict[str, Any]:
@@ -72,11 +75,16 @@ def reference(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def artifact_rows(
-    db: sqlite3.Connection, where: str = "1", params: tuple[Any, ...] = ()
+    db: sqlite3.Connection,
+    where: str = "1",
+    params: tuple[Any, ...] = (),
+    *,
+    limit: int | None = None,
 ) -> list[dict[str, Any]]:
+    """Rows in the order they were made (rowid: the order of their commits)."""
     rows = db.execute(
-        f"SELECT {', '.join(ARTIFACT_COLUMNS)} FROM artifacts WHERE {where}"
-        " ORDER BY created_ms, rowid",
+        f"SELECT {', '.join(ARTIFACT_COLUMNS)} FROM artifacts WHERE {where} ORDER BY rowid"
+        + (f" LIMIT {int(limit)}" if limit is not None else ""),
         params,
     )
     return [dict(zip(ARTIFACT_COLUMNS, row, strict=True)) for row in rows]
@@ -300,7 +308,13 @@ class ArtifactTables(Actor):
                 "sha256": hashlib.sha256(data).hexdigest(),
                 "created_ms": int(time.time() * 1000),
             }
-            path = _write_durably(self.artifacts_dir, row["artifact_id"], data)
+            try:
+                path = _write_durably(self.artifacts_dir, row["artifact_id"], data)
+            except OSError as exc:  # a full or failing disk: a definite answer, not a retry
+                log.exception("artifact %s not written", row["artifact_id"])
+                raise ContractError(
+                    Code.FAILED, f"the store could not write it: {exc.strerror or exc}"
+                ) from None
             try:
                 self.db.execute(
                     f"INSERT INTO artifacts ({', '.join(ARTIFACT_COLUMNS)})"
@@ -328,7 +342,13 @@ class ArtifactTables(Actor):
             if msg.sender.startswith("app."):
                 raise self._artifact_refused(msg, error) from None
             raise
-        data = (self.artifacts_dir / row["artifact_id"]).read_bytes()
+        try:
+            data = (self.artifacts_dir / row["artifact_id"]).read_bytes()
+        except OSError:  # its file was taken from under the store
+            log.exception("artifact %s has a row and no readable file", artifact_id)
+            raise ContractError(
+                Code.ARTIFACT_NOT_FOUND, f"{artifact_id}: its content is gone"
+            ) from None
         return {"artifact": row, "data": data}
 
     @handles("store.artifacts.meta")
@@ -340,6 +360,19 @@ class ArtifactTables(Actor):
 
     @handles("store.artifacts.list")
     async def artifacts_list(self, msg: Message) -> Any:
-        """The sender's own artifacts, oldest first: {artifacts: [row]}."""
+        """A page of the sender's own artifacts, oldest first, after the one named `after`:
+        {artifacts: [row], next: the id to ask after, or null at the end}. A page is
+        bounded so that its answer fits a frame whatever the titles."""
         scope = self._scope_of(msg)
-        return {"artifacts": artifact_rows(self.db, "app_scope = ?", (scope,))}
+        after = msg.body.get("after")
+        where, params = "app_scope = ?", [scope]
+        if after is not None:  # one of its own (another's is no place to start: no oracle)
+            where += (
+                " AND rowid > coalesce((SELECT rowid FROM artifacts"
+                " WHERE artifact_id = ? AND app_scope = ?), 0)"
+            )
+            params += [str(after), scope]
+        rows = artifact_rows(self.db, where, tuple(params), limit=LIST_PAGE + 1)
+        more = len(rows) > LIST_PAGE
+        rows = rows[:LIST_PAGE]
+        return {"artifacts": rows, "next": rows[-1]["artifact_id"] if more else None}

@@ -148,6 +148,11 @@ class ArtifactId(TypedDict):
     artifact_id: _ArtifactId
 
 
+class ArtifactPage(TypedDict, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    after: _ArtifactId
+
+
 class CapabilitiesWrite(TypedDict, total=False):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     insert: dict[str, Any] | None
@@ -189,7 +194,7 @@ DOOR = Door(
         # reference; the capability gateway reads one for the user to save.
         "store.artifacts.create": accept(APPS, body=ArtifactCreate),
         "store.artifacts.read": accept(APPS, "capability_gateway", body=ArtifactId),
-        "store.artifacts.list": accept(APPS, body=Empty),
+        "store.artifacts.list": accept(APPS, body=ArtifactPage),
         "store.artifacts.meta": accept("tool_router", "capability_gateway", body=ArtifactId),
         # The capability gateway's requests and the user's grants (`_capabilities`).
         "store.capabilities.load": accept("capability_gateway", body=Empty),

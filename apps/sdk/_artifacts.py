@@ -47,9 +47,15 @@ class ArtifactsAPI:
         return {"artifact": dict(reply["artifact"]), "data": bytes(reply["data"])}
 
     async def list(self) -> list[dict[str, Any]]:
-        """This app's artifacts' metadata, oldest first."""
-        reply = await self._call("store.artifacts.list", {})
-        return [dict(row) for row in reply["artifacts"]]
+        """This app's artifacts' metadata, oldest first (asked a page at a time)."""
+        rows: list[dict[str, Any]] = []
+        page: dict[str, Any] = {}
+        while True:
+            reply = await self._call("store.artifacts.list", page)
+            rows.extend(dict(row) for row in reply["artifacts"])
+            if reply["next"] is None:
+                return rows
+            page = {"after": reply["next"]}
 
     async def _call(self, type_: str, body: dict[str, Any]) -> Any:
         # Inside a handler the id derives from the message handled: a replayed handler's

@@ -55,10 +55,45 @@ async def _make(agent: Agent, call_id: str, **arguments: Any) -> dict[str, Any]:
     return dict(row["output"])
 
 
+async def _the_chat_shows(stack: Stack, reference: dict[str, Any]) -> None:
+    """The chat's timeline shows the reference with the call; so does its history command."""
+    shown = await wait_for(
+        lambda: next(
+            (i for i in stack.timeline() if i["id"] == "call_make" and i.get("artifact")), None
+        ),
+        30,
+        "the call's artifact in the chat's timeline",
+    )
+    assert shown["artifact"] == reference and shown["state"] == "succeeded"
+    code, out, err = lineup(
+        "chat", "history", "--conversation", CONVERSATION, "--data-dir", stack.data_dir
+    )
+    assert code == 0, err
+    assert "artifact “Notes” (text/plain, 5,000 bytes)" in out
+
+
+def _the_cli_lists(stack: Stack, artifact_id: str, sha256: str) -> None:
+    """Listed (and by conversation), shown; an unknown id said in one sentence."""
+    code, out, err = cli(stack, "list", "--json")
+    assert code == 0, err
+    assert {r["artifact_id"] for r in json.loads(out)} == set(stored(stack))
+    code, out, err = cli(stack, "list", "--conversation", CONVERSATION, "--json")
+    assert code == 0, err
+    assert [r["artifact_id"] for r in json.loads(out)] == [artifact_id]
+    code, out, _ = cli(stack, "list", "--conversation", "conv-elsewhere")
+    assert (code, out.strip()) == (0, "no artifacts in conversation 'conv-elsewhere'")
+    code, out, err = cli(stack, "show", artifact_id)
+    assert code == 0, err
+    assert "Notes" in out and "text/plain" in out and sha256 in out
+    code, out, err = cli(stack, "show", "art_nothing")
+    assert code == 1 and not out
+    assert err.startswith("error: no artifact 'art_nothing' in ") and err.count("\n") == 1
+
+
 async def test_an_artifact_reaches_the_agent_as_a_reference_and_goes_with_its_app(
     stack: Stack, toolbox: tuple[Path, Path]
 ) -> None:
-    agent = await toolbox_with_artifacts(stack, toolbox, limits=LIMITS)
+    agent = await toolbox_with_artifacts(stack, toolbox)
     output = await _make(agent, "call_make", size=5000, media_type="text/plain", title="Notes")
     reference = output["artifact"]
     assert set(reference) == REFERENCE and reference["size"] == 5000
@@ -85,41 +120,24 @@ async def test_an_artifact_reaches_the_agent_as_a_reference_and_goes_with_its_ap
     assert read["read_sha256"] == row["sha256"] and read["title"] == "Notes"
     listed = (await agent.call("call_list", "box.artifacts"))["output"]
     assert listed == {"ids": [artifact_id]}
+    # Listed a page at a time: more than a page, in the order they were made.
+    many = await agent.call("call_many", "box.artifacts_many", arguments={"count": 150})
+    assert many["output"] == {"made": 150}, many
+    listed = (await agent.call("call_list_all", "box.artifacts"))["output"]
+    # The store's ids rise in the order it makes them.
+    assert listed["ids"] == sorted(listed["ids"]) and listed["ids"][0] == artifact_id
+    assert set(listed["ids"]) == set(stored(stack)) and len(listed["ids"]) == 151
     by_chat = await chat_reads(stack, artifact_id)
     assert by_chat["read_sha256"] == row["sha256"] and by_chat["app_scope"] == "toolbox"
     assert (await chat_reads(stack, "art_" + "0" * 26)) == {"refused": "artifact_not_found"}
 
-    # The chat's timeline shows the reference with the call; so does its history command.
-    shown = await wait_for(
-        lambda: next(
-            (i for i in stack.timeline() if i["id"] == "call_make" and i.get("artifact")), None
-        ),
-        30,
-        "the call's artifact in the chat's timeline",
-    )
-    assert shown["artifact"] == reference and shown["state"] == "succeeded"
-    code, out, err = lineup(
-        "chat", "history", "--conversation", CONVERSATION, "--data-dir", stack.data_dir
-    )
-    assert code == 0, err
-    assert "artifact “Notes” (text/plain, 5,000 bytes)" in out
-
-    # The CLI: listed (and by conversation), shown, an unknown id said in one sentence.
-    code, out, err = cli(stack, "list", "--json")
-    assert code == 0, err
-    assert [r["artifact_id"] for r in json.loads(out)] == [artifact_id]
-    code, out, _ = cli(stack, "list", "--conversation", "conv-elsewhere")
-    assert (code, out.strip()) == (0, "no artifacts in conversation 'conv-elsewhere'")
-    code, out, err = cli(stack, "show", artifact_id)
-    assert code == 0, err
-    assert "Notes" in out and "text/plain" in out and row["sha256"] in out
-    code, out, err = cli(stack, "show", "art_nothing")
-    assert code == 1 and not out
-    assert err.startswith("error: no artifact 'art_nothing' in ") and err.count("\n") == 1
+    await _the_chat_shows(stack, reference)
+    _the_cli_lists(stack, artifact_id, row["sha256"])
 
     # Kept while the app is disabled; deleted, rows and files, when it is removed.
+    kept = set(stored(stack))
     await trio.to_thread.run_sync(app, stack, "disable", "toolbox")
-    assert set(stored(stack)) == {artifact_id} and set(files(stack)) == {artifact_id}
+    assert set(stored(stack)) == kept and set(files(stack)) == kept
     await trio.to_thread.run_sync(app, stack, "remove", "toolbox", "--yes")
     assert stored(stack) == {}
     # The files go right after the rows' commit.

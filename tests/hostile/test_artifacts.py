@@ -60,6 +60,10 @@ async def test_an_app_cannot_read_hand_or_make_another_apps_artifacts(
     assert outcomes["describe victim"] == "refused:sender_not_allowed"
     own = result["own"]
     assert result["listed"] == [own["artifact_id"]]
+    assert result["pages"] == {
+        "after victim": [own["artifact_id"]],
+        "after nobody's": [own["artifact_id"]],
+    }
     rows = stored(stack)
     owners = {artifact_id: row["app_scope"] for artifact_id, row in rows.items()}
     assert owners == {victim: "toolbox", own["artifact_id"]: "hostile"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from actors.kernel import CallFailed
+from actors.kernel import CallFailed, new_id
 
 if TYPE_CHECKING:
     from ._app import HostileApp
@@ -57,4 +57,19 @@ async def steal_artifact(app: HostileApp, options: dict[str, Any]) -> dict[str, 
         ),
     }
     listed = [row["artifact_id"] for row in await artifacts.list()]
-    return {"own": own, "outcomes": outcomes, "listed": listed}
+    # A page "after" another app's artifact starts where one after nobody's does: at the
+    # first of its own.
+    pages = {
+        name: await app.call(
+            STORE, "store.artifacts.list", {"after": after}, timeout=10, id=new_id()
+        )
+        for name, after in (("after victim", victim), ("after nobody's", NOBODYS))
+    }
+    return {
+        "own": own,
+        "outcomes": outcomes,
+        "listed": listed,
+        "pages": {
+            name: [r["artifact_id"] for r in page["artifacts"]] for name, page in pages.items()
+        },
+    }

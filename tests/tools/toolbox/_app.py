@@ -182,6 +182,22 @@ class ToolboxApp(RuntimeApp):
             return {"refused": refused.code}
         return {"artifact": reference}
 
+    @tool(
+        "box.artifacts_many",
+        input_schema={
+            "type": "object",
+            "properties": {"count": {"type": "integer", "minimum": 1, "maximum": 1000}},
+            "required": ["count"],
+            "additionalProperties": False,
+        },
+        output_schema=_ANY,
+    )
+    async def artifacts_many(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Makes `count` artifacts of one byte each, outside any conversation."""
+        for n in range(arguments["count"]):
+            await self.sdk.artifacts.create(bytes([n % 256]), "text/plain", f"many {n}")
+        return {"made": arguments["count"]}
+
     @tool("box.read_artifact", input_schema=_NAMED, output_schema=_ANY)
     async def read_artifact(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Reads an artifact back: its metadata and the SHA-256 of its bytes."""
