@@ -8,6 +8,8 @@
 - `tool_router.deadline` (from an app process, a `call`): its deadline operations in the
   conversation of one of its running calls, listed or interrupted;
 - `tool_router.interrupt` (from the chat app only): the user stops a call.
+- `tool_router.policy.get` / `.replace` (from the settings app only): the user sees the
+  tool policy with each tool's visibility, and replaces it (`_policy_edit`).
 
 Every step of a call is one store transaction holding the call's row, the envelopes for the
 agent (into the outbox) and any audit row. What the router keeps in memory (the open calls,
@@ -55,7 +57,8 @@ from ._calls import (
 from ._deadlines import Deadline
 from ._inventory import AppView, Computed, compute, find_tool
 from ._operations import DeadlineOperations
-from ._policy import Policy, load_policy, policy_stamp
+from ._policy import CAPABILITIES_SECTION, Policy, load_policy, policy_stamp
+from ._policy_edit import checked_policy, inventories_view, policy_view, write_policy
 from .door import DOOR
 
 log = logging.getLogger("lineup.tool_router")
@@ -521,6 +524,51 @@ class ToolRouterActor(Actor):
     async def interrupt(self, msg: Message) -> dict[str, Any] | None:
         await self.loaded.wait()
         return await self.operations.user_stop(msg)
+
+    @handles("tool_router.policy.get")
+    async def policy_get(self, msg: Message) -> dict[str, Any]:
+        """The policy file and, per conversation, the revision published and every
+        installed tool's visibility with its reason."""
+        await self.loaded.wait()
+        return {**policy_view(self.data_dir), **inventories_view(self.inventories.values())}
+
+    @handles("tool_router.policy.replace")
+    async def policy_replace(self, msg: Message) -> dict[str, Any]:
+        """The user's new policy: checked, written whole, in force at once (a revision for
+        each conversation whose visible tools change), audited. A broken one changes nothing."""
+        await self.loaded.wait()
+        raw = msg.body["policy"]
+        policy, data = checked_policy(raw)
+        if CAPABILITIES_SECTION in raw:  # the capability gateway's rules: its parser decides
+            answer = await self.call_until_answered(
+                "capability_gateway",
+                "capability_gateway.policy.check",
+                {"section": raw[CAPABILITIES_SECTION]},
+                id=new_id(),
+                max_timeout=self.call_timeout,
+            )
+            if answer["problem"] is not None:
+                raise ContractError(
+                    Code.INVALID_PAYLOAD, f"the policy cannot be used: {answer['problem']}"
+                )
+        self.policy = policy
+        write_policy(self.data_dir, data)
+        self.stamp = policy_stamp(self.data_dir)
+        log.info("tool policy replaced by %s", msg.sender)
+        await self.cast(
+            "store",
+            "store.audit",
+            {"code": "tool_policy.replace", "detail": f"by {msg.sender}", "message_id": msg.id},
+        )
+        before = {c: row["revision"] for c, row in self.inventories.items()}
+        await self.publish(self.conversations)
+        # The conversations whose agent is given a new revision now, and that revision.
+        revisions = {
+            c: row["revision"]
+            for c, row in sorted(self.inventories.items())
+            if before.get(c) != row["revision"]
+        }
+        return {"revisions": revisions}
 
     async def refuse_report(self, msg: Message, call: Call | None, why: str) -> None:
         """A report on another app's call (`foreign`), or on one of its own calls that the

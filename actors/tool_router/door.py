@@ -1,7 +1,8 @@
 """What the tool router takes, and from whom: the agent's calls and cancels from the store
 once it stored them, the registry's view from the app manager, from any app process its
 reports on its own calls and its questions about its deadline operations (whose calls they
-are is the router's next check), and from the chat app alone the user's stop of a call."""
+are is the router's next check), from the chat app alone the user's stop of a call, and from
+the settings app alone the user's view and replacement of the tool policy."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
+from actors.contracts import SCOPE_SETTINGS
 from actors.kernel import APPS, Door, accept
 
 _CLOSED = ConfigDict(extra="forbid")
@@ -49,6 +51,15 @@ class Interrupt(TypedDict):
     call_id: Annotated[str, Field(max_length=70)]
 
 
+class NoFields(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+
+
+class PolicyReplace(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    policy: dict[str, Any]
+
+
 DOOR = Door(
     {
         "tool_router.inbound": accept("store", body=Inbound),
@@ -58,5 +69,8 @@ DOOR = Door(
         # The user's stop of a call: only the chat app speaks for the user (it takes its
         # input from the host actor alone).
         "tool_router.interrupt": accept("app.chat", body=Interrupt),
+        # The user's tool policy, seen and replaced from the settings app only (`_policy_edit`).
+        "tool_router.policy.get": accept(f"app.{SCOPE_SETTINGS}", body=NoFields),
+        "tool_router.policy.replace": accept(f"app.{SCOPE_SETTINGS}", body=PolicyReplace),
     }
 )
