@@ -191,6 +191,12 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
         },
         ("app_scope", "instance_id"),
     ),
+    # The answers to each app's newest session-data replaces, by its message id
+    # (`_session_data`: a redelivered replace gets its first answer).
+    "app_session_requests": (
+        {"pos": int, "app_scope": str, "request_id": str, "reply": str},
+        "pos",
+    ),
     # Artifacts an app made: the metadata; the content is `artifacts/<artifact_id>` beside
     # this file, named by the id (`_artifacts`).
     "artifacts": (
@@ -237,11 +243,12 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
     "requests": ({"id": str, "reply": str}, "id"),
 }
 
-_UNIQUE: Final = [("outbox", ("key",))]
+_UNIQUE: Final = [("outbox", ("key",)), ("app_session_requests", ("app_scope", "request_id"))]
 _INDEXES: Final = [
     ("messages", ("conversation_id", "seq")),
     ("outbox", ("state", "local_order")),
     ("tool_calls", ("state",)),
+    ("app_session_requests", ("app_scope", "pos")),
     ("capability_requests", ("state",)),
     ("artifacts", ("app_scope", "created_ms")),
     ("tool_deadlines", ("app_scope", "conversation_id", "requested_ms")),

@@ -13,9 +13,12 @@ writes, their durability and their clean-up, and checks nothing but that it is J
   app's instances; a closed instance (a stale context) or an unknown id is
   `instance_not_found`. Without an `instance_id`, the scope's only live instance.
 - **Order.** A replace names the revision it was made from: anything else is
-  `revision_conflict` and the newer data stays (nothing is merged). It is applied once
-  (`StoreActor._once`, by sender and message id) in one transaction, so a replay after a
-  crash gets the first answer and never bumps the revision twice.
+  `revision_conflict` and the newer data stays (nothing is merged). So a replace can never
+  apply twice: once applied, the revision it names is behind. It is one transaction, which
+  also records its answer under the scope and message id (`app_session_requests`), so a
+  request redelivered after a crash gets the first answer rather than a conflict. An app
+  chooses how many requests it sends, so the record keeps its newest `KEEP_ANSWERS` only:
+  a redelivery is of a message the store had not acknowledged yet, far fewer than that.
 - **Subscriptions are no state here.** Only the app's own process writes its data, so
   every committed replace is announced to that process (`app.session_data.changed`, after
   the commit, its id derived from the request's so a replay announces it once), and the
@@ -37,7 +40,8 @@ import json
 import math
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +50,8 @@ from actors.contracts import Code, ContractError
 from actors.kernel import Actor, Message, crash_point, derive_id, handles
 
 TABLE: Final = "app_session_data"
+ANSWERS: Final = "app_session_requests"
+KEEP_ANSWERS: Final = 256  # per app: the answers to its newest replaces
 COLUMNS: Final = ("app_scope", "instance_id", "data", "revision", "size_bytes", "updated_ms")
 SUMMARY_COLUMNS: Final = ("app_scope", "instance_id", "revision", "size_bytes", "updated_ms")
 CHANGED: Final = "app.session_data.changed"
@@ -161,6 +167,44 @@ def forget_scopes(db: sqlite3.Connection, scopes: Iterable[str]) -> None:
     """Delete the session data of removed apps (inside the caller's transaction)."""
     for scope in scopes:
         db.execute(f"DELETE FROM {TABLE} WHERE app_scope = ?", (scope,))
+        db.execute(f"DELETE FROM {ANSWERS} WHERE app_scope = ?", (scope,))
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def applied_once(
+    db: sqlite3.Connection, scope: str, request_id: str, apply: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    """`apply()` and the record of its answer in one transaction; a request recorded already
+    gets its answer again. A refusal records nothing (asked again, it is decided again)."""
+    with _transaction(db):
+        row = db.execute(
+            f"SELECT reply FROM {ANSWERS} WHERE app_scope = ? AND request_id = ?",
+            (scope, request_id),
+        ).fetchone()
+        if row is not None:
+            answer: dict[str, Any] = json.loads(row[0])
+            return answer
+        answer = apply()
+        db.execute(
+            f"INSERT INTO {ANSWERS} (app_scope, request_id, reply) VALUES (?, ?, ?)",
+            (scope, request_id, json.dumps(answer)),
+        )
+        db.execute(
+            f"DELETE FROM {ANSWERS} WHERE app_scope = ? AND pos <= (SELECT pos FROM {ANSWERS}"
+            " WHERE app_scope = ? ORDER BY pos DESC LIMIT 1 OFFSET ?)",
+            (scope, scope, KEEP_ANSWERS),
+        )
+        return answer
 
 
 def summaries(db: sqlite3.Connection) -> list[dict[str, Any]]:
@@ -175,7 +219,6 @@ class SessionDataTables(Actor):
     """The store's handlers for the apps' session data (mixed into `StoreActor`)."""
 
     db: sqlite3.Connection
-    _once: Callable[[Message, Callable[[], Any]], Any]
     _session_limits: SessionDataLimits | None = None
 
     def session_limits(self) -> SessionDataLimits:
@@ -212,7 +255,7 @@ class SessionDataTables(Actor):
             )
             return {"instance_id": instance, "revision": current + 1}
 
-        reply: dict[str, Any] = self._once(msg, apply)
+        reply = applied_once(self.db, scope, msg.id, apply)
         crash_point("store.session_data_after_commit")
         changed = {**reply, "data": body["data"]}
         await self.cast(msg.sender, CHANGED, changed, id=derive_id(msg.id, 1))

@@ -9,11 +9,14 @@ revision it read: a replace applied twice would leave `n` behind the revision.""
 from __future__ import annotations
 
 import random
+import sqlite3
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 
 import trio
 
+from actors.store._session_data import KEEP_ANSWERS
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import app, final_of
 
@@ -138,3 +141,22 @@ async def test_a_runtime_restart_keeps_it_disable_keeps_it_remove_deletes_it(
     app(stack, "remove", SCOPE, "--yes")
     assert summary(stack) == {}
     assert stored(stack, INSTANCE) is None
+
+
+async def test_the_answers_kept_for_redeliveries_are_bounded(
+    stack: Stack, notebook: tuple[Path, Path]
+) -> None:
+    """An app decides how many replaces it sends: the store keeps the answers to its newest
+    ones only, and none in the store's general request record."""
+    note = await notebook_ready(stack, notebook)
+    times = KEEP_ANSWERS + 44
+    _counted(await note.ask("note.count", {"times": times}), times)
+    path = stack.data_dir / "runtime.db"
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)) as db:
+        kept = db.execute(
+            "SELECT count(*) FROM app_session_requests WHERE app_scope = ?", (SCOPE,)
+        ).fetchone()[0]
+        general = db.execute(
+            "SELECT count(*) FROM requests WHERE id LIKE ?", (f"app.{SCOPE}/%",)
+        ).fetchone()[0]
+    assert (kept, general) == (KEEP_ANSWERS, 0)
