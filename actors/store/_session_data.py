@@ -207,14 +207,6 @@ def applied_once(
         return answer
 
 
-def summaries(db: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Every instance's session data without the data: who, revision, size, when."""
-    rows = db.execute(
-        f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM {TABLE} ORDER BY app_scope, instance_id"
-    )
-    return [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in rows]
-
-
 class SessionDataTables(Actor):
     """The store's handlers for the apps' session data (mixed into `StoreActor`)."""
 
