@@ -4,7 +4,8 @@ The app decides what its data means; the runtime keeps it per `app_scope + insta
 (the scope is the app's process, which the runtime knows; the instance is one of the app's
 live instances), with a revision, across restarts of the app and of the runtime, until the
 user removes the app. Every call names its instance (`instance_id=`, e.g. a tool call's
-`call.instance_id`) or, without one, means the app's only running instance.
+`call.instance_id`) or, without one, means the app's only running instance. An instance is
+the runtime's once its launch is recorded: from its `start` hook on, or in a tool call on it.
 
 - `get()` → {`data`, `revision`}; before the first write {`data`: None, `revision`: 0}.
 - `replace(data, expected_revision)` → {`revision`}: `data` is a JSON object (replace it
