@@ -15,6 +15,7 @@ import trio
 
 from actors.contracts import Code, ContractError
 from actors.kernel import (
+    REPLY_LATER,
     Actor,
     CallFailed,
     Message,
@@ -112,6 +113,27 @@ class Echo(Actor):
     async def tick(self, msg: Message) -> int:
         self.ticks += 1
         return self.ticks
+
+
+class Deferring(Actor):
+    """Answers `hold` later: the call is held (its handler returns `REPLY_LATER`, so the
+    mailbox goes on), and each `release` answers the held calls with its body."""
+
+    async def on_start(self) -> None:
+        self.held: list[tuple[str, str]] = []
+
+    def statistics_extra(self) -> dict[str, Any]:
+        return {"held": len(self.held)}
+
+    @handles("hold")
+    async def hold(self, msg: Message) -> Any:
+        self.held.append((msg.sender, msg.id))
+        return REPLY_LATER
+
+    @handles("release")
+    async def release(self, msg: Message) -> None:
+        for caller, request_id in self.held:
+            await self.reply(caller, request_id, msg.body)
 
 
 class CallsOnStart(Actor):

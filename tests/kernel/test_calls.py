@@ -54,6 +54,38 @@ def test_call_reply_error_and_duplicate_request_ids(
     assert outcome("after") == ("ok", "still here", None)
 
 
+def test_a_call_answered_later_leaves_the_mailbox_free(
+    make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    calls_db = tmp_path / "caller.db"
+    config = {
+        "children": [
+            child("caller", "Caller", config={"db": str(calls_db)}),
+            child("deferring", "Deferring"),
+        ]
+    }
+    rt = make_runtime(config).start()
+    held_id = new_id()
+
+    def outcome(key: str) -> tuple[str, object, str | None]:
+        return wait_until(lambda: outcomes(calls_db).get(key), 20, f"the outcome of {key}")
+
+    def held() -> int:
+        found = rt.control({"type": "actors", "stats": True})["actors"]
+        record = next(a for a in found if a["name"] == "deferring")
+        return int((record.get("statistics") or {}).get("extra", {}).get("held", 0))
+
+    rt.send("caller", "do_call", {"key": "held", "to": "deferring", "type": "hold", "id": held_id})
+    wait_until(held, 20, "the call held")
+    # Its handler returned without a reply: the next message is handled, and answers it.
+    rt.send("deferring", "release", {"answer": 42})
+    assert outcome("held") == ("ok", {"answer": 42}, None)
+    # The first answer stands: a later one is dropped, a repeated request gets the first.
+    rt.send("deferring", "release", {"answer": 43})
+    rt.send("caller", "do_call", {"key": "again", "to": "deferring", "type": "hold", "id": held_id})
+    assert outcome("again") == ("ok", {"answer": 42}, None)
+
+
 def test_a_call_from_on_start_gets_its_reply(make_runtime: MakeRuntime, tmp_path: Path) -> None:
     calls_db = tmp_path / "caller.db"
     config = {
