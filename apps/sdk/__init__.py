@@ -2,8 +2,8 @@
 
 An app is a process: a subclass of `RuntimeApp` run by the supervisor as `app.<scope>`.
 It reads and acts only through `self.sdk` (`app`, `state`, `agent_messages`, `actions`,
-`navigation`, `lifecycle`, `apps`, `tools`, `session_data`, `artifacts`); it never sees the
-AppServer, the agent, the token, another app or the runtime's files.
+`navigation`, `lifecycle`, `apps`, `tools`, `session_data`, `artifacts`, `capabilities`); it
+never sees the AppServer, the agent, the token, another app or the runtime's files.
 
 - `_runtime_app`: `RuntimeApp` and the SDK object;
 - `_declare`: the manifest declared in the app's code (`@declare_app`, `@tool`);
@@ -13,6 +13,7 @@ AppServer, the agent, the token, another app or the runtime's files.
 - `_session_data`: one JSON object per instance, kept by the runtime with a revision;
 - `_artifacts`: bytes with a media type and a title, kept by the runtime, handed to the
   agent as a reference.
+- `_capabilities`: system effects asked of the capability gateway, with the user's consent.
 
 Kernel messages an app process answers: `app.deliver` {`messages`: [projection]} from the
 store, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.lifecycle`
@@ -21,10 +22,12 @@ other sender's is refused and counted), `app.tool.invoke` {`call_id`, `method`,
 `arguments`, `app_scope`, `conversation_id`, `instance_id`}, `app.tool.cancel`
 {`call_id`} and `app.tool.deadline` (a deadline operation started or ended) from the tool
 router only, `app.session_data.changed` {`instance_id`, `data`, `revision`} from the store
+only, `app.capability.consent` (a consent card opened or closed) from the capability gateway
 only. It sends `router.action`, `app_manager.request`, `tool_router.report`,
-`tool_router.deadline`, `store.session_data.get` / `.replace` and `store.artifacts.create` /
-`.read` / `.list`, and nothing else reaches past the supervisor (`door` lists what it takes,
-from whom).
+`tool_router.deadline`, `store.session_data.get` / `.replace`, `store.artifacts.create` /
+`.read` / `.list` and `capability_gateway.request` (and the chat app
+`capability_gateway.consent`), and nothing else reaches past the supervisor (`door` lists
+what it takes, from whom).
 """
 
 import importlib
