@@ -1,12 +1,15 @@
-"""`lineup artifacts list|show`: the artifacts apps made, as the runtime's store keeps them.
+"""`lineup artifacts list|show|save`: the artifacts apps made, as the runtime's store keeps
+them, and the user's copy of one.
 
-Both read `runtime.db` read-only, so they work whether the runtime is running or not:
-`list` shows every artifact (or a conversation's) with its app, title, media type and size;
-`show` one artifact's whole record, its SHA-256 included. The content stays in the store;
-an app's artifacts go when the app is removed.
+`list` and `show` read `runtime.db` read-only, so they work whether the runtime is running
+or not: `list` shows every artifact (or a conversation's) with its app, title, media type
+and size; `show` one artifact's whole record, its SHA-256 included. `save` asks the running
+runtime's capability gateway (through the control socket) to save one into
+`DATA_DIR/downloads/`, named after its title (or `--name`), made safe, never over another
+file. An app's artifacts go when the app is removed; what the user saved stays.
 
-Also `python -m lineup.artifacts_cmd list|show [options]`. The store is imported when a
-command runs, so `lineup --help` does not load it.
+Also `python -m lineup.artifacts_cmd list|show|save [options]`. The store is imported when
+a command runs, so `lineup --help` does not load it.
 """
 
 from __future__ import annotations
@@ -15,23 +18,26 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from ._common import (
     DATA_DIR_ENV,
     add_data_dir,
     data_dir_of,
     fail,
+    no_runtime,
     print_json,
     print_table,
     run_subcommand,
 )
 
+WAIT_S: Final = 30.0
+
 
 def register(subparsers: Any) -> None:
     artifacts = subparsers.add_parser(
         "artifacts",
-        help="the artifacts apps made: list them, show one",
+        help="the artifacts apps made: list them, show one, save one",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -56,6 +62,19 @@ def register(subparsers: Any) -> None:
     show.add_argument("artifact_id", metavar="ID", help="the artifact's id (art_...)")
     show.add_argument("--json", action="store_true", help="print the record as JSON")
     show.set_defaults(func=_show)
+    save = commands.add_parser(
+        "save",
+        help="save one into DATA_DIR/downloads, named after its title (the runtime must run)",
+        description="Save an artifact's content into DATA_DIR/downloads/ through the running "
+        "runtime's capability gateway: named after its title (or --name), made safe to show, "
+        "never over another file; the same bytes saved again under the same name are not "
+        "written twice.",
+    )
+    add_data_dir(save)
+    save.add_argument("artifact_id", metavar="ID", help="the artifact's id (art_...)")
+    save.add_argument("--name", help="the file's name (default: the artifact's title)")
+    save.add_argument("--json", action="store_true", help="print the answer as JSON")
+    save.set_defaults(func=_save)
 
 
 def _runtime_db(args: argparse.Namespace) -> Path | None:
@@ -143,6 +162,43 @@ def _show(args: argparse.Namespace) -> int:
             ["made", _when(row["created_ms"])],
         ],
     )
+    return 0
+
+
+def _save(args: argparse.Namespace) -> int:
+    from actors.kernel import ControlError, control_request, supervisor_pid_alive
+
+    data_dir: Path = data_dir_of(args)
+    body = {"artifact_id": args.artifact_id}
+    if args.name:
+        body["name"] = args.name
+    request = {
+        "type": "send",
+        "to": "capability_gateway",
+        "message_type": "capability_gateway.save_artifact",
+        "body": body,
+        "wait": WAIT_S,
+    }
+    try:
+        answer = control_request(data_dir, request, timeout=WAIT_S + 10)
+    except ControlError as exc:
+        if not supervisor_pid_alive(data_dir):
+            return fail(no_runtime(data_dir))
+        return fail(f"the runtime on {data_dir} did not take the request: {exc}")
+    if answer.get("outcome") != "handled":
+        if answer.get("code") == "artifact_not_found":
+            return fail(
+                f"no artifact {args.artifact_id!r} in {data_dir}; `lineup artifacts list` "
+                "shows the ones there are",
+                code=1,
+            )
+        detail = answer.get("detail") or answer.get("code") or answer.get("outcome")
+        return fail(f"the artifact was not saved: {detail}; try again")
+    saved = dict(answer.get("reply") or {})
+    if args.json:
+        print_json(saved)
+        return 0
+    print(f"saved as {data_dir / 'downloads' / str(saved.get('name'))}")
     return 0
 
 

@@ -10,7 +10,7 @@ lineup agent ...           send agent messages, run the demo agent, see its tool
 lineup tools ...           agent tools as the runtime sees them: inventories, calls
 lineup capabilities ...    what apps were allowed to do: list the grants, revoke one
 lineup settings ...        grants, the tool policy, the default app, each app's data
-lineup artifacts ...       the artifacts apps made: list them, show one
+lineup artifacts ...       the artifacts apps made: list them, show one, save one
 lineup bench ...           measure the runtime and the command line beside bare baselines
 """
 
@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lineup.settings_cmd",
         "grants, the tool policy, the default app, each app's data",
     ),
-    "artifacts": ("lineup.artifacts_cmd", "the artifacts apps made: list them, show one"),
+    "artifacts": ("lineup.artifacts_cmd", "the artifacts apps made: list, show, save one"),
     "bench": ("bench", "measure the runtime and the command line beside bare baselines"),
 }
 

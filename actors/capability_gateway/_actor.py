@@ -44,6 +44,7 @@ from actors.kernel import (
 
 from . import _files
 from ._apps import AppFacts, app_facts
+from ._artifact_save import ArtifactSaves
 from ._policy import load_policy, parse_section
 from ._providers import Effect, Provider, file_bytes, host_providers
 from ._rates import RateLimiter
@@ -107,7 +108,7 @@ def _finished(
     }
 
 
-class CapabilityGatewayActor(Actor):
+class CapabilityGatewayActor(ArtifactSaves, Actor):
     door = DOOR
 
     async def on_start(self) -> None:

@@ -2,7 +2,8 @@
 scope is the sender the supervisor stamped, never a body field), the user's answer to a
 consent card from the chat app (where the user answers it) or the host (the user's side),
 and a revocation from the operator (`lineup capabilities revoke`, on the control socket) or
-the settings app, which alone also lists the grants in force for the user."""
+the settings app, which alone also lists the grants in force for the user. The user's side
+alone (the operator, the host) saves an artifact into downloads."""
 
 from __future__ import annotations
 
@@ -47,6 +48,12 @@ class NoFields(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
 
 
+class SaveArtifact(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    artifact_id: Annotated[str, Field(min_length=1, max_length=64)]
+    name: NotRequired[Annotated[str, Field(min_length=1, max_length=1024)]]
+
+
 class PolicySection(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     section: Any
@@ -61,5 +68,7 @@ DOOR = Door(
         "capability_gateway.grants": accept(f"app.{SCOPE_SETTINGS}", body=NoFields),
         # A new policy file's capabilities section, checked before the tool router writes it.
         "capability_gateway.policy.check": accept("tool_router", body=PolicySection),
+        # The user saves an artifact into downloads (`lineup artifacts save`); no app may.
+        "capability_gateway.save_artifact": accept("debug", "host", body=SaveArtifact),
     }
 )

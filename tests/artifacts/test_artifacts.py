@@ -90,6 +90,27 @@ def _the_cli_lists(stack: Stack, artifact_id: str, sha256: str) -> None:
     assert err.startswith("error: no artifact 'art_nothing' in ") and err.count("\n") == 1
 
 
+def _the_user_saves(stack: Stack, artifact_id: str) -> Path:
+    """Saved into downloads under its title, not twice when saved again, under a name of the
+    user's made safe; an unknown id said in one sentence. The downloads directory."""
+    downloads = stack.data_dir / "downloads"
+    code, out, err = cli(stack, "save", artifact_id)
+    assert (code, out.strip()) == (0, f"saved as {downloads / 'Notes'}"), err
+    assert cli(stack, "save", artifact_id)[:2] == (0, out)
+    code, out, err = cli(stack, "save", artifact_id, "--name", "../../escaped.txt", "--json")
+    assert code == 0, err
+    assert json.loads(out) == {"artifact_id": artifact_id, "name": "escaped.txt", "size": 5000}
+    assert sorted(p.name for p in downloads.iterdir()) == ["Notes", "escaped.txt"]
+    assert (downloads / "Notes").read_bytes() == made(5000)
+    assert not (stack.data_dir.parent / "escaped.txt").exists()
+    code, out, err = cli(stack, "save", "art_" + "0" * 26)
+    assert code == 1 and not out
+    assert err.startswith("error: no artifact 'art_") and err.count("\n") == 1
+    saved = [a for a in stack.audit() if a["code"] == "artifact.saved"]
+    assert [a["detail"].rsplit(" as ", 1)[1] for a in saved] == ["Notes", "Notes", "escaped.txt"]
+    return downloads
+
+
 async def test_an_artifact_reaches_the_agent_as_a_reference_and_goes_with_its_app(
     stack: Stack, toolbox: tuple[Path, Path]
 ) -> None:
@@ -133,6 +154,7 @@ async def test_an_artifact_reaches_the_agent_as_a_reference_and_goes_with_its_ap
 
     await _the_chat_shows(stack, reference)
     _the_cli_lists(stack, artifact_id, row["sha256"])
+    downloads = await trio.to_thread.run_sync(_the_user_saves, stack, artifact_id)
 
     # Kept while the app is disabled; deleted, rows and files, when it is removed.
     kept = set(stored(stack))
@@ -142,6 +164,8 @@ async def test_an_artifact_reaches_the_agent_as_a_reference_and_goes_with_its_ap
     assert stored(stack) == {}
     # The files go right after the rows' commit.
     await wait_for(lambda: files(stack) == {}, 10, "the removed app's artifact files gone")
+    # What the user saved is the user's: it stays.
+    assert (downloads / "Notes").read_bytes() == made(5000)
     assert cli(stack, "list")[1].strip() == "no artifacts"
 
 

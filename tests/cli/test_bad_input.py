@@ -104,6 +104,7 @@ OFFLINE_CASES = [
     (("artifacts", "list"), "no runtime data in {empty}"),
     (("artifacts", "show"), "required: ID"),
     (("artifacts", "show", "art_x"), "no runtime data in {empty}"),
+    (("artifacts", "save", "art_x"), "no runtime is running on {empty}"),
     (("agent", "send", "--conversation", "main", "--text", "hi"), "no AppServer credentials"),
     (("agent", "inventory", "--conversation", "main"), "{empty}/appserver"),
     (("agent", "call", "--conversation", "main", "--tool", "x", "--args", "[1"), "--args"),

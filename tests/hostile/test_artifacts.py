@@ -58,6 +58,8 @@ async def test_an_app_cannot_read_hand_or_make_another_apps_artifacts(
     assert outcomes["create with a sender"].startswith("refused:invalid_payload")
     assert outcomes["list as toolbox"].startswith("refused:invalid_payload")
     assert outcomes["describe victim"] == "refused:sender_not_allowed"
+    assert outcomes["save as the user"] == "refused:sender_not_allowed"
+    assert not (stack.data_dir / "downloads").exists()
     own = result["own"]
     assert result["listed"] == [own["artifact_id"]]
     assert result["pages"] == {

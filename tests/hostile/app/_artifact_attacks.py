@@ -52,6 +52,9 @@ async def steal_artifact(app: HostileApp, options: dict[str, Any]) -> dict[str, 
         "describe victim": await app.attempt(
             STORE, "store.artifacts.meta", {"artifact_id": victim}
         ),
+        "save as the user": await app.attempt(
+            "capability_gateway", "capability_gateway.save_artifact", {"artifact_id": victim}
+        ),
         "list as toolbox": await app.attempt(
             STORE, "store.artifacts.list", {"app_scope": "toolbox"}
         ),
