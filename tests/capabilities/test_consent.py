@@ -59,6 +59,8 @@ async def test_deny_once_dismiss_always_across_a_restart_and_revoke(
     assert [(g["app_scope"], g["capability"], g["scope"]) for g in grants] == [
         ("keeper", "notification.show", "always")
     ]
+    code, out, err = lineup("capabilities", "list", "--data-dir", stack.data_dir)
+    assert code == 0 and "notification.show" in out and "always" in out, err
 
     # The grant is kept across a restart of the whole runtime: no card, completed.
     assert stack.runtime is not None

@@ -92,3 +92,22 @@ async def test_hostile_names_stay_inside_downloads_and_session_grants_end_with_t
 def _cards_before(stack: Stack) -> set[str]:
     """The consent cards decided before (the first save's)."""
     return {r["request_id"] for r in requests(stack) if r["state"] == "finished"}
+
+
+async def test_an_artifact_of_the_app_is_saved_and_no_other(
+    stack: Stack, keeper: tuple[Path, Path]
+) -> None:
+    agent = await keeper_ready(stack, keeper)
+    made = await agent.call(
+        "call_make", "keeper.make", arguments={"text": "kept", "title": "../Notes"}
+    )
+    reference = made["output"]
+    await ask(agent, "a-1", "file.save", {"artifact_id": reference["artifact_id"]}, front=True)
+    answer(stack, await card_for(stack, "file.save"), "always")
+    # No name given: the artifact's title, made safe.
+    assert await outcome(stack, "a-1") == {"status": "completed", "output": {"name": "Notes"}}
+    assert (stack.data_dir / "downloads" / "Notes").read_text() == "kept"
+    nobodys = {"artifact_id": "art_" + "0" * 26, "name": "x"}
+    missing = await asked(agent, "a-2", "file.save", input=nobodys, front=True)
+    assert missing == {"status": "failed", "output": None, "code": "artifact_not_found"}
+    assert sorted(os.listdir(stack.data_dir / "downloads")) == ["Notes"]

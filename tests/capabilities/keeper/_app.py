@@ -2,7 +2,8 @@
 answers each call with what the runtime's capability gateway gave it back.
 
 `keeper.ask` runs wherever the app is (it is launched behind the current app);
-`keeper.ask_front` needs the app in the foreground. Both take the request as their
+`keeper.ask_front` needs the app in the foreground; `keeper.make` keeps an artifact, for a
+`file.save` of it. Both take the request as their
 arguments: `capability`, `purpose`, `input`, and `timeout_s` (how long the user has).
 The manifest declares every capability the tests ask for but `camera.capture`.
 """
@@ -32,7 +33,12 @@ _ANY = {"type": "object"}
     version="1.0.0",
     title="Keeper",
     entrypoints=[{"id": "main", "kind": "contextual"}],
-    required_features=["app.lifecycle.v1", "app.tools.v1", "capability.request.v1"],
+    required_features=[
+        "app.lifecycle.v1",
+        "app.tools.v1",
+        "artifact.create.v1",
+        "capability.request.v1",
+    ],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
     capabilities=["file.save", "notification.show", "clipboard.write", "microphone.record"],
 )
@@ -58,6 +64,22 @@ class KeeperApp(RuntimeApp):
     async def ask_front(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Asks for a capability with the app in the foreground; answers with the outcome."""
         return await self._ask(arguments)
+
+    @tool(
+        "keeper.make",
+        input_schema={
+            "type": "object",
+            "properties": {"text": {"type": "string"}, "title": {"type": "string"}},
+            "required": ["text", "title"],
+            "additionalProperties": False,
+        },
+        output_schema=_ANY,
+        launch_policy={"launch": "if_needed", "focus": "background"},
+    )
+    async def make(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Keeps the text as an artifact of the app; answers with its reference."""
+        data = arguments["text"].encode()
+        return await self.sdk.artifacts.create(data, "text/plain", arguments["title"])
 
     async def _ask(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return await self.sdk.capabilities.request(
