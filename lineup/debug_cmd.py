@@ -86,7 +86,9 @@ def register(subparsers: Any) -> None:
         "actors", "every actor: pid, state (unresponsive if it misses heartbeats), mailbox depth"
     )
     actors.add_argument(
-        "--stats", action="store_true", help="also ask each actor for its statistics"
+        "--stats",
+        action="store_true",
+        help="also ask each actor for its statistics, and show each app's own health report",
     )
     actors.set_defaults(func=_actors)
     mailbox = command("mailbox", "the messages waiting in one actor's mailbox")
@@ -321,6 +323,8 @@ def _actors(args: argparse.Namespace) -> int:
             for name in sorted({*mailbox_names(store), *counts})
         ]
         store.close()
+    if args.stats:
+        _attach_diagnostics(data_dir, actors)
     if args.json:
         print_json(actors)
         return 0
@@ -336,7 +340,34 @@ def _actors(args: argparse.Namespace) -> int:
                 _console().print(
                     f"{actor['name']}: {json.dumps(actor['statistics'])}", markup=False
                 )
+            for line in _diagnostic_lines(actor):
+                _console().print(visible(line), markup=False, soft_wrap=True)
     return 0
+
+
+def _attach_diagnostics(data_dir: Path, actors: list[dict[str, Any]]) -> None:
+    """Each app's own report of itself (`diagnostics`), from `runtime.db`, running or not."""
+    from actors.store import read_diagnostics
+
+    reports = read_diagnostics(data_dir)
+    for actor in actors:
+        report = reports.get(str(actor["name"]).removeprefix("app."))
+        if report is not None and str(actor["name"]).startswith("app."):
+            actor["diagnostics"] = report
+
+
+def _diagnostic_lines(actor: dict[str, Any]) -> list[str]:
+    """What an app said of itself, as the app's words: its health, then its newest events."""
+    report = actor.get("diagnostics")
+    if not report:
+        return []
+    health = report["health"] or "not reported"
+    detail = f" ({report['detail']})" if report.get("detail") else ""
+    lines = [f"{actor['name']} says: health {health}{detail}, {report['events_total']} event(s)"]
+    for event in report["recent"]:
+        fields = json.dumps(event["fields"]) if event["fields"] else ""
+        lines.append(f"  {event['level']} {event['name']} {fields}".rstrip())
+    return lines
 
 
 def _refused(actor: dict[str, Any]) -> str:

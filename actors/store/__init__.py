@@ -20,18 +20,21 @@ each, and its body's type, is in `door`:
 | `store.tools.get` | call | `call_id` → `call` (its row, or null) |
 | `store.tools.write` | call | a tool-router step (calls, deadlines, inventories, …) → `known` |
 | `store.tools.deadlines` | call | `app_scope`, `conversation_id` → the latest `deadlines` |
+| `store.diagnostics.report` | cast | an app's own `health` {status, detail}?, `events`? |
 | `store.session_data.get` | call | an app's: `instance_id`? → `instance_id`, `data`, `revision` |
 | `store.session_data.replace` | call | an app's: `instance_id`?, `data`, `expected_revision` → |
 | | | `instance_id`, `revision` |
-| `store.capabilities.load` | call | → open `requests`, `grants` (the capability gateway's state) |
-| `store.capabilities.get` | call | `request_id` → `request` (its row, or null) |
-| `store.capabilities.write` | call | a gateway step (request rows, grants, a revoke, audit) → |
-| | | `known`, `revoked` |
 | `store.artifacts.create` | call | an app's: `data`, `media_type`, `title`, `conversation_id`? → |
 | | | the reference {`artifact_id`, `title`, `media_type`, `size`} |
 | `store.artifacts.read` | call | `artifact_id` → `artifact` (its row), `data` (its own app, chat) |
 | `store.artifacts.list` | call | an app's: `after`? → `artifacts` (a page of its own), `next` |
 | `store.artifacts.meta` | call | `artifact_id` → `artifact` (its row, or null) |
+| `store.capabilities.load` | call | → open `requests`, `grants` (the capability gateway's state) |
+| `store.capabilities.get` | call | `request_id` → `request` (its row, or null) |
+| `store.capabilities.write` | call | a gateway step (request rows, grants, a revoke, audit) → |
+| | | `known`, `revoked` |
+| `store.app_data.overview` | call | the settings app's: → `apps` (each app's session data, |
+| | | artifacts, diagnostics: counts and sizes), `retention` |
 
 With `deliver` (the router's way) the store does what follows the commit itself: each
 app's fresh messages (`app.deliver`), duplicates back to the router
@@ -57,6 +60,7 @@ from ._actor import StoreActor
 from ._apps import OPERATION_COLUMNS, load_apps, operation_from_row
 from ._artifacts import artifact_rows
 from ._capabilities import read_grants
+from ._diagnostics import diagnostics_of
 from ._schema import DB_FILE, open_db
 from ._session_data import SUMMARY_COLUMNS, SessionDataLimits
 from ._tools import CALL_COLUMNS, DEADLINE_COLUMNS, INVENTORY_COLUMNS, rows_of
@@ -138,6 +142,7 @@ __all__ = [
     "read_artifact",
     "read_artifacts",
     "read_audit",
+    "read_diagnostics",
     "read_grants",
     "read_inventories",
     "read_lifecycle",
@@ -159,27 +164,16 @@ def read_session_data(data_dir: Path) -> list[dict[str, Any]]:
     return [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in _read(data_dir, query)]
 
 
-def read_artifacts(data_dir: Path, *, conversation_id: str | None = None) -> list[dict[str, Any]]:
-    """Every artifact's row, oldest first (optionally of one conversation)."""
-    if conversation_id is None:
-        return _artifact_rows(data_dir, "1", ())
-    return _artifact_rows(data_dir, "conversation_id = ?", (conversation_id,))
-
-
-def read_artifact(data_dir: Path, artifact_id: str) -> dict[str, Any] | None:
-    """One artifact's row, or None."""
-    rows = _artifact_rows(data_dir, "artifact_id = ?", (artifact_id,))
-    return rows[0] if rows else None
-
-
-def _artifact_rows(data_dir: Path, where: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+def read_diagnostics(data_dir: Path, recent: int = 5) -> dict[str, dict[str, Any]]:
+    """What each app reported of itself, by app scope: `health`, `detail`, `health_at_ms`,
+    `events_total` and its `recent` newest events (newest last)."""
     if not (Path(data_dir) / DB_FILE).exists():
-        return []
+        return {}
     db = open_db(data_dir, readonly=True)
     try:
-        return artifact_rows(db, where, params)
-    except sqlite3.OperationalError:  # a runtime.db from before artifacts existed
-        return []
+        return diagnostics_of(db, recent)
+    except sqlite3.OperationalError:  # a runtime.db from before diagnostics existed
+        return {}
     finally:
         db.close()
 
@@ -205,3 +199,28 @@ def read_operation(data_dir: Path, operation_id: str) -> dict[str, Any] | None:
         (operation_id,),
     )
     return operation_from_row(rows[0]) if rows else None
+
+
+def read_artifacts(data_dir: Path, *, conversation_id: str | None = None) -> list[dict[str, Any]]:
+    """Every artifact's row, oldest first (optionally of one conversation)."""
+    if conversation_id is None:
+        return _artifact_rows(data_dir, "1", ())
+    return _artifact_rows(data_dir, "conversation_id = ?", (conversation_id,))
+
+
+def read_artifact(data_dir: Path, artifact_id: str) -> dict[str, Any] | None:
+    """One artifact's row, or None."""
+    rows = _artifact_rows(data_dir, "artifact_id = ?", (artifact_id,))
+    return rows[0] if rows else None
+
+
+def _artifact_rows(data_dir: Path, where: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+    if not (Path(data_dir) / DB_FILE).exists():
+        return []
+    db = open_db(data_dir, readonly=True)
+    try:
+        return artifact_rows(db, where, params)
+    except sqlite3.OperationalError:  # a runtime.db from before artifacts existed
+        return []
+    finally:
+        db.close()

@@ -21,6 +21,8 @@ from actors.kernel import Message, applied_once, derive_id, handles
 from ._apps import AppTables
 from ._artifacts import ArtifactTables
 from ._capabilities import CapabilityTables
+from ._diagnostics import DiagnosticsTables
+from ._overview import OverviewTables
 from ._schema import open_db
 from ._session_data import SessionDataTables
 from ._tools import ToolTables
@@ -54,7 +56,15 @@ def _chunks(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield chunk
 
 
-class StoreActor(AppTables, ArtifactTables, ToolTables, SessionDataTables, CapabilityTables):
+class StoreActor(
+    AppTables,
+    ArtifactTables,
+    ToolTables,
+    SessionDataTables,
+    DiagnosticsTables,
+    CapabilityTables,
+    OverviewTables,
+):
     """Owns `runtime.db`: conversations, messages, cursor, outbox, audit, lifecycle, apps,
     tool calls and inventories, the apps' session data."""
 

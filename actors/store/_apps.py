@@ -18,6 +18,7 @@ from actors.contracts import Code, ContractError
 from actors.kernel import Actor, Message, handles
 
 from ._artifacts import forget_artifacts
+from ._diagnostics import forget_diagnostics
 from ._session_data import forget_scopes
 
 RECORD_COLUMNS: Final = (
@@ -128,6 +129,8 @@ def write_apps(db: sqlite3.Connection, body: dict[str, Any]) -> None:
     forget_scopes(db, body.get("remove_records", ()))
     # A removed app's artifacts too: their rows here, their files once this is committed.
     forget_artifacts(db, body.get("remove_records", ()))
+    for scope in body.get("remove_records", ()):  # and what it reported of itself
+        forget_diagnostics(db, scope)
     for instance in body.get("remove_instances", ()):
         db.execute("DELETE FROM app_instances WHERE instance_id = ?", (instance,))
     keep = body.get("keep_operations")

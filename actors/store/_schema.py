@@ -197,6 +197,15 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
         {"pos": int, "app_scope": str, "request_id": str, "reply": str},
         "pos",
     ),
+    # What each app reports of itself: its latest health and its newest log events.
+    "app_diagnostics": (
+        {"app_scope": str, "status": str, "detail": str, "at_ms": int, "events_total": int},
+        "app_scope",
+    ),
+    "app_diagnostic_events": (
+        {"pos": int, "app_scope": str, "at_ms": int, "level": str, "name": str, "fields": str},
+        "pos",
+    ),
     # Artifacts an app made: the metadata; the content is `artifacts/<artifact_id>` beside
     # this file, named by the id (`_artifacts`).
     "artifacts": (

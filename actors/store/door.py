@@ -7,18 +7,21 @@ An app reaches the store for its own session data with two types,
 `store.session_data.get` and `store.session_data.replace`, safe to open to it: they read and
 write only the `app_session_data` rows of the scope the supervisor stamped on the sender,
 for a live instance of that scope, within the session-data quotas, and touch no other
-table. An app keeps artifacts too
+table. Beside them an app may report its own
+diagnostics (`store.diagnostics.report`): the rows written are those of its stamped scope,
+bounded in number, and only ever shown, never acted on. And an app keeps artifacts
 (`store.artifacts.create`, `.read`, `.list`): rows and files of its stamped scope only,
-within the artifact quotas, read back by itself and the chat alone."""
+within the artifact quotas, read back by itself and the chat alone. The settings app alone
+(for the user) reads the overview of every app's data: counts and sizes, never the data."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
-from actors.contracts import OutboxVerdict
+from actors.contracts import SCOPE_SETTINGS, OutboxVerdict
 from actors.kernel import APPS, Door, accept
 
 _CLOSED = ConfigDict(extra="forbid")
@@ -128,6 +131,31 @@ class SessionDataReplace(_SessionDataReplaceRequired, total=False):
     instance_id: _InstanceId
 
 
+class _DiagnosticHealthRequired(TypedDict):
+    status: Literal["ok", "degraded", "failing"]
+
+
+class DiagnosticHealth(_DiagnosticHealthRequired, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    detail: Annotated[str, Field(max_length=300)]
+
+
+class _DiagnosticEventRequired(TypedDict):
+    level: Literal["debug", "info", "warning", "error"]
+    name: Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class DiagnosticEvent(_DiagnosticEventRequired, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    fields: dict[str, Any]
+
+
+class DiagnosticsReport(TypedDict, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    health: DiagnosticHealth
+    events: Annotated[list[DiagnosticEvent], Field(max_length=20)]
+
+
 # An artifact id as the store mints them, bounded (`_artifacts` checks its shape).
 _ArtifactId = Annotated[str, Field(min_length=1, max_length=64)]
 
@@ -186,6 +214,7 @@ DOOR = Door(
         "store.tools.get": accept("tool_router", body=CallId),
         "store.tools.deadlines": accept("tool_router", body=AppConversation),
         "store.tools.write": accept("tool_router", body=ToolsWrite),
+        "store.diagnostics.report": accept(APPS, body=DiagnosticsReport),
         # An app's own session data (the scope is the sender's stamp): see the docstring.
         "store.session_data.get": accept(APPS, body=SessionDataGet),
         "store.session_data.replace": accept(APPS, body=SessionDataReplace),
@@ -200,5 +229,7 @@ DOOR = Door(
         "store.capabilities.load": accept("capability_gateway", body=Empty),
         "store.capabilities.get": accept("capability_gateway", body=RequestId),
         "store.capabilities.write": accept("capability_gateway", body=CapabilitiesWrite),
+        # Each app's data at a glance, for the user's settings app only (`_overview`).
+        "store.app_data.overview": accept(f"app.{SCOPE_SETTINGS}", body=Empty),
     }
 )

@@ -18,8 +18,12 @@ An app subclasses `RuntimeApp` and uses only `self.sdk`:
 - `sdk.tools`: the agent's tool calls, each run by its `@tool` handler in a task of its
   own (`_tools`): `progress(call_id, ...)`, and `complete(call_id, output)` /
   `fail(call_id, code)` for a call whose handler returned `sdk.tools.PENDING`;
+- `sdk.diagnostics.health(status, detail)` / `.event(level, name, fields)`: what the app
+  says of itself, kept by the store under its own name (`_diagnostics`);
 - `sdk.capabilities.request(capability, purpose, input)`: a system effect, with the user's
-  consent, through the capability gateway (`_capabilities`).
+  consent, through the capability gateway (`_capabilities`);
+- `sdk.settings` (the settings app only; the runtime refuses anyone else): grants, the
+  tool policy, the default app and each app's data, each from its owner (`_settings`).
 
 The process's kernel mailbox is the app's App Inbox: what the router delivers while
 the app is not running waits there and is replayed, in order, when it starts. Deliveries
@@ -43,9 +47,11 @@ from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
 from ._artifacts import ArtifactsAPI
 from ._capabilities import GATEWAY, CapabilitiesAPI
+from ._diagnostics import DiagnosticsAPI
 from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
 from ._session_data import SessionDataAPI, SessionDataInbox
+from ._settings import SettingsAPI
 from ._tools import TOOL_ROUTER, ToolsAPI
 from ._view import ConversationView, ViewModel
 from .door import DOOR
@@ -197,7 +203,9 @@ class SDK:
         self.tools = ToolsAPI(app)
         self.artifacts = ArtifactsAPI(app)
         self.session_data = SessionDataAPI(app)
+        self.diagnostics = DiagnosticsAPI(app)
         self.capabilities = CapabilitiesAPI(app)
+        self.settings = SettingsAPI(app)
 
 
 class RuntimeApp(SessionDataInbox, Actor):

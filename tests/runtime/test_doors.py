@@ -20,6 +20,7 @@ SDK_SURFACE = {
     ("store", "store.artifacts.create"),
     ("store", "store.artifacts.read"),
     ("store", "store.artifacts.list"),
+    ("store", "store.diagnostics.report"),
 }
 
 

@@ -14,7 +14,9 @@ from actors.kernel import CallFailed, derive_id, new_id
 from ._artifact_attacks import steal_artifact
 from ._capability_attacks import forge_consent
 from ._deadline_attacks import seize_deadline
+from ._diagnostic_attacks import speak_for_others
 from ._session_attacks import dress_session_data, reach_session_data
+from ._settings_attacks import reach_settings
 
 if TYPE_CHECKING:
     from ._app import HostileApp
@@ -449,9 +451,11 @@ ATTACKS: dict[str, Attack] = {
         bad_reports,
         flood_reports,
         seize_deadline,
+        speak_for_others,
         steal_artifact,
         forge_consent,
         reach_session_data,
         dress_session_data,
+        reach_settings,
     )
 }
