@@ -1,6 +1,7 @@
 """The gateway SIGKILLed after an effect and before its record (a crash point in the gateway
 itself): the request has one outcome, an effect that cannot be repeated is not run again and
-ends `in_doubt`, and one that can (`file.save`) is run again to the same file."""
+ends `in_doubt`, and one that can (`file.save`) is run again to the same file. A request
+waiting for the user outlives a kill of the gateway."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 from pathlib import Path
 
 from actors.capability_gateway import read_notifications
-from tests.runtime.helpers import Stack
+from tests.runtime.helpers import Stack, wait_for
 
 from .helpers import answer, ask, asked, audit_of, card_for, keeper_ready, outcome, requests
 
@@ -59,6 +60,37 @@ async def test_a_save_cut_short_by_a_kill_is_saved_once(
     downloads = stack.data_dir / "downloads"
     assert os.listdir(downloads) == ["notes.txt"]  # no second copy, no temporary file left
     assert (downloads / "notes.txt").read_text() == "hello"
+    [row] = requests(stack)
+    assert audit_of(stack, row["request_id"]) == [
+        "capability.consent_asked",
+        "capability.started",
+        "capability.completed",
+    ]
+
+
+async def test_a_request_waiting_for_the_user_outlives_a_kill_of_the_gateway(
+    stack: Stack, keeper: tuple[Path, Path]
+) -> None:
+    agent = await keeper_ready(stack, keeper)
+    await ask(agent, "w-1", "notification.show", {"text": "after the kill"})
+    card = await card_for(stack, "notification.show")
+    assert stack.runtime is not None
+    before = stack.runtime.actors()["capability_gateway"]["restarts"]
+    assert stack.kill("capability_gateway")
+    await wait_for(
+        lambda: (
+            stack.runtime is not None
+            and stack.runtime.actors()["capability_gateway"]["restarts"] > before
+            and stack.runtime.actors()["capability_gateway"]["state"] == "running"
+        ),
+        30,
+        "the gateway restarted",
+    )
+    # The request waited in the store; the user's answer reaches the new incarnation, which
+    # answers the keeper's call.
+    answer(stack, card, "once")
+    assert await outcome(stack, "w-1") == {"status": "completed", "output": {"shown": True}}
+    assert [n["text"] for n in read_notifications(stack.data_dir)[0]] == ["after the kill"]
     [row] = requests(stack)
     assert audit_of(stack, row["request_id"]) == [
         "capability.consent_asked",
