@@ -56,11 +56,11 @@ ARTIFACT_COLUMNS: Final = (
 )
 # What a reference to an artifact shows (the agent, the chat, a tool result): never a path.
 REFERENCE_FIELDS: Final = ("artifact_id", "title", "media_type", "size")
-ARTIFACT_ID: Final = re.compile(r"^art_[0-9A-Za-z]{26}$")
+ARTIFACT_ID: Final = re.compile(r"art_[0-9A-Za-z]{26}")  # whole: `fullmatch`
 _TEMPORARY: Final = ".tmp-"
 # RFC 6838's restricted names: `type/subtype`, no parameters.
 _MEDIA_TYPE: Final = re.compile(
-    r"^([a-z][a-z0-9]{0,30})/([a-z0-9][a-z0-9!#$&^_.+-]{0,126})$", re.IGNORECASE
+    r"([a-z][a-z0-9]{0,30})/([a-z0-9][a-z0-9!#$&^_.+-]{0,126})", re.IGNORECASE
 )
 # Instances that are over: a conversation is an app's only while one is not.
 _ENDED_STATES: Final = ("closed", "failed")
@@ -103,7 +103,7 @@ def forget_artifacts(db: sqlite3.Connection, scopes: Iterable[str]) -> None:
 
 
 def check_media_type(media_type: str, limits: ArtifactLimits) -> None:
-    match = _MEDIA_TYPE.match(media_type)
+    match = _MEDIA_TYPE.fullmatch(media_type)
     if match is None:
         raise ContractError(
             Code.INVALID_PAYLOAD,
@@ -252,7 +252,7 @@ class ArtifactTables(Actor):
     def _readable(self, msg: Message, artifact_id: str) -> dict[str, Any]:
         """The row of an artifact the sender may read: its own app's, the chat's (any), or
         the runtime's own actors' (any)."""
-        row = artifact_row(self.db, artifact_id) if ARTIFACT_ID.match(artifact_id) else None
+        row = artifact_row(self.db, artifact_id) if ARTIFACT_ID.fullmatch(artifact_id) else None
         reads_any = not msg.sender.startswith("app.") or msg.sender == f"app.{SCOPE_CHAT}"
         if not reads_any and (row is None or msg.sender != f"app.{row['app_scope']}"):
             raise ContractError(
@@ -355,7 +355,7 @@ class ArtifactTables(Actor):
     async def artifacts_meta(self, msg: Message) -> Any:
         """Body `artifact_id`; reply {artifact: its row, or null}."""
         artifact_id = str(msg.body["artifact_id"])
-        found = artifact_row(self.db, artifact_id) if ARTIFACT_ID.match(artifact_id) else None
+        found = artifact_row(self.db, artifact_id) if ARTIFACT_ID.fullmatch(artifact_id) else None
         return {"artifact": found}
 
     @handles("store.artifacts.list")

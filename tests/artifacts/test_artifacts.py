@@ -181,6 +181,7 @@ async def test_oversize_bad_media_types_bad_titles_and_quotas_are_refused(
         "no subtype": ({"media_type": "text"}, "invalid_payload"),
         "parameters": ({"media_type": "text/plain; charset=utf-8"}, "invalid_payload"),
         "a path": ({"media_type": "../../etc/passwd"}, "invalid_payload"),
+        "a newline after it": ({"media_type": "text/plain\n"}, "invalid_payload"),
         "a type not allowed": ({"media_type": "multipart/mixed"}, "invalid_payload"),
         "empty title": ({"title": ""}, "invalid_payload"),
         "long title": ({"title": "t" * 201}, "invalid_payload"),
