@@ -19,6 +19,7 @@ from .app._app import STOLEN_PATH
 from .conftest import Hostile
 from .test_tools import _order, _ready, _result
 
+FLOOD = 1_000  # creates the store refuses, sent as fast as the channel takes them
 ELSEWHERE = "conv-2"  # a conversation the toolbox is in and the hostile app is not
 REFERENCE = {"artifact_id", "title", "media_type", "size"}
 
@@ -41,7 +42,7 @@ async def test_an_app_cannot_read_hand_or_make_another_apps_artifacts(
     await hostile.launch()
     restarts = hostile.restarts()
 
-    _order(hostile, "steal_artifact", {"victim": victim, "conversation": ELSEWHERE})
+    _order(hostile, "steal_artifact", {"victim": victim, "conversation": ELSEWHERE, "flood": FLOOD})
     result = await wait_for(
         lambda: _result(hostile, "steal_artifact"), 60, "the hostile app's artifact attacks"
     )
@@ -70,8 +71,12 @@ async def test_an_app_cannot_read_hand_or_make_another_apps_artifacts(
     owners = {artifact_id: row["app_scope"] for artifact_id, row in rows.items()}
     assert owners == {victim: "toolbox", own["artifact_id"]: "hostile"}
     assert rows[own["artifact_id"]]["conversation_id"] == "conv-1"
+    # Every refusal audited, at most once per sender every ten seconds with the count since:
+    # the flood cost the store a row or two, not one each.
+    assert outcomes["after the flood"] == "refused:ownership_mismatch"
     refused = [a for a in stack.audit() if a["source"] == "app.hostile"]
     assert refused and refused[0]["code"] == "ownership_mismatch", refused
+    assert len(refused) <= 3, refused
 
     # As a tool result: the toolbox's artifact is refused, audited, and nothing of it (nor
     # the path) reaches the agent.

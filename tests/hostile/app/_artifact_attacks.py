@@ -59,6 +59,14 @@ async def steal_artifact(app: HostileApp, options: dict[str, Any]) -> dict[str, 
             STORE, "store.artifacts.list", {"app_scope": "toolbox"}
         ),
     }
+    # Then a flood of creates the store refuses, as casts: each refused, few audited.
+    flood = int(order.get("flood", 0))
+    refused = {"data": b"x" * 1024, "media_type": "text/plain", "title": "x"}
+    for n in range(flood):
+        await app.cast(STORE, "store.artifacts.create", {**refused, "conversation_id": f"c{n}"})
+    outcomes["after the flood"] = await _outcome(
+        artifacts.create(b"x", "text/plain", "x", conversation_id=elsewhere)
+    )
     listed = [row["artifact_id"] for row in await artifacts.list()]
     # A page "after" another app's artifact starts where one after nobody's does: at the
     # first of its own.
