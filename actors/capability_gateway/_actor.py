@@ -256,7 +256,14 @@ class CapabilityGatewayActor(ArtifactSaves, Actor):
             return
         row = pending.row
         row["state"] = "deciding"  # before any await: the deadline no longer applies
-        if answer in ("deny", "dismiss"):
+        changed = None if answer in ("deny", "dismiss") else await self._changed_since(row)
+        if changed is not None:
+            status, why = changed
+            finished = _finished(row, status, None)
+            await self.write({"requests": [finished], "audit": [_audit(str(status), row, why)]})
+            self.counts[status.value] += 1
+            result = result_of(finished)
+        elif answer in ("deny", "dismiss"):
             status = (
                 CapabilityResult.PERMISSION_DENIED
                 if answer == "deny"
@@ -280,6 +287,20 @@ class CapabilityGatewayActor(ArtifactSaves, Actor):
             self.grants[(row["app_scope"], row["capability"])] = grant
             result = await self._start(row, f"allowed {answer} by the user", grant=grant)
         await self._settle(pending, result, "answered")
+
+    async def _changed_since(self, row: dict[str, Any]) -> tuple[CapabilityResult, str] | None:
+        """What changed while the user decided that refuses the request even so: the app
+        removed, disabled or updated to a manifest without the capability, or the policy
+        now denying it. (The foreground is not asked again: the user answered in the chat.)"""
+        facts = app_facts(await self.store("store.apps.load", {}), row["app_scope"], self.core)
+        if not facts.installed or row["capability"] not in facts.capabilities:
+            return CapabilityResult.PERMISSION_DENIED, "no longer declared by the app"
+        if not facts.enabled:
+            return CapabilityResult.PERMISSION_DENIED, "the app was disabled meanwhile"
+        why = load_policy(self.data_dir).refuses(row["app_scope"], row["capability"])
+        if why is not None:
+            return CapabilityResult.POLICY_DENIED, why
+        return None
 
     @handles("capability_gateway.revoke")
     async def revoke(self, msg: Message) -> Any:

@@ -17,7 +17,17 @@ import trio
 from tests.runtime.helpers import Stack, wait_for
 from tests.tools.helpers import app, tools_of
 
-from .helpers import answer, ask, asked, audit_of, card_for, keeper_ready, outcome, requests
+from .helpers import (
+    answer,
+    ask,
+    asked,
+    audit_of,
+    card_for,
+    keeper_ready,
+    outcome,
+    requests,
+    rows,
+)
 
 
 async def test_undeclared_unsupported_and_background_requests_are_refused(
@@ -73,11 +83,23 @@ async def test_policy_denies_and_a_broken_policy_denies_everything(
     policy.write_text(json.dumps({"capabilities": {"deny": "not a list"}}))
     broken = await asked(agent, "p-2", "notification.show", input={"text": "hi"})
     assert broken["status"] == "policy_denied"
+    # A policy that changes while the user decides holds against the user's yes.
+    policy.unlink()
+    await ask(agent, "p-3", "notification.show", {"text": "hi"})
+    card = await card_for(stack, "notification.show")
+    policy.write_text(json.dumps({"capabilities": {"deny": ["keeper/*"]}}))
+    answer(stack, card, "always")
+    assert (await outcome(stack, "p-3"))["status"] == "policy_denied"
     statuses = [(r["status"], audit_of(stack, r["request_id"])) for r in requests(stack)]
-    assert statuses == [("policy_denied", ["capability.policy_denied"])] * 2
+    assert statuses == [
+        ("policy_denied", ["capability.policy_denied"]),
+        ("policy_denied", ["capability.policy_denied"]),
+        ("policy_denied", ["capability.consent_asked", "capability.policy_denied"]),
+    ]
     details = [row["detail"] for row in stack.audit() if row["source"] == "capability_gateway"]
     assert "deny[1]" in details[0] and "cannot be used" in details[1]
     assert not (stack.data_dir / "notifications.jsonl").exists()
+    assert rows(stack, "SELECT * FROM capability_grants") == []
 
 
 async def test_a_flood_is_rate_limited_before_the_user_is_asked(
