@@ -21,7 +21,6 @@ how it ended) and keeps its rows through the store (`store.capabilities.*`).
 """
 
 from ._actor import CapabilityGatewayActor
-from ._files import DOWNLOADS_DIR
-from ._providers import NOTIFICATIONS_FILE, read_notifications
+from ._providers import read_notifications
 
-__all__ = ["DOWNLOADS_DIR", "NOTIFICATIONS_FILE", "CapabilityGatewayActor", "read_notifications"]
+__all__ = ["CapabilityGatewayActor", "read_notifications"]
