@@ -480,7 +480,11 @@ class CapabilityGatewayActor(ArtifactSaves, Actor):
         the name it saves under, so that a repeat after a crash writes the same file."""
         if row["capability"] != "file.save":
             return None
-        name = await trio.to_thread.run_sync(
-            _files.free_name, self.data_dir, str(row["input"].get("name") or "")
-        )
+        try:
+            name = await trio.to_thread.run_sync(
+                _files.free_name, self.data_dir, str(row["input"].get("name") or "")
+            )
+        except OSError:  # the downloads directory cannot be made or read: said in the log
+            log.exception("no name for %s of %s", row["request_id"], row["app_scope"])
+            raise ContractError(Code.FAILED, "the downloads directory cannot be used") from None
         return {"name": name}

@@ -111,3 +111,13 @@ async def test_an_artifact_of_the_app_is_saved_and_no_other(
     missing = await asked(agent, "a-2", "file.save", input=nobodys, front=True)
     assert missing == {"status": "failed", "output": None, "code": "artifact_not_found"}
     assert sorted(os.listdir(stack.data_dir / "downloads")) == ["Notes"]
+    # A downloads directory that is a symlink leads nowhere: nothing is written through it.
+    elsewhere = stack.base / "elsewhere"
+    elsewhere.mkdir()
+    (stack.data_dir / "downloads").rename(stack.base / "kept")
+    (stack.data_dir / "downloads").symlink_to(elsewhere)
+    through = await asked(
+        agent, "a-3", "file.save", input={"name": "x", "data_base64": ""}, front=True
+    )
+    assert through == {"status": "failed", "output": None, "code": "failed"}
+    assert os.listdir(elsewhere) == []
