@@ -64,6 +64,8 @@ class CapabilitiesAPI:
             )
         except CallFailed as refused:  # the door's or the kernel's word, as a code only
             return {"status": str(Code.FAILED), "output": None, "code": refused.code}
+        except (TypeError, ValueError):  # an input that is no msgpack value: never sent
+            return {"status": str(Code.FAILED), "output": None, "code": str(Code.INVALID_PAYLOAD)}
         return dict(reply)
 
     async def answer(self, request_id: str, answer: str) -> None:

@@ -57,6 +57,9 @@ async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
     # What its own manifest does not declare, it does not get; that is audited as its own.
     undeclared = json.loads(result["undeclared"].removeprefix("accepted:"))
     assert undeclared == {"status": "permission_denied", "output": None}
+    # Through the SDK, an input that is no value or too large is a status and a code.
+    assert result["unpackable"] == {"status": "failed", "output": None, "code": "invalid_payload"}
+    assert result["too large"] == {"status": "failed", "output": None, "code": "too_large"}
 
     # The keeper's card is still the user's to answer: no forged answer reached the gateway.
     assert [c["interaction_id"] for c in cards(stack)] == [victim]

@@ -1,7 +1,7 @@
 """The hostile app against the capability gateway: the user's answer to another app's
 consent card forged, a consent card of its own put in the chat, a request in another app's
-name by a field of the body, the grants listed or revoked, and a capability its manifest
-does not declare asked for."""
+name by a field of the body, the grants listed or revoked, a capability its manifest does
+not declare asked for, and inputs its SDK cannot send."""
 
 from __future__ import annotations
 
@@ -43,4 +43,9 @@ async def forge_consent(app: HostileApp, options: dict[str, Any]) -> dict[str, A
             GATEWAY, "capability_gateway.revoke", {"app_scope": "keeper", "capability": "x"}
         ),
         "undeclared": await app.attempt(GATEWAY, "capability_gateway.request", request),
+        # Through its SDK: what cannot be sent, and what is too large to be, each a code.
+        "unpackable": await app.sdk.capabilities.request("notification.show", "x", {1, 2}),
+        "too large": await app.sdk.capabilities.request(
+            "notification.show", "x", {"text": "x" * 300_000}
+        ),
     }
