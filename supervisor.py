@@ -96,6 +96,10 @@ RUNTIME_CHILDREN = [
     _actor("host", "actors.host", "HostActor"),
 ]
 
+# The user's window in a browser (`lineup run` adds it; `--no-web` leaves it out): a UI
+# client kept alive like every actor, on loopback, started last.
+WEB_HOST = _actor("web_host", "actors.web_host", "WebHostActor")
+
 # Where the runtime's AppServer token lives in the data dir (mode 0600, transport only).
 TOKEN_FILE = ".runtime_token"
 
@@ -105,15 +109,19 @@ def default_config(
     *,
     appserver_url: str | None = None,
     token_file: str | Path | None = None,
+    web_port: int | None = None,
 ) -> RuntimeConfig:
-    """The runtime's children; with `data_dir`, each gets the settings it needs.
+    """The runtime's children; with `data_dir`, each gets the settings it needs. With
+    `web_port` (0: any free port), the web host too, on 127.0.0.1.
 
     The store and the app manager get the data dir; an app gets only its private directory
     (`DATA_DIR/apps/<scope>`), never the data dir, the token or the AppServer's address;
     the transport gets the AppServer URL and the token file's path.
     """
+    web = [] if web_port is None else [WEB_HOST]
     if data_dir is None:
-        return RuntimeConfig(children=RUNTIME_CHILDREN, strategy="one_for_one", app_door=APP_DOOR)
+        children = [*RUNTIME_CHILDREN, *web]
+        return RuntimeConfig(children=children, strategy="one_for_one", app_door=APP_DOOR)
     root = Path(data_dir).resolve()
     settings: dict[str, dict[str, object]] = {
         "store": {"data_dir": str(root)},
@@ -129,10 +137,13 @@ def default_config(
             "appserver_url": appserver_url,
             "token_file": str(Path(token_file).resolve() if token_file else root / TOKEN_FILE),
         },
+        # It reads the chat's and the registry's projections and uses the UI socket; it
+        # never reads the token.
+        "web_host": {"data_dir": str(root), "port": web_port},
     }
     children = [
         child.model_copy(update={"config": {**child.config, **settings.get(child.name, {})}})
-        for child in RUNTIME_CHILDREN
+        for child in [*RUNTIME_CHILDREN, *web]
     ]
     return RuntimeConfig(children=children, strategy="one_for_one", app_door=APP_DOOR)
 

@@ -11,6 +11,7 @@ lineup tools ...           agent tools as the runtime sees them: inventories, ca
 lineup capabilities ...    what apps were allowed to do: list the grants, revoke one
 lineup settings ...        grants, the tool policy, the default app, each app's data
 lineup artifacts ...       the artifacts apps made: list them, show one, save one
+lineup web url             the address to open the runtime in a browser (one-time key)
 lineup bench ...           measure the runtime and the command line beside bare baselines
 """
 
@@ -52,6 +53,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "grants, the tool policy, the default app, each app's data",
     ),
     "artifacts": ("lineup.artifacts_cmd", "the artifacts apps made: list, show, save one"),
+    "web": ("lineup.web_cmd", "the web host: the address to open the runtime in a browser"),
     "bench": ("bench", "measure the runtime and the command line beside bare baselines"),
 }
 
@@ -76,6 +78,7 @@ def _run_with_terminal_chat(args: argparse.Namespace) -> int:
     in this one; leaving the chat stops the runtime."""
     import signal
     import subprocess
+    import time
 
     from .terminal_chat import attach, wait_for_runtime
 
@@ -91,6 +94,8 @@ def _run_with_terminal_chat(args: argparse.Namespace) -> int:
             forwarded += [flag, str(value)]
     if args.no_demo_agent:
         forwarded.append("--no-demo-agent")
+    forwarded += ["--no-web"] if args.no_web else ["--web-port", str(args.web_port)]
+    started = time.time()
     with open(data_dir / "logs" / "runtime.log", "ab") as log:
         runtime = subprocess.Popen(
             [sys.executable, "-m", "lineup.cli", "run", "--headless", *forwarded],
@@ -104,6 +109,10 @@ def _run_with_terminal_chat(args: argparse.Namespace) -> int:
             said = [line for line in _tail(log_file) if line.startswith("error:")]
             why = f": {said[-1].removeprefix('error:').strip()}" if said else ""
             return fail(f"the runtime did not start{why}; see {log_file}")
+        if not args.no_web and not args.config:
+            from .web_cmd import announce
+
+            announce(data_dir, started)
         return attach(data_dir, args.conversation)
     finally:
         runtime.send_signal(signal.SIGTERM)
@@ -142,6 +151,8 @@ def _tail(path: Path, size: int = 8192) -> list[str]:
 
 def _run_headless(args: argparse.Namespace) -> int:
     import logging
+    import time
+    from functools import partial
 
     import trio
 
@@ -161,19 +172,34 @@ def _run_headless(args: argparse.Namespace) -> int:
         if loaded is not None:
             config = loaded
         else:
-            config = supervisor.default_config(data_dir, appserver_url=url)
+            web_port = None if args.no_web else args.web_port
+            config = supervisor.default_config(data_dir, appserver_url=url, web_port=web_port)
         if args.synchronous:
             config.synchronous = args.synchronous
         return config
 
+    async def supervise(config: RuntimeConfig) -> None:
+        """The supervisor until it stops; meanwhile the web host's address, once it listens."""
+        async with trio.open_nursery() as nursery:
+            if not args.no_web and loaded is None:
+                from .web_cmd import announce
+
+                started = time.time()
+                announcing = partial(announce, data_dir, started)
+                nursery.start_soon(
+                    partial(trio.to_thread.run_sync, announcing, abandon_on_cancel=True)
+                )
+            await Supervisor(config, data_dir).run()
+            nursery.cancel_scope.cancel()
+
     async def main() -> None:
         if args.appserver:
-            await Supervisor(configure(args.appserver), data_dir).run()
+            await supervise(configure(args.appserver))
             return
         # One command shows the whole system, on an AppServer of its own.
         async with embedded_appserver(data_dir, demo_agent=not args.no_demo_agent) as url:
             print(f"embedded AppServer on {url}", file=sys.stderr)
-            await Supervisor(configure(url), data_dir).run()
+            await supervise(configure(url))
 
     print(f"LineUp Runtime on {data_dir} (Ctrl-C stops it)", file=sys.stderr)
     settle_garbage_collector()  # what is imported lives as long as the process
@@ -216,6 +242,13 @@ def _in_use(data_dir: Path) -> str:
         f"another runtime{holder} is already using {data_dir}; stop it first, or pass "
         "--data-dir for another folder"
     )
+
+
+def _port(text: str) -> int:
+    """An argparse `type`: a TCP port, 0 for any free one."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535)")
+    return int(text)
 
 
 def _command_of(argv: Sequence[str]) -> str | None:
@@ -262,6 +295,18 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         "--no-demo-agent",
         action="store_true",
         help="with the embedded AppServer, do not start the demo agent",
+    )
+    run.add_argument(
+        "--web-port",
+        type=_port,
+        default=0,
+        metavar="N",
+        help="the web host's port on 127.0.0.1 (default: a free one, kept while it runs)",
+    )
+    run.add_argument(
+        "--no-web",
+        action="store_true",
+        help="start no web host (no browser window; `lineup web url` then has none to show)",
     )
     run.add_argument("--config", type=Path, help="a RuntimeConfig JSON file replacing the defaults")
     run.add_argument(

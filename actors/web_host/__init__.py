@@ -1,0 +1,15 @@
+"""The web host: the user's window in a browser, on loopback.
+
+A supervised process (`_actor`) serving the page shell, its script and styles and one
+WebSocket per page (`_server`, `_socket`), behind the access rule (`_access`: a one-time
+key for an HttpOnly, SameSite=Strict session cookie; Host and Origin checked). On the
+user's side like the terminal chat: actions go to the host actor through the UI socket
+(checked first, `_inputs`); what the page shows is the chat and registry apps'
+projections (`_views`, Markdown as a tree the page builds without HTML: `_markdown`).
+`_state` keeps its files in `DATA_DIR/web/`; the command line uses it to print the address.
+"""
+
+from ._actor import WebHostActor
+from ._state import endpoint_alive, mint_key, read_endpoint, web_url
+
+__all__ = ["WebHostActor", "endpoint_alive", "mint_key", "read_endpoint", "web_url"]

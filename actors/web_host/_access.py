@@ -1,0 +1,145 @@
+"""Who may use the web host: the one browser session a one-time key opened, on loopback.
+
+Every route, the WebSocket included, answers 403 unless the request
+
+- names the web host itself in `Host` (`127.0.0.1:PORT` or `localhost:PORT`): a page of a
+  name an attacker controls that resolves to loopback (DNS rebinding) gets nothing;
+- carries the session cookie a one-time key was exchanged for (`/?key=KEY`: the key is
+  taken, an HttpOnly, SameSite=Strict cookie is set and the browser is sent to `/`, so the
+  key leaves the address bar and the history);
+- and, for the WebSocket, comes from a page of the web host itself (`Origin`): another
+  site, or another port of loopback (which is the same site, so the cookie would go
+  along), cannot open it.
+
+Every HTTP answer carries a strict Content-Security-Policy (scripts, styles and
+connections of the web host only, nothing inline, no framing of the web host) and the
+headers that keep its pages from being sniffed, framed or named as a referrer.
+"""
+
+from __future__ import annotations
+
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qs
+
+from ._state import new_session, session_valid, take_key
+
+Scope = dict[str, Any]
+Receive = Any
+Send = Any
+
+FORBIDDEN: Final = (
+    b"This page needs the address `lineup run` printed, opened once: run `lineup web url`"
+    b" for a fresh one and open it in this browser.\n"
+)
+
+
+def cookie_name(port: int) -> str:
+    # Cookies do not tell ports apart: each web host's cookie has its own name.
+    return f"lineup_web_{port}"
+
+
+def security_headers(port: int) -> list[tuple[bytes, bytes]]:
+    origin = f"127.0.0.1:{port}"
+    policy = (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        f"connect-src 'self' ws://{origin} ws://localhost:{port}; frame-src 'self'; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+    return [
+        (b"content-security-policy", policy.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"no-referrer"),
+        (b"x-frame-options", b"DENY"),
+        (b"cross-origin-opener-policy", b"same-origin"),
+        (b"cross-origin-resource-policy", b"same-origin"),
+        (b"cache-control", b"no-store"),
+    ]
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return ""
+
+
+class Guard:
+    """ASGI middleware in front of every route: the access rule above."""
+
+    def __init__(self, app: Any, data_dir: Path) -> None:
+        self.app = app
+        self.data_dir = data_dir
+        self.port: int | None = None  # known once the server listens
+        self.refused = 0
+
+    def _hosts(self) -> set[str]:
+        return {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
+
+    def _session(self, scope: Scope) -> bool:
+        cookie = SimpleCookie()
+        try:
+            cookie.load(_header(scope, b"cookie"))
+        except Exception:  # a malformed Cookie header is no session
+            return False
+        morsel = cookie.get(cookie_name(self.port or 0))
+        return morsel is not None and session_valid(self.data_dir, morsel.value)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        host_ok = self.port is not None and _header(scope, b"host") in self._hosts()
+        if scope["type"] == "websocket":
+            origin_ok = _header(scope, b"origin") == f"http://{_header(scope, b'host')}"
+            if host_ok and origin_ok and self._session(scope):
+                await self.app(scope, receive, send)
+            else:
+                self.refused += 1
+                await send({"type": "websocket.close", "code": 1008})  # a 403 before accept
+            return
+        if not host_ok:
+            await self._forbidden(send)
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if scope["path"] == "/" and "key" in query:
+            await self._exchange(scope, query["key"][0], send)
+        elif self._session(scope):
+            await self.app(scope, receive, self._with_headers(send))
+        else:
+            await self._forbidden(send)
+
+    async def _exchange(self, scope: Scope, key: str, send: Send) -> None:
+        """A one-time key for a session cookie, then `/` without the key."""
+        headers = [(b"location", b"/"), *security_headers(self.port or 0)]
+        if not self._session(scope):
+            if not take_key(self.data_dir, key):
+                await self._forbidden(send)
+                return
+            token = new_session(self.data_dir)
+            cookie = f"{cookie_name(self.port or 0)}={token}; HttpOnly; SameSite=Strict; Path=/"
+            headers.append((b"set-cookie", cookie.encode()))
+        await send({"type": "http.response.start", "status": 303, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _forbidden(self, send: Send) -> None:
+        self.refused += 1
+        headers = [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            *security_headers(self.port or 0),
+        ]
+        await send({"type": "http.response.start", "status": 403, "headers": headers})
+        await send({"type": "http.response.body", "body": FORBIDDEN})
+
+    def _with_headers(self, send: Send) -> Send:
+        extra = security_headers(self.port or 0)
+
+        async def sending(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                names = {key for key, _ in extra}
+                kept = [(k, v) for k, v in message.get("headers", []) if k not in names]
+                message = {**message, "headers": [*kept, *extra]}
+            await send(message)
+
+        return sending

@@ -1,0 +1,48 @@
+"""The web host actor: a supervised process that serves the user's window in a browser.
+
+It is a UI client, like the terminal chat: what the user does in the page goes to the host
+actor through the supervisor's UI socket, and what the page shows is read from the chat
+and registry apps' projections. It takes no message (its door is empty), talks to no app,
+never to the AppServer, and never reads the AppServer's token. Killed, it is restarted by
+its policy on the same port (kept in `DATA_DIR/web/endpoint.json` for this run), and open
+pages reconnect to it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from actors.kernel import Actor
+
+from ._state import start_run, write_endpoint
+from .door import DOOR
+
+log = logging.getLogger("lineup.web_host")
+
+
+class WebHostActor(Actor):
+    door = DOOR
+
+    async def on_start(self) -> None:
+        # The web server's libraries are loaded here, in this process only: the actors
+        # forked beside it do not carry them.
+        from ._server import serve  # noqa: PLC0415
+
+        self.data_dir = Path(self.config["data_dir"])
+        self.counters = {"pages": 0, "actions": 0, "refused": 0}
+        kept = start_run(self.data_dir, self.boot_id)
+        wanted = kept if kept is not None else int(self.config.get("port", 0))
+        self.port, self.guard = await self.nursery.start(
+            serve, self.data_dir, wanted, self.counters
+        )
+        write_endpoint(self.data_dir, self.port, self.boot_id)
+        log.info("the web host listens on 127.0.0.1:%d", self.port)
+
+    def statistics_extra(self) -> dict[str, Any]:
+        return {
+            "port": getattr(self, "port", None),
+            **getattr(self, "counters", {}),
+            "refused_requests": getattr(getattr(self, "guard", None), "refused", 0),
+        }

@@ -1,0 +1,186 @@
+"""What a page may say on its WebSocket, checked before anything becomes a UI action.
+
+The page is the user's, but its socket is a door into the user's side: every frame is
+checked for its size, its type and each field (no unknown field, every string bounded),
+and a frame that fails is answered with one sentence and acts on nothing. Who sent it is
+never read from a frame: the host learns it from the UI socket (sender `ui`), and the
+web host names the UI session itself.
+
+| frame `t` | fields | becomes |
+|---|---|---|
+| `hello` | `page`, `conversation`, `since`, `open` | the page's subscription (`Hello`) |
+| `act` | `client_id`, `app` (`chat`, `app-registry`), `input` | `host.ui.action` |
+| `intent` | `client_id`, `intent` (open, focus, close app), `app_scope` | `host.intent` |
+
+`client_id` is the page's id for the action (a message id: 26 characters of Crockford
+base32): sent again after a reconnect, it names the same UI action, which the runtime's
+mailbox then keeps once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+from actors.contracts import is_app_scope, is_conversation_id
+from actors.kernel import is_valid_id
+
+MAX_FRAME: Final = 64 * 1024  # characters of one frame from the page
+MAX_TEXT: Final = 16_000  # characters of a message or a typed answer
+MAX_ID: Final = 128
+MAX_SELECTED: Final = 32
+MAX_OPEN: Final = 200  # items a page says it holds in a state that may still change
+PAGE_ID: Final = re.compile(r"^[A-Za-z0-9]{8,32}$")
+REGISTRY_KINDS: Final = frozenset({"enable", "disable", "set_default", "remove"})
+INTENTS: Final = frozenset({"open_app", "focus_app", "close_app"})
+
+
+class Refused(Exception):
+    """A frame the web host will not act on: `str(self)` is the sentence for the user."""
+
+
+@dataclass(frozen=True)
+class Hello:
+    page: str
+    conversation: str
+    since: int
+    still_open: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Action:
+    client_id: str
+    message_type: str  # host.ui.action or host.intent
+    body: dict[str, Any]  # without the session id, which the web host adds
+
+
+def _fields(
+    frame: dict[str, Any], required: set[str], optional: frozenset[str] = frozenset()
+) -> None:
+    missing = required - frame.keys()
+    unknown = frame.keys() - required - optional
+    if missing:
+        raise Refused(f"The page sent an incomplete request (no {sorted(missing)[0]}): reload it.")
+    if unknown:
+        raise Refused(f"The page sent an unknown field ({sorted(unknown)[0][:40]}): reload it.")
+
+
+def _text(value: Any, what: str, *, limit: int = MAX_ID, empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise Refused(f"The page sent a {what} that is not text: reload it.")
+    if not value.strip() and not empty:
+        raise Refused(f"The {what} is empty: type something first.")
+    if len(value) > limit:
+        raise Refused(f"The {what} is too long: keep it under {limit:,} characters.")
+    return value
+
+
+def parse_frame(raw: str) -> dict[str, Any]:
+    if len(raw) > MAX_FRAME:
+        raise Refused(f"That is too much at once: keep a message under {MAX_TEXT:,} characters.")
+    try:
+        frame = json.loads(raw)
+    except ValueError:
+        raise Refused("The page sent something unreadable: reload it.") from None
+    if not isinstance(frame, dict) or not isinstance(frame.get("t"), str):
+        raise Refused("The page sent something unreadable: reload it.")
+    return frame
+
+
+def hello(frame: dict[str, Any]) -> Hello:
+    _fields(frame, {"t", "page", "conversation", "since", "open"})
+    page, conversation, since = frame["page"], frame["conversation"], frame["since"]
+    if not isinstance(page, str) or not PAGE_ID.match(page):
+        raise Refused("The page sent a bad page id: reload it.")
+    if not is_conversation_id(conversation):
+        raise Refused("There is no such conversation: open the page's address again.")
+    if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+        raise Refused("The page sent a bad position: reload it.")
+    still_open = frame["open"]
+    if not isinstance(still_open, list) or len(still_open) > MAX_OPEN:
+        raise Refused("The page sent a bad list of open items: reload it.")
+    return Hello(page, conversation, since, frozenset(_text(i, "item id") for i in still_open))
+
+
+def action(frame: dict[str, Any], conversation: str) -> Action:
+    """An `act` or `intent` frame as the UI action or host intent it asks for."""
+    client_id = frame.get("client_id")
+    if not is_valid_id(client_id):
+        raise Refused("The page sent a bad action id: reload it.")
+    assert isinstance(client_id, str)
+    if frame["t"] == "intent":
+        _fields(frame, {"t", "client_id", "intent", "app_scope"})
+        if frame["intent"] not in INTENTS:
+            raise Refused("The page asked for something it cannot do: reload it.")
+        if not is_app_scope(frame["app_scope"]):
+            raise Refused("There is no such app: pick one from the list.")
+        body = {"intent": frame["intent"], "app_scope": frame["app_scope"]}
+        return Action(client_id, "host.intent", body)
+    _fields(frame, {"t", "client_id", "app", "input"})
+    given = frame["input"]
+    if not isinstance(given, dict):
+        raise Refused("The page sent an action without its fields: reload it.")
+    if frame["app"] == "chat":
+        checked = chat_input(given, conversation)
+    elif frame["app"] == "app-registry":
+        checked = registry_input(given)
+    else:
+        raise Refused("The page named an app without a page here: reload it.")
+    return Action(client_id, "host.ui.action", {"app_scope": frame["app"], "input": checked})
+
+
+def chat_input(given: dict[str, Any], conversation: str) -> dict[str, Any]:
+    """The chat app's input: `send`, `answer`, `stop` or `dismiss`, in the page's
+    conversation (never one the frame names)."""
+    kind = given.get("kind")
+    body: dict[str, Any] = {"kind": kind, "conversation_id": conversation}
+    if kind == "send":
+        _fields(given, {"kind", "text"})
+        body["text"] = _text(given["text"], "message", limit=MAX_TEXT)
+    elif kind == "answer":
+        _fields(given, {"kind", "interaction_id"}, frozenset({"selected", "confirmed", "text"}))
+        body["interaction_id"] = _text(given["interaction_id"], "question id")
+        answers = given.keys() & {"selected", "confirmed", "text"}
+        if len(answers) != 1:
+            raise Refused("An answer needs exactly one choice, yes or no, or text: try again.")
+        if "selected" in given:
+            selected = given["selected"]
+            if not isinstance(selected, list) or not 1 <= len(selected) <= MAX_SELECTED:
+                raise Refused("Pick at least one of the options.")
+            body["selected"] = [_text(option, "option") for option in selected]
+        elif "confirmed" in given:
+            if not isinstance(given["confirmed"], bool):
+                raise Refused("The page sent a yes or no that is neither: reload it.")
+            body["confirmed"] = given["confirmed"]
+        else:
+            body["text"] = _text(given["text"], "answer", limit=MAX_TEXT)
+    elif kind == "stop":
+        _fields(given, {"kind", "call_id"})
+        body["call_id"] = _text(given["call_id"], "tool call id")
+    elif kind == "dismiss":
+        _fields(given, {"kind", "interaction_id"})
+        body["interaction_id"] = _text(given["interaction_id"], "question id")
+    else:
+        raise Refused("The chat cannot do that: reload the page.")
+    return body
+
+
+def registry_input(given: dict[str, Any]) -> dict[str, Any]:
+    """The app registry's input: enable, disable, set_default, or remove once confirmed."""
+    kind = given.get("kind")
+    if kind not in REGISTRY_KINDS:
+        raise Refused("The app registry cannot do that from this page.")
+    if kind == "remove":
+        _fields(given, {"kind", "app_scope", "confirmed"})
+        if given["confirmed"] is not True:
+            raise Refused("Removing an app needs your confirmation: confirm it first.")
+    else:
+        _fields(given, {"kind", "app_scope"})
+    if not is_app_scope(given["app_scope"]):
+        raise Refused("There is no such app: pick one from the list.")
+    body = {"kind": kind, "app_scope": given["app_scope"]}
+    if kind == "remove":
+        body["confirmed"] = True
+    return body

@@ -1,0 +1,94 @@
+"""The web host's HTTP server: Starlette on Hypercorn's trio worker, on 127.0.0.1 only.
+
+| route | what |
+|---|---|
+| `/?key=KEY` | takes the one-time key, sets the session cookie, sends the browser to `/` |
+| `/` | the page shell (`static/index.html`) |
+| `/app.js`, `/style.css` | its script and styles (no build step, nothing from elsewhere) |
+| `/ws` | the page's WebSocket (`_socket`) |
+| `/surface/{app}/{path}` | an installed app's surface, for the shell's iframe (404 for now) |
+
+Every route is behind the access rule (`_access.Guard`).
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve as hypercorn_serve
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from ._access import Guard
+from ._socket import page_socket
+from ._state import LOOPBACK
+
+log = logging.getLogger("lineup.web_host")
+
+STATIC: Final = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/style.css": ("style.css", "text/css; charset=utf-8"),
+}
+MAX_PAGE_FRAME: Final = 256 * 1024  # bytes of one WebSocket message from a page
+
+
+def _files() -> dict[str, tuple[bytes, str]]:
+    package = resources.files(__package__) / "static"
+    return {
+        route: (package.joinpath(name).read_bytes(), media_type)
+        for route, (name, media_type) in STATIC.items()
+    }
+
+
+def build_app(data_dir: Path, counters: dict[str, int]) -> Guard:
+    files = _files()
+
+    async def static(request: Request) -> Response:
+        body, media_type = files[request.url.path]
+        return Response(body, media_type=media_type)
+
+    async def surface(request: Request) -> Response:
+        # The seam for installed apps' surfaces: served here, framed by the shell.
+        return PlainTextResponse("No surface is served for this app.", status_code=404)
+
+    async def websocket(socket: WebSocket) -> None:
+        await page_socket(socket, data_dir, counters)
+
+    routes: list[Any] = [Route(path, static) for path in STATIC]
+    routes += [
+        Route("/surface/{app}/{path:path}", surface),
+        WebSocketRoute("/ws", websocket),
+    ]
+    return Guard(Starlette(routes=routes), data_dir)
+
+
+async def serve(
+    data_dir: Path,
+    port: int,
+    counters: dict[str, int],
+    *,
+    task_status: trio.TaskStatus[tuple[int, Guard]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Listen on 127.0.0.1:`port` (0: any free port) until cancelled; started with the
+    port it listens on."""
+    app = build_app(data_dir, counters)
+    config = Config()
+    config.bind = [f"{LOOPBACK}:{port}"]
+    config.websocket_max_message_size = MAX_PAGE_FRAME
+    config.include_server_header = False
+    config.accesslog = None
+    async with trio.open_nursery() as nursery:
+        binds: list[str] = await nursery.start(
+            lambda task_status: hypercorn_serve(app, config, task_status=task_status)  # type: ignore[arg-type]
+        )
+        app.port = int(binds[0].rsplit(":", 1)[1])
+        task_status.started((app.port, app))

@@ -1,0 +1,250 @@
+"""One page's WebSocket: the page's actions in, what it shows out.
+
+In: each frame is checked (`_inputs`) and a UI action or host intent goes to the host
+actor through the supervisor's UI socket, as the terminal chat's do, with the message id
+derived from the page's id for the action: an action the page sends again after a
+reconnect (or after this process was killed) is the same message, which the mailbox keeps
+once. The page hears `stored` (it is the runtime's now), `retry` (the runtime did not
+answer: the page keeps it queued) or `refused` (one sentence; it acts on nothing).
+
+Out: after the page's `hello`, the chat items that differ from what it holds, then every
+change as it happens (`view`), the app registry (`registry`) and the runtime's link state
+(`status`). Changes are noticed by SQLite's `data_version` of the chat app's log and of
+`runtime.db`, read every `POLL_S`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sqlite3
+from functools import partial
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from actors.kernel import ControlError, derive_id, ui_request
+
+from . import _inputs
+from ._inputs import Hello, Refused
+from ._views import fold_chat, link_state, registry
+
+log = logging.getLogger("lineup.web_host")
+
+POLL_S: Final = 0.1
+HELLO_TIMEOUT_S: Final = 10.0
+UI_TIMEOUT_S: Final = 5.0
+# A page sends a handful of frames a second at most; past this it is not a person.
+RATE_PER_S: Final = 20.0
+BURST: Final = 60.0
+MAX_REFUSALS: Final = 20
+
+
+class _Changes:
+    """Tells whether a SQLite file was written since the last look (`data_version`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db: sqlite3.Connection | None = None
+        self.seen: int | None = None
+
+    def changed(self) -> bool:
+        if self.db is None:
+            if not self.path.exists():
+                return False
+            self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            version = int(self.db.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.Error:
+            self.close()
+            return True
+        changed, self.seen = version != self.seen, version
+        return changed
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+
+class PageSocket:
+    def __init__(self, websocket: WebSocket, data_dir: Path, counters: dict[str, int]) -> None:
+        self.ws = websocket
+        self.data_dir = data_dir
+        self.counters = counters
+        self.sending = trio.Lock()
+        self.held: dict[str, Any] = {}
+        self.tasks: list[Any] = []
+        self.registry: dict[str, Any] | None = None
+        self.link: str | None = None
+        self.tokens = BURST
+        self.last = trio.current_time()
+        self.refusals = 0
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        async with self.sending:
+            await self.ws.send_text(json.dumps(frame, ensure_ascii=False))
+
+    async def receive(self) -> str | None:
+        """The next text frame; None once the page is gone."""
+        message = await self.ws.receive()
+        if message["type"] == "websocket.disconnect":
+            return None
+        text = message.get("text")
+        return text if isinstance(text, str) else ""
+
+    async def run(self) -> None:
+        await self.ws.accept()
+        first: str | None = None
+        with trio.move_on_after(HELLO_TIMEOUT_S):
+            first = await self.receive()
+        hello = await self._hello(first)
+        if hello is None:
+            await self.ws.close(code=1008)
+            return
+        session = f"web-{hello.page}"
+        self.counters["pages"] += 1
+        try:
+            with contextlib.suppress(ControlError):
+                await self._ui("host.session.open", {"session_id": session, "kind": "web"})
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._push, hello)
+                await self._take_actions(hello, session)
+                nursery.cancel_scope.cancel()
+        finally:
+            self.counters["pages"] -= 1
+            with contextlib.suppress(ControlError), trio.CancelScope(shield=True):
+                await self._ui("host.session.close", {"session_id": session})
+
+    async def _hello(self, raw: str | None) -> Hello | None:
+        if raw is None:
+            return None
+        try:
+            frame = _inputs.parse_frame(raw)
+            if frame["t"] != "hello":
+                raise Refused("The page must say hello first: reload it.")  # noqa: TRY301
+            return _inputs.hello(frame)
+        except Refused as refusal:
+            self.counters["refused"] += 1
+            await self.send({"t": "refused", "error": str(refusal)})
+            return None
+
+    # -- in --------------------------------------------------------------------------------
+
+    def _within_rate(self) -> bool:
+        now = trio.current_time()
+        self.tokens = min(BURST, self.tokens + (now - self.last) * RATE_PER_S)
+        self.last = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+    async def _take_actions(self, hello: Hello, session: str) -> None:
+        while (raw := await self.receive()) is not None:
+            if not self._within_rate() or self.refusals > MAX_REFUSALS:
+                await self.ws.close(code=1008)
+                return
+            client_id = None
+            try:
+                frame = _inputs.parse_frame(raw)
+                client_id = (
+                    frame.get("client_id") if isinstance(frame.get("client_id"), str) else None
+                )
+                if frame["t"] not in ("act", "intent"):
+                    raise Refused("The page sent a request this host does not know: reload it.")  # noqa: TRY301
+                action = _inputs.action(frame, hello.conversation)
+            except Refused as refusal:
+                self.refusals += 1
+                self.counters["refused"] += 1
+                await self.send({"t": "refused", "client_id": client_id, "error": str(refusal)})
+                continue
+            self.refusals = 0
+            body = {"session_id": session, **action.body}
+            try:
+                await self._ui(action.message_type, body, derive_id(action.client_id, 0))
+            except ControlError as exc:
+                reply = {"t": "retry", "client_id": action.client_id}
+                if str(exc).startswith("refused"):
+                    reply = {
+                        "t": "refused",
+                        "client_id": action.client_id,
+                        "error": "The runtime refused this action: reload the page.",
+                    }
+                    log.warning("the UI socket refused a page's action: %s", exc)
+                await self.send(reply)
+                continue
+            self.counters["actions"] += 1
+            await self.send({"t": "stored", "client_id": action.client_id})
+
+    async def _ui(self, message_type: str, body: dict[str, Any], message_id: str = "") -> None:
+        request: dict[str, Any] = {"type": message_type, "body": body}
+        if message_id:
+            request["id"] = message_id
+        call = partial(ui_request, self.data_dir, request, timeout=UI_TIMEOUT_S)
+        await trio.to_thread.run_sync(call)
+
+    # -- out -------------------------------------------------------------------------------
+
+    async def _push(self, hello: Hello) -> None:
+        chat_log = _Changes(self.data_dir / "apps" / "chat" / "app.db")
+        runtime_db = _Changes(self.data_dir / "runtime.db")
+        try:
+            fold = await trio.to_thread.run_sync(
+                fold_chat, self.data_dir, hello.conversation, hello.since
+            )
+            chat_log.changed()
+            reset = hello.since > fold.pos
+            items = (
+                list(fold.items.values())
+                if reset
+                else fold.changed_since(fold.before, set(hello.still_open))
+            )
+            await self._send_view(fold.pos, items, fold.tasks, reset=reset, always=True)
+            self.held = fold.items
+            while True:
+                if runtime_db.changed() or self.registry is None:
+                    await self._send_registry()
+                if chat_log.changed():
+                    fold = await trio.to_thread.run_sync(
+                        fold_chat, self.data_dir, hello.conversation
+                    )
+                    items = fold.changed_since(self.held, set())
+                    await self._send_view(fold.pos, items, fold.tasks)
+                    self.held = fold.items
+                await trio.sleep(POLL_S)
+        finally:
+            chat_log.close()
+            runtime_db.close()
+
+    async def _send_view(
+        self,
+        pos: int,
+        items: list[Any],
+        tasks: list[Any],
+        *,
+        reset: bool = False,
+        always: bool = False,
+    ) -> None:
+        if not (items or tasks != self.tasks or always):
+            return
+        self.tasks = tasks
+        await self.send({"t": "view", "pos": pos, "reset": reset, "items": items, "tasks": tasks})
+
+    async def _send_registry(self) -> None:
+        snapshot = await trio.to_thread.run_sync(registry, self.data_dir)
+        if snapshot != self.registry:
+            self.registry = snapshot
+            await self.send({"t": "registry", **snapshot})
+        link = await trio.to_thread.run_sync(link_state, self.data_dir)
+        if link != self.link:
+            self.link = link
+            await self.send({"t": "status", "link": link})
+
+
+async def page_socket(websocket: WebSocket, data_dir: Path, counters: dict[str, int]) -> None:
+    with contextlib.suppress(WebSocketDisconnect):
+        await PageSocket(websocket, data_dir, counters).run()

@@ -1,0 +1,186 @@
+"""The surfaces the web host shows: which instance has one, and its files, served.
+
+A surface is an HTML file of an installed app's verified bundle, shown in the page's
+`<iframe sandbox="allow-scripts">`: its origin is opaque, so it reads no cookie, no
+storage and nothing of the page. It is served from the bundle cache only
+(`DATA_DIR/bundles/<digest>/app/`, the digest of the app's installed version), each file
+held to the SHA-256 its signature lists before it is sent, and only while the instance is
+live and its app enabled.
+
+A page asks its socket to open the surface of an instance (`_bridge`) and gets a **token**
+for it: 32 random bytes, valid while that socket is open. The frame's address is
+`/surface/TOKEN/PATH`: the frame's own requests carry no cookie (its origin is opaque, so
+they are cross-site), so the token in the path is what lets them in, and it names the one
+instance the web host relays for. Every answer under it carries the surface's policy:
+
+    default-src 'none'; script-src ORIGIN/surface/TOKEN/ ORIGIN/surface-bridge.js;
+    style-src ORIGIN/surface/TOKEN/; img-src ORIGIN/surface/TOKEN/ data:;
+    font-src ORIGIN/surface/TOKEN/; connect-src 'none'; form-action 'none';
+    base-uri 'none'; frame-ancestors ORIGIN; sandbox allow-scripts
+
+Sources are the web host's own address with a path, not `'self'`: the policy then means
+the same whatever origin the sandbox gives the document (Chromium matches `'self'` against
+the response's URL, so both work there). No fetch, XHR, WebSocket or beacon reaches
+anywhere; scripts, styles and images come from the surface's own files and the bridge; no
+form is sent; and only the web host's page may frame it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from actors.contracts import (
+    AppManifest,
+    Code,
+    ContractError,
+    SurfaceEvent,
+    validate_manifest,
+)
+from actors.store import read_apps
+
+BRIDGE_PATH: Final = "/surface-bridge.js"
+SURFACE_PREFIX: Final = "/surface/"
+# The app manager's live instance states: a surface is shown only for one of these.
+LIVE_STATES: Final = frozenset({"launching", "active", "backgrounded", "suspended", "restoring"})
+MEDIA_TYPES: Final = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".woff2": "font/woff2",
+}
+_SEGMENT: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_DIGEST: Final = re.compile(r"^[0-9a-f]{64}$")
+_TOKEN_BYTES: Final = 32
+
+
+@dataclass(frozen=True)
+class Surface:
+    """One instance's surface as a page shows it."""
+
+    instance_id: str
+    app_scope: str
+    title: str
+    entry: Path  # the verified bundle's cache entry
+    path: str  # the surface's HTML file, under `app/`
+    events: dict[str, SurfaceEvent]
+    capabilities: frozenset[str]
+    hashes: dict[str, str] = field(repr=False)  # `app/...` -> the signed SHA-256
+
+    def declared(self) -> dict[str, Any]:
+        """What the page checks a message against: the events' schemas, the capabilities."""
+        return {
+            "events": {name: event.payload_schema for name, event in self.events.items()},
+            "capabilities": sorted(self.capabilities),
+        }
+
+
+def _surface_entry(manifest: AppManifest) -> tuple[str, dict[str, SurfaceEvent]] | None:
+    for entry in manifest.entrypoints:
+        if entry.surface is not None:
+            return entry.surface, {event.name: event for event in entry.surface_events or ()}
+    return None
+
+
+def _signed_hashes(entry: Path) -> dict[str, str]:
+    record = json.loads((entry / "signature.json").read_bytes())
+    return {str(f["path"]): str(f["sha256"]) for f in record["signed"]["files"]}
+
+
+def find_surface(data_dir: Path, instance_id: str) -> Surface:
+    """The surface of a live instance of an enabled app, from its verified cache entry;
+    `instance_not_found`, `app_disabled` or `not_subscribed` (no surface) otherwise."""
+    apps = read_apps(data_dir)
+    instance = next((i for i in apps["instances"] if i["instance_id"] == instance_id), None)
+    if instance is None or instance["state"] not in LIVE_STATES:
+        raise ContractError(Code.INSTANCE_NOT_FOUND, f"no live instance {instance_id!r}")
+    scope = instance["app_scope"]
+    record = next((r for r in apps["records"] if r["app_scope"] == scope), None)
+    if record is None or not record["enabled"]:
+        raise ContractError(Code.APP_DISABLED, f"{scope!r} is not enabled")
+    digest = str(record.get("bundle_digest") or "")
+    entry = Path(data_dir) / "bundles" / digest
+    if not _DIGEST.match(digest) or not entry.is_dir():
+        raise ContractError(Code.NOT_SUBSCRIBED, f"{scope!r} has no bundle to show")
+    manifest = validate_manifest((entry / "manifest.json").read_bytes())
+    found = _surface_entry(manifest)
+    if found is None:
+        raise ContractError(Code.INVALID_ENTRYPOINT, f"{scope!r} declares no surface")
+    path, events = found
+    return Surface(
+        instance_id=instance_id,
+        app_scope=scope,
+        title=manifest.title or scope,
+        entry=entry,
+        path=path,
+        events=events,
+        capabilities=frozenset(manifest.capabilities),
+        hashes=_signed_hashes(entry),
+    )
+
+
+def surfaces_shown(data_dir: Path) -> list[dict[str, str]]:
+    """The live instances whose app has a surface, the one in front first."""
+    apps = read_apps(data_dir)
+    stack = list(apps["settings"].get("focus_stack") or [])
+    with_surface = {
+        r["app_scope"]: (r.get("manifest") or {}).get("title") or r["app_scope"]
+        for r in apps["records"]
+        if r["enabled"] and any(e.get("surface") for e in (r.get("manifest") or {}).get("entrypoints", []))
+    }
+    shown = [
+        {"instance_id": i["instance_id"], "app_scope": i["app_scope"], "title": with_surface[i["app_scope"]]}
+        for i in apps["instances"]
+        if i["state"] in LIVE_STATES and i["app_scope"] in with_surface
+    ]
+    on_top = {instance: n for n, instance in enumerate(reversed(stack))}
+    return sorted(shown, key=lambda s: on_top.get(s["instance_id"], len(on_top)))
+
+
+def surface_file(surface: Surface, relative: str) -> tuple[bytes, str] | None:
+    """A file of the surface's bundle with its media type, if the path is a plain one of a
+    served kind and the file is exactly the signed one; None otherwise."""
+    parts = relative.split("/")
+    suffix = Path(relative).suffix.lower()
+    if not all(_SEGMENT.match(part) for part in parts) or suffix not in MEDIA_TYPES:
+        return None
+    name = "app/" + relative
+    expected = surface.hashes.get(name)
+    if expected is None:
+        return None
+    try:
+        data = (surface.entry / name).read_bytes()
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() != expected:  # a cache entry changed on disk
+        return None
+    return data, MEDIA_TYPES[suffix]
+
+
+def surface_headers(host: str, token: str) -> list[tuple[bytes, bytes]]:
+    """The headers of every answer under `/surface/TOKEN/`, for the page at `host`."""
+    origin = f"http://{host}"
+    own = f"{origin}{SURFACE_PREFIX}{token}/"
+    policy = (
+        f"default-src 'none'; script-src {own} {origin}{BRIDGE_PATH}; style-src {own}; "
+        f"img-src {own} data:; font-src {own}; connect-src 'none'; form-action 'none'; "
+        f"base-uri 'none'; frame-ancestors {origin}; sandbox allow-scripts"
+    )
+    return [
+        (b"content-security-policy", policy.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"no-referrer"),
+        (b"cache-control", b"no-store"),
+    ]
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(_TOKEN_BYTES)

@@ -1,0 +1,196 @@
+"""What the page shows, read from the projections the SDK gives the chat and registry
+apps, as the command line reads them: the chat app's view of a conversation (folded from
+its log, `apps.sdk`), the app registry and the runtime's link state (`actors.store`'s
+read-only readers). Nothing here writes, and nothing reaches the AppServer.
+
+Every string an agent or an app wrote is made visible (`apps.chat.visible`: control and
+invisible formatting characters written out) before it leaves for the page, which puts it
+in the DOM as text only.
+
+The page holds a position: the last log position of the conversation it was sent. After a
+reconnect it sends that position back with the ids of its items still in a state that can
+change in place (a message waiting for the AppServer's verdict), and gets exactly the
+items that differ from what it holds (`ChatFold.changed_since`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from actors.store import read_apps, read_lifecycle
+from apps.chat import app_dir, artifact_label, visible
+from apps.sdk import ConversationView, EventLog
+
+from ._markdown import markdown_tree
+
+LOG_FILE: Final = "app.db"
+_ASK_FIELDS: Final = ("kind", "multiple", "confirm_label", "cancel_label", "placeholder", "origin")
+_REGISTRY_FIELDS: Final = ("app_scope", "kind", "installed_version", "enabled", "install_state")
+RECENT_OPERATIONS: Final = 5
+
+
+def _shown(value: Any) -> str:
+    return visible(value, newlines=False)
+
+
+def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[str, Any]:
+    """A timeline item as the page renders it (every string visible, Markdown as a tree)."""
+    mine = item.get("sender") == "user"
+    shown: dict[str, Any] = {
+        "id": str(item["id"]),
+        "order": order,
+        "kind": str(item.get("kind", "message")),
+        "from": "you" if mine else _shown(item.get("sender", "?")),
+        "mine": mine,
+        "state": _shown(item.get("state", "")),
+    }
+    if item.get("code"):
+        shown["code"] = _shown(item["code"])
+    text = str(item.get("text", ""))
+    if shown["kind"] == "message" and item.get("format") == "markdown":
+        shown["md"] = markdown_tree(text)
+    else:
+        shown["text"] = visible(text)
+    interaction = item.get("interaction")
+    if shown["kind"] == "interaction" and isinstance(interaction, dict):
+        ask: dict[str, Any] = {
+            key: _shown(interaction[key]) if isinstance(interaction[key], str) else interaction[key]
+            for key in _ASK_FIELDS
+            if key in interaction and isinstance(interaction[key], str | bool)
+        }
+        interaction_id = str(interaction.get("interaction_id"))
+        ask["interaction_id"] = interaction_id
+        ask["open"] = interaction_id in open_ids
+        ask["options"] = [
+            {"id": str(option.get("id")), "label": _shown(option.get("label", option.get("id")))}
+            for option in interaction.get("options", [])
+            if isinstance(option, dict)
+        ]
+        shown["ask"] = ask
+    if shown["kind"] == "tool":
+        if isinstance(item.get("percent"), int):
+            shown["percent"] = item["percent"]
+        if item.get("message"):
+            shown["detail"] = visible(item["message"])
+        if isinstance(item.get("artifact"), dict):
+            shown["artifact"] = artifact_label(item["artifact"])
+    return shown
+
+
+def display_tasks(tasks: dict[str, Any]) -> list[dict[str, Any]]:
+    shown = []
+    for task_id, task in tasks.items():
+        entry = {
+            "id": _shown(task_id),
+            "title": _shown(task.get("title") or task.get("label") or task_id),
+            "label": _shown(task.get("label", "")),
+            "status": _shown(task.get("status", "?")),
+        }
+        if isinstance(task.get("percent"), int | float):
+            entry["percent"] = task["percent"]
+        shown.append(entry)
+    return shown
+
+
+@dataclass
+class ChatFold:
+    """A conversation's view folded from the chat app's log, and the items as they were
+    at an earlier position of it."""
+
+    pos: int = 0
+    items: dict[str, dict[str, Any]] = field(default_factory=dict)
+    before: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+
+    def changed_since(self, held: dict[str, dict[str, Any]], still_open: set[str]) -> list[Any]:
+        """The items that differ from `held`, and those of `still_open` (items the page
+        holds that may have changed in place since), in timeline order."""
+        return [
+            item for key, item in self.items.items() if key in still_open or held.get(key) != item
+        ]
+
+
+def _display_all(view: ConversationView) -> dict[str, dict[str, Any]]:
+    open_ids = set(view.pending_interactions)
+    return {
+        str(item["id"]): display_item(item, order, open_ids)
+        for order, item in enumerate(view.timeline)
+    }
+
+
+def fold_chat(data_dir: Path, conversation: str, since: int = 0) -> ChatFold:
+    """The chat's view of `conversation` now, and as it was at log position `since`."""
+    folded = ChatFold()
+    path = app_dir(data_dir)
+    view = ConversationView(conversation)
+    if not (path / LOG_FILE).exists():
+        return folded
+    log = EventLog(path, readonly=True)
+    held = since == 0  # the page holds nothing: nothing to compare with
+    try:
+        for event in log.events(conversation_id=conversation):
+            if not held and event["pos"] > since:
+                folded.before = _display_all(view)
+                held = True
+            view.apply(event)
+            folded.pos = event["pos"]
+    finally:
+        log.close()
+    if not held:  # the page holds everything there is
+        folded.before = _display_all(view)
+    folded.items = _display_all(view)
+    folded.tasks = display_tasks(view.tasks)
+    return folded
+
+
+def registry(data_dir: Path) -> dict[str, Any]:
+    """The app registry as `lineup app list` reads it: the apps, the focus stack (the
+    foreground instance last), the default app and the last operations with their outcome."""
+    apps = read_apps(data_dir)
+    records = []
+    for row in apps["records"]:
+        record = {key: row.get(key) for key in _REGISTRY_FIELDS}
+        record["enabled"] = bool(record["enabled"])
+        manifest = row.get("manifest")
+        if isinstance(manifest, str):
+            try:
+                manifest = json.loads(manifest)
+            except ValueError:
+                manifest = None
+        title = manifest.get("title") if isinstance(manifest, dict) else None
+        record["title"] = _shown(title or row.get("name") or row["app_scope"])
+        records.append(record)
+    live = {
+        i["instance_id"]: i for i in apps["instances"] if i["state"] not in ("closed", "failed")
+    }
+    stack = [
+        {"instance_id": _shown(key), "app_scope": _shown(live[key]["app_scope"])}
+        for key in apps["settings"].get("focus_stack", [])
+        if key in live
+    ]
+    operations = [
+        {
+            "kind": _shown(op.get("kind", "")),
+            "app_scope": _shown(op.get("app_scope") or ""),
+            "state": _shown(op.get("state", "")),
+            "code": _shown(op.get("code") or ""),
+            "detail": visible(op.get("detail") or ""),
+        }
+        for op in apps["operations"]
+        if op.get("kind") != "list"
+    ][-RECENT_OPERATIONS:]
+    return {
+        "apps": records,
+        "focus": stack,
+        "default_app": apps["settings"].get("default_app"),
+        "operations": operations,
+    }
+
+
+def link_state(data_dir: Path) -> str:
+    """The runtime's link to the AppServer as the transport last reported it."""
+    record = read_lifecycle(data_dir)
+    return str(record["state"]) if record else "starting"

@@ -1,0 +1,505 @@
+// The LineUp page: the chat timeline, the app registry and the app switcher, over one
+// WebSocket to the web host. Everything an agent or an app wrote arrives as data and goes
+// into the DOM as text (textContent, createElement): never as HTML.
+//
+// What the user does is queued here first, each action with its own id (a message id the
+// runtime keeps once): queued actions are shown as pending and sent while the socket is
+// open; an action the web host has stored leaves the queue. After a reconnect the page
+// says which position of the conversation it holds, and gets only what changed since.
+"use strict";
+
+(() => {
+  const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+  const TAGS = new Set(["p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li",
+    "blockquote", "pre", "hr", "strong", "em", "code", "s", "br", "a"]);
+  const SAFE_LINK = /^(https?:|mailto:)/i;
+  const conversation = new URLSearchParams(location.search).get("conversation") || "main";
+  const queueKey = `lineup.queue.${conversation}`;
+  const $ = (id) => document.getElementById(id);
+
+  const state = {
+    socket: null,
+    open: false,
+    link: "starting",
+    pos: 0,
+    items: new Map(), // item id -> its data as last shown
+    queue: load(queueKey), // [{client_id, frame, label}]
+    sending: new Set(), // client ids sent on this socket and not yet answered
+    retryMs: 250,
+    registry: null,
+  };
+  const page = randomId(16);
+
+  function load(key) {
+    try {
+      const value = JSON.parse(sessionStorage.getItem(key) || "[]");
+      return Array.isArray(value) ? value : [];
+    } catch (_) {
+      return [];
+    }
+  }
+
+  function saveQueue() {
+    sessionStorage.setItem(queueKey, JSON.stringify(state.queue));
+  }
+
+  function randomId(length) {
+    const bytes = crypto.getRandomValues(new Uint8Array(length));
+    return Array.from(bytes, (b) => CROCKFORD[b % 32]).join("");
+  }
+
+  // A message id: 48 bits of milliseconds, 80 random bits, 26 characters of base32.
+  function messageId() {
+    const random = crypto.getRandomValues(new Uint8Array(10));
+    let value = BigInt(Date.now());
+    for (const byte of random) value = (value << 8n) | BigInt(byte);
+    let text = "";
+    for (let i = 25; i >= 0; i--) text += CROCKFORD[Number((value >> BigInt(5 * i)) & 31n)];
+    return text;
+  }
+
+  function el(tag, text, className) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (className) node.className = className;
+    return node;
+  }
+
+  // -- connection ------------------------------------------------------------------------
+
+  function showConnection() {
+    const shown = $("connection");
+    let mode = "online";
+    let text = "online";
+    if (!state.open) {
+      mode = "reconnecting";
+      text = "reconnecting… what you type waits here and goes out when the page is back";
+    } else if (state.link !== "online") {
+      mode = "offline";
+      text = "offline: the runtime cannot reach the AppServer; your messages wait and go out when it is back";
+    }
+    shown.dataset.state = mode;
+    shown.textContent = text;
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const socket = new WebSocket(`${scheme}://${location.host}/ws`);
+    state.socket = socket;
+    socket.addEventListener("open", () => {
+      state.open = true;
+      state.retryMs = 250;
+      state.sending.clear();
+      const stillOpen = [...state.items.values()]
+        .filter((item) => item.mine && item.state === "pending")
+        .map((item) => item.id)
+        .slice(-200);
+      socket.send(JSON.stringify({ t: "hello", page, conversation, since: state.pos, open: stillOpen }));
+      showConnection();
+      flush();
+    });
+    socket.addEventListener("message", (event) => {
+      let frame;
+      try {
+        frame = JSON.parse(event.data);
+      } catch (_) {
+        return;
+      }
+      receive(frame);
+    });
+    socket.addEventListener("close", () => {
+      if (state.socket !== socket) return;
+      state.open = false;
+      state.sending.clear();
+      showConnection();
+      renderQueue();
+      setTimeout(connect, state.retryMs);
+      state.retryMs = Math.min(state.retryMs * 2, 3000);
+    });
+  }
+
+  function receive(frame) {
+    if (frame.t === "view") applyView(frame);
+    else if (frame.t === "registry") renderRegistry(frame);
+    else if (frame.t === "status") {
+      state.link = frame.link;
+      showConnection();
+    } else if (frame.t === "stored") settle(frame.client_id);
+    else if (frame.t === "retry") {
+      state.sending.delete(frame.client_id);
+      setTimeout(flush, 1000);
+    } else if (frame.t === "refused") {
+      if (frame.client_id) settle(frame.client_id);
+      notice(frame.error);
+    }
+  }
+
+  function notice(text) {
+    const shown = $("notice");
+    shown.textContent = text || "";
+    shown.hidden = !text;
+  }
+
+  // -- the queue of the user's actions -----------------------------------------------------
+
+  function enqueue(frame, label) {
+    const entry = { client_id: messageId(), frame, label };
+    state.queue.push(entry);
+    saveQueue();
+    renderQueue();
+    flush();
+    return entry.client_id;
+  }
+
+  function flush() {
+    if (!state.open) return;
+    for (const entry of state.queue) {
+      if (state.sending.has(entry.client_id)) continue;
+      state.sending.add(entry.client_id);
+      state.socket.send(JSON.stringify({ ...entry.frame, client_id: entry.client_id }));
+    }
+    renderQueue();
+  }
+
+  function settle(clientId) {
+    state.sending.delete(clientId);
+    state.queue = state.queue.filter((entry) => entry.client_id !== clientId);
+    saveQueue();
+    renderQueue();
+    renderAll();
+  }
+
+  function queuedAnswers() {
+    return new Set(state.queue
+      .filter((entry) => entry.frame.t === "act" && entry.frame.input.interaction_id)
+      .map((entry) => entry.frame.input.interaction_id));
+  }
+
+  function renderQueue() {
+    const list = $("queued");
+    list.replaceChildren();
+    for (const entry of state.queue) {
+      if (!entry.label) continue;
+      const item = el("li", null, "item mine pending-local");
+      item.dataset.state = "pending";
+      const head = el("div", null, "head");
+      head.append(el("span", "you", "from"), el("span", state.sending.has(entry.client_id) ? "sending" : "pending", "state"));
+      item.append(head, el("p", entry.label, "text"));
+      list.append(item);
+    }
+  }
+
+  // -- the chat timeline -------------------------------------------------------------------
+
+  function applyView(frame) {
+    if (frame.reset) {
+      state.items.clear();
+      $("timeline").replaceChildren();
+    }
+    const timeline = $("timeline");
+    const nearBottom = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 80;
+    for (const item of frame.items) {
+      state.items.set(item.id, item);
+      place(renderItem(item), item.order);
+    }
+    state.pos = frame.pos;
+    renderTasks(frame.tasks || []);
+    if (nearBottom || frame.reset) timeline.scrollTop = timeline.scrollHeight;
+  }
+
+  function renderAll() {
+    for (const item of state.items.values()) place(renderItem(item), item.order);
+  }
+
+  // Each item is one <li> with data-id, kept in timeline order: a changed item replaces
+  // its own element, so nothing is ever shown twice.
+  function place(node, order) {
+    const timeline = $("timeline");
+    const existing = timeline.querySelector(`li[data-id="${CSS.escape(node.dataset.id)}"]`);
+    if (existing) {
+      existing.replaceWith(node);
+      return;
+    }
+    for (const child of timeline.children) {
+      if (Number(child.dataset.order) > order) {
+        timeline.insertBefore(node, child);
+        return;
+      }
+    }
+    timeline.append(node);
+  }
+
+  function renderItem(item) {
+    const node = el("li", null, `item kind-${item.kind} ${item.mine ? "mine" : "theirs"}`);
+    node.dataset.id = item.id;
+    node.dataset.order = String(item.order);
+    node.dataset.state = item.state;
+    const head = el("div", null, "head");
+    head.append(el("span", item.from, "from"));
+    head.append(el("span", item.code ? `${item.state} (${item.code})` : item.state, "state"));
+    node.append(head);
+    if (item.md) node.append(renderMarkdown(item.md));
+    else if (item.kind !== "interaction") node.append(el("p", item.text, "text"));
+    if (item.kind === "tool") node.append(renderTool(item));
+    if (item.ask) node.append(renderAsk(item));
+    return node;
+  }
+
+  function renderMarkdown(nodes) {
+    const box = el("div", null, "md");
+    for (const node of nodes) box.append(markdownNode(node));
+    return box;
+  }
+
+  function markdownNode(node) {
+    if (typeof node === "string") return document.createTextNode(node);
+    if (!Array.isArray(node)) return document.createTextNode("");
+    const [tag, children, href] = node;
+    const fragment = document.createDocumentFragment();
+    const element = document.createElement(TAGS.has(tag) ? tag : "span");
+    for (const child of Array.isArray(children) ? children : []) element.append(markdownNode(child));
+    fragment.append(element);
+    if (tag === "a") {
+      if (typeof href === "string" && SAFE_LINK.test(href)) {
+        element.href = href;
+        element.rel = "noopener noreferrer";
+        element.target = "_blank";
+      }
+      fragment.append(el("span", ` (${href})`, "address"));
+    }
+    return fragment;
+  }
+
+  function renderTool(item) {
+    const box = el("div", null, "tool");
+    if (typeof item.percent === "number") {
+      const bar = el("progress");
+      bar.max = 100;
+      bar.value = item.percent;
+      bar.setAttribute("aria-label", `${item.text}: ${item.percent} %`);
+      box.append(bar);
+    }
+    if (item.detail) box.append(el("p", item.detail, "detail"));
+    if (item.artifact) box.append(el("p", item.artifact, "artifact"));
+    if (!["succeeded", "failed"].includes(item.state)) {
+      const stop = el("button", "Stop");
+      stop.type = "button";
+      stop.addEventListener("click", () =>
+        enqueue({ t: "act", app: "chat", input: { kind: "stop", call_id: item.id } }, null));
+      box.append(stop);
+    }
+    return box;
+  }
+
+  function answer(ask, fields, label) {
+    enqueue({ t: "act", app: "chat", input: { kind: "answer", interaction_id: ask.interaction_id, ...fields } }, label);
+  }
+
+  function renderAsk(item) {
+    const ask = item.ask;
+    const card = el("div", null, `card card-${ask.kind}${ask.origin === "runtime" ? " consent" : ""}`);
+    card.append(el("p", item.text, "prompt"));
+    const waiting = queuedAnswers().has(ask.interaction_id);
+    if (!ask.open) {
+      card.append(el("p", "answered", "closed"));
+      return card;
+    }
+    const actions = el("div", null, "actions");
+    if (ask.kind === "choice" && ask.multiple) {
+      const boxes = [];
+      for (const option of ask.options) {
+        const label = el("label");
+        const box = el("input");
+        box.type = "checkbox";
+        box.value = option.id;
+        label.append(box, document.createTextNode(` ${option.label}`));
+        boxes.push(box);
+        actions.append(label);
+      }
+      const send = el("button", "Answer");
+      send.type = "button";
+      send.addEventListener("click", () => {
+        const picked = boxes.filter((b) => b.checked).map((b) => b.value);
+        if (picked.length) answer(ask, { selected: picked }, `chose ${picked.join(", ")}`);
+      });
+      actions.append(send);
+    } else if (ask.kind === "choice") {
+      for (const option of ask.options) {
+        const button = el("button", option.label);
+        button.type = "button";
+        button.addEventListener("click", () => answer(ask, { selected: [option.id] }, `chose ${option.id}`));
+        actions.append(button);
+      }
+      if (ask.origin === "runtime") {
+        const dismiss = el("button", "Decide later", "quiet");
+        dismiss.type = "button";
+        dismiss.addEventListener("click", () => enqueue(
+          { t: "act", app: "chat", input: { kind: "dismiss", interaction_id: ask.interaction_id } }, null));
+        actions.append(dismiss);
+      }
+    } else if (ask.kind === "confirm") {
+      for (const [confirmed, text] of [[true, ask.confirm_label || "Yes"], [false, ask.cancel_label || "No"]]) {
+        const button = el("button", text);
+        button.type = "button";
+        button.addEventListener("click", () => answer(ask, { confirmed }, confirmed ? "confirmed" : "declined"));
+        actions.append(button);
+      }
+    } else {
+      const form = el("form", null, "answer-form");
+      const field = el("input");
+      field.type = "text";
+      field.maxLength = 16000;
+      field.placeholder = ask.placeholder || "Your answer";
+      field.setAttribute("aria-label", item.text);
+      const send = el("button", "Answer");
+      send.type = "submit";
+      form.append(field, send);
+      form.addEventListener("submit", (event) => {
+        event.preventDefault();
+        if (field.value.trim()) answer(ask, { text: field.value }, field.value);
+      });
+      actions.append(form);
+    }
+    if (waiting) {
+      for (const control of actions.querySelectorAll("button, input")) control.disabled = true;
+      card.append(el("p", "your answer is on its way", "closed"));
+    }
+    card.append(actions);
+    return card;
+  }
+
+  function renderTasks(tasks) {
+    const list = $("task-list");
+    list.replaceChildren();
+    for (const task of tasks) {
+      const row = el("li", null, `task task-${task.status}`);
+      const label = task.label && task.label !== task.title ? ` — ${task.label}` : "";
+      row.append(el("span", `${task.title}${label}`, "title"), el("span", task.status, "state"));
+      if (typeof task.percent === "number") {
+        const bar = el("progress");
+        bar.max = 100;
+        bar.value = task.percent;
+        bar.setAttribute("aria-label", `${task.title}: ${task.percent} %`);
+        row.append(bar);
+      }
+      list.append(row);
+    }
+    $("tasks").hidden = tasks.length === 0;
+  }
+
+  // -- the app registry and the switcher ---------------------------------------------------
+
+  function renderRegistry(registry) {
+    state.registry = registry;
+    $("apps-default").textContent = registry.default_app
+      ? `The runtime opens ${registry.default_app} at start.`
+      : "No default app is set: the runtime opens the chat at start.";
+    const list = $("apps-list");
+    list.replaceChildren();
+    for (const app of registry.apps) {
+      const row = el("li", null, "app");
+      row.dataset.app = app.app_scope;
+      const about = el("div", null, "about");
+      about.append(el("strong", app.title), el("span", ` ${app.app_scope} ${app.installed_version || ""}`, "muted"));
+      const facts = [app.kind, app.enabled ? "enabled" : "disabled", app.install_state];
+      if (registry.default_app === app.app_scope) facts.push("default");
+      about.append(el("p", facts.filter(Boolean).join(" · "), "facts"));
+      const actions = el("div", null, "actions");
+      const toggle = app.enabled ? "disable" : "enable";
+      actions.append(
+        registryButton(toggle === "enable" ? "Enable" : "Disable", { kind: toggle, app_scope: app.app_scope }),
+        registryButton("Set as default", { kind: "set_default", app_scope: app.app_scope },
+          registry.default_app === app.app_scope || !app.enabled),
+      );
+      const remove = el("button", "Remove…", "danger");
+      remove.type = "button";
+      remove.addEventListener("click", () => confirmRemove(app));
+      actions.append(remove);
+      row.append(about, actions);
+      list.append(row);
+    }
+    const operations = $("operations");
+    operations.replaceChildren();
+    for (const op of [...registry.operations].reverse()) {
+      const outcome = op.code ? `${op.state}: ${op.detail || op.code} (${op.code})` : op.state;
+      operations.append(el("li", `${op.kind.replace("_", " ")} ${op.app_scope}: ${outcome}`));
+    }
+    renderSwitcher(registry.focus);
+  }
+
+  function registryButton(text, input, disabled) {
+    const button = el("button", text);
+    button.type = "button";
+    button.disabled = Boolean(disabled);
+    button.addEventListener("click", () => enqueue({ t: "act", app: "app-registry", input }, null));
+    return button;
+  }
+
+  function confirmRemove(app) {
+    const dialog = $("confirm-remove");
+    $("confirm-remove-text").textContent =
+      `${app.title} (${app.app_scope}) is closed, and its bundle and private data are deleted.`;
+    const yes = $("confirm-remove-yes");
+    const no = $("confirm-remove-no");
+    const close = () => {
+      yes.onclick = null;
+      no.onclick = null;
+      dialog.close();
+    };
+    yes.onclick = () => {
+      close();
+      enqueue({ t: "act", app: "app-registry", input: { kind: "remove", app_scope: app.app_scope, confirmed: true } }, null);
+    };
+    no.onclick = close;
+    dialog.showModal();
+  }
+
+  function renderSwitcher(stack) {
+    const list = $("focus-stack");
+    list.replaceChildren();
+    const front = [...stack].reverse(); // the registry keeps the foreground instance last
+    front.forEach((instance, index) => {
+      const row = el("li", null, index === 0 ? "front" : "");
+      const button = el("button", index === 0 ? `${instance.instance_id} (in front)` : instance.instance_id);
+      button.type = "button";
+      button.disabled = index === 0;
+      button.addEventListener("click", () => enqueue(
+        { t: "intent", intent: "focus_app", app_scope: instance.app_scope }, null));
+      row.append(button);
+      list.append(row);
+    });
+    if (!front.length) list.append(el("li", "nothing open yet", "muted"));
+  }
+
+  // -- the page's own controls -------------------------------------------------------------
+
+  function showView(name) {
+    for (const [tab, view] of [["tab-chat", "chat-view"], ["tab-apps", "apps-view"]]) {
+      const selected = view === name;
+      $(tab).setAttribute("aria-selected", String(selected));
+      $(view).hidden = !selected;
+    }
+  }
+
+  function send(event) {
+    event.preventDefault();
+    const box = $("composer-text");
+    const text = box.value;
+    if (!text.trim()) return;
+    enqueue({ t: "act", app: "chat", input: { kind: "send", text } }, text);
+    box.value = "";
+    box.focus();
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    $("tab-chat").addEventListener("click", () => showView("chat-view"));
+    $("tab-apps").addEventListener("click", () => showView("apps-view"));
+    $("composer").addEventListener("submit", send);
+    $("composer-text").addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) send(event);
+    });
+    renderQueue();
+    showConnection();
+    connect();
+  });
+})();
