@@ -18,6 +18,7 @@ from actors.contracts import Code, ContractError
 from actors.kernel import CallFailed, new_id
 
 from ._calls import SLOT_ACTIVATION, SLOT_STARTING, Call, envelope, outbox_item
+from ._deadlines import HANDLING as RUNTIME_OPERATION
 
 if TYPE_CHECKING:
     from ._actor import ToolRouterActor
@@ -115,10 +116,13 @@ class Activations:
                 if foreground and previous and previous != instance_id and _restores(call):
                     call.previous_foreground = previous
                 call.note("activation_ready", instance_id=call.instance_id)
-                env = envelope(
-                    call, "lineup.tool.activation_ready", {}, id=call.slot_id(SLOT_ACTIVATION)
-                )
-                await self.router.write({"outbox": [outbox_item(env)]})
+                # A runtime operation's `started` says it is ready, in front and running:
+                # the agent gets no separate receipt for the activation.
+                if call.tool.get("handling") != RUNTIME_OPERATION:
+                    env = envelope(
+                        call, "lineup.tool.activation_ready", {}, id=call.slot_id(SLOT_ACTIVATION)
+                    )
+                    await self.router.write({"outbox": [outbox_item(env)]})
                 await self.router.dispatch(call)
         self.waiting.pop(key, None)
 

@@ -484,6 +484,9 @@ class ToolRouterActor(Actor):
             raise ContractError(
                 Code.OWNERSHIP_MISMATCH, f"{call.call_id} is the runtime's until its deadline"
             )
+        if kind == "result" and self.operations.owned(call):
+            await self.operations.answered(call)
+            return
         if kind == "progress":
             # What is derived from the report takes the call's id too: message ids are
             # unique per sender only, and an app's report ids (derive_id(call_id, n)) are

@@ -1,8 +1,9 @@
 """Deadline operations: a call the runtime owns until a moment it recorded.
 
-An app's handler hands its call over by answering with a deadline (`duration_ms`, and a
-small `display` map for its own use), instead of a result. From then on the tool router
-alone ends the call, and the app's reports on it are refused:
+A tool declared `handling: runtime_operation` is one: its app's handler hands its call
+over by answering with a deadline (`duration_ms`, and a small `display` map for its own
+use), never with a result. From then on the tool router alone ends the call, and the app's
+reports on it are refused:
 
     waiting_foreground ─▶ running ─▶ finished      (at ends_ms: the one final result)
             │                └──────▶ interrupted  (the agent's cancel or stop call, the
@@ -37,6 +38,7 @@ RUNNING: Final = "running"
 FINISHED: Final = "finished"
 INTERRUPTED: Final = "interrupted"
 CALL_STATE: Final = "deadline"  # the state of a call whose deadline operation is open
+HANDLING: Final = "runtime_operation"  # how a tool whose calls become deadlines is declared
 MAX_DURATION_MS: Final = 86_400_000  # a day, like a call's absolute cap
 MAX_DISPLAY_BYTES: Final = 4096
 # The kernel messages that tell the app its operation started, and ended: ids derived from

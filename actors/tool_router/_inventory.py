@@ -5,8 +5,9 @@ the reason given for it):
 
 1. its app is installed and enabled;
 2. this runtime serves every SDK feature the app requires, and `app.tools.v1`;
-3. this runtime serves how the tool is handled and delivered (`direct` handling through
-   the app's SDK, today);
+3. this runtime serves how the tool is handled and delivered (through the app's SDK:
+   `direct`, the handler's answer, or `runtime_operation`, a deadline operation the
+   handler hands to the runtime);
 4. the host offers every capability the tool may request;
 5. the policy allows it for this agent and conversation (deny beats allow);
 6. its preconditions hold: a tool whose app may not be launched for it (`launch: never`)
@@ -30,7 +31,7 @@ from actors.contracts import RUNTIME_SDK_FEATURES, ToolDescriptor
 from ._policy import Policy
 
 TOOLS_FEATURE: Final = "app.tools.v1"
-SERVED_HANDLING: Final = frozenset({"direct"})
+SERVED_HANDLING: Final = frozenset({"direct", "runtime_operation"})
 SERVED_DELIVERY: Final = frozenset({"miniapp_sdk"})
 COMPONENTS: Final = ("text", "markdown", "status", "task", "choice", "confirm", "input")
 

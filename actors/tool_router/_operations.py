@@ -39,6 +39,7 @@ from ._calls import (
 )
 from ._deadlines import (
     CALL_STATE,
+    HANDLING,
     MAX_DISPLAY_BYTES,
     MAX_DURATION_MS,
     TOLD_ENDED,
@@ -108,6 +109,8 @@ class DeadlineOperations:
         """Why the app's deadline cannot be taken (the audit's detail), or None."""
         if call.state != "running":
             return f"{call.call_id} is {call.state}, not running"
+        if call.tool.get("handling") != HANDLING:
+            return f"{call.method} is not declared handling {HANDLING}"
         if not isinstance(duration, int) or not 1 <= duration <= MAX_DURATION_MS:
             return f"duration_ms {duration!r} is not 1 to {MAX_DURATION_MS}"
         if len(json.dumps(display, separators=(",", ":"))) > MAX_DISPLAY_BYTES:
@@ -151,6 +154,16 @@ class DeadlineOperations:
             message=f"until {ends_at}",
         )
         await self.tell_app(operation, TOLD_STARTED)
+
+    async def answered(self, call: Call) -> None:
+        """The app answered a call whose result is the runtime's: it does not count."""
+        failed = ContractError(Code.HANDLER_FAILED, f"{call.method} answered a {HANDLING} itself")
+        detail = f"{call.app_scope} sent a result for {call.method}, whose result is the runtime's"
+        await self.router.finish(call, error=failed, audit_detail=detail)
+
+    def owned(self, call: Call) -> bool:
+        """Whether the call's result is the runtime's: handed over, or to be."""
+        return call.operation is not None or call.tool.get("handling") == HANDLING
 
     async def ended(self, call: Call) -> None:
         """Its call has its final: the app hears how the operation ended."""

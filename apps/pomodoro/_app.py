@@ -149,6 +149,8 @@ class PomodoroApp(RuntimeApp):
         },
         output_schema=_FINISHED,
         call_model="operation",
+        # Its result is the runtime's: the timer is a deadline operation.
+        handling="runtime_operation",
         risk="low",
         # The user should see the timer they just asked for.
         activation_requirement="foreground_required",

@@ -50,6 +50,7 @@ def test_the_pomodoro_manifest_is_what_its_declarations_say() -> None:
         "additionalProperties": False,
     }
     assert start["activation_requirement"] == "foreground_required"
+    assert (start["handling"], start["call_model"]) == ("runtime_operation", "operation")
     assert start["launch_policy"] == {
         "launch": "if_needed",
         "focus": "foreground",

@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from actors.contracts import utc_timestamp
-from actors.store import read_tool_deadlines
+from actors.store import read_outbox_envelopes, read_tool_deadlines
 from apps.chat import history
 from lineup.terminal_chat import parse_line
 from lineup.ui_session import UiSession
@@ -200,6 +200,11 @@ async def test_the_runtime_ends_the_call_at_its_deadline_with_one_result(
     await wait_for(lambda: len(_told(stack, "call_t1")) >= 2, 30, "the app told of the end")
     assert _told(stack, "call_t1") == ["running", "finished"]
 
+
+async def test_a_deadline_only_where_the_tool_declares_it_and_in_front_when_it_must_be(
+    stack: Stack, timers: tuple[Path, Path]
+) -> None:
+    agent = await _timers_ready(stack, timers)
     # A tool whose output schema cannot take the runtime's result gets no deadline.
     row = await agent.call("call_misfit", "timer.misfit", arguments={"seconds": 1})
     assert (row["state"], row["code"]) == ("failed", "handler_failed"), row
@@ -207,12 +212,38 @@ async def test_the_runtime_ends_the_call_at_its_deadline_with_one_result(
     audited = {a["message_id"]: a for a in stack.audit()}
     assert "output schema does not take" in audited[row["envelope_id"]]["detail"]
 
-    # A foreground tool starts its deadline once its app is in front.
+    # Only a tool declared `handling: runtime_operation` hands its call over, and such a
+    # tool's result is the runtime's alone: either way wrong ends the call, audited.
+    wrong = {
+        "call_direct": ("timer.direct", "is not declared handling runtime_operation"),
+        "call_answers": ("timer.answers", "whose result is the runtime's"),
+    }
+    for call_id, (method, why) in wrong.items():
+        row = await agent.call(call_id, method, arguments={"seconds": 1})
+        assert (row["state"], row["code"]) == ("failed", "handler_failed"), row
+        assert why in {a["message_id"]: a for a in stack.audit()}[row["envelope_id"]]["detail"]
+        assert _operation(stack, call_id) is None
+
+    # A foreground tool starts its deadline once its app is in front; its `started` says it
+    # is ready, so the agent gets no separate receipt for the activation.
     row = await agent.call("call_front", "timer.front", arguments={"seconds": 0.5})
     assert row["state"] == "succeeded", row
     front = _operation(stack, "call_front") or {}
     assert front["instance_id"] == f"timers:{CONVERSATION}"
     assert front["ends_ms"] - front["started_ms"] == 500
+    events = [h["event"] for h in row["history"]]
+    assert events.index("activation_ready") < events.index("started"), events
+    receipts = [
+        env["type"]
+        for env in read_outbox_envelopes(stack.data_dir)
+        if env.get("correlation", {}).get("call_id") == "call_front"
+    ]
+    assert receipts == [
+        "lineup.tool.accepted",
+        "lineup.tool.starting",
+        "lineup.tool.progress",
+        "lineup.tool.result",
+    ], receipts
 
 
 async def test_the_deadline_holds_across_kills_and_a_restart_past_its_end(

@@ -19,6 +19,7 @@ from actors.store import (
     read_apps,
     read_inventories,
     read_lifecycle,
+    read_outbox_envelopes,
     read_tool_calls,
     read_tool_deadlines,
 )
@@ -85,6 +86,13 @@ async def test_focus_starts_a_timer_through_the_pomodoro_tool(
         events = [h["event"] for h in calls[0]["history"]]
         assert events[:3] == ["accepted", "starting", "activation_ready"]
         assert events[-2:] == ["deadline", "started"]
+        # `started` says the timer is ready, in front and running: no separate receipt.
+        receipts = [
+            env["type"].removeprefix("lineup.tool.")
+            for env in read_outbox_envelopes(data_dir)
+            if env.get("correlation", {}).get("call_id") == call_id
+        ]
+        assert receipts == ["accepted", "starting", "progress"], receipts
         # The app shows the runtime's timer: its display state, in its session data.
         instance = f"pomodoro:{CONVERSATION}"
         running = {"state": "running", "minutes": 5, "call_id": call_id, "ends_at": ends_at}

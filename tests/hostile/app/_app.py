@@ -95,6 +95,7 @@ class HostileApp(RuntimeApp):
         input_schema={"type": "object", "additionalProperties": False},
         output_schema={"type": "object"},
         timeout_ms=60_000,
+        handling="runtime_operation",
         launch_policy={"launch": "if_needed", "focus": "background"},
     )
     async def hold(self, arguments: dict[str, Any], call: ToolCall) -> Any:

@@ -1,7 +1,9 @@
 """An installed app whose calls the runtime keeps until a deadline, in seconds: run one in
-the background or in front, stop or list the app's own, and one whose output schema cannot
-take a deadline's result. What the runtime tells it of its timers (each start and end) it
-appends to `told.log` in its private directory, the record the tests read."""
+the background or in front, stop or list the app's own; and the ways to get it wrong: an
+output schema that cannot take a deadline's result, a deadline from a tool declared to
+answer itself, an answer from a tool whose result is declared the runtime's. What the
+runtime tells it of its timers (each start and end) it appends to `told.log` in its private
+directory, the record the tests read."""
 
 from __future__ import annotations
 
@@ -54,6 +56,7 @@ class TimersApp(RuntimeApp):
         input_schema=_SECONDS,
         output_schema=_FINISHED,
         call_model="operation",
+        handling="runtime_operation",
         timeout_ms=10_000,
         launch_policy=_BACKGROUND,
     )
@@ -67,6 +70,7 @@ class TimersApp(RuntimeApp):
         input_schema=_SECONDS,
         output_schema=_FINISHED,
         call_model="operation",
+        handling="runtime_operation",
         timeout_ms=20_000,
         activation_requirement="foreground_required",
         launch_policy={"launch": "if_needed", "focus": "foreground"},
@@ -105,8 +109,30 @@ class TimersApp(RuntimeApp):
             "required": ["n"],
             "additionalProperties": False,
         },
+        handling="runtime_operation",
         launch_policy=_BACKGROUND,
     )
     async def misfit(self, arguments: dict[str, Any]) -> Any:
         """Asks for a deadline its output schema cannot take."""
         return self.sdk.tools.deadline(arguments["seconds"])
+
+    @tool(
+        "timer.direct",
+        input_schema=_SECONDS,
+        output_schema={"type": "object"},
+        launch_policy=_BACKGROUND,
+    )
+    async def direct(self, arguments: dict[str, Any]) -> Any:
+        """Asks for a deadline, though declared to answer itself."""
+        return self.sdk.tools.deadline(arguments["seconds"])
+
+    @tool(
+        "timer.answers",
+        input_schema=_SECONDS,
+        output_schema={"type": "object"},
+        handling="runtime_operation",
+        launch_policy=_BACKGROUND,
+    )
+    async def answers(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Answers itself, though its result is declared the runtime's."""
+        return {"state": "finished"}
