@@ -162,11 +162,20 @@
   }
 
   function settle(clientId) {
+    const settled = state.queue.find((entry) => entry.client_id === clientId);
     state.sending.delete(clientId);
-    state.queue = state.queue.filter((entry) => entry.client_id !== clientId);
+    state.queue = state.queue.filter((entry) => entry !== settled);
     saveQueue();
     renderQueue();
-    renderAll();
+    if (settled && settled.frame.input) refreshAsk(settled.frame.input.interaction_id);
+  }
+
+  // The card of a question re-drawn (its controls off while an answer to it is queued).
+  function refreshAsk(interactionId) {
+    if (!interactionId) return;
+    for (const item of state.items.values()) {
+      if (item.ask && item.ask.interaction_id === interactionId) place(renderItem(item), item.order);
+    }
   }
 
   function queuedAnswers() {
@@ -205,10 +214,6 @@
     state.pos = frame.pos;
     renderTasks(frame.tasks || []);
     if (nearBottom || frame.reset) timeline.scrollTop = timeline.scrollHeight;
-  }
-
-  function renderAll() {
-    for (const item of state.items.values()) place(renderItem(item), item.order);
   }
 
   // Each item is one <li> with data-id, kept in timeline order: a changed item replaces
@@ -293,6 +298,7 @@
 
   function answer(ask, fields, label) {
     enqueue({ t: "act", app: "chat", input: { kind: "answer", interaction_id: ask.interaction_id, ...fields } }, label);
+    refreshAsk(ask.interaction_id);
   }
 
   function renderAsk(item) {

@@ -1,0 +1,153 @@
+"""The web host in a real runtime on a real AppServer (the runtime tests' `stack`), and one
+headless Chromium per test module, driven by Selenium through Debian's chromedriver.
+
+Selenium's calls block: they run in a worker thread (`in_browser`), so the test's trio loop
+keeps running the AppServer and the agent meanwhile. Waiting is on a condition with a
+deadline (WebDriverWait in the browser, `wait_for` in trio).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import trio
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.webdriver.chrome.webdriver import WebDriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+import supervisor
+from actors.web_host import endpoint_alive, read_endpoint
+from lineup.web_cmd import current_url
+from peers.appserver import STORE_FILE
+from tests.kernel.helpers import Runtime
+from tests.runtime.conftest import stack
+from tests.runtime.helpers import Stack, runtime_config, wait_for
+
+from ._png import distinct_colours
+
+__all__ = ["stack"]
+
+T = TypeVar("T")
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+# This machine's network is closed, and a test browser must not reach out anyway.
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+WAIT_S = 20.0
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    with tempfile.TemporaryDirectory(prefix="lineup-chromium-") as profile:
+        options.add_argument(f"--user-data-dir={profile}")
+        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        try:
+            driver.set_window_size(1400, 900)
+            yield driver
+        finally:
+            driver.quit()
+
+
+async def in_browser(call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)` in a worker thread: Selenium blocks, the trio loop must not."""
+    return await trio.to_thread.run_sync(partial(call, *args))
+
+
+def until(driver: WebDriver, condition: Callable[[WebDriver], T], timeout: float = WAIT_S) -> T:
+    """`condition`'s first truthy value; the page redraws an item by replacing its element,
+    so an element found a moment ago may be gone: the condition is asked again."""
+    wait = WebDriverWait(
+        driver,
+        timeout,
+        poll_frequency=0.05,
+        ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
+    )
+    return wait.until(condition)
+
+
+def web_config(data_dir: Path, url: str) -> dict[str, Any]:
+    """The runtime tests' configuration, with the web host (any free port) last."""
+    config = runtime_config(data_dir, url)
+    web = supervisor.default_config(data_dir, appserver_url=url, web_port=0).children[-1]
+    assert web.name == "web_host"
+    config["children"].append(web.model_dump(mode="json"))
+    return config
+
+
+async def start_web_runtime(stack: Stack) -> int:
+    """An AppServer, the runtime with its web host on it; the web host's port."""
+    await stack.start_appserver()
+    stack.data_dir.mkdir(parents=True, exist_ok=True)
+    stack.runtime = Runtime(
+        stack.data_dir, web_config(stack.data_dir, stack.url), log_dir=stack.base
+    )
+    await stack.start_runtime()
+    endpoint = await wait_for(
+        lambda: (e := read_endpoint(stack.data_dir)) and endpoint_alive(e) and e,
+        30,
+        "the web host to listen",
+    )
+    return int(endpoint["port"])
+
+
+def open_page(driver: WebDriver, data_dir: Path, conversation: str) -> None:
+    """Open the address `lineup web url` prints, then the conversation, and wait online."""
+    url = current_url(data_dir)
+    assert url is not None
+    driver.get(url)
+    driver.get(driver.current_url + f"?conversation={conversation}")
+    until(driver, lambda d: connection_state(d) == "online")
+
+
+def connection_state(driver: WebDriver) -> str:
+    return str(driver.find_element(By.ID, "connection").get_attribute("data-state"))
+
+
+def shown_items(driver: WebDriver) -> list[tuple[str, str, str]]:
+    """The timeline as the page shows it: (id, state, text) of each item, in order."""
+    script = """
+      return [...document.querySelectorAll('#timeline > li')].map(
+        (li) => [li.dataset.id, li.dataset.state, li.innerText]);
+    """
+    return [tuple(row) for row in driver.execute_script(script)]
+
+
+def appserver_messages(stack: Stack, type_: str) -> list[dict[str, Any]]:
+    """What the AppServer itself recorded as accepted, of one type, in order."""
+    import json
+
+    db = sqlite3.connect(f"file:{stack.appserver_dir / STORE_FILE}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT body FROM messages WHERE type = ? ORDER BY seq", (type_,))
+        return [json.loads(body) for (body,) in rows]
+    finally:
+        db.close()
+
+
+def save_screenshot(driver: WebDriver, path: Path) -> int:
+    """Save what the browser shows as a PNG; the number of colours in it."""
+    png = driver.get_screenshot_as_png()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png)
+    return distinct_colours(png)

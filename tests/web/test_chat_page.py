@@ -1,0 +1,271 @@
+"""The chat and the app registry in a real browser, against a real runtime and AppServer:
+what the agent says appears (its Markdown made safe), the user's answers and messages
+reach the agent exactly once (the AppServer's own record says so), also when typed while
+the AppServer is down or while the web host restarts after a SIGKILL, and the page keeps
+the same timeline across that restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from selenium.webdriver.chrome.webdriver import WebDriver
+from selenium.webdriver.common.by import By
+
+from actors.store import read_apps
+from actors.web_host import endpoint_alive, read_endpoint
+from tests.runtime.helpers import CONVERSATION, Stack, wait_for
+
+from .conftest import (
+    appserver_messages,
+    connection_state,
+    in_browser,
+    open_page,
+    save_screenshot,
+    shown_items,
+    start_web_runtime,
+    until,
+)
+
+MARKDOWN = (
+    "**Plan** for today, see [the notes](https://example.org/notes?a=1).\n\n"
+    "- <b>not bold</b> <img src=x onerror=alert(1)>\n"
+    "- `code` and [a trap](javascript:alert(1))\n"
+)
+
+
+def _item(driver: WebDriver, item_id: str) -> Any:
+    return driver.find_element(By.CSS_SELECTOR, f'#timeline li[data-id="{item_id}"]')
+
+
+def _click(driver: WebDriver, item_id: str, label: str) -> None:
+    def clicked(d: WebDriver) -> bool:
+        for candidate in _item(d, item_id).find_elements(By.CSS_SELECTOR, ".card button"):
+            if candidate.text == label and candidate.is_enabled():
+                candidate.click()
+                return True
+        return False
+
+    until(driver, clicked)
+
+
+def _type_answer(driver: WebDriver, item_id: str, text: str) -> None:
+    def typed(d: WebDriver) -> bool:
+        _item(d, item_id).find_element(By.CSS_SELECTOR, ".card input").send_keys(text + "\n")
+        return True
+
+    until(driver, typed)
+
+
+def _type_message(driver: WebDriver, text: str) -> None:
+    driver.find_element(By.ID, "composer-text").send_keys(text + "\n")
+
+
+def _user_texts(stack: Stack) -> list[str]:
+    return [
+        m["payload"]["text"]
+        for m in appserver_messages(stack, "lineup.message")
+        if m["sender"]["kind"] == "user"
+    ]
+
+
+def _settled(driver: WebDriver) -> list[tuple[str, str, str]] | None:
+    """The timeline once nothing in it waits for a verdict and nothing is queued."""
+    items = shown_items(driver)
+    queued = driver.find_elements(By.CSS_SELECTOR, "#queued > li")
+    if queued or any(state == "pending" for _, state, _ in items):
+        return None
+    return items
+
+
+def _fits(driver: WebDriver, width: int) -> bool:
+    driver.set_window_size(width, 900)
+    return bool(
+        driver.execute_script(
+            "return document.documentElement.scrollWidth <= window.innerWidth"
+            " && window.innerWidth <= arguments[0]",
+            width,
+        )
+    )
+
+
+async def test_the_agent_and_the_user_meet_in_the_page_once_also_across_a_kill(
+    stack: Stack, browser: WebDriver, tmp_path: Path
+) -> None:
+    await start_web_runtime(stack)
+    agent = await stack.start_agent()
+    said = await agent.send_markdown(CONVERSATION, MARKDOWN)
+    await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
+
+    # The agent's Markdown: a link shown with its address, opened only by a click in a new
+    # tab without an opener; raw HTML and a javascript: link only as text.
+    shown = await in_browser(until, browser, lambda d: _item(d, said.message_id))
+    link = shown.find_element(By.CSS_SELECTOR, ".md a")
+    assert link.get_attribute("href") == "https://example.org/notes?a=1"
+    assert (link.get_attribute("rel"), link.get_attribute("target")) == (
+        "noopener noreferrer",
+        "_blank",
+    )
+    assert "the notes (https://example.org/notes?a=1)" in shown.text
+    assert "<b>not bold</b> <img src=x onerror=alert(1)>" in shown.text
+    assert "[a trap](javascript:alert(1))" in shown.text
+    assert shown.find_elements(By.CSS_SELECTOR, "b, img, script, iframe") == []
+    assert len(shown.find_elements(By.CSS_SELECTOR, "a")) == 1
+
+    # A choice, a confirm and an input, answered in the page.
+    choice = await agent.ask_choice(
+        CONVERSATION, "Which colour?", {"red": "Red", "green": "Green"}, interaction_id="colour"
+    )
+    confirm = await agent.ask_confirm(
+        CONVERSATION, "Ship it?", confirm_label="Ship", cancel_label="Wait", interaction_id="ship"
+    )
+    asked = await agent.ask_input(
+        CONVERSATION, "Release name?", placeholder="Sprint 12", interaction_id="name"
+    )
+    await in_browser(_click, browser, choice.message_id, "Green")
+    await in_browser(_click, browser, confirm.message_id, "Ship")
+    await in_browser(_type_answer, browser, asked.message_id, "Orion")
+
+    def answers() -> dict[str, list[dict[str, Any]]] | None:
+        found: dict[str, list[dict[str, Any]]] = {}
+        for message in appserver_messages(stack, "lineup.interaction.response"):
+            found.setdefault(message["payload"]["interaction_id"], []).append(message["payload"])
+        return found if len(found) == 3 else None
+
+    await wait_for(answers, 30, "the three answers at the AppServer")
+    asks = (choice.message_id, confirm.message_id, asked.message_id)
+
+    def answered(d: WebDriver) -> bool:
+        return _settled(d) is not None and all("answered" in _item(d, m).text for m in asks)
+
+    await in_browser(until, browser, answered)
+    received = answers() or {}  # settled: nothing more may come
+    assert [len(received[key]) for key in ("colour", "ship", "name")] == [1, 1, 1]
+    assert received["colour"][0]["selected"] == ["green"]
+    assert received["ship"][0]["confirmed"] is True
+    assert received["name"][0]["text"] == "Orion"
+
+    # Readable at 1400 and at 400 px wide: nothing wider than the window; saved, drawn.
+    for width in (1400, 400):
+        assert await in_browser(_fits, browser, width), width
+        colours = await in_browser(save_screenshot, browser, tmp_path / f"chat-{width}.png")
+        assert colours > 20, f"the {width} px screenshot looks blank ({colours} colours)"
+    await in_browser(browser.set_window_size, 1400, 900)
+
+    # SIGKILL the web host mid-session, and type at once: the page reconnects to the
+    # restarted web host, shows the same timeline, and what was typed goes out once.
+    before = await in_browser(until, browser, _settled)
+    killed = read_endpoint(stack.data_dir)
+    assert killed is not None and stack.kill("web_host")
+    await in_browser(_type_message, browser, "typed while it restarts")
+    restarted = await wait_for(
+        lambda: (
+            (e := read_endpoint(stack.data_dir))
+            and e["pid"] != killed["pid"]
+            and endpoint_alive(e)
+            and e
+        ),
+        30,
+        "the web host to restart",
+    )
+    assert restarted["port"] == killed["port"]
+    await wait_for(
+        lambda: _user_texts(stack).count("typed while it restarts") >= 1, 30, "the typed message"
+    )
+    await agent.send_text(CONVERSATION, "after the restart")
+    await in_browser(
+        until, browser, lambda d: any("after the restart" in text for *_, text in shown_items(d))
+    )
+    after = await in_browser(until, browser, _settled)
+    assert await in_browser(connection_state, browser) == "online"
+    assert after[: len(before)] == before
+    assert [text.splitlines()[-1] for *_, text in after[len(before) :]] == [
+        "typed while it restarts",
+        "after the restart",
+    ]
+    assert len({item_id for item_id, *_ in after}) == len(after)
+    assert _user_texts(stack).count("typed while it restarts") == 1
+
+
+async def test_messages_typed_while_the_appserver_is_down_wait_and_go_out_once(
+    stack: Stack, browser: WebDriver
+) -> None:
+    await start_web_runtime(stack)
+    agent = await stack.start_agent()
+    await agent.send_text(CONVERSATION, "hello")
+    await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
+    await in_browser(until, browser, lambda d: len(shown_items(d)) == 1)
+
+    await stack.stop_appserver()
+    await stack.wait_lifecycle("offline_degraded")
+    await in_browser(until, browser, lambda d: connection_state(d) == "offline")
+    typed = ["first", "second", "third"]
+    for text in typed:
+        await in_browser(_type_message, browser, text)
+
+    def pending(d: WebDriver) -> bool:
+        items = shown_items(d)[1:]
+        return [state for _, state, _ in items] == ["pending"] * 3
+
+    await in_browser(until, browser, pending)
+    assert _user_texts(stack) == []
+
+    await stack.start_appserver()
+    await in_browser(until, browser, lambda d: connection_state(d) == "online", 30)
+    settled = await in_browser(until, browser, _settled, 30)
+    assert [state for _, state, _ in settled[1:]] == ["accepted"] * 3
+    assert _user_texts(stack) == typed
+
+
+async def test_the_registry_and_the_switcher_in_the_page(stack: Stack, browser: WebDriver) -> None:
+    await start_web_runtime(stack)
+    await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
+    await in_browser(lambda: browser.find_element(By.ID, "tab-apps").click())
+
+    def app_button(d: WebDriver, app: str, label: str) -> Any:
+        row = d.find_element(By.CSS_SELECTOR, f'#apps-list li[data-app="{app}"]')
+        found = [b for b in row.find_elements(By.TAG_NAME, "button") if b.text == label]
+        return found[0] if found and found[0].is_enabled() else None
+
+    # Set the default app: the app manager records it, the page says so.
+    await in_browser(
+        lambda: until(browser, lambda d: app_button(d, "settings", "Set as default")).click()
+    )
+    await wait_for(
+        lambda: read_apps(stack.data_dir)["settings"].get("default_app") == "settings",
+        30,
+        "settings to be the default app",
+    )
+    await in_browser(
+        until, browser, lambda d: "opens settings" in d.find_element(By.ID, "apps-default").text
+    )
+
+    # Remove asks first; kept, nothing is asked of the runtime; confirmed, a core app is
+    # refused, and the page says why.
+    def operations() -> list[str]:
+        return [op["kind"] for op in read_apps(stack.data_dir)["operations"]]
+
+    before = operations()
+    await in_browser(lambda: until(browser, lambda d: app_button(d, "chat", "Remove…")).click())
+    await in_browser(lambda: browser.find_element(By.ID, "confirm-remove-no").click())
+    await in_browser(lambda: until(browser, lambda d: app_button(d, "chat", "Remove…")).click())
+    await in_browser(lambda: browser.find_element(By.ID, "confirm-remove-yes").click())
+    refusal = await in_browser(
+        until,
+        browser,
+        lambda d: next(
+            (
+                li.text
+                for li in d.find_elements(By.CSS_SELECTOR, "#operations li")
+                if "remove chat" in li.text
+            ),
+            None,
+        ),
+    )
+    assert "core_app_protected" in refusal
+    assert operations().count("remove") == before.count("remove") + 1
+    assert "chat" in [r["app_scope"] for r in read_apps(stack.data_dir)["records"]]
+
+    # The switcher shows the focus stack, the chat in front.
+    front = await in_browser(lambda: browser.find_element(By.CSS_SELECTOR, "#focus-stack li").text)
+    assert front == "chat:main (in front)"
