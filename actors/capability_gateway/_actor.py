@@ -17,6 +17,12 @@ before its record finds the request started at its next start: an effect that is
 repeat runs again (`file.save` writes the same file), any other ends `in_doubt`, never run
 twice. The app's call is answered when the outcome is recorded; while the user decides the
 request waits in the store, not in the mailbox (`REPLY_LATER`), so other requests go on.
+
+An app's refusals are written one by one while it has had few (`REFUSALS_KEPT`, then one a
+second); past that they are counted and written as one audit row
+(`capability.refusals_unrecorded`), so a flood of bad requests costs the store little and
+the other apps' requests nothing. Such a refusal keeps no row: asked again, it is decided
+again.
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ log = logging.getLogger("lineup.capability_gateway")
 
 DEADLINE_POLL_S: Final = 0.1
 DEFAULT_TIMEOUT_MS: Final = 60_000
+REFUSALS_KEPT: Final = 20  # refusals of one app written one by one before they are counted
+REFUSALS: Final = "refusals"  # the refusal budget's key beside the app's scope
 CARD_OPEN, CARD_CLOSED = 1, 2  # the slots of a request's two messages to the chat
 _CHAT: Final = f"app.{SCOPE_CHAT}"
 # Why a request ends without its effect: (status, code for the app, audit code, detail).
@@ -116,6 +124,10 @@ class CapabilityGatewayActor(ArtifactSaves, Actor):
         self.core = {str(m["app_scope"]): m for m in self.config.get("core_apps", [])}
         self.providers: dict[str, Provider] = host_providers(self.data_dir, os.environ)
         self.rates = RateLimiter.from_config(self.config.get("rate_limit"))
+        # An app's refusals are each written while it has few; past that, counted and written
+        # as one row a second at most, so a flood of bad requests costs the store little.
+        self.refusals = RateLimiter(burst=REFUSALS_KEPT, per_minute=60.0)
+        self.unrecorded: dict[str, int] = {}
         self.call_timeout = float(self.config.get("call_timeout", 2.0))
         self.open: dict[str, Pending] = {}
         self.grants: dict[tuple[str, str], dict[str, Any]] = {}
@@ -201,8 +213,12 @@ class CapabilityGatewayActor(ArtifactSaves, Actor):
         if refusal is not None:
             status, code, audit_code, detail = refusal
             finished = _finished(row, status, code)
-            await self.write({"insert": finished, "audit": [_audit(audit_code, row, detail)]})
             self.counts[status.value] += 1
+            if not self.refusals.take(scope, REFUSALS):  # a flood: counted, not written
+                self.unrecorded[scope] = self.unrecorded.get(scope, 0) + 1
+                return result_of(finished)
+            audit = [_audit(audit_code, row, detail), *self._unrecorded(scope)]
+            await self.write({"insert": finished, "audit": audit})
             return result_of(finished)
         grant = self.grants.get((scope, row["capability"]))
         if grant is not None and grant["scope"] in ("session", "always"):
@@ -340,9 +356,20 @@ class CapabilityGatewayActor(ArtifactSaves, Actor):
         rows = [{k: grant.get(k) for k in fields} for _, grant in sorted(self.grants.items())]
         return {"grants": rows}
 
+    def _unrecorded(self, scope: str) -> list[dict[str, Any]]:
+        """The audit row that counts an app's refusals left unwritten, if there were any."""
+        count = self.unrecorded.pop(scope, 0)
+        if not count:
+            return []
+        detail = f"{scope}: {count} more requests refused, each not recorded (too many)"
+        return [{"code": "capability.refusals_unrecorded", "detail": detail, "message_id": None}]
+
     async def _watch_deadlines(self) -> None:
         while True:
             await trio.sleep(DEADLINE_POLL_S)
+            for scope in list(self.unrecorded):  # a flood that ended is counted once it has
+                if self.refusals.take(scope, REFUSALS):
+                    await self.write({"audit": self._unrecorded(scope)})
             now = now_ms()
             for pending in list(self.open.values()):
                 row = pending.row

@@ -18,6 +18,8 @@ from tests.runtime.helpers import wait_for
 
 from .conftest import Hostile
 
+FLOOD = 2_000  # refused requests, each under an id of its own
+
 
 def _order(hostile: Hostile, name: str, options: dict[str, object]) -> None:
     """An order the running hostile app waits for, added whole (readable by its uid)."""
@@ -80,3 +82,40 @@ async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
     assert any(
         a["message_id"].startswith("hostile/") and "not declared" in a["detail"] for a in audited
     )
+
+
+async def test_a_flood_of_refused_requests_costs_the_store_little_and_others_nothing(
+    hostile: Hostile,
+    keeper: tuple[Path, Path],  # noqa: F811 - the fixture imported above
+) -> None:
+    stack = hostile.stack
+    agent = await keeper_ready(stack, keeper)
+    await hostile.install({"attacks": ["flood_requests"], "flood_requests": {"count": FLOOD}})
+    await hostile.launch()
+    # While the flood goes on, the keeper's request reaches the user and is answered.
+    await ask(agent, "f-1", "notification.show", {"text": "through the flood"})
+    answer(stack, await card_for(stack, "notification.show"), "once")
+    assert (await outcome(stack, "f-1"))["status"] == "completed"
+    result = await wait_for(
+        lambda: (hostile.report() or {}).get("results", {}).get("flood_requests"),
+        120,
+        "the hostile app's flood",
+    )
+    assert result["sent"] == FLOOD, result
+
+    def counted() -> int:
+        written = hostile.runtime_rows(
+            "SELECT COUNT(*) FROM capability_requests WHERE app_scope = 'hostile'"
+        )[0][0]
+        summaries = [
+            a["detail"] for a in stack.audit() if a["code"] == "capability.refusals_unrecorded"
+        ]
+        unwritten = sum(int(d.split(": ")[1].split(" ")[0]) for d in summaries)
+        return int(written + unwritten)
+
+    # Every request is accounted for: a row each for the first few, a count for the rest.
+    await wait_for(lambda: counted() == FLOOD, 60, "every refused request accounted for")
+    written = hostile.runtime_rows(
+        "SELECT COUNT(*) FROM capability_requests WHERE app_scope = 'hostile'"
+    )[0][0]
+    assert written < FLOOD // 10, written

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from actors.kernel import CallFailed, derive_id, new_id
 
 from ._artifact_attacks import steal_artifact
-from ._capability_attacks import forge_consent
+from ._capability_attacks import flood_requests, forge_consent
 from ._deadline_attacks import seize_deadline
 from ._diagnostic_attacks import speak_for_others
 from ._session_attacks import dress_session_data, reach_session_data
@@ -454,6 +454,7 @@ ATTACKS: dict[str, Attack] = {
         speak_for_others,
         steal_artifact,
         forge_consent,
+        flood_requests,
         reach_session_data,
         dress_session_data,
         reach_settings,

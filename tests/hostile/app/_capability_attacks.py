@@ -5,6 +5,7 @@ not declare asked for, and inputs its SDK cannot send."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from actors.kernel import new_id
@@ -49,3 +50,15 @@ async def forge_consent(app: HostileApp, options: dict[str, Any]) -> dict[str, A
             "notification.show", "x", {"text": "x" * 300_000}
         ),
     }
+
+
+async def flood_requests(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]:
+    """`count` requests for a capability it did not declare, each under a new id, as fast as
+    the channel takes them: each one refused, and none may cost the store a row of its own
+    for long."""
+    count = int(options.get("count", 2000))
+    started = time.monotonic()
+    for n in range(count):
+        body = {"request_id": f"flood-{n}", "capability": "notification.show", "purpose": "x"}
+        await app.cast(GATEWAY, "capability_gateway.request", body, id=new_id())
+    return {"sent": count, "seconds": round(time.monotonic() - started, 3)}
