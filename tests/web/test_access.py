@@ -16,12 +16,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from selenium.webdriver.chrome.webdriver import WebDriver
 
-from actors.web_host import mint_key
+from actors.web_host import mint_key, read_endpoint
 from tests.runtime.helpers import Stack
 
 from .conftest import in_browser, open_page, start_web_runtime, until
 
-ROUTES = ("/", "/app.js", "/style.css", "/ws", "/surface/chat/index.html", "/nothing-here")
+ROUTES = ("/", "/app.js", "/style.css", "/ws", "/nothing-here")
+HELLO = '{"t": "hello", "page": "accesspage01", "conversation": "conv-1", "since": 0, "open": []}'
+# Opens the page's WebSocket, sends the frames, answers the close code.
+CLOSED_BY = """
+  const [frames, done] = [arguments[0], arguments[arguments.length - 1]];
+  const ws = new WebSocket(`ws://${location.host}/ws`);
+  ws.onopen = () => frames.forEach((frame) => ws.send(frame));
+  ws.onclose = (event) => done(event.code);
+"""
 
 
 def _get(port: int, path: str, headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
@@ -100,6 +108,7 @@ async def test_the_key_opens_one_session_and_nothing_opens_without_it(
     assert await in_browser(lambda: _upgrade(port, host=host, origin=f"http://{host}")) == 403
 
     # The key, in the browser: the session cookie, then the page without the key.
+    pid = (read_endpoint(stack.data_dir) or {})["pid"]
     await in_browser(open_page, browser, stack.data_dir, "conv-1")
     assert browser.current_url == f"http://{host}/?conversation=conv-1"
     cookies = {c["name"]: c for c in browser.get_cookies()}
@@ -132,6 +141,13 @@ async def test_the_key_opens_one_session_and_nothing_opens_without_it(
         assert status == 403, (other_host, other_origin_header)
     rebound = await in_browser(_get, port, "/", {"Cookie": cookie, "Host": f"evil.example:{port}"})
     assert rebound.status == 403
+
+    # The page's own socket, from the browser: a frame before the hello, or one past the
+    # size limit, closes it (policy violation, message too big); the web host stays.
+    for frames in (['{"t": "act"}'], [HELLO, "x" * (300 * 1024)]):
+        code = await in_browser(browser.execute_async_script, CLOSED_BY, frames)
+        assert code == (1008 if len(frames) == 1 else 1009), frames
+    assert (read_endpoint(stack.data_dir) or {})["pid"] == pid
 
     # A key is taken once: the same address in a second client opens nothing.
     key = mint_key(stack.data_dir)
