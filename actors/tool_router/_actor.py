@@ -480,11 +480,8 @@ class ToolRouterActor(Actor):
             await self.operations.take(call, msg)
             return
         if call.operation is not None:  # the runtime's call now: its app cannot end it
-            await self.refuse_report(msg, call, "owned")
-            raise ContractError(
-                Code.OWNERSHIP_MISMATCH, f"{call.call_id} is the runtime's until its deadline"
-            )
-        if kind == "result" and self.operations.owned(call):
+            await self.operations.refuse(msg, call)
+        if kind == "result" and self.operations.result_is_runtimes(call):
             await self.operations.answered(call)
             return
         if kind == "progress":

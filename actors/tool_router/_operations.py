@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from actors.contracts import Code, ContractError, InventoryTool, check_tool_output
 from actors.kernel import Message, derive_id
@@ -58,12 +58,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("lineup.tool_router")
 
 
-def _owned(call: Call) -> ContractError:
-    return ContractError(
-        Code.OWNERSHIP_MISMATCH, f"{call.call_id} is the runtime's until its deadline"
-    )
-
-
 class DeadlineOperations:
     def __init__(self, router: ToolRouterActor) -> None:
         self.router = router
@@ -78,8 +72,7 @@ class DeadlineOperations:
         if call.operation is not None:
             if (call.operation.duration_ms, call.operation.display) == (duration, display):
                 return  # the app's report sent again after its restart: taken already
-            await self.router.refuse_report(msg, call, "owned")
-            raise _owned(call)
+            await self.refuse(msg, call)
         refusal = self._refusal(call, duration, display)
         if refusal is not None:
             failed = ContractError(Code.HANDLER_FAILED, "the app's deadline cannot be taken")
@@ -104,6 +97,14 @@ class DeadlineOperations:
             await self.router.write(
                 {"calls": [call.to_row()], "deadlines": [call.operation.to_row()]}
             )
+
+    async def refuse(self, msg: Message, call: Call) -> NoReturn:
+        """A report of the app on a call the runtime holds: refused, and audited (at most once
+        per sender every ten seconds)."""
+        await self.router.refuse_report(msg, call, "owned")
+        raise ContractError(
+            Code.OWNERSHIP_MISMATCH, f"{call.call_id} is the runtime's until its deadline"
+        )
 
     def _refusal(self, call: Call, duration: Any, display: dict[str, Any]) -> str | None:
         """Why the app's deadline cannot be taken (the audit's detail), or None."""
@@ -161,9 +162,9 @@ class DeadlineOperations:
         detail = f"{call.app_scope} sent a result for {call.method}, whose result is the runtime's"
         await self.router.finish(call, error=failed, audit_detail=detail)
 
-    def owned(self, call: Call) -> bool:
-        """Whether the call's result is the runtime's: handed over, or to be."""
-        return call.operation is not None or call.tool.get("handling") == HANDLING
+    def result_is_runtimes(self, call: Call) -> bool:
+        """Whether the call's tool is declared to have its result from the runtime."""
+        return call.tool.get("handling") == HANDLING
 
     async def ended(self, call: Call) -> None:
         """Its call has its final: the app hears how the operation ended."""
@@ -254,7 +255,9 @@ class DeadlineOperations:
         call = self.router.calls.get(str(msg.body["call_id"]))
         if call is None or msg.sender != f"app.{call.app_scope}" or call.state != "running":
             # The same answer for another app's call as for none: nothing says it exists.
-            await self.router.refuse_report(msg, call, "foreign")
+            held = call is not None and call.operation is not None
+            own = call is not None and msg.sender == f"app.{call.app_scope}"
+            await self.router.refuse_report(msg, call, "owned" if own and held else "foreign")
             raise ContractError(
                 Code.OWNERSHIP_MISMATCH, f"{msg.body['call_id']} is not a running call of yours"
             )
