@@ -7,6 +7,7 @@ runtime.db (calls, operations, outbox), the AppServer's store, the chat's log.""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from datetime import UTC, datetime
@@ -172,6 +173,12 @@ async def test_the_runtime_ends_the_call_at_its_deadline_with_one_result(
     assert code == 0, err
     line = next(line for line in out.splitlines() if "call_t1" in line)
     assert "deadline" in line and "ends " in line, out
+    code, out, err = lineup(
+        "tools", "calls", "--state", "deadline", "--json", "--data-dir", stack.data_dir
+    )
+    assert code == 0, err
+    (shown,) = json.loads(out)
+    assert (shown["call_id"], shown["deadline"]["ends_ms"]) == ("call_t1", operation["ends_ms"])
     # The app reads its operation back from the runtime.
     listed = await agent.call("call_l1", "timer.list")
     assert [(t["call_id"], t["state"]) for t in listed["output"]["timers"]] == [
