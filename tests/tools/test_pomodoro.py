@@ -99,6 +99,7 @@ async def test_focus_starts_a_timer_through_the_pomodoro_tool(
         await wait_for(lambda: _shown(data_dir, instance) == running, 30, "the timer shown")
 
         await _the_user_stops_it(data_dir, call_id, running)
+        _the_agent_reads_and_stops_one(data_dir)
         # The timer came to the front for the call; chat is given back once it ended.
         await wait_for(
             lambda: (read_apps(data_dir)["settings"].get("focus_stack") or [""])[-1] == "chat:main",
@@ -142,6 +143,30 @@ async def _the_user_stops_it(data_dir: Path, call_id: str, running: dict[str, An
         30,
         "the stopped timer shown",
     )
+
+
+def _the_agent_reads_and_stops_one(data_dir: Path) -> None:
+    """Through the agent's command line on the embedded AppServer: a one-minute timer
+    started, its status read from the runtime's record, then stopped with `pomodoro.stop`."""
+
+    def call(tool: str, arguments: str = "{}") -> dict[str, Any]:
+        argv = ("agent", "call", "--conversation", CONVERSATION, "--tool", tool)
+        code, out, err = lineup(*argv, "--args", arguments, "--json", "--data-dir", data_dir)
+        assert code == 0, out + err
+        return dict(json.loads(out))
+
+    started = call("pomodoro.start", '{"minutes": 1}')
+    assert started["outcome"] == "started", started
+    status = call("pomodoro.status")["output"]
+    assert (status["state"], status["minutes"], status["ends_at"]) == (
+        "running", 1, started["ends_at"],
+    )  # fmt: skip
+    assert 0 < status["remaining_seconds"] <= 60
+    assert call("pomodoro.stop")["output"] == {"stopped": True}
+    row = next(c for c in read_tool_calls(data_dir) if c["call_id"] == started["call_id"])
+    assert (row["state"], row["code"]) == ("failed", "cancelled_by_user")
+    assert row["detail"].startswith("interrupted by the agent (pomodoro.stop, call ")
+    assert call("pomodoro.status")["output"]["state"] == "stopped"
 
 
 def _shown(data_dir: Path, instance_id: str) -> dict[str, Any] | None:
