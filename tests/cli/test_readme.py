@@ -45,6 +45,8 @@ EXPECTED = {
     "lineup debug mailbox store --body": "",
     "lineup debug dead": "",
     "lineup debug kill router": "",
+    "lineup web url": "http://127.0.0.1:",
+    "lineup web url --json": '"url": "http://127.0.0.1:',
 }
 
 
