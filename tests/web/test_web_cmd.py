@@ -1,0 +1,107 @@
+"""`lineup run` prints the web host's address (`--web-port`, `--no-web`), `lineup web url`
+prints a fresh one for a running runtime, and each says in one sentence what to do when
+there is none."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.kernel.helpers import REPO_ROOT, runtime_processes
+from tests.runtime.helpers import wait_for
+
+ADDRESS = re.compile(r"Web: (http://127\.0\.0\.1:(\d+)/\?key=([A-Za-z0-9_-]+))")
+
+
+def _lineup(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lineup.cli", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def _run(data_dir: Path, log: Path, *flags: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "lineup.cli", "run", "--headless", "--data-dir", str(data_dir),
+             *flags],
+            cwd=REPO_ROOT, env=env, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    process.wait(30)
+    assert not runtime_processes(process.pid)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _status_of(url: str) -> int:
+    address = url.removeprefix("http://")
+    host, _, rest = address.partition("/")
+    connection = http.client.HTTPConnection(host, timeout=10)
+    connection.request("GET", "/" + rest)
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return response.status
+
+
+async def test_lineup_run_prints_the_address_and_lineup_web_url_a_fresh_one(
+    tmp_path: Path,
+) -> None:
+    data_dir, log = tmp_path / "data", tmp_path / "run.log"
+    missing = _lineup("web", "url", "--data-dir", str(data_dir))
+    assert missing.returncode == 2
+    assert "no runtime is running on" in missing.stderr and "Traceback" not in missing.stderr
+    bad_port = _lineup("run", "--web-port", "70000", "--data-dir", str(data_dir))
+    assert bad_port.returncode == 2 and "'70000' is not a port" in bad_port.stderr
+
+    port = _free_port()
+    runtime = _run(data_dir, log, "--web-port", str(port))
+    try:
+        printed = await wait_for(lambda: ADDRESS.search(log.read_text()), 60, "the Web: line")
+        assert int(printed.group(2)) == port
+        fresh = _lineup("web", "url", "--json", "--data-dir", str(data_dir))
+        assert fresh.returncode == 0, fresh.stderr
+        url = json.loads(fresh.stdout)["url"]
+        assert url.startswith(f"http://127.0.0.1:{port}/?key=") and url != printed.group(1)
+        # Each opens a session once.
+        assert [_status_of(u) for u in (printed.group(1), url, url)] == [303, 303, 403]
+    finally:
+        _stop(runtime)
+
+
+async def test_lineup_run_no_web_starts_no_web_host(tmp_path: Path) -> None:
+    data_dir, log = tmp_path / "data", tmp_path / "run.log"
+    runtime = _run(data_dir, log, "--no-web")
+    try:
+        def names() -> list[str]:
+            done = _lineup("debug", "actors", "--json", "--data-dir", str(data_dir))
+            return [actor["name"] for actor in json.loads(done.stdout or "[]")]
+
+        # Every child started (the host is the last of the runtime's own).
+        await wait_for(lambda: "host" in names(), 60, "the runtime's actors")
+        assert "web_host" not in names()
+        none = _lineup("web", "url", "--data-dir", str(data_dir))
+        assert none.returncode == 2 and "has no web host listening" in none.stderr
+    finally:
+        _stop(runtime)
+    assert "Web:" not in log.read_text()
