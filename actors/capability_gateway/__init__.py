@@ -1,4 +1,5 @@
-"""The capability_gateway actor: capability requests, consent and audit (`_actor`); the
+"""The capability_gateway actor: capability requests, consent and audit (`_actor`); a
+request's row and result (`_requests`), running an effect once (`_effects`); the
 requesting app's facts (`_apps`), the policy (`_policy`), the rate limit (`_rates`), this
 host's providers (`_providers`) and saving files safely (`_files`).
 

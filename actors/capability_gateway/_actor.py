@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,20 +38,19 @@ from actors.contracts import SCOPE_CHAT, CapabilityResult, Code, ContractError
 from actors.kernel import (
     REPLY_LATER,
     Actor,
-    CallFailed,
     Message,
-    crash_point,
     derive_id,
     handles,
     new_id,
 )
 
-from . import _files
 from ._apps import AppFacts, app_facts
 from ._artifact_save import ArtifactSaves
+from ._effects import Effects
 from ._policy import load_policy, parse_section
-from ._providers import Effect, Provider, file_bytes, host_providers
+from ._providers import Provider, host_providers
 from ._rates import RateLimiter
+from ._requests import Pending, audit_row, finished_row, now_ms, result_of
 from .door import DOOR
 
 log = logging.getLogger("lineup.capability_gateway")
@@ -68,55 +65,7 @@ _CHAT: Final = f"app.{SCOPE_CHAT}"
 Refusal = tuple[CapabilityResult, str | None, str, str]
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-@dataclass
-class Pending:
-    """A request that is not finished: its row and who waits for its outcome."""
-
-    row: dict[str, Any]
-    waiters: list[tuple[str, str]] = field(default_factory=list)
-
-    def wait(self, caller: str, kernel_id: str) -> None:
-        if (caller, kernel_id) not in self.waiters:
-            self.waiters.append((caller, kernel_id))
-
-
-def result_of(row: dict[str, Any]) -> dict[str, Any]:
-    """What the app is told: the status, the provider's output, and for `failed` a code."""
-    result: dict[str, Any] = {"status": row["status"], "output": row.get("output")}
-    if row["status"] == CapabilityResult.FAILED:
-        result["code"] = row.get("code") or str(Code.FAILED)
-    return result
-
-
-def _audit(code: str, row: dict[str, Any], detail: str) -> dict[str, Any]:
-    who = f"{row['capability']} for {row['app_scope']}"
-    return {
-        "code": f"capability.{code}",
-        "detail": f"{who}: {detail}",
-        "message_id": row["request_id"],
-    }
-
-
-def _finished(
-    row: dict[str, Any], status: CapabilityResult, code: str | None, output: Any = None
-) -> dict[str, Any]:
-    # The input is the app's data: it is not kept once the request is over.
-    return {
-        **row,
-        "state": "finished",
-        "status": str(status),
-        "code": code,
-        "output": output,
-        "input": None,
-        "updated_ms": now_ms(),
-    }
-
-
-class CapabilityGatewayActor(ArtifactSaves, Actor):
+class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
     door = DOOR
 
     async def on_start(self) -> None:
@@ -212,19 +161,19 @@ class CapabilityGatewayActor(ArtifactSaves, Actor):
         refusal = self._refusal(row, facts)
         if refusal is not None:
             status, code, audit_code, detail = refusal
-            finished = _finished(row, status, code)
+            finished = finished_row(row, status, code)
             self.counts[status.value] += 1
             if not self.refusals.take(scope, REFUSALS):  # a flood: counted, not written
                 self.unrecorded[scope] = self.unrecorded.get(scope, 0) + 1
                 return result_of(finished)
-            audit = [_audit(audit_code, row, detail), *self._unrecorded(scope)]
+            audit = [audit_row(audit_code, row, detail), *self._unrecorded(scope)]
             await self.write({"insert": finished, "audit": audit})
             return result_of(finished)
         grant = self.grants.get((scope, row["capability"]))
         if grant is not None and grant["scope"] in ("session", "always"):
             return await self._start(row, f"allowed by the user's {grant['scope']} grant")
         await self.write(
-            {"insert": row, "audit": [_audit("consent_asked", row, "the user is asked")]}
+            {"insert": row, "audit": [audit_row("consent_asked", row, "the user is asked")]}
         )
         self.open[key] = Pending(row, [(msg.sender, msg.id)])
         await self._card(row, "asking")
@@ -275,8 +224,8 @@ class CapabilityGatewayActor(ArtifactSaves, Actor):
         changed = None if answer in ("deny", "dismiss") else await self._changed_since(row)
         if changed is not None:
             status, why = changed
-            finished = _finished(row, status, None)
-            await self.write({"requests": [finished], "audit": [_audit(str(status), row, why)]})
+            finished = finished_row(row, status, None)
+            await self.write({"requests": [finished], "audit": [audit_row(str(status), row, why)]})
             self.counts[status.value] += 1
             result = result_of(finished)
         elif answer in ("deny", "dismiss"):
@@ -285,10 +234,10 @@ class CapabilityGatewayActor(ArtifactSaves, Actor):
                 if answer == "deny"
                 else CapabilityResult.CANCELLED_BY_USER
             )
-            finished = _finished(row, status, None)
+            finished = finished_row(row, status, None)
             detail = "the user denied it" if answer == "deny" else "the user dismissed it"
             await self.write(
-                {"requests": [finished], "audit": [_audit(f"consent_{answer}", row, detail)]}
+                {"requests": [finished], "audit": [audit_row(f"consent_{answer}", row, detail)]}
             )
             self.counts[status.value] += 1
             result = result_of(finished)
@@ -376,8 +325,8 @@ class CapabilityGatewayActor(ArtifactSaves, Actor):
                 if row["state"] != "asking" or row["deadline_ms"] > now:
                     continue
                 row["state"] = "deciding"
-                finished = _finished(row, CapabilityResult.EXPIRED, None)
-                audit = _audit("expired", row, "the user did not answer before its deadline")
+                finished = finished_row(row, CapabilityResult.EXPIRED, None)
+                audit = audit_row("expired", row, "the user did not answer before its deadline")
                 await self.write({"requests": [finished], "audit": [audit]})
                 self.counts[CapabilityResult.EXPIRED.value] += 1
                 await self._settle(pending, result_of(finished), "expired")
@@ -407,111 +356,3 @@ class CapabilityGatewayActor(ArtifactSaves, Actor):
         await self.cast(
             _CHAT, "app.capability.consent", body, id=derive_id(row["request_id"], slot)
         )
-
-    # -- the effect ---------------------------------------------------------------------------
-
-    async def _start(
-        self, row: dict[str, Any], why: str, grant: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        """Record the request as started (with the grant that allowed it), run its
-        provider, record the outcome: the app's result."""
-        try:
-            content = await self._content(row)
-            prepared = await self._prepare(row)
-        except ContractError as exc:
-            finished = _finished(row, CapabilityResult.FAILED, str(exc.code))
-            step = {"requests": [finished], "audit": [_audit(str(exc.code), row, exc.detail)]}
-            if grant is not None:
-                step["grants"] = [grant]
-            await self.write(step)
-            self.counts[CapabilityResult.FAILED.value] += 1
-            return result_of(finished)
-        started = {**row, "state": "running", "prepared": prepared, "updated_ms": now_ms()}
-        step = {"requests": [started], "audit": [_audit("started", row, why)]}
-        if grant is not None:
-            step["grants"] = [grant]
-        await self.write(step)
-        return await self._effect(started, content)
-
-    async def _resume(self, pending: Pending) -> None:
-        row = pending.row
-        provider = self.providers.get(row["capability"])
-        if provider is not None and provider.idempotent:
-            try:
-                content = await self._content(row)
-            except ContractError as exc:
-                finished = _finished(row, CapabilityResult.FAILED, str(exc.code))
-                await self.write(
-                    {"requests": [finished], "audit": [_audit(str(exc.code), row, exc.detail)]}
-                )
-                result = result_of(finished)
-            else:
-                result = await self._effect(row, content)
-        else:
-            finished = _finished(row, CapabilityResult.IN_DOUBT, None)
-            detail = "it had started when the gateway stopped; it is not run again"
-            await self.write({"requests": [finished], "audit": [_audit("in_doubt", row, detail)]})
-            self.counts[CapabilityResult.IN_DOUBT.value] += 1
-            result = result_of(finished)
-        await self._settle(pending, result, str(result["status"]))
-
-    async def _effect(self, row: dict[str, Any], content: bytes | None) -> dict[str, Any]:
-        provider = self.providers[row["capability"]]
-        effect = Effect(
-            key=row["request_id"],
-            app_scope=row["app_scope"],
-            input=dict(row["input"] or {}),
-            prepared=dict(row["prepared"] or {}),
-            content=content,
-        )
-        output: dict[str, Any] | None = None
-        status, code = CapabilityResult.COMPLETED, None
-        try:
-            output = await provider.run(effect)
-        except Exception:  # what went wrong stays in the log: the app learns only `failed`
-            log.exception("%s for %s failed", row["capability"], row["app_scope"])
-            status, code = CapabilityResult.FAILED, str(Code.FAILED)
-        crash_point("capability_gateway.after_effect")
-        finished = _finished(row, status, code, output)
-        await self.write(
-            {"requests": [finished], "audit": [_audit(str(status), row, "the provider ran")]}
-        )
-        self.counts[status.value] += 1
-        return result_of(finished)
-
-    async def _content(self, row: dict[str, Any]) -> bytes | None:
-        """The bytes a `file.save` saves: its own, or one of the app's own artifacts."""
-        if row["capability"] != "file.save":
-            return None
-        value = row["input"]
-        if "data_base64" in value:
-            return file_bytes(value)
-        try:
-            reply = await self.call(
-                "store",
-                "store.artifacts.read",
-                {"artifact_id": value["artifact_id"]},
-                timeout=self.call_timeout * 5,
-            )
-        except CallFailed:
-            reply = None
-        if reply is None or reply["artifact"]["app_scope"] != row["app_scope"]:
-            # Another app's artifact is as unknown to this one as a missing one.
-            raise ContractError(Code.ARTIFACT_NOT_FOUND, "no artifact of the app has this id")
-        if not value.get("name"):
-            value["name"] = str(reply["artifact"].get("title") or "")
-        return bytes(reply["data"])
-
-    async def _prepare(self, row: dict[str, Any]) -> dict[str, Any] | None:
-        """What the effect needs decided before it is recorded as started: for `file.save`
-        the name it saves under, so that a repeat after a crash writes the same file."""
-        if row["capability"] != "file.save":
-            return None
-        try:
-            name = await trio.to_thread.run_sync(
-                _files.free_name, self.data_dir, str(row["input"].get("name") or "")
-            )
-        except OSError:  # the downloads directory cannot be made or read: said in the log
-            log.exception("no name for %s of %s", row["request_id"], row["app_scope"])
-            raise ContractError(Code.FAILED, "the downloads directory cannot be used") from None
-        return {"name": name}
