@@ -215,28 +215,37 @@ class DeadlineOperations:
     async def reached(self, now: int) -> None:
         """Every running operation whose deadline has passed ends with its result."""
         for call in list(self.router.calls.values()):
-            operation = call.operation
-            if operation is None or not operation.due(now):
-                continue
-            operation.finish(now)
-            output = deadline_output(operation)
-            try:
-                check_tool_output(InventoryTool.model_validate(call.tool), output)
-            except ContractError as exc:
-                failed = ContractError(
-                    Code.HANDLER_FAILED, "the deadline's result does not fit the tool's schema"
-                )
-                await self.router.finish(call, error=failed, audit_detail=exc.detail)
-                continue
-            await self.router.finish(call, output=output)
+            if call.operation is not None and call.operation.due(now):
+                await self._finished(call, now)
+
+    async def _finished(self, call: Call, now: int) -> None:
+        operation = call.operation
+        assert operation is not None
+        operation.finish(now)
+        output = deadline_output(operation)
+        try:
+            check_tool_output(InventoryTool.model_validate(call.tool), output)
+        except ContractError as exc:
+            failed = ContractError(
+                Code.HANDLER_FAILED, "the deadline's result does not fit the tool's schema"
+            )
+            await self.router.finish(call, error=failed, audit_detail=exc.detail)
+            return
+        await self.router.finish(call, output=output)
 
     async def interrupt(self, call: Call, by: str) -> None:
         """End an open call early for `by` (the agent, the user): `cancelled_by_user`, and
-        its app is told to stop whatever it still runs for it."""
+        its app is told to stop whatever it still runs for it. An operation whose deadline
+        passed before (the tool router had not looked yet, or was down) ended then: it ends
+        with its result, and the interrupt finds it ended."""
         operation = call.operation
+        now = now_ms()
+        if operation is not None and operation.due(now):
+            await self._finished(call, now)
+            return
         if operation is not None and operation.open:
             detail = interrupted_detail(operation, by)
-            operation.interrupt(now_ms(), by)
+            operation.interrupt(now, by)
         else:
             detail = f"cancelled by {by}"
         await self.router.finish(call, error=ContractError(Code.CANCELLED_BY_USER, detail))

@@ -281,6 +281,23 @@ async def test_the_deadline_holds_across_kills_and_a_restart_past_its_end(
     # The app, killed too, is told of the end once it runs again.
     await wait_for(lambda: "finished" in _told(stack, "call_k1"), 30, "the app told of the end")
 
+    # The agent cancels one whose deadline passed while the runtime was down: it ended
+    # then, with its result, and the cancel gets that outcome.
+    await agent.client.submit(agent.invoke("call_late", "timer.run", {"seconds": 0.5}))
+    late = await _started(stack, "call_late")
+    runtime.kill9()
+    await wait_for(lambda: _now_ms() > late["ends_ms"] + 500, 30, "the deadline passed")
+    cancel = _cancel(agent, "call_late")
+    await agent.client.submit(cancel)
+    await stack.start_runtime()
+    row = await final_of(stack, "call_late")
+    assert row["state"] == "succeeded", row
+    assert row["output"]["ended_at"] == _moment(late["ends_ms"])
+    await wait_for(lambda: len(finals(stack, "call_late")) == 2, 30, "the cancel answered")
+    first, answer = finals(stack, "call_late")
+    assert answer["correlation"]["reply_to"] == cancel["id"]
+    assert (first["type"], answer["payload"]) == ("lineup.tool.result", first["payload"])
+
     # One that runs out while the tool router and its app are down, the runtime up.
     await agent.client.submit(agent.invoke("call_k2", "timer.run", {"seconds": 0.5}))
     await _started(stack, "call_k2")
