@@ -1,15 +1,25 @@
 """The terminal chat's part: an app's notification is shown once, as text, with the bell;
 `/dismiss` closes a consent card (a question the runtime asked) without deciding, and
-answers nothing else."""
+answers nothing else; and a user answering the cards in `lineup chat attach`."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 from lineup._capability_lines import notification_lines
 from lineup.terminal_chat import parse_line
+from tests.kernel.helpers import REPO_ROOT
+from tests.runtime.helpers import CONVERSATION, Stack, wait_for
+
+from .helpers import ask, keeper_ready, outcome
+
+NOTE = {"title": "Tea", "text": "ready"}
 
 CARD: dict[str, Any] = {
     "interaction_id": "keeper/r1",
@@ -69,3 +79,69 @@ def test_each_notification_is_shown_once_as_text(tmp_path: Path) -> None:
         out.write('xt": "second"}\n')
     lines, _ = notification_lines(tmp_path, offset)
     assert [line.plain for line in lines] == ["  ! keeper: second"]
+
+
+def _attach(data_dir: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lineup.cli",
+            "chat",
+            "attach",
+            "--data-dir",
+            str(data_dir),
+            "--conversation",
+            CONVERSATION,
+        ],
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "COLUMNS": "200"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+async def test_the_user_answers_in_lineup_chat_attach(
+    stack: Stack, keeper: tuple[Path, Path]
+) -> None:
+    agent = await keeper_ready(stack, keeper)
+    chat = _attach(stack.data_dir)
+    screen: list[str] = []
+    reader = threading.Thread(target=lambda: screen.extend(chat.stdout or []), daemon=True)
+    reader.start()
+    assert chat.stdin is not None
+    try:
+        await wait_for(lambda: any("type a message" in line for line in screen), 30, "the chat")
+        await ask(agent, "t-1", "notification.show", NOTE, purpose="to say the tea is ready")
+        await wait_for(lambda: any("/4 Deny" in line for line in screen), 30, "the card")
+        asked = "keeper asks to use notification.show: to say the tea is ready"
+        assert any(asked in line for line in screen), screen
+        chat.stdin.write("/3\n")  # Always allow
+        chat.stdin.flush()
+        assert (await outcome(stack, "t-1"))["status"] == "completed"
+        await wait_for(
+            lambda: any(line.startswith("  ! keeper: Tea — ready") for line in screen),
+            30,
+            "the notification",
+        )
+        await ask(agent, "t-2", "file.save", {"name": "a", "data_base64": ""}, front=True)
+        await wait_for(
+            lambda: any("keeper asks to use file.save" in line for line in screen), 30, "a card"
+        )
+        chat.stdin.write("/dismiss\n")
+        chat.stdin.flush()
+        assert (await outcome(stack, "t-2"))["status"] == "cancelled_by_user"
+        chat.stdin.write("/quit\n")
+        chat.stdin.flush()
+        assert chat.wait(10) == 0
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+        chat.wait()
+        reader.join(5)
+        for pipe in (chat.stdin, chat.stdout):
+            if pipe is not None:
+                pipe.close()
+    assert sum(line.startswith("  ! keeper:") for line in screen) == 1  # shown once
