@@ -193,10 +193,10 @@ class PageSocket:
         chat_log = _Changes(self.data_dir / "apps" / "chat" / "app.db")
         runtime_db = _Changes(self.data_dir / "runtime.db")
         try:
+            chat_log.changed()  # first: a write during the fold below is seen next time
             fold = await trio.to_thread.run_sync(
                 fold_chat, self.data_dir, hello.conversation, hello.since
             )
-            chat_log.changed()
             reset = hello.since > fold.pos
             items = (
                 list(fold.items.values())

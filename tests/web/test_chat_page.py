@@ -89,17 +89,9 @@ def _fits(driver: WebDriver, width: int) -> bool:
     )
 
 
-async def test_the_agent_and_the_user_meet_in_the_page_once_also_across_a_kill(
-    stack: Stack, browser: WebDriver, tmp_path: Path
-) -> None:
-    await start_web_runtime(stack)
-    agent = await stack.start_agent()
-    said = await agent.send_markdown(CONVERSATION, MARKDOWN)
-    await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
-
-    # The agent's Markdown: a link shown with its address, opened only by a click in a new
-    # tab without an opener; raw HTML and a javascript: link only as text.
-    shown = await in_browser(until, browser, lambda d: _item(d, said.message_id))
+def _assert_safe_markdown(shown: Any) -> None:
+    """`MARKDOWN` as the page shows it: a link with its address, opened only by a click in
+    a new tab without an opener; raw HTML and a javascript: link only as text."""
     link = shown.find_element(By.CSS_SELECTOR, ".md a")
     assert link.get_attribute("href") == "https://example.org/notes?a=1"
     assert (link.get_attribute("rel"), link.get_attribute("target")) == (
@@ -111,6 +103,28 @@ async def test_the_agent_and_the_user_meet_in_the_page_once_also_across_a_kill(
     assert "[a trap](javascript:alert(1))" in shown.text
     assert shown.find_elements(By.CSS_SELECTOR, "b, img, script, iframe") == []
     assert len(shown.find_elements(By.CSS_SELECTOR, "a")) == 1
+
+
+async def test_the_agent_and_the_user_meet_in_the_page_once_also_across_a_kill(
+    stack: Stack, browser: WebDriver, tmp_path: Path
+) -> None:
+    await start_web_runtime(stack)
+    agent = await stack.start_agent()
+    said = await agent.send_markdown(CONVERSATION, MARKDOWN)
+    await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
+
+    # The agent's Markdown, made safe.
+    shown = await in_browser(until, browser, lambda d: _item(d, said.message_id))
+    await in_browser(_assert_safe_markdown, shown)
+
+    # A task's progress, as a line with its bar.
+    await agent.send_task_progress(CONVERSATION, "build", "running", percent=40, label="compiling")
+    task = await in_browser(
+        until, browser, lambda d: d.find_element(By.CSS_SELECTOR, "#task-list li.task-running")
+    )
+    assert (await in_browser(lambda: task.text)).startswith("build — compiling")
+    bar = await in_browser(task.find_element, By.TAG_NAME, "progress")
+    assert await in_browser(bar.get_attribute, "value") == "40"
 
     # A choice, a confirm and an input, answered in the page.
     choice = await agent.ask_choice(
@@ -266,6 +280,30 @@ async def test_the_registry_and_the_switcher_in_the_page(stack: Stack, browser: 
     assert operations().count("remove") == before.count("remove") + 1
     assert "chat" in [r["app_scope"] for r in read_apps(stack.data_dir)["records"]]
 
-    # The switcher shows the focus stack, the chat in front.
-    front = await in_browser(lambda: browser.find_element(By.CSS_SELECTOR, "#focus-stack li").text)
-    assert front == "chat:main (in front)"
+    # The switcher shows the focus stack, the one in front first; opening an app brings it
+    # to the front, and the switcher brings the chat back.
+    def stack_shown(d: WebDriver) -> list[str]:
+        return [li.text for li in d.find_elements(By.CSS_SELECTOR, "#focus-stack li")]
+
+    def focus_stack() -> list[str]:
+        return list(read_apps(stack.data_dir)["settings"].get("focus_stack", []))
+
+    assert await in_browser(stack_shown, browser) == ["chat:main (in front)"]
+    await in_browser(lambda: until(browser, lambda d: app_button(d, "settings", "Open")).click())
+    await wait_for(lambda: focus_stack()[-1:] == ["settings:main"], 30, "settings in front")
+    await in_browser(
+        until,
+        browser,
+        lambda d: stack_shown(d) == ["settings:main (in front)", "chat:main"],
+    )
+
+    def focus_chat(d: WebDriver) -> bool:
+        buttons = d.find_elements(By.CSS_SELECTOR, "#focus-stack button")
+        chat = [b for b in buttons if b.text == "chat:main" and b.is_enabled()]
+        if chat:
+            chat[0].click()
+        return bool(chat)
+
+    await in_browser(until, browser, focus_chat)
+    await wait_for(lambda: focus_stack()[-1:] == ["chat:main"], 30, "the chat in front again")
+    await in_browser(until, browser, lambda d: stack_shown(d)[0] == "chat:main (in front)")

@@ -412,7 +412,13 @@
       about.append(el("p", facts.filter(Boolean).join(" · "), "facts"));
       const actions = el("div", null, "actions");
       const toggle = app.enabled ? "disable" : "enable";
+      const open = el("button", "Open");
+      open.type = "button";
+      open.disabled = !app.enabled;
+      open.addEventListener("click", () => enqueue(
+        { t: "intent", intent: "open_app", app_scope: app.app_scope }, null));
       actions.append(
+        open,
         registryButton(toggle === "enable" ? "Enable" : "Disable", { kind: toggle, app_scope: app.app_scope }),
         registryButton("Set as default", { kind: "set_default", app_scope: app.app_scope },
           registry.default_app === app.app_scope || !app.enabled),
