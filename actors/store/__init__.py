@@ -32,7 +32,7 @@ each, and its body's type, is in `door`:
 | `store.capabilities.load` | call | → open `requests`, `grants` (the capability gateway's state) |
 | `store.capabilities.get` | call | `request_id` → `request` (its row, or null) |
 | `store.capabilities.write` | call | a gateway step (request rows, grants, a revoke, audit) → |
-| | | `known`, `revoked` |
+| | | `revoked` |
 | `store.app_data.overview` | call | the settings app's: → `apps` (each app's session data, |
 | | | artifacts, diagnostics: counts and sizes), `retention` |
 

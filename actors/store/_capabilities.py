@@ -5,8 +5,8 @@ transaction (`store.capabilities.write`) together with that step's audit rows, a
 by the request's id. So "the effect is starting" is on disk before the effect, and an
 outcome and its audit row are one commit.
 
-A request is inserted only if its key is new (`insert`): the answer carries the row that was
-there already, so a request asked again is never taken twice.
+A request is inserted only if its key is new (`insert`): the row already there stands, so a
+request asked again is never taken twice.
 """
 
 from __future__ import annotations
@@ -128,23 +128,19 @@ class CapabilityTables(Actor):
         Body: `insert` (a request row, written only if its key is new), `requests` (rows
         replaced whole), `grants` (rows replaced whole), `revoke` {app_scope, capability}
         (its grant removed), `end_sessions` (a boot id: session grants of any other run of
-        the runtime removed), `audit` [{code, detail, message_id}]. Reply: `known` (the row
-        already there for `insert`, or null), `revoked` (how many grants were removed).
+        the runtime removed), `audit` [{code, detail, message_id}]. Reply: `revoked` (how
+        many grants were removed).
         """
         body = msg.body
 
         def apply() -> dict[str, Any]:
-            known = None
             request_marks = ", ".join("?" * len(REQUEST_COLUMNS))
             if body.get("insert") is not None:
-                row = body["insert"]
-                known = request_row(self.db, row["request_id"])
-                if known is None:
-                    self.db.execute(
-                        f"INSERT INTO capability_requests ({', '.join(REQUEST_COLUMNS)})"
-                        f" VALUES ({request_marks})",
-                        _values(REQUEST_COLUMNS, row),
-                    )
+                self.db.execute(
+                    f"INSERT INTO capability_requests ({', '.join(REQUEST_COLUMNS)})"
+                    f" VALUES ({request_marks}) ON CONFLICT(request_id) DO NOTHING",
+                    _values(REQUEST_COLUMNS, body["insert"]),
+                )
             for row in body.get("requests", ()):
                 self.db.execute(
                     f"INSERT OR REPLACE INTO capability_requests ({', '.join(REQUEST_COLUMNS)})"
@@ -176,6 +172,6 @@ class CapabilityTables(Actor):
                     None,
                     msg.sender,
                 )
-            return {"known": known, "revoked": revoked}
+            return {"revoked": revoked}
 
         return self._once(msg, apply)
