@@ -442,6 +442,17 @@ def _checked_manifest(raw: bytes, offered_features: frozenset[str]) -> AppManife
         raise BundleError(exc.code, f"{MANIFEST_NAME}: {exc.detail}") from None
 
 
+def _check_surfaces(manifest: AppManifest, contents: BundleContents) -> None:
+    """A surface an entrypoint declares is one of the bundle's signed files: a host serves
+    surfaces from the verified cache only, so a missing one would be a promise of nothing."""
+    for entry in manifest.entrypoints:
+        if entry.surface is not None and APP_PREFIX + entry.surface not in contents.files:
+            raise BundleError(
+                Code.BUNDLE_MISSING_FILE,
+                f"{APP_PREFIX}{entry.surface}: the surface of entrypoint {entry.id!r} is absent",
+            )
+
+
 def verify_bundle_data(
     data: bytes,
     trusted_keys: Mapping[str, nacl.signing.VerifyKey],
@@ -484,6 +495,7 @@ def verify_contents(
     signed = _check_signature(record, trusted_keys)
     _check_content(signed, contents)
     manifest = _checked_manifest(contents.manifest, offered_features)
+    _check_surfaces(manifest, contents)
     if manifest.version != signed.version:
         raise BundleError(
             Code.BUNDLE_VERSION_MISMATCH,

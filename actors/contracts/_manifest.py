@@ -20,6 +20,7 @@ from actors.contracts._codes import Code, ContractError
 from actors.contracts._ids import AppScope, CapabilityName, EntrypointId, SdkFeature, SemVer
 from actors.contracts._json import decode_json
 from actors.contracts._model import ContractModel, Label, first_violation, rule
+from actors.contracts._surface import SurfaceEvent, SurfacePath, check_surface
 from actors.contracts._tools import ToolDescriptor
 
 MANIFEST_FORMAT: Final = "lineup.app.v1"
@@ -96,11 +97,17 @@ class Entrypoint(ContractModel):
     id: EntrypointId
     kind: Literal["primary", "contextual"]
     default_eligible: bool = False
+    # The app's own UI for this entrypoint: an HTML file under the bundle's `app/` (the
+    # bundle check refuses one that is missing), shown in a sandboxed frame, with the
+    # events it may emit through the surface bridge (`_surface`).
+    surface: SurfacePath | None = None
+    surface_events: Annotated[list[SurfaceEvent], Field(max_length=64)] | None = None
 
     @model_validator(mode="after")
     def _default(self) -> Entrypoint:
         if self.default_eligible and self.kind != "primary":
             raise rule("default_eligible", "only a primary entrypoint can be the default app")
+        check_surface(self.id, self.surface, self.surface_events or [])
         return self
 
 

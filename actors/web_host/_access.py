@@ -24,11 +24,13 @@ from typing import Any, Final
 from urllib.parse import parse_qs
 
 from ._state import new_session, session_valid, take_key
+from ._surfaces import BRIDGE_PATH, SURFACE_PREFIX
 
 Scope = dict[str, Any]
 Receive = Any
 Send = Any
 
+SURFACE_PATHS: Final = (SURFACE_PREFIX, BRIDGE_PATH)
 FORBIDDEN: Final = (
     b"This page needs the address `lineup run` printed, opened once: run `lineup web url`"
     b" for a fresh one and open it in this browser.\n"
@@ -101,6 +103,13 @@ class Guard:
             return
         if not host_ok:
             await self._forbidden(send)
+            return
+        if scope["path"].startswith(SURFACE_PATHS):
+            # A surface's files and the bridge script are loaded by a sandboxed frame,
+            # whose requests carry no cookie (its origin is opaque: they are cross-site).
+            # The unguessable token in a surface's path is its access, and its answers
+            # carry the surface's own policy (`_surfaces`), not the page's.
+            await self.app(scope, receive, send)
             return
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         if scope["path"] == "/" and "key" in query:

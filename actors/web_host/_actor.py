@@ -16,13 +16,14 @@ from typing import Any
 
 from actors.kernel import Actor
 
+from ._bridge import SurfacePushes, Surfaces
 from ._state import start_run, write_endpoint
 from .door import DOOR
 
 log = logging.getLogger("lineup.web_host")
 
 
-class WebHostActor(Actor):
+class WebHostActor(SurfacePushes, Actor):
     door = DOOR
 
     async def on_start(self) -> None:
@@ -34,8 +35,10 @@ class WebHostActor(Actor):
         self.counters = {"pages": 0, "actions": 0, "refused": 0}
         kept = start_run(self.data_dir, self.boot_id)
         wanted = kept if kept is not None else int(self.config.get("port", 0))
+        # The installed apps' surfaces it frames, and their bridge (`_bridge`).
+        self.surfaces = Surfaces(self, self.data_dir)
         self.port, self.guard = await self.nursery.start(
-            serve, self.data_dir, wanted, self.counters
+            serve, self.data_dir, wanted, self.counters, self.surfaces
         )
         write_endpoint(self.data_dir, self.port, self.boot_id)
         log.info("the web host listens on 127.0.0.1:%d", self.port)
@@ -45,4 +48,5 @@ class WebHostActor(Actor):
             "port": getattr(self, "port", None),
             **getattr(self, "counters", {}),
             "refused_requests": getattr(getattr(self, "guard", None), "refused", 0),
+            "surfaces": self.surfaces.statistics() if hasattr(self, "surfaces") else {},
         }

@@ -6,7 +6,8 @@
 | `/` | the page shell (`static/index.html`) |
 | `/app.js`, `/style.css` | its script and styles (no build step, nothing from elsewhere) |
 | `/ws` | the page's WebSocket (`_socket`) |
-| `/surface/{app}/{path}` | an installed app's surface, for the shell's iframe (404 for now) |
+| `/surface/{token}/{path}`, `/surface-bridge.js` | an app's surface in the iframe, its bridge |
+| `/surfaces.js`, `/surface-socket` | the page's side of surfaces (`_bridge`) |
 
 Every route is behind the access rule (`_access.Guard`).
 """
@@ -23,11 +24,12 @@ from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from ._access import Guard
+from ._bridge import Surfaces
 from ._socket import page_socket
 from ._state import LOOPBACK
 
@@ -49,23 +51,19 @@ def _files() -> dict[str, tuple[bytes, str]]:
     }
 
 
-def build_app(data_dir: Path, counters: dict[str, int]) -> Guard:
+def build_app(data_dir: Path, counters: dict[str, int], surfaces: Surfaces) -> Guard:
     files = _files()
 
     async def static(request: Request) -> Response:
         body, media_type = files[request.url.path]
         return Response(body, media_type=media_type)
 
-    async def surface(request: Request) -> Response:
-        # The seam for installed apps' surfaces: served here, framed by the shell.
-        return PlainTextResponse("No surface is served for this app.", status_code=404)
-
     async def websocket(socket: WebSocket) -> None:
         await page_socket(socket, data_dir, counters)
 
     routes: list[Any] = [Route(path, static) for path in STATIC]
     routes += [
-        Route("/surface/{app}/{path:path}", surface),
+        *surfaces.routes(),  # installed apps' surfaces, their bridge (`_bridge`)
         WebSocketRoute("/ws", websocket),
     ]
     return Guard(Starlette(routes=routes), data_dir)
@@ -75,12 +73,13 @@ async def serve(
     data_dir: Path,
     port: int,
     counters: dict[str, int],
+    surfaces: Surfaces,
     *,
     task_status: trio.TaskStatus[tuple[int, Guard]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on 127.0.0.1:`port` (0: any free port) until cancelled; started with the
     port it listens on."""
-    app = build_app(data_dir, counters)
+    app = build_app(data_dir, counters, surfaces)
     config = Config()
     config.bind = [f"{LOOPBACK}:{port}"]
     config.websocket_max_message_size = MAX_PAGE_FRAME

@@ -134,10 +134,15 @@ def surfaces_shown(data_dir: Path) -> list[dict[str, str]]:
     with_surface = {
         r["app_scope"]: (r.get("manifest") or {}).get("title") or r["app_scope"]
         for r in apps["records"]
-        if r["enabled"] and any(e.get("surface") for e in (r.get("manifest") or {}).get("entrypoints", []))
+        if r["enabled"]
+        and any(e.get("surface") for e in (r.get("manifest") or {}).get("entrypoints", []))
     }
     shown = [
-        {"instance_id": i["instance_id"], "app_scope": i["app_scope"], "title": with_surface[i["app_scope"]]}
+        {
+            "instance_id": i["instance_id"],
+            "app_scope": i["app_scope"],
+            "title": with_surface[i["app_scope"]],
+        }
         for i in apps["instances"]
         if i["state"] in LIVE_STATES and i["app_scope"] in with_surface
     ]

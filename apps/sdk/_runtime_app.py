@@ -52,6 +52,7 @@ from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
 from ._session_data import SessionDataAPI, SessionDataInbox
 from ._settings import SettingsAPI
+from ._surface import SurfaceAPI, SurfaceInbox, declared_events
 from ._tools import TOOL_ROUTER, ToolsAPI
 from ._view import ConversationView, ViewModel
 from .door import DOOR
@@ -206,9 +207,10 @@ class SDK:
         self.diagnostics = DiagnosticsAPI(app)
         self.capabilities = CapabilitiesAPI(app)
         self.settings = SettingsAPI(app)
+        self.surface = SurfaceAPI(app, declared_events(type(app)))
 
 
-class RuntimeApp(SessionDataInbox, Actor):
+class RuntimeApp(SessionDataInbox, SurfaceInbox, Actor):
     """Base class of an app process. Subclasses override `on_app_start` and `on_input`."""
 
     door = DOOR

@@ -58,5 +58,8 @@ DOOR = Door(
         "app.capability.consent": accept("capability_gateway", body=dict[str, Any]),
         # A committed replace of the app's own session data, announced after the commit.
         "app.session_data.changed": accept("store", body=SessionDataChanged),
+        # A surface's request, checked by the page and the web host, relayed for the
+        # instance the web host shows (`_surface`).
+        "app.surface.request": accept("web_host", body=dict[str, Any]),
     }
 )

@@ -84,3 +84,14 @@ def test_an_app_reaches_only_its_sdk() -> None:
     # Nobody may send a type no door declares, the operator included.
     for door in doors.values():
         assert not door.allows("store.anything.else", "debug")
+
+
+def test_an_app_tells_the_web_host_only_what_its_surfaces_show() -> None:
+    config = supervisor.default_config(web_port=0)
+    web = next(spec for spec in config.children if spec.name == "web_host")
+    assert web.door is not None
+    door = load_door(web.door)
+    from_apps = {t for t in door.types() if door.allows(t, "app.whiteboard")}
+    assert from_apps == {"web_host.surface.push"}
+    # And a surface's requests reach an app from the web host only, which checked them.
+    assert load_door(config.app_door).senders_of("app.surface.request") == {"web_host"}

@@ -1,0 +1,354 @@
+"""The web host's side of the surface bridge: a page's surface socket, and the relay.
+
+The page frames a surface and checks every message the frame posts (`static/surfaces.js`);
+what passes comes here on the page's surface socket (`/surface-socket`, behind the same
+access rule as the page's own) and is checked again (`check_bridge_text`): the page is
+the user's, but nothing a browser sends is trusted. The app's identity is never read from
+a message: it is the instance the token names, which this socket opened. Then it becomes
+one message to the app's process, `app.surface.request`, a call whose sender is this
+actor (the app's door takes the type from `web_host` only), and the reply goes back to
+the frame. The app's process pushes to its surfaces (`web_host.surface.push`: a state
+patch, a revision of session data), and this actor takes a push only from the process of
+the instance's own app.
+
+Socket frames, page → web host: `list`; `open` {`instance_id`}; `close` {`token`};
+`bridge` {`token`, `text`}: the frame's message as it was posted; `dropped` {`counts`}:
+what the page refused, by reason, for the statistics. Web host → page: `surfaces`
+{`items`}; `opened` {`instance_id`, `token`, `src`, `declared`}; `to_surface` {`token`,
+`message`}; `refused` {`token`?, `code`, `detail`}.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from actors.contracts import (
+    BridgeMessage,
+    CapabilityAsk,
+    Code,
+    ContractError,
+    Emit,
+    SessionReplace,
+    check_bridge_text,
+)
+from actors.kernel import Actor, CallFailed, Message, handles
+
+from ._surfaces import (
+    BRIDGE_PATH,
+    Surface,
+    find_surface,
+    new_token,
+    surface_file,
+    surface_headers,
+    surfaces_shown,
+)
+
+log = logging.getLogger("lineup.web_host")
+
+PUSH: Final = "web_host.surface.push"
+REQUEST: Final = "app.surface.request"
+CALL_TIMEOUT_S: Final = 10.0
+CAPABILITY_TIMEOUT_S: Final = 100.0  # the user may take the gateway's full minute
+MAX_STATE_BYTES: Final = 256 * 1024  # a surface's merged state, as JSON
+MAX_OPEN: Final = 8  # surfaces one page has open at once
+# Bridge frames one page may relay: a person clicks a few times a second.
+RATE_PER_S: Final = 50.0
+BURST: Final = 200.0
+# The reasons the page drops a message for (`surfaces.js`): counted by these names only.
+PAGE_REASONS: Final = frozenset(
+    {"source", "not_text", "too_large", "invalid_json", "unknown_type", "invalid_payload",
+     "scope_mismatch", "undeclared_event", "undeclared_capability"}
+)  # fmt: skip
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396: a map patch merges key by key, null removes a key, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
+@dataclass
+class _Shown:
+    surface: Surface
+    send: Send
+
+
+def _relayed_body(surface: Surface, message: BridgeMessage) -> dict[str, Any]:
+    """What the app's process is asked: the instance is the one shown, never the message's."""
+    body: dict[str, Any] = {"instance_id": surface.instance_id, "op": message.type}
+    if isinstance(message, Emit):
+        body.update(name=message.name, payload=message.payload)
+    elif isinstance(message, SessionReplace):
+        body.update(data=message.data, expected_revision=message.expected_revision)
+    elif isinstance(message, CapabilityAsk):
+        body.update(capability=message.capability, purpose=message.purpose, input=message.input)
+    return body
+
+
+class Surfaces:
+    """The surfaces pages show: tokens, their files, the relay, the pushes."""
+
+    def __init__(self, actor: Actor, data_dir: Path) -> None:
+        self.actor = actor
+        self.data_dir = data_dir
+        self.shown: dict[str, _Shown] = {}  # token -> the surface and its page's socket
+        self.states: dict[str, Any] = {}  # instance -> its merged state
+        self.counters: Counter[str] = Counter()
+        self.refused: Counter[str] = Counter()  # by code, the web host's own checks
+        self.page_dropped: Counter[str] = Counter()  # by reason, as the pages report them
+        package = resources.files(__package__) / "static"
+        self.bridge_js = package.joinpath("bridge.js").read_bytes()
+        self.page_js = package.joinpath("surfaces.js").read_bytes()
+
+    def statistics(self) -> dict[str, Any]:
+        return {
+            "open": len(self.shown),
+            **dict(self.counters),
+            "refused": dict(self.refused),
+            "page_dropped": dict(self.page_dropped),
+        }
+
+    def routes(self) -> list[Any]:
+        return [
+            Route("/surface/{token}/{path:path}", self._file),
+            Route(BRIDGE_PATH, self._bridge_script),
+            Route("/surfaces.js", self._page_script),
+            WebSocketRoute("/surface-socket", self._socket),
+        ]
+
+    # -- files -----------------------------------------------------------------------------
+
+    async def _file(self, request: Request) -> Response:
+        token = request.path_params["token"]
+        shown = self.shown.get(token)
+        found = surface_file(shown.surface, request.path_params["path"]) if shown else None
+        headers = dict(
+            (k.decode(), v.decode()) for k, v in surface_headers(request.headers["host"], token)
+        )
+        if found is None:
+            self.counters["files_refused"] += 1
+            return PlainTextResponse("Not a file of this surface.", 404, headers=headers)
+        self.counters["files"] += 1
+        return Response(found[0], media_type=found[1], headers=headers)
+
+    async def _bridge_script(self, request: Request) -> Response:
+        headers = {"x-content-type-options": "nosniff", "cache-control": "no-store"}
+        return Response(
+            self.bridge_js, media_type="text/javascript; charset=utf-8", headers=headers
+        )
+
+    async def _page_script(self, request: Request) -> Response:
+        return Response(self.page_js, media_type="text/javascript; charset=utf-8")
+
+    # -- the page's surface socket ---------------------------------------------------------
+
+    async def _socket(self, websocket: WebSocket) -> None:
+        await websocket.accept()
+        lock = trio.Lock()
+        mine: set[str] = set()
+
+        async def send(frame: dict[str, Any]) -> None:
+            with contextlib.suppress(Exception):  # the page may be gone: it reconnects
+                async with lock:
+                    await websocket.send_text(json.dumps(frame, ensure_ascii=False))
+
+        tokens, last = BURST, trio.current_time()
+        try:
+            async with trio.open_nursery() as nursery:
+                while True:
+                    message = await websocket.receive()
+                    if message["type"] == "websocket.disconnect":
+                        break
+                    now = trio.current_time()
+                    tokens, last = min(BURST, tokens + (now - last) * RATE_PER_S), now
+                    if tokens < 1:
+                        self.refused[str(Code.RATE_LIMITED)] += 1
+                        continue
+                    tokens -= 1
+                    await self._frame(message.get("text"), send, mine, nursery)
+                nursery.cancel_scope.cancel()
+        finally:
+            for token in mine:
+                self.shown.pop(token, None)
+
+    async def _frame(self, text: Any, send: Send, mine: set[str], nursery: trio.Nursery) -> None:
+        try:
+            frame = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            frame = None
+        kind = frame.get("t") if isinstance(frame, dict) else None
+        if kind == "bridge" and isinstance(frame, dict):
+            token = frame.get("token")
+            if isinstance(token, str) and token in mine:
+                nursery.start_soon(self._bridge, token, frame.get("text"), send)
+                return
+        elif kind == "list":
+            items = await trio.to_thread.run_sync(surfaces_shown, self.data_dir)
+            await send({"t": "surfaces", "items": items})
+            return
+        elif kind == "open" and isinstance(frame, dict) and len(mine) < MAX_OPEN:
+            await self._open(frame.get("instance_id"), send, mine)
+            return
+        elif kind == "close" and isinstance(frame, dict) and frame.get("token") in mine:
+            mine.discard(str(frame["token"]))
+            self.shown.pop(str(frame["token"]), None)
+            return
+        elif kind == "dropped" and isinstance(frame, dict):
+            self._count_dropped(frame.get("counts"))
+            return
+        self.refused[str(Code.INVALID_FRAME)] += 1
+        await send({"t": "refused", "code": str(Code.INVALID_FRAME), "detail": "not a frame"})
+
+    def _count_dropped(self, counts: Any) -> None:
+        if not isinstance(counts, dict):
+            return
+        for reason, n in counts.items():
+            if reason in PAGE_REASONS and isinstance(n, int) and 0 < n <= 1_000_000:
+                self.page_dropped[reason] += n
+
+    async def _open(self, instance_id: Any, send: Send, mine: set[str]) -> None:
+        if not isinstance(instance_id, str) or len(instance_id) > 200:
+            await send({"t": "refused", "code": str(Code.INVALID_PAYLOAD), "detail": "instance_id"})
+            return
+        try:
+            surface = await trio.to_thread.run_sync(find_surface, self.data_dir, instance_id)
+        except (ContractError, OSError, ValueError) as exc:
+            code = exc.code if isinstance(exc, ContractError) else Code.INSTANCE_NOT_FOUND
+            await send({"t": "refused", "code": str(code), "detail": str(exc)[:300]})
+            return
+        token = new_token()
+        self.shown[token] = _Shown(surface, send)
+        mine.add(token)
+        self.counters["opened"] += 1
+        src = f"/surface/{token}/{surface.path}#{surface.instance_id}"
+        await send(
+            {
+                "t": "opened",
+                "instance_id": instance_id,
+                "app_scope": surface.app_scope,
+                "title": surface.title,
+                "token": token,
+                "src": src,
+                "declared": surface.declared(),
+            }
+        )
+
+    # -- one message from a frame ----------------------------------------------------------
+
+    async def _bridge(self, token: str, text: Any, send: Send) -> None:
+        shown = self.shown.get(token)
+        if shown is None:
+            return
+        surface = shown.surface
+        try:
+            if not isinstance(text, str):
+                raise ContractError(Code.INVALID_FRAME, "the message is not text")  # noqa: TRY301
+            message = check_bridge_text(
+                text,
+                instance_id=surface.instance_id,
+                events=surface.events,
+                capabilities=surface.capabilities,
+            )
+        except ContractError as refusal:
+            self.refused[str(refusal.code)] += 1
+            log.warning("refused a message of the surface of %s: %s", surface.instance_id, refusal)
+            await send(
+                {
+                    "t": "refused",
+                    "token": token,
+                    "code": str(refusal.code),
+                    "detail": refusal.detail,
+                }
+            )
+            return
+        if message.type == "ready":
+            state = self.states.get(surface.instance_id, {})
+            await self._to_surface(
+                token, {"type": "init", "instance_id": surface.instance_id, "state": state}
+            )
+            return
+        self.counters["relayed"] += 1
+        answer: dict[str, Any] = {"type": "reply", "id": message.id}
+        timeout = CAPABILITY_TIMEOUT_S if message.type == "capability" else CALL_TIMEOUT_S
+        try:
+            result = await self.actor.call(
+                f"app.{surface.app_scope}",
+                REQUEST,
+                _relayed_body(surface, message),
+                timeout=timeout,
+            )
+            answer.update(ok=True, result=result)
+        except CallFailed as failed:
+            answer.update(ok=False, code=failed.code, detail=failed.detail[:300])
+        await self._to_surface(token, answer)
+
+    async def _to_surface(self, token: str, message: dict[str, Any]) -> None:
+        shown = self.shown.get(token)
+        if shown is not None:
+            await shown.send({"t": "to_surface", "token": token, "message": {"v": 1, **message}})
+
+    # -- pushes from the app's process -----------------------------------------------------
+
+    async def push(self, msg: Message) -> None:
+        body = msg.body if isinstance(msg.body, dict) else {}
+        instance = body.get("instance_id")
+        scope = msg.sender.removeprefix("app.")
+        if not isinstance(instance, str) or not instance.startswith(f"{scope}:"):
+            # Only the process of the instance's own app speaks to its surfaces.
+            self.refused[str(Code.OWNERSHIP_MISMATCH)] += 1
+            raise ContractError(Code.OWNERSHIP_MISMATCH, "instance_id: not the sender's")
+        kind = body.get("kind")
+        if kind == "state":
+            merged = merge_patch(self.states.get(instance, {}), body.get("patch"))
+            if not isinstance(merged, dict) or len(json.dumps(merged)) > MAX_STATE_BYTES:
+                self.refused[str(Code.TOO_LARGE)] += 1
+                raise ContractError(
+                    Code.TOO_LARGE, f"a surface's state is at most {MAX_STATE_BYTES}"
+                )
+            self.states[instance] = merged
+            message: dict[str, Any] = {"type": "state", "state": merged}
+        elif kind == "session":
+            message = {
+                "type": "session",
+                "data": body.get("data"),
+                "revision": body.get("revision"),
+            }
+        else:
+            raise ContractError(Code.UNKNOWN_TYPE, f"kind {str(kind)[:40]!r}")
+        self.counters["pushed"] += 1
+        for token, shown in list(self.shown.items()):
+            if shown.surface.instance_id == instance:
+                await self._to_surface(token, message)
+
+
+class SurfacePushes(Actor):
+    """The web host actor's handler of its apps' pushes (mixed into `WebHostActor`)."""
+
+    surfaces: Surfaces
+
+    @handles(PUSH)
+    async def _surface_push(self, msg: Message) -> None:
+        await self.surfaces.push(msg)

@@ -1,0 +1,115 @@
+// The Surface Bridge SDK: an installed app's surface talks to the runtime through this
+// script only. The surface runs in a sandboxed frame with an opaque origin and no network;
+// the one way out is a message to the host page, which checks it, and the web host, which
+// checks it again before the app's process sees it (docs/protocol.md, "The surface bridge").
+//
+// <script src="/surface-bridge.js"></script> gives the surface `window.lineup`:
+//   lineup.instanceId                 the instance this surface shows
+//   lineup.ready                      a promise: the host answered, `lineup.state()` is set
+//   lineup.state() / onState(fn)      the app's state for it, patched by the app's process
+//   lineup.emit(name, payload)        a declared event, its payload held to its schema
+//   lineup.session.get()              {data, revision} of the instance's session data
+//   lineup.session.replace(data, rev) {revision}; a stale rev fails "revision_conflict"
+//   lineup.session.subscribe(fn)      fn(snapshot) now, then each later revision in order
+//   lineup.capabilities.request(capability, purpose, input)  {status, output, code?}
+// A refused request rejects with an Error whose `code` is the runtime's code.
+(function () {
+  "use strict";
+  const instanceId = decodeURIComponent(location.hash.slice(1));
+  const pending = new Map();
+  const stateListeners = [];
+  const sessionListeners = [];
+  let counter = 0;
+  let state = {};
+  let sessionLast = 0;
+  let markReady;
+  const ready = new Promise((resolve) => { markReady = resolve; });
+
+  function post(message) {
+    // The frame's origin is opaque, and so is the page's to it: "*" is the only target
+    // that reaches the parent. What it carries is this surface's own request.
+    parent.postMessage(JSON.stringify(message), "*");
+  }
+
+  function request(type, fields) {
+    counter += 1;
+    const id = "r" + counter;
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      post(Object.assign({ v: 1, id: id, instance_id: instanceId, type: type }, fields));
+    });
+  }
+
+  function deliverSession(snapshot) {
+    if (typeof snapshot.revision !== "number" || snapshot.revision <= sessionLast) return;
+    sessionLast = snapshot.revision;
+    for (const listener of sessionListeners.slice()) listener({ data: snapshot.data, revision: snapshot.revision });
+  }
+
+  function onSession(snapshot) {
+    if (snapshot.revision > sessionLast + 1 && sessionLast > 0) {
+      // A revision was missed: take the whole snapshot again rather than skip it.
+      api.session.get().then((fresh) => deliverSession(fresh.revision >= snapshot.revision ? fresh : snapshot));
+      return;
+    }
+    deliverSession(snapshot);
+  }
+
+  addEventListener("message", (event) => {
+    if (event.source !== parent || typeof event.data !== "string") return;
+    let message;
+    try { message = JSON.parse(event.data); } catch (error) { return; }
+    if (!message || message.v !== 1) return;
+    if (message.type === "reply" && pending.has(message.id)) {
+      const waiting = pending.get(message.id);
+      pending.delete(message.id);
+      if (message.ok) {
+        waiting.resolve(message.result);
+      } else {
+        const error = new Error(message.code + ": " + (message.detail || ""));
+        error.code = message.code;
+        waiting.reject(error);
+      }
+    } else if (message.type === "init" || message.type === "state") {
+      state = message.state || {};
+      if (message.type === "init") markReady();
+      for (const listener of stateListeners.slice()) listener(state);
+    } else if (message.type === "session") {
+      onSession(message);
+    }
+  });
+
+  const api = {
+    instanceId: instanceId,
+    ready: ready,
+    state: () => state,
+    onState(listener) { stateListeners.push(listener); },
+    emit(name, payload) { return request("event", { name: name, payload: payload || {} }); },
+    session: {
+      get() { return request("session.get", {}); },
+      replace(data, expectedRevision) {
+        return request("session.replace", { data: data, expected_revision: expectedRevision });
+      },
+      subscribe(listener) {
+        sessionListeners.push(listener);
+        return request("session.subscribe", {}).then((first) => {
+          if (first.revision >= sessionLast) {
+            sessionLast = first.revision;
+            listener({ data: first.data, revision: first.revision });
+          }
+        });
+      },
+    },
+    capabilities: {
+      request(capability, purpose, input) {
+        const fields = { capability: capability, purpose: purpose };
+        if (input !== undefined) fields.input = input;
+        return request("capability", fields);
+      },
+    },
+  };
+  Object.freeze(api.session);
+  Object.freeze(api.capabilities);
+  window.lineup = Object.freeze(api);
+  post({ v: 1, id: "ready", instance_id: instanceId, type: "ready" });
+})();

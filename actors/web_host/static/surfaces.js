@@ -1,0 +1,235 @@
+// The page's side of installed apps' surfaces: it frames the surface of the open app in
+// front, in <iframe sandbox="allow-scripts"> (an opaque origin: no cookie, no storage, no
+// access to this page), and checks every message the frame posts before it does anything
+// with it. A message is relayed to the web host, which checks it again, only when
+//   - it comes from that frame's window (`event.source`), as text of at most 64 KiB,
+//   - it is a JSON object of a bridge type with exactly that type's fields,
+//   - it names the instance the frame shows,
+//   - an event is declared by the app's manifest and its payload fits the event's schema,
+//   - a capability is declared by the manifest.
+// Anything else is dropped and counted by reason: shown under the frame, reported to the
+// web host's statistics.
+(function () {
+  "use strict";
+  const MAX_BYTES = 64 * 1024;
+  const REQUEST_ID = /^[A-Za-z0-9_-]{1,64}$/;
+  const FIELDS = {
+    ready: [],
+    event: ["name", "payload"],
+    "session.get": [],
+    "session.subscribe": [],
+    "session.replace": ["data", "expected_revision"],
+    capability: ["capability", "purpose", "input"],
+  };
+  const REQUIRED = { event: ["name", "payload"], "session.replace": ["data", "expected_revision"], capability: ["capability", "purpose"] };
+  const slot = document.getElementById("surface-slot");
+  const counters = { relayed: 0, refused_by_host: 0, dropped: {} };
+  let unreported = {};
+  let socket = null;
+  let current = null; // {token, instanceId, declared, frame}
+  let shownList = [];
+
+  // -- the checks ---------------------------------------------------------------------------
+
+  function isObject(value) {
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+  }
+
+  function canonical(value) {
+    if (Array.isArray(value)) return "[" + value.map(canonical).join(",") + "]";
+    if (isObject(value)) {
+      return "{" + Object.keys(value).sort().map((k) => JSON.stringify(k) + ":" + canonical(value[k])).join(",") + "}";
+    }
+    return JSON.stringify(value);
+  }
+
+  function hasType(value, type) {
+    switch (type) {
+      case "object": return isObject(value);
+      case "array": return Array.isArray(value);
+      case "string": return typeof value === "string";
+      case "integer": return Number.isInteger(value);
+      case "number": return typeof value === "number" && Number.isFinite(value);
+      case "boolean": return typeof value === "boolean";
+      case "null": return value === null;
+      default: return false;
+    }
+  }
+
+  // The keywords a surface event's schema may use (the manifest refuses any other), checked
+  // as JSON Schema defines them, as the web host checks them too.
+  function fits(schema, value) {
+    if (schema === true) return true;
+    if (!isObject(schema)) return false;
+    if (schema.type !== undefined) {
+      const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+      if (!types.some((type) => hasType(value, type))) return false;
+    }
+    if (schema.enum !== undefined && !schema.enum.some((item) => canonical(item) === canonical(value))) return false;
+    if (schema.const !== undefined && canonical(schema.const) !== canonical(value)) return false;
+    if (typeof value === "number") {
+      if (schema.minimum !== undefined && value < schema.minimum) return false;
+      if (schema.maximum !== undefined && value > schema.maximum) return false;
+    }
+    if (typeof value === "string") {
+      const length = Array.from(value).length;
+      if (schema.minLength !== undefined && length < schema.minLength) return false;
+      if (schema.maxLength !== undefined && length > schema.maxLength) return false;
+    }
+    if (Array.isArray(value)) {
+      if (schema.minItems !== undefined && value.length < schema.minItems) return false;
+      if (schema.maxItems !== undefined && value.length > schema.maxItems) return false;
+      if (schema.items !== undefined && !value.every((item) => fits(schema.items, item))) return false;
+    }
+    if (isObject(value)) {
+      const keys = Object.keys(value);
+      const properties = schema.properties || {};
+      if (schema.maxProperties !== undefined && keys.length > schema.maxProperties) return false;
+      if ((schema.required || []).some((key) => !Object.prototype.hasOwnProperty.call(value, key))) return false;
+      for (const key of keys) {
+        if (Object.prototype.hasOwnProperty.call(properties, key)) {
+          if (!fits(properties[key], value[key])) return false;
+        } else if (schema.additionalProperties === false) {
+          return false;
+        } else if (isObject(schema.additionalProperties) && !fits(schema.additionalProperties, value[key])) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  // Why the message must be dropped, or null when it may be relayed.
+  function refusal(event) {
+    if (!current || event.source !== current.frame.contentWindow) return "source";
+    const text = event.data;
+    if (typeof text !== "string") return "not_text";
+    if (text.length > MAX_BYTES || new TextEncoder().encode(text).length > MAX_BYTES) return "too_large";
+    let message;
+    try { message = JSON.parse(text); } catch (error) { return "invalid_json"; }
+    if (!isObject(message)) return "invalid_json";
+    if (!Object.prototype.hasOwnProperty.call(FIELDS, message.type)) return "unknown_type";
+    const allowed = new Set(["v", "id", "instance_id", "type"].concat(FIELDS[message.type]));
+    if (message.v !== 1 || typeof message.id !== "string" || !REQUEST_ID.test(message.id)) return "invalid_payload";
+    if (Object.keys(message).some((key) => !allowed.has(key))) return "invalid_payload";
+    if ((REQUIRED[message.type] || []).some((key) => !(key in message))) return "invalid_payload";
+    if (message.instance_id !== current.instanceId) return "scope_mismatch";
+    const declared = current.declared;
+    if (message.type === "event") {
+      if (!Object.prototype.hasOwnProperty.call(declared.events, message.name)) return "undeclared_event";
+      if (!isObject(message.payload) || !fits(declared.events[message.name], message.payload)) return "invalid_payload";
+    } else if (message.type === "session.replace") {
+      if (!isObject(message.data) || !Number.isInteger(message.expected_revision) || message.expected_revision < 0) return "invalid_payload";
+    } else if (message.type === "capability") {
+      if (!declared.capabilities.includes(message.capability)) return "undeclared_capability";
+      if (typeof message.purpose !== "string" || message.purpose.length < 1 || message.purpose.length > 200) return "invalid_payload";
+    }
+    return null;
+  }
+
+  // -- counters -----------------------------------------------------------------------------
+
+  let reportTimer = null;
+  function drop(reason) {
+    counters.dropped[reason] = (counters.dropped[reason] || 0) + 1;
+    unreported[reason] = (unreported[reason] || 0) + 1;
+    render();
+    if (reportTimer === null) {
+      reportTimer = setTimeout(() => {
+        reportTimer = null;
+        if (send({ t: "dropped", counts: unreported })) unreported = {};
+      }, 200);
+    }
+  }
+
+  function render() {
+    let debug = document.getElementById("surface-debug");
+    if (!debug) {
+      debug = document.createElement("p");
+      debug.id = "surface-debug";
+      debug.className = "surface-debug";
+      slot.appendChild(debug);
+    }
+    const dropped = Object.keys(counters.dropped).sort().map((k) => k + " " + counters.dropped[k]).join(", ");
+    debug.textContent = "Surface messages relayed " + counters.relayed + "; refused by the host " +
+      counters.refused_by_host + "; dropped " + (dropped || "none");
+    debug.dataset.counters = JSON.stringify(counters);
+  }
+
+  // -- the frame ------------------------------------------------------------------------------
+
+  function show(opened) {
+    if (current) current.frame.remove();
+    const frame = document.createElement("iframe");
+    // Scripts only: no same origin (so no cookie, storage or page), no popups, no top
+    // navigation, no forms. The web host's policy for the document says the same.
+    frame.setAttribute("sandbox", "allow-scripts");
+    frame.setAttribute("referrerpolicy", "no-referrer");
+    frame.title = opened.title;
+    frame.className = "surface";
+    frame.src = opened.src;
+    current = { token: opened.token, instanceId: opened.instance_id, declared: opened.declared, frame: frame };
+    slot.hidden = false;
+    slot.insertBefore(frame, slot.firstChild);
+    render();
+  }
+
+  addEventListener("message", (event) => {
+    const reason = refusal(event);
+    if (reason !== null) {
+      drop(reason);
+      return;
+    }
+    counters.relayed += 1;
+    render();
+    send({ t: "bridge", token: current.token, text: event.data });
+  });
+
+  // -- the web host ---------------------------------------------------------------------------
+
+  function send(frame) {
+    if (!socket || socket.readyState !== WebSocket.OPEN) return false;
+    socket.send(JSON.stringify(frame));
+    return true;
+  }
+
+  function onFrame(frame) {
+    if (frame.t === "surfaces") {
+      shownList = frame.items;
+      const front = shownList[0];
+      if (front && (!current || current.instanceId !== front.instance_id)) {
+        send({ t: "open", instance_id: front.instance_id });
+      }
+    } else if (frame.t === "opened") {
+      if (current) send({ t: "close", token: current.token });
+      show(frame);
+    } else if (frame.t === "to_surface") {
+      if (current && frame.token === current.token) {
+        current.frame.contentWindow.postMessage(JSON.stringify(frame.message), "*");
+      }
+    } else if (frame.t === "refused") {
+      counters.refused_by_host += 1;
+      render();
+    }
+  }
+
+  function connect() {
+    socket = new WebSocket("ws://" + location.host + "/surface-socket");
+    socket.onopen = () => {
+      if (current) current.frame.remove();  // its token died with the last socket
+      current = null;
+      send({ t: "list" });
+    };
+    socket.onmessage = (event) => {
+      let frame;
+      try { frame = JSON.parse(event.data); } catch (error) { return; }
+      if (isObject(frame)) onFrame(frame);
+    };
+    socket.onclose = () => { setTimeout(connect, 1000); };
+  }
+
+  if (slot) {
+    connect();
+    setInterval(() => send({ t: "list" }), 1000);
+  }
+})();

@@ -1,0 +1,60 @@
+"""An installed app with a surface: a board the user draws on.
+
+Its surface (`ui/`) emits `stroke` events and keeps how often it was opened in the
+instance's session data, through the bridge. The app's process appends each stroke it is
+told of to `strokes.jsonl` in its private directory (flushed to disk: the test reads it as
+the app's own record) and patches the surface's state with the count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from apps.sdk import RuntimeApp, declare_app
+
+STROKES = "strokes.jsonl"
+STROKE = {
+    "name": "stroke",
+    "payload_schema": {
+        "type": "object",
+        "properties": {
+            "x": {"type": "integer", "minimum": 0, "maximum": 1000},
+            "y": {"type": "integer", "minimum": 0, "maximum": 1000},
+            "colour": {"enum": ["red", "blue"]},
+        },
+        "required": ["x", "y", "colour"],
+        "additionalProperties": False,
+    },
+}
+
+
+def _append(record: dict[str, Any]) -> int:
+    """Append `record` to the strokes file, on disk before the answer; how many it holds."""
+    with open(STROKES, "a", encoding="utf-8") as log:
+        log.write(json.dumps(record) + "\n")
+        log.flush()
+        os.fsync(log.fileno())
+    with open(STROKES, encoding="utf-8") as log:
+        return sum(1 for _ in log)
+
+
+@declare_app(
+    app_scope="canvas",
+    version="1.0.0",
+    title="Canvas",
+    entrypoints=[
+        {"id": "board", "kind": "primary", "surface": "ui/index.html", "surface_events": [STROKE]}
+    ],
+    required_features=["app.lifecycle.v1", "app.session-data.v1"],
+)
+class CanvasApp(RuntimeApp):
+    async def on_app_start(self) -> None:
+        self.sdk.surface.on_event("stroke", self.stroke)
+
+    async def stroke(self, payload: dict[str, Any], instance_id: str) -> None:
+        count = _append({"instance_id": instance_id, **payload})
+        await self.sdk.surface.patch(
+            {"strokes": count, "last": payload["colour"]}, instance_id=instance_id
+        )

@@ -1,0 +1,26 @@
+// The canvas surface: draws, emits one stroke, and counts its visits in session data.
+(async function () {
+  "use strict";
+  const board = document.getElementById("board").getContext("2d");
+  const colours = ["#dc322f", "#859900", "#268bd2", "#d33682", "#b58900"];
+  colours.forEach((colour, n) => {
+    board.fillStyle = colour;
+    board.fillRect(20 + n * 58, 30 + (n % 2) * 40, 48, 48);
+  });
+  lineup.onState((state) => {
+    document.getElementById("strokes").textContent = String(state.strokes || 0);
+    document.body.dataset.strokes = String(state.strokes || 0);
+  });
+  await lineup.ready;
+  await lineup.session.subscribe((snapshot) => {
+    document.getElementById("saved").textContent = JSON.stringify(snapshot.data);
+    document.body.dataset.revision = String(snapshot.revision);
+  });
+  const first = await lineup.session.get();
+  const visits = ((first.data && first.data.visits) || 0) + 1;
+  await lineup.session.replace({ visits: visits }, first.revision);
+  await lineup.emit("stroke", { x: 10, y: 20, colour: "red" });
+  document.body.dataset.visits = String(visits);
+})().catch((error) => {
+  document.body.dataset.error = String(error.code || error);
+});

@@ -1,0 +1,374 @@
+"""Installed apps' surfaces in a real headless Chromium, on a real runtime and AppServer.
+
+Each test app is built, signed and installed like any app (`lineup app build | sign |
+install | enable | launch`); the web host frames the surface of the app in front. The
+canvas app's surface emits a declared event that reaches the app's process and keeps its
+session data through the bridge, across a reload. The trojan's surface tries every way out
+of its frame, and every one is blocked: a loopback listener the test runs sees no request
+from it, and the bridge messages it forges are dropped by the page (counted by reason, in
+the page and in the web host's statistics) and refused again by the web host.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import socketserver
+import sqlite3
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from selenium.webdriver.chrome.webdriver import WebDriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webelement import WebElement
+
+from tests.app_manager.conftest import lineup
+from tests.kernel.helpers import REPO_ROOT
+from tests.runtime.helpers import Stack, wait_for
+
+from ._png import distinct_colours
+from .conftest import in_browser, open_page, start_web_runtime, until
+
+CONVERSATION = "conv-1"
+SURFACE_FRAME = "#surface-slot iframe"
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The signed bundles of the canvas and the trojan, and their publisher's key."""
+    root = tmp_path_factory.mktemp("surface-apps")
+    code, _, err = lineup("app", "keygen", "--out", root / "keys", "--name", "pat")
+    assert code == 0, err
+    made = {"key": root / "keys" / "pat.pub"}
+    for name in ("canvas", "trojan"):
+        bundle = root / f"{name}.bundle"
+        code, _, err = lineup("app", "build", REPO_ROOT / "tests" / "web" / name, "--out", bundle)
+        assert code == 0, err
+        code, _, err = lineup("app", "sign", bundle, "--key", root / "keys" / "pat.key")
+        assert code == 0, err
+        made[name] = bundle
+    return made
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Records every request it gets: any method, a WebSocket's upgrade included."""
+
+    seen: list[str]
+
+    def _record(self) -> None:
+        self.seen.append(f"{self.command} {self.path}")
+        self.send_response(200)
+        self.send_header("Content-Type", "image/png")
+        self.end_headers()
+
+    do_GET = do_POST = do_PUT = do_OPTIONS = _record
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[str]]]:
+    """A loopback HTTP listener: (its port, the requests it has seen)."""
+    seen: list[str] = []
+    handler = type("Recorder", (_Recorder,), {"seen": seen})
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def install(stack: Stack, bundles: dict[str, Path], scope: str) -> None:
+    trusted = stack.data_dir / "trusted_keys"
+    trusted.mkdir(parents=True, exist_ok=True)
+    shutil.copy(bundles["key"], trusted / "pat.pub")
+    for args in (
+        ("install", bundles[scope]),
+        ("enable", scope),
+        ("launch", scope, "--conversation", CONVERSATION),
+    ):
+        code, out, err = await trio.to_thread.run_sync(
+            lambda args=args: lineup("app", *args, "--data-dir", stack.data_dir, "--json")
+        )
+        assert code == 0, f"lineup app {args}: {out} {err}"
+
+
+def surface_frame(driver: WebDriver, scope: str) -> WebElement:
+    """The page's surface frame once it shows `scope`'s surface."""
+
+    def shown(d: WebDriver) -> WebElement | None:
+        frames = d.find_elements(By.CSS_SELECTOR, SURFACE_FRAME)
+        if len(frames) == 1 and frames[0].get_attribute("title") == scope.capitalize():
+            return frames[0]
+        return None
+
+    return until(driver, shown)
+
+
+def inside(driver: WebDriver, frame: WebElement, attribute: str) -> str:
+    """The surface's `body[data-ATTRIBUTE]` once it is set (a surface error fails at once)."""
+
+    def read(d: WebDriver) -> str | None:
+        d.switch_to.frame(frame)
+        try:
+            body = d.find_element(By.TAG_NAME, "body")
+            error = body.get_attribute("data-error")
+            assert not error, f"the surface failed: {error}"
+            return body.get_attribute(f"data-{attribute}")
+        finally:
+            d.switch_to.default_content()
+
+    return until(driver, read)
+
+
+def in_frame(driver: WebDriver, frame: WebElement, css: str) -> str:
+    driver.switch_to.frame(frame)
+    try:
+        return driver.find_element(By.CSS_SELECTOR, css).text
+    finally:
+        driver.switch_to.default_content()
+
+
+def page_counters(driver: WebDriver) -> dict[str, Any]:
+    raw = driver.execute_script(
+        "const d = document.getElementById('surface-debug'); return d && d.dataset.counters;"
+    )
+    return dict(json.loads(raw)) if raw else {"relayed": 0, "dropped": {}}
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def session_rows(data_dir: Path, scope: str) -> list[tuple[str, str, int]]:
+    with closing(sqlite3.connect(f"file:{data_dir / 'runtime.db'}?mode=ro", uri=True)) as db:
+        query = "SELECT instance_id, data, revision FROM app_session_data WHERE app_scope = ?"
+        return db.execute(query, (scope,)).fetchall()
+
+
+def web_statistics(stack: Stack) -> dict[str, Any]:
+    actors = stack.control({"type": "actors", "stats": True})["actors"]
+    record = next(actor for actor in actors if actor["name"] == "web_host")
+    return dict(record["statistics"]["extra"]["surfaces"])
+
+
+def fetch(url: str) -> tuple[int, dict[str, str], bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status, dict(answer.headers), answer.read()
+    except urllib.error.HTTPError as refused:
+        return refused.code, dict(refused.headers), refused.read()
+
+
+async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
+    stack: Stack, browser: WebDriver, bundles: dict[str, Path], tmp_path: Path
+) -> None:
+    port = await start_web_runtime(stack)
+    await install(stack, bundles, "canvas")
+    await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
+
+    frame = await in_browser(surface_frame, browser, "canvas")
+    assert frame.get_attribute("sandbox") == "allow-scripts"
+    src = str(frame.get_attribute("src"))
+    instance = src.rsplit("#", 1)[1]
+    assert instance.startswith("canvas:")
+
+    # The declared event reached the app's process, which patched the surface's state.
+    assert await in_browser(inside, browser, frame, "visits") == "1"
+    assert await in_browser(inside, browser, frame, "strokes") == "1"
+    strokes = stack.data_dir / "apps" / "canvas" / "strokes.jsonl"
+    assert lines(strokes) == [{"instance_id": instance, "x": 10, "y": 20, "colour": "red"}]
+    # Session data written through the bridge is the store's, under the instance shown.
+    assert session_rows(stack.data_dir, "canvas") == [(instance, '{"visits":1}', 1)]
+    assert await in_browser(in_frame, browser, frame, "#saved") == '{"visits":1}'
+
+    # Its answers carry the surface's policy, and only the bundle's signed files are served.
+    status, headers, body = await trio.to_thread.run_sync(fetch, src.split("#", maxsplit=1)[0])
+    assert status == 200 and b"/surface-bridge.js" in body
+    policy = headers["content-security-policy"]
+    origin = f"http://127.0.0.1:{port}"
+    for directive in (
+        "default-src 'none'",
+        "connect-src 'none'",
+        "form-action 'none'",
+        f"frame-ancestors {origin}",
+        "sandbox allow-scripts",
+    ):
+        assert directive in policy, policy
+    base = src.split("#", maxsplit=1)[0].rsplit("/ui/", 1)[0]
+    for path in ("/manifest.json", "/signature.json", "/_app.py", "/ui/missing.js", "/%2e%2e/x.js"):
+        status, _, _ = await trio.to_thread.run_sync(fetch, base + path)
+        assert status == 404, path
+
+    picture = tmp_path / "canvas-surface.png"
+    png = await in_browser(lambda: frame.screenshot_as_png)
+    picture.write_bytes(png)
+    colours = distinct_colours(png)
+    assert colours > 5, f"the surface's screenshot looks blank ({colours} colours)"
+
+    # A reload frames the surface anew: its session data is the one it kept.
+    await in_browser(browser.refresh)
+    frame = await in_browser(surface_frame, browser, "canvas")
+    assert await in_browser(inside, browser, frame, "visits") == "2"
+    assert session_rows(stack.data_dir, "canvas") == [(instance, '{"visits":2}', 2)]
+    await wait_for(lambda: len(lines(strokes)) == 2, 10, "the second stroke")
+
+
+IMPOSTOR = """
+  const first = document.querySelector(arguments[0]);
+  const second = document.createElement('iframe');
+  second.setAttribute('sandbox', 'allow-scripts');
+  second.id = 'impostor';
+  second.src = first.src.replace('/ui/index.html#', '/ui/impostor.html#');
+  document.body.appendChild(second);
+"""
+
+# From the page's own context: a socket of its own, asking the web host directly.
+DIRECT = """
+  const done = arguments[arguments.length - 1];
+  const [instance, texts] = [arguments[0], arguments[1]];
+  const socket = new WebSocket('ws://' + location.host + '/surface-socket');
+  const answers = [];
+  socket.onopen = () => socket.send(JSON.stringify({t: 'open', instance_id: instance}));
+  socket.onmessage = (event) => {
+    const frame = JSON.parse(event.data);
+    if (frame.t === 'opened') {
+      const token = frame.token;
+      for (const text of texts) socket.send(JSON.stringify({t: 'bridge', token, text}));
+    } else if (frame.t === 'refused') {
+      answers.push(frame.code);
+      if (answers.length === texts.length) { socket.close(); done(answers); }
+    }
+  };
+"""
+
+
+async def test_a_hostile_surface_is_held_in_its_frame(
+    stack: Stack,
+    browser: WebDriver,
+    bundles: dict[str, Path],
+    listener: tuple[int, list[str]],
+) -> None:
+    listener_port, seen = listener
+    await start_web_runtime(stack)
+    app_dir = stack.data_dir / "apps" / "trojan"
+    app_dir.mkdir(parents=True, exist_ok=True)
+    (app_dir / "orders.json").write_text(json.dumps({"listener_port": listener_port}))
+    await install(stack, bundles, "trojan")
+    await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
+
+    frame = await in_browser(surface_frame, browser, "trojan")
+    instance = str(frame.get_attribute("src")).rsplit("#", 1)[1]
+    assert await in_browser(inside, browser, frame, "done") == "1"
+    report = json.loads(await in_browser(in_frame, browser, frame, "#report"))
+    assert set(report) == {
+        "parent_document",
+        "cookie",
+        "local_storage",
+        "window_open",
+        "top_location",
+        "form_submit",
+        "fetch",
+        "xhr",
+        "websocket",
+        "image",
+    }
+    # window.open answers null and a form's submit() returns: both did nothing, which the
+    # listener confirms below; every other attempt failed outright.
+    assert report.pop("window_open") == "allowed: null"
+    assert report.pop("form_submit") == "allowed: submitted"
+    assert all(outcome.startswith("blocked") for outcome in report.values()), report
+
+    # The control, a declared event, reached the app; each forged message was dropped.
+    probes = app_dir / "probes.jsonl"
+    await wait_for(lambda: lines(probes), 10, "the control probe")
+    expected = {
+        "scope_mismatch": 1,
+        "undeclared_event": 1,
+        "too_large": 1,
+        "not_text": 1,
+        "undeclared_capability": 1,
+        "invalid_payload": 1,
+    }
+    counters = await in_browser(
+        until, browser, lambda d: (c := page_counters(d))["dropped"] == expected and c
+    )
+
+    # A second frame that posts exactly what the first may post is not the first.
+    await in_browser(browser.execute_script, IMPOSTOR, SURFACE_FRAME)
+    counters = await in_browser(
+        until, browser, lambda d: (c := page_counters(d))["dropped"].get("source") == 1 and c
+    )
+    assert counters["relayed"] == 2  # the first frame's `ready` and its control probe
+    assert lines(probes) == [{"instance_id": instance, "n": 1}]
+
+    # The web host counts what pages dropped, and checks again what a page relays.
+    await wait_for(
+        lambda: web_statistics(stack).get("page_dropped") == {**expected, "source": 1},
+        10,
+        "the page's drops in the web host's statistics",
+    )
+    forged = [
+        json.dumps({"v": 1, "id": "a", "instance_id": "canvas:x", "type": "session.get"}),
+        json.dumps(
+            {
+                "v": 1,
+                "id": "b",
+                "instance_id": instance,
+                "type": "event",
+                "name": "x",
+                "payload": {},
+            }
+        ),
+        json.dumps(
+            {
+                "v": 1,
+                "id": "c",
+                "instance_id": instance,
+                "type": "event",
+                "name": "probe",
+                "payload": {"n": "1"},
+            }
+        ),
+        json.dumps(
+            {
+                "v": 1,
+                "id": "d",
+                "instance_id": instance,
+                "type": "event",
+                "name": "probe",
+                "payload": {"n": 1},
+                "pad": "x" * 70_000,
+            }
+        ),
+        "[1]",
+    ]
+    codes = await in_browser(browser.execute_async_script, DIRECT, instance, forged)
+    assert codes == [
+        "scope_mismatch",
+        "unknown_type",
+        "invalid_payload",
+        "too_large",
+        "invalid_json",
+    ]
+    assert lines(probes) == [{"instance_id": instance, "n": 1}]
+    refused = web_statistics(stack)["refused"]
+    # So is the trojan's push to the surface of another app's instance (`_app.py`).
+    assert refused == {code: 1 for code in codes} | {"ownership_mismatch": 1}, refused
+
+    # Nothing reached the listener; the browser itself can (the control).
+    assert seen == []
+    await in_browser(browser.get, f"http://127.0.0.1:{listener_port}/control")
+    assert seen == ["GET /control"]

@@ -1,0 +1,66 @@
+"""An installed app whose surface attacks everything a surface can reach (`ui/attack.js`).
+
+It declares one event, `probe`: the control that shows the bridge works for what is
+declared. The app's process appends each probe it is told of to `probes.jsonl` in its
+private directory, the test's record of what got through. At its instance's start it tells
+its surface the port of the test's loopback listener (`orders.json`, written by the test),
+and tries to push a state to another app's instance's surface.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from actors.kernel import new_id
+from apps.sdk import RuntimeApp, declare_app
+
+PROBES = "probes.jsonl"
+ORDERS = "orders.json"
+PROBE = {
+    "name": "probe",
+    "payload_schema": {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": False,
+    },
+}
+
+
+def _listener_port() -> int:
+    with open(ORDERS, encoding="utf-8") as orders:
+        return int(json.load(orders)["listener_port"])
+
+
+def _append(record: dict[str, Any]) -> None:
+    with open(PROBES, "a", encoding="utf-8") as log:
+        log.write(json.dumps(record) + "\n")
+        log.flush()
+        os.fsync(log.fileno())
+
+
+@declare_app(
+    app_scope="trojan",
+    version="1.0.0",
+    title="Trojan",
+    entrypoints=[
+        {"id": "main", "kind": "primary", "surface": "ui/index.html", "surface_events": [PROBE]}
+    ],
+    required_features=["app.lifecycle.v1"],
+)
+class TrojanApp(RuntimeApp):
+    async def on_app_start(self) -> None:
+        self.sdk.surface.on_event("probe", self.probe)
+        self.sdk.lifecycle.on("start", self.started)
+
+    async def started(self, event: dict[str, Any]) -> None:
+        port = _listener_port()
+        await self.sdk.surface.patch({"listener": port}, instance_id=str(event["instance_id"]))
+        # Past its SDK, which refuses it: a push to the surface of another app's instance.
+        forged = {"instance_id": "canvas:main", "kind": "state", "patch": {"stolen": True}}
+        await self.cast("web_host", "web_host.surface.push", forged, id=new_id())
+
+    async def probe(self, payload: dict[str, Any], instance_id: str) -> None:
+        _append({"instance_id": instance_id, **payload})
