@@ -205,15 +205,16 @@
       state.items.clear();
       $("timeline").replaceChildren();
     }
-    const timeline = $("timeline");
-    const nearBottom = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 80;
+    const page = document.scrollingElement;
+    const nearBottom = page.scrollHeight - page.scrollTop - page.clientHeight < 80;
     for (const item of frame.items) {
       state.items.set(item.id, item);
       place(renderItem(item), item.order);
     }
     state.pos = frame.pos;
     renderTasks(frame.tasks || []);
-    if (nearBottom || frame.reset) timeline.scrollTop = timeline.scrollHeight;
+    // Follow the conversation while the user is at its end; leave them where they read.
+    if ((nearBottom || frame.reset) && frame.items.length) page.scrollTop = page.scrollHeight;
   }
 
   // Each item is one <li> with data-id, kept in timeline order: a changed item replaces
