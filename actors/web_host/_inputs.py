@@ -67,13 +67,21 @@ def _fields(
         raise Refused(f"The page sent an unknown field ({sorted(unknown)[0][:40]}): reload it.")
 
 
-def _text(value: Any, what: str, *, limit: int = MAX_ID, empty: bool = False) -> str:
+def _text(value: Any, what: str) -> str:
+    """What the user typed: text, not blank, at most `MAX_TEXT` characters."""
     if not isinstance(value, str):
         raise Refused(f"The page sent a {what} that is not text: reload it.")
-    if not value.strip() and not empty:
+    if not value.strip():
         raise Refused(f"The {what} is empty: type something first.")
-    if len(value) > limit:
-        raise Refused(f"The {what} is too long: keep it under {limit:,} characters.")
+    if len(value) > MAX_TEXT:
+        raise Refused(f"The {what} is too long: keep it under {MAX_TEXT:,} characters.")
+    return value
+
+
+def _id(value: Any, what: str) -> str:
+    """An id the page took from what it was shown: text of 1 to `MAX_ID` characters."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_ID:
+        raise Refused(f"The page sent a bad {what}: reload it.")
     return value
 
 
@@ -90,6 +98,9 @@ def parse_frame(raw: str) -> dict[str, Any]:
 
 
 def hello(frame: dict[str, Any]) -> Hello:
+    """The first frame of a page's socket: which conversation, from which position."""
+    if frame["t"] != "hello":
+        raise Refused("The page must say hello first: reload it.")
     _fields(frame, {"t", "page", "conversation", "since", "open"})
     page, conversation, since = frame["page"], frame["conversation"], frame["since"]
     if not isinstance(page, str) or not PAGE_ID.match(page):
@@ -101,15 +112,16 @@ def hello(frame: dict[str, Any]) -> Hello:
     still_open = frame["open"]
     if not isinstance(still_open, list) or len(still_open) > MAX_OPEN:
         raise Refused("The page sent a bad list of open items: reload it.")
-    return Hello(page, conversation, since, frozenset(_text(i, "item id") for i in still_open))
+    return Hello(page, conversation, since, frozenset(_id(i, "item id") for i in still_open))
 
 
 def action(frame: dict[str, Any], conversation: str) -> Action:
     """An `act` or `intent` frame as the UI action or host intent it asks for."""
+    if frame["t"] not in ("act", "intent"):
+        raise Refused("The page sent a request this host does not know: reload it.")
     client_id = frame.get("client_id")
-    if not is_valid_id(client_id):
+    if not isinstance(client_id, str) or not is_valid_id(client_id):
         raise Refused("The page sent a bad action id: reload it.")
-    assert isinstance(client_id, str)
     if frame["t"] == "intent":
         _fields(frame, {"t", "client_id", "intent", "app_scope"})
         if frame["intent"] not in INTENTS:
@@ -138,10 +150,10 @@ def chat_input(given: dict[str, Any], conversation: str) -> dict[str, Any]:
     body: dict[str, Any] = {"kind": kind, "conversation_id": conversation}
     if kind == "send":
         _fields(given, {"kind", "text"})
-        body["text"] = _text(given["text"], "message", limit=MAX_TEXT)
+        body["text"] = _text(given["text"], "message")
     elif kind == "answer":
         _fields(given, {"kind", "interaction_id"}, frozenset({"selected", "confirmed", "text"}))
-        body["interaction_id"] = _text(given["interaction_id"], "question id")
+        body["interaction_id"] = _id(given["interaction_id"], "question id")
         answers = given.keys() & {"selected", "confirmed", "text"}
         if len(answers) != 1:
             raise Refused("An answer needs exactly one choice, yes or no, or text: try again.")
@@ -149,19 +161,19 @@ def chat_input(given: dict[str, Any], conversation: str) -> dict[str, Any]:
             selected = given["selected"]
             if not isinstance(selected, list) or not 1 <= len(selected) <= MAX_SELECTED:
                 raise Refused("Pick at least one of the options.")
-            body["selected"] = [_text(option, "option") for option in selected]
+            body["selected"] = [_id(option, "option") for option in selected]
         elif "confirmed" in given:
             if not isinstance(given["confirmed"], bool):
                 raise Refused("The page sent a yes or no that is neither: reload it.")
             body["confirmed"] = given["confirmed"]
         else:
-            body["text"] = _text(given["text"], "answer", limit=MAX_TEXT)
+            body["text"] = _text(given["text"], "answer")
     elif kind == "stop":
         _fields(given, {"kind", "call_id"})
-        body["call_id"] = _text(given["call_id"], "tool call id")
+        body["call_id"] = _id(given["call_id"], "tool call id")
     elif kind == "dismiss":
         _fields(given, {"kind", "interaction_id"})
-        body["interaction_id"] = _text(given["interaction_id"], "question id")
+        body["interaction_id"] = _id(given["interaction_id"], "question id")
     else:
         raise Refused("The chat cannot do that: reload the page.")
     return body

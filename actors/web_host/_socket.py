@@ -123,10 +123,7 @@ class PageSocket:
         if raw is None:
             return None
         try:
-            frame = _inputs.parse_frame(raw)
-            if frame["t"] != "hello":
-                raise Refused("The page must say hello first: reload it.")  # noqa: TRY301
-            return _inputs.hello(frame)
+            return _inputs.hello(_inputs.parse_frame(raw))
         except Refused as refusal:
             self.counters["refused"] += 1
             await self.send({"t": "refused", "error": str(refusal)})
@@ -148,18 +145,15 @@ class PageSocket:
             if not self._within_rate() or self.refusals > MAX_REFUSALS:
                 await self.ws.close(code=1008)
                 return
-            client_id = None
+            frame: dict[str, Any] = {}
             try:
                 frame = _inputs.parse_frame(raw)
-                client_id = (
-                    frame.get("client_id") if isinstance(frame.get("client_id"), str) else None
-                )
-                if frame["t"] not in ("act", "intent"):
-                    raise Refused("The page sent a request this host does not know: reload it.")  # noqa: TRY301
                 action = _inputs.action(frame, hello.conversation)
             except Refused as refusal:
                 self.refusals += 1
                 self.counters["refused"] += 1
+                named = frame.get("client_id")  # so the page can drop that action
+                client_id = named if isinstance(named, str) else None
                 await self.send({"t": "refused", "client_id": client_id, "error": str(refusal)})
                 continue
             self.refusals = 0

@@ -124,7 +124,10 @@
     else if (frame.t === "status") {
       state.link = frame.link;
       showConnection();
-    } else if (frame.t === "stored") settle(frame.client_id);
+    } else if (frame.t === "stored") {
+      settle(frame.client_id);
+      notice("");
+    }
     else if (frame.t === "retry") {
       state.sending.delete(frame.client_id);
       setTimeout(flush, 1000);
