@@ -6,11 +6,13 @@ the same timeline across that restart."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 from actors.store import read_apps
 from actors.web_host import endpoint_alive, read_endpoint
@@ -38,15 +40,20 @@ def _item(driver: WebDriver, item_id: str) -> Any:
     return driver.find_element(By.CSS_SELECTOR, f'#timeline li[data-id="{item_id}"]')
 
 
-def _click(driver: WebDriver, item_id: str, label: str) -> None:
-    def clicked(d: WebDriver) -> bool:
+def _press(driver: WebDriver, item_id: str, label: str, *, keyboard: bool = False) -> None:
+    """Press the card's button `label`: with the mouse, or with the keyboard (Enter)."""
+
+    def pressed(d: WebDriver) -> bool:
         for candidate in _item(d, item_id).find_elements(By.CSS_SELECTOR, ".card button"):
             if candidate.text == label and candidate.is_enabled():
-                candidate.click()
+                if keyboard:
+                    candidate.send_keys(Keys.ENTER)
+                else:
+                    candidate.click()
                 return True
         return False
 
-    until(driver, clicked)
+    until(driver, pressed)
 
 
 def _type_answer(driver: WebDriver, item_id: str, text: str) -> None:
@@ -136,8 +143,8 @@ async def test_the_agent_and_the_user_meet_in_the_page_once_also_across_a_kill(
     asked = await agent.ask_input(
         CONVERSATION, "Release name?", placeholder="Sprint 12", interaction_id="name"
     )
-    await in_browser(_click, browser, choice.message_id, "Green")
-    await in_browser(_click, browser, confirm.message_id, "Ship")
+    await in_browser(_press, browser, choice.message_id, "Green")
+    await in_browser(partial(_press, keyboard=True), browser, confirm.message_id, "Ship")
     await in_browser(_type_answer, browser, asked.message_id, "Orion")
 
     def answers() -> dict[str, list[dict[str, Any]]] | None:
