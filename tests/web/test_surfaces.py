@@ -193,6 +193,8 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     # Session data written through the bridge is the store's, under the instance shown.
     assert session_rows(stack.data_dir, "canvas") == [(instance, '{"visits":1}', 1)]
     assert await in_browser(in_frame, browser, frame, "#saved") == '{"visits":1}'
+    # Its capability request went to the gateway as the app's: this host has no clipboard.
+    assert await in_browser(inside, browser, frame, "capability") == "unsupported_on_host"
 
     # Its answers carry the surface's policy, and only the bundle's signed files are served.
     status, headers, body = await trio.to_thread.run_sync(fetch, src.split("#", maxsplit=1)[0])

@@ -1,9 +1,10 @@
 """An installed app with a surface: a board the user draws on.
 
-Its surface (`ui/`) emits `stroke` events and keeps how often it was opened in the
-instance's session data, through the bridge. The app's process appends each stroke it is
-told of to `strokes.jsonl` in its private directory (flushed to disk: the test reads it as
-the app's own record) and patches the surface's state with the count.
+Its surface (`ui/`) emits `stroke` events, keeps how often it was opened in the instance's
+session data and asks to copy the drawing to the clipboard, all through the bridge. The
+app's process appends each stroke it is told of to `strokes.jsonl` in its private directory
+(flushed to disk: the test reads it as the app's own record) and patches the surface's
+state with the count.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def _append(record: dict[str, Any]) -> int:
     entrypoints=[
         {"id": "board", "kind": "primary", "surface": "ui/index.html", "surface_events": [STROKE]}
     ],
-    required_features=["app.lifecycle.v1", "app.session-data.v1"],
+    required_features=["app.lifecycle.v1", "app.session-data.v1", "capability.request.v1"],
+    capabilities=["clipboard.write"],
 )
 class CanvasApp(RuntimeApp):
     async def on_app_start(self) -> None:

@@ -1,4 +1,5 @@
-// The canvas surface: draws, emits one stroke, and counts its visits in session data.
+// The canvas surface: draws, emits one stroke, counts its visits in session data and asks
+// for the clipboard.
 (async function () {
   "use strict";
   const board = document.getElementById("board").getContext("2d");
@@ -20,6 +21,8 @@
   const visits = ((first.data && first.data.visits) || 0) + 1;
   await lineup.session.replace({ visits: visits }, first.revision);
   await lineup.emit("stroke", { x: 10, y: 20, colour: "red" });
+  const copied = await lineup.capabilities.request("clipboard.write", "Copy the drawing", { text: "drawing" });
+  document.body.dataset.capability = copied.status;
   document.body.dataset.visits = String(visits);
 })().catch((error) => {
   document.body.dataset.error = String(error.code || error);
