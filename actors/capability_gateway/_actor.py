@@ -57,6 +57,7 @@ log = logging.getLogger("lineup.capability_gateway")
 
 DEADLINE_POLL_S: Final = 0.1
 DEFAULT_TIMEOUT_MS: Final = 60_000
+KEEP_FINISHED_S: Final = 7 * 24 * 3600  # a finished request's row, after which it goes
 REFUSALS_KEPT: Final = 20  # refusals of one app written one by one before they are counted
 REFUSALS: Final = "refusals"  # the refusal budget's key beside the app's scope
 CARD_OPEN, CARD_CLOSED = 1, 2  # the slots of a request's two messages to the chat
@@ -78,6 +79,7 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
         self.refusals = RateLimiter(burst=REFUSALS_KEPT, per_minute=60.0)
         self.unrecorded: dict[str, int] = {}
         self.call_timeout = float(self.config.get("call_timeout", 2.0))
+        self.keep_finished_s = float(self.config.get("keep_finished_s", KEEP_FINISHED_S))
         self.open: dict[str, Pending] = {}
         self.grants: dict[tuple[str, str], dict[str, Any]] = {}
         self.counts = {status.value: 0 for status in CapabilityResult}
@@ -104,8 +106,10 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
 
     async def _load(self) -> None:
         state = await self.store("store.capabilities.load", {})
-        # A session grant lasts as long as this run of the runtime.
-        await self.write({"end_sessions": self.boot_id})
+        # A session grant lasts as long as this run of the runtime; a finished request is
+        # kept for a while (asked again with its id, it gets its outcome), then forgotten.
+        forget_before = now_ms() - int(self.keep_finished_s * 1000)
+        await self.write({"end_sessions": self.boot_id, "forget_before": forget_before})
         self.grants = {
             (g["app_scope"], g["capability"]): g
             for g in state["grants"]

@@ -128,8 +128,9 @@ class CapabilityTables(Actor):
         Body: `insert` (a request row, written only if its key is new), `requests` (rows
         replaced whole), `grants` (rows replaced whole), `revoke` {app_scope, capability}
         (its grant removed), `end_sessions` (a boot id: session grants of any other run of
-        the runtime removed), `audit` [{code, detail, message_id}]. Reply: `revoked` (how
-        many grants were removed).
+        the runtime removed), `forget_before` (ms: finished requests last changed before it
+        removed), `audit` [{code, detail, message_id}]. Reply: `revoked` (how many grants
+        were removed).
         """
         body = msg.body
 
@@ -163,6 +164,11 @@ class CapabilityTables(Actor):
                 self.db.execute(
                     "DELETE FROM capability_grants WHERE scope = 'session' AND boot != ?",
                     (body["end_sessions"],),
+                )
+            if body.get("forget_before") is not None:
+                self.db.execute(
+                    "DELETE FROM capability_requests WHERE state = 'finished' AND updated_ms < ?",
+                    (int(body["forget_before"]),),
                 )
             for entry in body.get("audit", ()):
                 self._audit(

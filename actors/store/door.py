@@ -188,6 +188,7 @@ class CapabilitiesWrite(TypedDict, total=False):
     grants: list[dict[str, Any]]
     revoke: dict[str, str] | None
     end_sessions: str | None
+    forget_before: int | None
     audit: list[dict[str, Any]]
 
 

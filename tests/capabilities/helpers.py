@@ -20,13 +20,13 @@ from tests.tools.helpers import Agent, app, final_of, new_revision, tools_of
 SCOPE = "keeper"
 
 
-def configure(stack: Stack, *, rate_limit: dict[str, Any] | None = None) -> None:
-    """The runtime the stack starts, its gateway with the given settings."""
+def configure(stack: Stack, gateway: dict[str, Any]) -> None:
+    """The runtime the stack starts, its gateway with these settings besides its own."""
     assert stack.server is not None
     config = runtime_config(stack.data_dir, stack.url)
     for child in config["children"]:
-        if child["name"] == "capability_gateway" and rate_limit is not None:
-            child["config"]["rate_limit"] = rate_limit
+        if child["name"] == "capability_gateway":
+            child["config"].update(gateway)
     stack.data_dir.mkdir(parents=True, exist_ok=True)
     stack.runtime = Runtime(stack.data_dir, config, log_dir=stack.base)
 
@@ -36,12 +36,14 @@ async def keeper_ready(
     keeper: tuple[Path, Path],
     *,
     rate_limit: dict[str, Any] | None = None,
+    gateway: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
 ) -> Agent:
-    """The AppServer, the runtime (its processes with `env`) and the agent up, the keeper
-    installed, enabled and in the agent's inventory: the agent's side of its calls."""
+    """The AppServer, the runtime (its processes with `env`, the gateway's config with
+    `gateway` and `rate_limit`) and the agent up, the keeper installed, enabled and in the
+    agent's inventory: the agent's side of its calls."""
     await stack.start_appserver()
-    configure(stack, rate_limit=rate_limit)
+    configure(stack, {**(gateway or {}), **({"rate_limit": rate_limit} if rate_limit else {})})
     assert stack.server is not None and stack.runtime is not None
     write_token(stack.data_dir / supervisor.TOKEN_FILE, stack.server.credentials.runtime_token)
     stack.runtime.start(wait=False, env=env)

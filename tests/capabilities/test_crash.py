@@ -71,7 +71,10 @@ async def test_a_save_cut_short_by_a_kill_is_saved_once(
 async def test_a_request_waiting_for_the_user_outlives_a_kill_of_the_gateway(
     stack: Stack, keeper: tuple[Path, Path]
 ) -> None:
-    agent = await keeper_ready(stack, keeper)
+    # Finished requests are forgotten at the gateway's start; open ones never.
+    agent = await keeper_ready(stack, keeper, gateway={"keep_finished_s": 0})
+    refused = await asked(agent, "w-0", "camera.capture")
+    assert refused["status"] == "permission_denied"
     await ask(agent, "w-1", "notification.show", {"text": "after the kill"})
     card = await card_for(stack, "notification.show")
     assert stack.runtime is not None
@@ -91,9 +94,12 @@ async def test_a_request_waiting_for_the_user_outlives_a_kill_of_the_gateway(
     answer(stack, card, "once")
     assert await outcome(stack, "w-1") == {"status": "completed", "output": {"shown": True}}
     assert [n["text"] for n in read_notifications(stack.data_dir)[0]] == ["after the kill"]
-    [row] = requests(stack)
+    [row] = requests(stack)  # the refused one forgotten, its audit row kept
     assert audit_of(stack, row["request_id"]) == [
         "capability.consent_asked",
         "capability.started",
         "capability.completed",
+    ]
+    assert [a["code"] for a in stack.audit() if "camera.capture" in a["detail"]] == [
+        "capability.permission_denied"
     ]
