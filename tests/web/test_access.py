@@ -12,6 +12,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import NamedTuple
 
 import pytest
 from selenium.webdriver.chrome.webdriver import WebDriver
@@ -32,13 +33,19 @@ CLOSED_BY = """
 """
 
 
-def _get(port: int, path: str, headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+class Answer(NamedTuple):
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes
+
+
+def _get(port: int, path: str, headers: dict[str, str] | None = None) -> Answer:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     connection.request("GET", path, headers=headers or {})
     response = connection.getresponse()
-    response.read()
+    answer = Answer(response.status, response.headers, response.read())
     connection.close()
-    return response
+    return answer
 
 
 def _upgrade(port: int, *, host: str, origin: str, cookie: str = "") -> int:
@@ -126,6 +133,10 @@ async def test_the_key_opens_one_session_and_nothing_opens_without_it(
     assert "unsafe-inline" not in policy
     assert page.headers["X-Content-Type-Options"] == "nosniff"
     assert page.headers["Referrer-Policy"] == "no-referrer"
+    token = (stack.data_dir / ".runtime_token").read_bytes().strip()
+    for path in ("/.runtime_token", "/%2e%2e/.runtime_token", "/static/../../.runtime_token"):
+        served = await in_browser(_get, port, path, {"Cookie": cookie})
+        assert served.status == 404 and token not in served.body, path
     origin = f"http://{host}"
     assert await in_browser(lambda: _upgrade(port, host=host, origin=origin, cookie=cookie)) == 101
     for other_host, other_origin_header in (
