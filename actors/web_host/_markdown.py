@@ -10,6 +10,7 @@ opener.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Final
 
 from markdown_it import MarkdownIt
@@ -35,8 +36,9 @@ _INLINE_OPEN: Final = {"strong_open": "strong", "em_open": "em", "s_open": "s"}
 Node = list[Any]
 
 
+@functools.lru_cache(maxsize=1024)  # every change folds the conversation again
 def markdown_tree(text: str) -> list[Node | str]:
-    """The block nodes of `text`."""
+    """The block nodes of `text` (shared between calls: read, never changed)."""
     root: Node = ["div", []]
     stack = [root]
     for token in _PARSER.parse(text):
