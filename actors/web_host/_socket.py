@@ -34,7 +34,7 @@ from ._views import fold_chat, link_state, registry
 
 log = logging.getLogger("lineup.web_host")
 
-POLL_S: Final = 0.1
+POLL_S: Final = 0.05
 HELLO_TIMEOUT_S: Final = 10.0
 UI_TIMEOUT_S: Final = 5.0
 # A page sends a handful of frames a second at most; past this it is not a person.
