@@ -207,6 +207,14 @@ def _clipboard(command: list[str]) -> Callable[[Effect], Awaitable[dict[str, Any
     return run
 
 
+def served_capabilities(env: Mapping[str, str]) -> frozenset[str]:
+    """The names of the capabilities this host serves (what an agent may be offered)."""
+    served = {"file.save", "notification.show"}
+    if clipboard_command(env) is not None:
+        served.add("clipboard.write")
+    return frozenset(served)
+
+
 def host_providers(data_dir: Path, env: Mapping[str, str]) -> dict[str, Provider]:
     """The capabilities this host serves, by name."""
     providers = {

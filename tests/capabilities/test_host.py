@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from actors.capability_gateway import served_capabilities
 from actors.capability_gateway._files import safe_name
 from actors.capability_gateway._providers import clipboard_command, host_providers
 
@@ -26,6 +27,9 @@ def test_the_clipboard_needs_a_tool_and_its_display(tmp_path: Path) -> None:
     served = host_providers(tmp_path, {"PATH": wayland, "WAYLAND_DISPLAY": "wayland-0"})
     assert sorted(served) == ["clipboard.write", "file.save", "notification.show"]
     assert sorted(host_providers(tmp_path, {"PATH": ""})) == ["file.save", "notification.show"]
+    # What the tool router offers agents is what the gateway serves, with or without one.
+    for env in ({"PATH": wayland, "WAYLAND_DISPLAY": "wayland-0"}, {"PATH": ""}):
+        assert served_capabilities(env) == set(host_providers(tmp_path, env))
 
 
 def test_names_are_made_safe() -> None:
