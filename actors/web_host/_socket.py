@@ -65,12 +65,17 @@ class _Changes:
         return changed
 
     def close(self) -> None:
+        # A version is only comparable within one connection: a new one starts afresh.
+        self.seen = None
         if self.db is not None:
             self.db.close()
             self.db = None
 
 
 class PageSocket:
+    """One page's socket: its hello, then its actions in and the changes out, until it
+    goes (or breaks the rules)."""
+
     def __init__(self, websocket: WebSocket, data_dir: Path, counters: dict[str, int]) -> None:
         self.ws = websocket
         self.data_dir = data_dir
@@ -99,8 +104,12 @@ class PageSocket:
     async def run(self) -> None:
         await self.ws.accept()
         first: str | None = None
-        with trio.move_on_after(HELLO_TIMEOUT_S):
+        with trio.move_on_after(HELLO_TIMEOUT_S) as silent:
             first = await self.receive()
+        if first is None:  # gone already, or silent for too long
+            if silent.cancelled_caught:
+                await self.ws.close(code=1008)
+            return
         hello = await self._hello(first)
         if hello is None:
             await self.ws.close(code=1008)
@@ -112,8 +121,10 @@ class PageSocket:
                 await self._ui("host.session.open", {"session_id": session, "kind": "web"})
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._push, hello)
-                await self._take_actions(hello, session)
+                broke_the_rules = await self._take_actions(hello, session)
                 nursery.cancel_scope.cancel()
+            if broke_the_rules:  # too fast, or too many refusals in a row
+                await self.ws.close(code=1008)
         finally:
             self.counters["pages"] -= 1
             with contextlib.suppress(ControlError), trio.CancelScope(shield=True):
@@ -140,11 +151,11 @@ class PageSocket:
         self.tokens -= 1
         return True
 
-    async def _take_actions(self, hello: Hello, session: str) -> None:
+    async def _take_actions(self, hello: Hello, session: str) -> bool:
+        """Take the page's actions until it goes (False) or breaks the rules (True)."""
         while (raw := await self.receive()) is not None:
             if not self._within_rate() or self.refusals > MAX_REFUSALS:
-                await self.ws.close(code=1008)
-                return
+                return True
             frame: dict[str, Any] = {}
             try:
                 frame = _inputs.parse_frame(raw)
@@ -173,6 +184,7 @@ class PageSocket:
                 continue
             self.counters["actions"] += 1
             await self.send({"t": "stored", "client_id": action.client_id})
+        return False
 
     async def _ui(self, message_type: str, body: dict[str, Any], message_id: str = "") -> None:
         request: dict[str, Any] = {"type": message_type, "body": body}
