@@ -229,11 +229,15 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
 
 
 IMPOSTOR = """
+  window.violations = [];
+  document.addEventListener('securitypolicyviolation', (event) => {
+    window.violations.push(event.effectiveDirective + ' ' + event.blockedURI);
+  });
   const first = document.querySelector(arguments[0]);
   const second = document.createElement('iframe');
   second.setAttribute('sandbox', 'allow-scripts');
   second.id = 'impostor';
-  second.src = first.src.replace('/ui/index.html#', '/ui/impostor.html#');
+  second.src = first.src.replace('/ui/index.html#', '/ui/impostor.html?port=' + arguments[1] + '#');
   document.body.appendChild(second);
 """
 
@@ -308,12 +312,16 @@ async def test_a_hostile_surface_is_held_in_its_frame(
         until, browser, lambda d: (c := page_counters(d))["dropped"] == expected and c
     )
 
-    # A second frame that posts exactly what the first may post is not the first.
-    await in_browser(browser.execute_script, IMPOSTOR, SURFACE_FRAME)
+    # A second frame that posts exactly what the first may post is not the first (and it
+    # cannot take itself to the listener either: the page's frame-src).
+    await in_browser(browser.execute_script, IMPOSTOR, SURFACE_FRAME, listener_port)
     counters = await in_browser(
         until, browser, lambda d: (c := page_counters(d))["dropped"].get("source") == 1 and c
     )
     assert counters["relayed"] == 2  # the first frame's `ready` and its control probe
+    blocked = f"frame-src http://127.0.0.1:{listener_port}"
+    # The page's policy refused it (a report names the origin only), and nothing arrived.
+    await in_browser(until, browser, lambda d: blocked in d.execute_script("return violations"))
     assert lines(probes) == [{"instance_id": instance, "n": 1}]
 
     # The web host counts what pages dropped, and checks again what a page relays.
