@@ -208,6 +208,49 @@ async def test_the_agent_and_the_user_meet_in_the_page_once_also_across_a_kill(
     assert _user_texts(stack).count("typed while it restarts") == 1
 
 
+def _network(driver: WebDriver, *, offline: bool) -> None:
+    """Cut the browser off from every address, loopback included (DevTools' emulation)."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    conditions = {"offline": offline, "latency": 0, "downloadThroughput": -1}
+    driver.execute_cdp_cmd(
+        "Network.emulateNetworkConditions", {**conditions, "uploadThroughput": -1}
+    )
+
+
+async def test_what_is_typed_while_the_page_is_cut_off_waits_in_it_and_goes_out_once(
+    stack: Stack, browser: WebDriver
+) -> None:
+    await start_web_runtime(stack)
+    agent = await stack.start_agent()
+    await agent.send_text(CONVERSATION, "hello")
+    await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
+    before = await in_browser(until, browser, lambda d: len(shown_items(d)) == 1 and _settled(d))
+
+    # The browser cut off, its socket gone with the web host: it reconnects in vain.
+    await in_browser(partial(_network, offline=True), browser)
+    try:
+        assert stack.kill("web_host")
+        await in_browser(until, browser, lambda d: connection_state(d) == "reconnecting")
+        await in_browser(_type_message, browser, "typed while cut off")
+
+        def queued(d: WebDriver) -> list[str]:
+            return [li.text for li in d.find_elements(By.CSS_SELECTOR, "#queued > li")]
+
+        assert await in_browser(until, browser, queued) == ["you\npending\ntyped while cut off"]
+        assert _user_texts(stack) == []
+        assert await in_browser(connection_state, browser) == "reconnecting"
+    finally:
+        await in_browser(partial(_network, offline=False), browser)
+
+    # Back: the page resyncs from where it was, then sends what waited, once.
+    await in_browser(until, browser, lambda d: connection_state(d) == "online")
+    await wait_for(lambda: _user_texts(stack) == ["typed while cut off"], 30, "the message")
+    after = await in_browser(until, browser, lambda d: len(shown_items(d)) == 2 and _settled(d))
+    assert after[:1] == before
+    assert after[1][2].splitlines()[-1] == "typed while cut off"
+    assert _user_texts(stack) == ["typed while cut off"]
+
+
 async def test_messages_typed_while_the_appserver_is_down_wait_and_go_out_once(
     stack: Stack, browser: WebDriver
 ) -> None:
