@@ -26,7 +26,6 @@
     queue: load(queueKey), // [{client_id, frame, label}]
     sending: new Set(), // client ids sent on this socket and not yet answered
     retryMs: 250,
-    registry: null,
   };
   const page = randomId(16);
 
@@ -127,8 +126,7 @@
     } else if (frame.t === "stored") {
       settle(frame.client_id);
       notice("");
-    }
-    else if (frame.t === "retry") {
+    } else if (frame.t === "retry") {
       state.sending.delete(frame.client_id);
       setTimeout(flush, 1000);
     } else if (frame.t === "refused") {
@@ -400,7 +398,6 @@
   // -- the app registry and the switcher ---------------------------------------------------
 
   function renderRegistry(registry) {
-    state.registry = registry;
     $("apps-default").textContent = registry.default_app
       ? `The runtime opens ${registry.default_app} at start.`
       : "No default app is set: the runtime opens the chat at start.";
