@@ -75,6 +75,14 @@ def announce(data_dir: Path, started: float, timeout: float = WAIT_S) -> str | N
     while time.monotonic() < deadline:
         endpoint = read_endpoint(data_dir)
         fresh = endpoint_file.exists() and endpoint_file.stat().st_mtime >= started - 1
+        if endpoint is not None and fresh and endpoint.get("error"):
+            print(
+                f"Web: the web host cannot listen on 127.0.0.1:{endpoint.get('port')}"
+                f" ({endpoint['error']}); start the runtime again with another --web-port",
+                file=sys.stderr,
+                flush=True,
+            )
+            return None
         if endpoint is not None and fresh and endpoint_alive(endpoint):
             url = current_url(data_dir)
             if url is not None:

@@ -17,7 +17,7 @@ from typing import Any
 from actors.kernel import Actor
 
 from ._bridge import SurfacePushes, Surfaces
-from ._state import start_run, write_endpoint
+from ._state import start_run, write_endpoint, write_failure
 from .door import DOOR
 
 log = logging.getLogger("lineup.web_host")
@@ -37,9 +37,17 @@ class WebHostActor(SurfacePushes, Actor):
         wanted = kept if kept is not None else int(self.config.get("port", 0))
         # The installed apps' surfaces it frames, and their bridge (`_bridge`).
         self.surfaces = Surfaces(self, self.data_dir)
-        self.port, self.guard = await self.nursery.start(
-            serve, self.data_dir, wanted, self.counters, self.surfaces
-        )
+        try:
+            self.port, self.guard = await self.nursery.start(
+                serve, self.data_dir, wanted, self.counters, self.surfaces
+            )
+        except* OSError as cannot:  # the port is taken, most likely: say so, then crash
+            reason: BaseException = cannot
+            while isinstance(reason, BaseExceptionGroup):  # the server's nurseries nest it
+                reason = reason.exceptions[0]
+            detail = getattr(reason, "strerror", None) or str(reason)
+            write_failure(self.data_dir, wanted, detail, self.boot_id)
+            raise
         write_endpoint(self.data_dir, self.port, self.boot_id)
         log.info("the web host listens on 127.0.0.1:%d", self.port)
 

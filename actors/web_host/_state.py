@@ -72,6 +72,12 @@ def write_endpoint(data_dir: str | Path, port: int, boot: str) -> None:
     _write_private(_private_dir(web_dir(data_dir)) / ENDPOINT_FILE, json.dumps(record))
 
 
+def write_failure(data_dir: str | Path, port: int, reason: str, boot: str) -> None:
+    """Say why the web host could not listen on `port`, for whoever prints its address."""
+    record = {"host": LOOPBACK, "port": port, "pid": os.getpid(), "boot": boot, "error": reason}
+    _write_private(_private_dir(web_dir(data_dir)) / ENDPOINT_FILE, json.dumps(record))
+
+
 def read_endpoint(data_dir: str | Path) -> dict[str, Any] | None:
     """What the web host wrote when it began to listen, or None."""
     try:

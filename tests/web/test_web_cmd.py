@@ -93,6 +93,7 @@ async def test_lineup_run_no_web_starts_no_web_host(tmp_path: Path) -> None:
     data_dir, log = tmp_path / "data", tmp_path / "run.log"
     runtime = _run(data_dir, log, "--no-web")
     try:
+
         def names() -> list[str]:
             done = _lineup("debug", "actors", "--json", "--data-dir", str(data_dir))
             return [actor["name"] for actor in json.loads(done.stdout or "[]")]
@@ -105,3 +106,24 @@ async def test_lineup_run_no_web_starts_no_web_host(tmp_path: Path) -> None:
     finally:
         _stop(runtime)
     assert "Web:" not in log.read_text()
+
+
+async def test_a_port_in_use_is_said_in_one_sentence(tmp_path: Path) -> None:
+    data_dir, log = tmp_path / "data", tmp_path / "run.log"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        runtime = _run(data_dir, log, "--web-port", str(port))
+        try:
+            said = await wait_for(
+                lambda: re.search(r"Web: the web host cannot listen on .*\n", log.read_text()),
+                60,
+                "the web host's failure",
+            )
+        finally:
+            _stop(runtime)
+    assert said.group(0) == (
+        f"Web: the web host cannot listen on 127.0.0.1:{port} (Address already in use);"
+        " start the runtime again with another --web-port\n"
+    )
