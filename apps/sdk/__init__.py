@@ -14,6 +14,9 @@ never sees the AppServer, the agent, the token, another app or the runtime's fil
 - `_artifacts`: bytes with a media type and a title, kept by the runtime, handed to the
   agent as a reference.
 - `_capabilities`: system effects asked of the capability gateway, with the user's consent.
+- `_surface`: the app's side of its surface (its UI in the web host's sandboxed frame):
+  the surface's events, session data and capability requests, relayed by the web host,
+  and the app's state patches to it.
 
 Kernel messages an app process answers: `app.deliver` {`messages`: [projection]} from the
 store, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.lifecycle`
@@ -23,11 +26,13 @@ other sender's is refused and counted), `app.tool.invoke` {`call_id`, `method`,
 {`call_id`} and `app.tool.deadline` (a deadline operation started or ended) from the tool
 router only, `app.session_data.changed` {`instance_id`, `data`, `revision`} from the store
 only, `app.capability.consent` (a consent card opened or closed) from the capability gateway
-only. It sends `router.action`, `app_manager.request`, `tool_router.report`,
+only, `app.surface.request` (what its surface asks, checked) from the web host only. It
+sends `router.action`, `app_manager.request`, `tool_router.report`,
 `tool_router.deadline`, `store.session_data.get` / `.replace`, `store.artifacts.create` /
-`.read` / `.list` and `capability_gateway.request` (and the chat app
-`capability_gateway.consent`), and nothing else reaches past the supervisor (`door` lists
-what it takes, from whom).
+`.read` / `.list`, `capability_gateway.request` (and the chat app
+`capability_gateway.consent`) and `web_host.surface.push` (to its own instances'
+surfaces), and nothing else reaches past the supervisor (`door` lists what it takes, from
+whom).
 """
 
 import importlib

@@ -22,6 +22,8 @@ An app subclasses `RuntimeApp` and uses only `self.sdk`:
   says of itself, kept by the store under its own name (`_diagnostics`);
 - `sdk.capabilities.request(capability, purpose, input)`: a system effect, with the user's
   consent, through the capability gateway (`_capabilities`);
+- `sdk.surface.on_event(name, handler)` / `.patch(state, instance_id=...)`: what the app's
+  surface emits, and its state (`_surface`);
 - `sdk.settings` (the settings app only; the runtime refuses anyone else): grants, the
   tool policy, the default app and each app's data, each from its owner (`_settings`).
 
