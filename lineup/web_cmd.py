@@ -47,11 +47,19 @@ def current_url(data_dir: Path) -> str | None:
 
 def _url(args: argparse.Namespace) -> int:
     from actors.kernel import supervisor_pid_alive
+    from actors.web_host import read_endpoint
 
     data_dir = data_dir_of(args)
     if not supervisor_pid_alive(data_dir):
         return fail(no_runtime(data_dir))
     url = current_url(data_dir)
+    endpoint = read_endpoint(data_dir) or {}
+    if url is None and endpoint.get("error"):
+        return fail(
+            f"the web host of the runtime on {data_dir} cannot listen on 127.0.0.1:"
+            f"{endpoint.get('port')} ({endpoint['error']}); restart the runtime with another"
+            " --web-port"
+        )
     if url is None:
         return fail(
             f"the runtime on {data_dir} has no web host listening (it may have been started"

@@ -121,6 +121,9 @@ async def test_a_port_in_use_is_said_in_one_sentence(tmp_path: Path) -> None:
                 60,
                 "the web host's failure",
             )
+            asked = _lineup("web", "url", "--data-dir", str(data_dir))
+            assert asked.returncode == 2
+            assert f"cannot listen on 127.0.0.1:{port} (Address already in use)" in asked.stderr
         finally:
             _stop(runtime)
     assert said.group(0) == (
