@@ -6,16 +6,20 @@ the same timeline across that restart."""
 
 from __future__ import annotations
 
+import shutil
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import trio
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from actors.store import read_apps
 from actors.web_host import endpoint_alive, read_endpoint
+from lineup.cli import main
+from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 
 from .conftest import (
@@ -357,3 +361,62 @@ async def test_the_registry_and_the_switcher_in_the_page(stack: Stack, browser: 
     await in_browser(until, browser, focus_chat)
     await wait_for(lambda: focus_stack()[-1:] == ["chat:main"], 30, "the chat in front again")
     await in_browser(until, browser, lambda d: stack_shown(d)[0] == "chat:main (in front)")
+
+
+def _lineup(*args: str | Path) -> None:
+    """A `lineup` command, run as the user types it (in this process: no start-up cost)."""
+    assert main([str(arg) for arg in args]) == 0, args
+
+
+async def test_an_installed_app_is_enabled_disabled_and_removed_in_the_page(
+    stack: Stack, browser: WebDriver, tmp_path: Path
+) -> None:
+    await start_web_runtime(stack)
+    # The user installs a signed pomodoro, as the README says.
+    bundle, keys = tmp_path / "pomodoro.bundle", tmp_path / "keys"
+    _lineup("app", "keygen", "--out", keys, "--name", "me")
+    _lineup("app", "build", REPO_ROOT / "apps" / "pomodoro", "--out", bundle)
+    _lineup("app", "sign", bundle, "--key", keys / "me.key")
+    (stack.data_dir / "trusted_keys").mkdir(exist_ok=True)
+    shutil.copy(keys / "me.pub", stack.data_dir / "trusted_keys" / "me.pub")
+    # It waits for the operation's end, polling: off the trio loop.
+    await trio.to_thread.run_sync(_lineup, "app", "install", bundle, "--data-dir", stack.data_dir)
+    await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
+    await in_browser(lambda: browser.find_element(By.ID, "tab-apps").click())
+
+    def record() -> dict[str, Any] | None:
+        rows = read_apps(stack.data_dir)["records"]
+        return next((r for r in rows if r["app_scope"] == "pomodoro"), None)
+
+    def press(label: str) -> None:
+        def pressed(d: WebDriver) -> bool:
+            row = d.find_element(By.CSS_SELECTOR, '#apps-list li[data-app="pomodoro"]')
+            buttons = row.find_elements(By.TAG_NAME, "button")
+            found = [b for b in buttons if b.text == label and b.is_enabled()]
+            if found:
+                found[0].click()
+            return bool(found)
+
+        until(browser, pressed)
+
+    def facts(d: WebDriver) -> str:
+        return str(
+            d.find_element(By.CSS_SELECTOR, '#apps-list li[data-app="pomodoro"] .facts').text
+        )
+
+    start = bool((record() or {})["enabled"])
+    for label in ("Disable", "Enable") if start else ("Enable", "Disable"):
+        await in_browser(press, label)
+        wanted = label == "Enable"
+        await wait_for(lambda w=wanted: bool((record() or {})["enabled"]) is w, 30, label)
+        shown = "enabled" if wanted else "disabled"
+        await in_browser(until, browser, lambda d, s=shown: f"· {s} ·" in facts(d))
+
+    await in_browser(press, "Remove…")
+    await in_browser(lambda: browser.find_element(By.ID, "confirm-remove-yes").click())
+    await wait_for(lambda: record() is None, 30, "pomodoro removed")
+    await in_browser(
+        until,
+        browser,
+        lambda d: not d.find_elements(By.CSS_SELECTOR, '#apps-list li[data-app="pomodoro"]'),
+    )
