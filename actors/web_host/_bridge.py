@@ -65,6 +65,7 @@ CALL_TIMEOUT_S: Final = 10.0
 CAPABILITY_TIMEOUT_S: Final = 100.0  # the user may take the gateway's full minute
 MAX_STATE_BYTES: Final = 256 * 1024  # a surface's merged state, as JSON
 MAX_OPEN: Final = 8  # surfaces one page has open at once
+MAX_IN_FLIGHT: Final = 32  # relays of one page waiting for their app at once
 # Bridge frames one page may relay: a person clicks a few times a second.
 RATE_PER_S: Final = 50.0
 BURST: Final = 200.0
@@ -119,6 +120,7 @@ class Surfaces:
         self.counters: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()  # by code, the web host's own checks
         self.page_dropped: Counter[str] = Counter()  # by reason, as the pages report them
+        self.in_flight: Counter[Send] = Counter()  # per page socket, relays not answered yet
         package = resources.files(__package__) / "static"
         self.bridge_js = package.joinpath("bridge.js").read_bytes()
         self.page_js = package.joinpath("surfaces.js").read_bytes()
@@ -203,6 +205,10 @@ class Surfaces:
         if kind == "bridge" and isinstance(frame, dict):
             token = frame.get("token")
             if isinstance(token, str) and token in mine:
+                if self.in_flight.get(send, 0) >= MAX_IN_FLIGHT:
+                    self.refused[str(Code.RATE_LIMITED)] += 1
+                    await send({"t": "refused", "token": token, "code": str(Code.RATE_LIMITED)})
+                    return
                 nursery.start_soon(self._bridge, token, frame.get("text"), send)
                 return
         elif kind == "list":
@@ -293,6 +299,7 @@ class Surfaces:
         self.counters["relayed"] += 1
         answer: dict[str, Any] = {"type": "reply", "id": message.id}
         timeout = CAPABILITY_TIMEOUT_S if message.type == "capability" else CALL_TIMEOUT_S
+        self.in_flight[send] += 1
         try:
             result = await self.actor.call(
                 f"app.{surface.app_scope}",
@@ -303,6 +310,10 @@ class Surfaces:
             answer.update(ok=True, result=result)
         except CallFailed as failed:
             answer.update(ok=False, code=failed.code, detail=failed.detail[:300])
+        finally:
+            self.in_flight[send] -= 1
+            if self.in_flight[send] <= 0:
+                del self.in_flight[send]
         await self._to_surface(token, answer)
 
     async def _to_surface(self, token: str, message: dict[str, Any]) -> None:

@@ -110,9 +110,15 @@ class SurfaceAPI:
             raise ContractError(Code.UNKNOWN_TYPE, f"event {str(name)[:64]!r} is not declared")
         check_event_payload(event, payload)
         for handler in list(self._handlers.get(event.name, ())):
-            value = handler(dict(payload or {}), instance)
-            if inspect.isawaitable(value):
-                await value
+            try:
+                value = handler(dict(payload or {}), instance)
+                if inspect.isawaitable(value):
+                    await value
+            except Exception:
+                # The app's handler broke: its log has the traceback, the surface a code,
+                # and the mailbox goes on (the event is not offered again).
+                log.exception("the handler of surface event %r failed", event.name)
+                raise ContractError(Code.HANDLER_FAILED, f"event {event.name!r}") from None
         return {"ok": True}
 
     async def _subscribe(self, instance: str) -> dict[str, Any]:
