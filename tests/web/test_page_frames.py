@@ -111,8 +111,22 @@ async def test_hostile_frames_get_a_sentence_and_reach_nothing(stack: Stack) -> 
     actions = [a for a in stack.audit() if a["code"] == "ui.action"]
     assert len(actions) == 2, actions
 
+    await wait_for(
+        lambda: {i["state"] for i in stack.timeline() if i["sender"] == "user"} == {"accepted"},
+        30,
+        "the AppServer to accept both",
+    )
     # The web host is the one it was, and a new socket shows the same timeline.
     assert (read_endpoint(stack.data_dir) or {})["pid"] == pid
     async with open_websocket_url(url, extra_headers=headers) as ws:
         await ws.send_message(json.dumps(HELLO))
-        assert len((await _receive(ws, "view"))["items"]) == 3
+        whole = await _receive(ws, "view")
+    assert [item["text"] for item in whole["items"]] == ["hello", "only once", "then this"]
+
+    # A page that holds a position gets what changed since (here nothing), and again the
+    # items it says may have changed in place.
+    mine = whole["items"][1]["id"]
+    for still_open, expected in (([], []), ([mine], [whole["items"][1]])):
+        async with open_websocket_url(url, extra_headers=headers) as ws:
+            await ws.send_message(json.dumps({**HELLO, "since": whole["pos"], "open": still_open}))
+            assert (await _receive(ws, "view"))["items"] == expected
