@@ -7,6 +7,7 @@ user's side like the terminal chat: actions go to the host actor through the UI 
 (checked first, `_inputs`); what the page shows is the chat and registry apps'
 projections (`_views`, Markdown as a tree the page builds without HTML: `_markdown`).
 `_state` keeps its files in `DATA_DIR/web/`; the command line uses it to print the address.
+`_surfaces` and `_bridge` frame installed apps' surfaces in the shell and relay their bridge.
 """
 
 from ._actor import WebHostActor
