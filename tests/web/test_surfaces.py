@@ -192,6 +192,8 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     assert lines(strokes) == [{"instance_id": instance, "x": 10, "y": 20, "colour": "red"}]
     # Session data written through the bridge is the store's, under the instance shown.
     assert session_rows(stack.data_dir, "canvas") == [(instance, '{"visits":1}', 1)]
+    # Its subscription had the empty snapshot first, then the revision it wrote, pushed.
+    await in_browser(until, browser, lambda d: inside(d, frame, "revisions") == "0,1")
     assert await in_browser(in_frame, browser, frame, "#saved") == '{"visits":1}'
     # Its capability request went to the gateway as the app's: this host has no clipboard.
     assert await in_browser(inside, browser, frame, "capability") == "unsupported_on_host"
@@ -224,6 +226,7 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     await in_browser(browser.refresh)
     frame = await in_browser(surface_frame, browser, "canvas")
     assert await in_browser(inside, browser, frame, "visits") == "2"
+    await in_browser(until, browser, lambda d: inside(d, frame, "revisions") == "1,2")
     assert session_rows(stack.data_dir, "canvas") == [(instance, '{"visits":2}', 2)]
     await wait_for(lambda: len(lines(strokes)) == 2, 10, "the second stroke")
 

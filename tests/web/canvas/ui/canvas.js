@@ -13,9 +13,11 @@
     document.body.dataset.strokes = String(state.strokes || 0);
   });
   await lineup.ready;
+  // The listener's first call is the snapshot now, then one call per later revision.
   await lineup.session.subscribe((snapshot) => {
     document.getElementById("saved").textContent = JSON.stringify(snapshot.data);
-    document.body.dataset.revision = String(snapshot.revision);
+    const seen = document.body.dataset.revisions;
+    document.body.dataset.revisions = (seen ? seen + "," : "") + snapshot.revision;
   });
   const first = await lineup.session.get();
   const visits = ((first.data && first.data.visits) || 0) + 1;
