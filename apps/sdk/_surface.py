@@ -18,7 +18,8 @@ Tool calls stay with the app's `@tool` handlers, which run in the process whethe
 is shown or not; a handler shows what it decided with `patch`. `patch(state, instance_id)`
 sends a JSON merge patch of the surface's state to the web host (`web_host.surface.push`),
 which keeps the merged state for the surfaces it shows: state is a view, and what must
-outlive the web host belongs in session data.
+outlive the web host belongs in session data. A runtime without a web host has no
+surfaces: the supervisor drops a patch there, and the app goes on.
 """
 
 from __future__ import annotations

@@ -368,14 +368,11 @@ async def test_a_hostile_surface_is_held_in_its_frame(
         ),
         "[1]",
     ]
+    # Each is checked in a task of its own, so the answers come in any order.
     codes = await in_browser(browser.execute_async_script, DIRECT, instance, forged)
-    assert codes == [
-        "scope_mismatch",
-        "unknown_type",
-        "invalid_payload",
-        "too_large",
-        "invalid_json",
-    ]
+    assert sorted(codes) == sorted(
+        ["scope_mismatch", "unknown_type", "invalid_payload", "too_large", "invalid_json"]
+    )
     assert lines(probes) == [{"instance_id": instance, "n": 1}]
     refused = web_statistics(stack)["refused"]
     # So is the trojan's push to the surface of another app's instance (`_app.py`).
@@ -384,4 +381,5 @@ async def test_a_hostile_surface_is_held_in_its_frame(
     # Nothing reached the listener; the browser itself can (the control).
     assert seen == []
     await in_browser(browser.get, f"http://127.0.0.1:{listener_port}/control")
-    assert seen == ["GET /control"]
+    assert seen[0] == "GET /control"
+    assert set(seen) <= {"GET /control", "GET /favicon.ico"}  # what a visit asks for
