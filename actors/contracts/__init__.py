@@ -126,9 +126,7 @@ from actors.contracts._schemas import (
     write_schemas,
 )
 from actors.contracts._surface import (
-    BRIDGE_TYPES,
     MAX_BRIDGE_BYTES,
-    SCHEMA_KEYWORDS,
     BridgeMessage,
     CapabilityAsk,
     Emit,
@@ -189,7 +187,6 @@ __all__ = [
     "APP_SCOPE_MAX_LENGTH",
     "APP_SCOPE_PATTERN",
     "APP_TOOL_ERROR_CODES",
-    "BRIDGE_TYPES",
     "CALL_ID_PATTERN",
     "CAPABILITY_FAILURE_CODES",
     "CLIENT_FRAMES",
@@ -217,7 +214,6 @@ __all__ = [
     "RUNTIME_GLOBAL_CONVERSATION",
     "RUNTIME_SDK_API_VERSION",
     "RUNTIME_SDK_FEATURES",
-    "SCHEMA_KEYWORDS",
     "SCOPE_APP_REGISTRY",
     "SCOPE_CHAT",
     "SCOPE_RUNTIME",

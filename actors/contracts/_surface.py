@@ -28,9 +28,6 @@ from actors.contracts._tools import ToolSchema, _schema_validator
 BRIDGE_VERSION: Final = 1
 # Bytes of one bridge message as UTF-8 JSON text: what the page and the web host take.
 MAX_BRIDGE_BYTES: Final = 64 * 1024
-BRIDGE_TYPES: Final = frozenset(
-    {"ready", "event", "session.get", "session.replace", "session.subscribe", "capability"}
-)
 # The JSON Schema keywords a surface event's payload schema may use.
 SCHEMA_KEYWORDS: Final = frozenset(
     {
