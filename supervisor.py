@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from actors.capability_gateway import served_capabilities
 from actors.kernel import (
     ChildSpec,
     DataDirInUse,
@@ -126,7 +128,11 @@ def default_config(
     settings: dict[str, dict[str, object]] = {
         "store": {"data_dir": str(root)},
         "app_manager": {"data_dir": str(root)},
-        "tool_router": {"data_dir": str(root)},
+        # The tool router offers agents the tools whose capabilities this host serves.
+        "tool_router": {
+            "data_dir": str(root),
+            "host_capabilities": sorted(served_capabilities(os.environ)),
+        },
         "capability_gateway": {"data_dir": str(root)},
         **{
             f"app.{scope}": {"app_scope": scope, "app_dir": str(root / "apps" / scope)}

@@ -20,14 +20,12 @@ resumes where its row says.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
 import trio
 
-from actors.capability_gateway import served_capabilities
 from actors.contracts import (
     APP_TOOL_ERROR_CODES,
     SCOPE_CHAT,
@@ -76,11 +74,8 @@ class ToolRouterActor(Actor):
     async def on_start(self) -> None:
         self.data_dir = Path(str(self.config.get("data_dir", ".")))
         self.core = {str(m["app_scope"]): m for m in self.config.get("core_apps", [])}
-        # What the capability gateway serves on this host, unless the config names them.
-        served = self.config.get("host_capabilities")
-        self.host_capabilities = (
-            frozenset(served) if served is not None else served_capabilities(os.environ)
-        )
+        # What the capability gateway serves on this host (the supervisor names them).
+        self.host_capabilities = frozenset(self.config.get("host_capabilities", []))
         self.call_timeout = float(self.config.get("call_timeout", 2.0))
         self.apps: dict[str, AppView] = {}
         self.foreground: str | None = None

@@ -3,6 +3,7 @@ display is set; file names made safe before anything is written."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from actors.capability_gateway import served_capabilities
@@ -42,3 +43,13 @@ def test_names_are_made_safe() -> None:
     assert safe_name("..") == safe_name("") == "download"
     long = safe_name("é" * 300 + ".tar")
     assert long.endswith(".tar") and len(long.encode()) <= 200
+
+
+def test_the_tool_router_is_told_what_the_gateway_serves(tmp_path: Path) -> None:
+    import supervisor
+
+    config = supervisor.default_config(tmp_path)
+    tool_router = next(child for child in config.children if child.name == "tool_router")
+    assert set(tool_router.config["host_capabilities"]) == set(
+        host_providers(tmp_path, os.environ)
+    )
