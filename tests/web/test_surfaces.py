@@ -230,6 +230,17 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     assert session_rows(stack.data_dir, "canvas") == [(instance, '{"visits":2}', 2)]
     await wait_for(lambda: len(lines(strokes)) == 2, 10, "the second stroke")
 
+    # A file of the cache entry changed on disk is no longer the signed one: not served.
+    folder = str(frame.get_attribute("src")).split("#")[0].rsplit("/", 1)[0]
+    (entry,) = (stack.data_dir / "bundles").glob("[0-9a-f]*/app/ui/canvas.css")
+    entry.chmod(0o644)
+    entry.write_text(entry.read_text() + "body { background: url(http://127.0.0.1:1/) }\n")
+    statuses = [
+        (await trio.to_thread.run_sync(fetch, f"{folder}/{name}"))[0]
+        for name in ("canvas.js", "canvas.css")
+    ]
+    assert statuses == [200, 404]
+
 
 IMPOSTOR = """
   window.violations = [];
