@@ -213,6 +213,12 @@ class Surfaces:
                 return
         elif kind == "list":
             items = await trio.to_thread.run_sync(surfaces_shown, self.data_dir)
+            # A token lives only as long as its instance: closed, or its app disabled or
+            # removed, the surface's files and relays end with it (the page asks every second).
+            live = {item["instance_id"] for item in items}
+            for token in [t for t in mine if self.shown[t].surface.instance_id not in live]:
+                mine.discard(token)
+                del self.shown[token]
             await send({"t": "surfaces", "items": items})
             return
         elif kind == "open" and isinstance(frame, dict) and len(mine) < MAX_OPEN:

@@ -241,6 +241,14 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     ]
     assert statuses == [200, 404]
 
+    # Its app disabled, the instance is gone: so are the frame and the token's files.
+    code, out, err = await trio.to_thread.run_sync(
+        lambda: lineup("app", "disable", "canvas", "--data-dir", stack.data_dir, "--json")
+    )
+    assert code == 0, f"{out} {err}"
+    await in_browser(until, browser, lambda d: not d.find_elements(By.CSS_SELECTOR, SURFACE_FRAME))
+    assert (await trio.to_thread.run_sync(fetch, f"{folder}/canvas.js"))[0] == 404
+
 
 IMPOSTOR = """
   window.violations = [];

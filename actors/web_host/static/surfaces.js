@@ -196,6 +196,10 @@
   function onFrame(frame) {
     if (frame.t === "surfaces") {
       shownList = frame.items;
+      if (current && !shownList.some((item) => item.instance_id === current.instanceId)) {
+        current.frame.remove();  // its instance is gone, and its token with it
+        current = null;
+      }
       const front = shownList[0];
       if (front && (!current || current.instanceId !== front.instance_id)) {
         send({ t: "open", instance_id: front.instance_id });
