@@ -172,6 +172,24 @@ def fetch(url: str) -> tuple[int, dict[str, str], bytes]:
         return refused.code, dict(refused.headers), refused.read()
 
 
+def check_served(src: str, port: int) -> None:
+    """The surface's answers carry its policy, and only the bundle's signed files are served."""
+    status, headers, body = fetch(src.split("#", maxsplit=1)[0])
+    assert status == 200 and b"/surface-bridge.js" in body
+    policy = headers["content-security-policy"]
+    for directive in (
+        "default-src 'none'",
+        "connect-src 'none'",
+        "form-action 'none'",
+        f"frame-ancestors http://127.0.0.1:{port}",
+        "sandbox allow-scripts",
+    ):
+        assert directive in policy, policy
+    base = src.split("#", maxsplit=1)[0].rsplit("/ui/", 1)[0]
+    for path in ("/manifest.json", "/signature.json", "/_app.py", "/ui/missing.js", "/%2e%2e/x.js"):
+        assert fetch(base + path)[0] == 404, path
+
+
 async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     stack: Stack, browser: WebDriver, bundles: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -198,23 +216,7 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     # Its capability request went to the gateway as the app's: this host has no clipboard.
     assert await in_browser(inside, browser, frame, "capability") == "unsupported_on_host"
 
-    # Its answers carry the surface's policy, and only the bundle's signed files are served.
-    status, headers, body = await trio.to_thread.run_sync(fetch, src.split("#", maxsplit=1)[0])
-    assert status == 200 and b"/surface-bridge.js" in body
-    policy = headers["content-security-policy"]
-    origin = f"http://127.0.0.1:{port}"
-    for directive in (
-        "default-src 'none'",
-        "connect-src 'none'",
-        "form-action 'none'",
-        f"frame-ancestors {origin}",
-        "sandbox allow-scripts",
-    ):
-        assert directive in policy, policy
-    base = src.split("#", maxsplit=1)[0].rsplit("/ui/", 1)[0]
-    for path in ("/manifest.json", "/signature.json", "/_app.py", "/ui/missing.js", "/%2e%2e/x.js"):
-        status, _, _ = await trio.to_thread.run_sync(fetch, base + path)
-        assert status == 404, path
+    await trio.to_thread.run_sync(check_served, src, port)
 
     picture = tmp_path / "canvas-surface.png"
     png = await in_browser(lambda: frame.screenshot_as_png)
@@ -229,6 +231,18 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     await in_browser(until, browser, lambda d: inside(d, frame, "revisions") == "1,2")
     assert session_rows(stack.data_dir, "canvas") == [(instance, '{"visits":2}', 2)]
     await wait_for(lambda: len(lines(strokes)) == 2, 10, "the second stroke")
+
+    # The web host killed: restarted by its policy, the page frames the surface again under
+    # a new token, and the surface goes on from the session data it kept.
+    old_src = str(frame.get_attribute("src"))
+    assert stack.kill("web_host")
+    source = "const f = document.querySelector(arguments[0]); return f ? f.src : null;"
+    await in_browser(
+        until, browser, lambda d: d.execute_script(source, SURFACE_FRAME) not in (None, old_src)
+    )
+    frame = await in_browser(surface_frame, browser, "canvas")
+    assert await in_browser(inside, browser, frame, "visits") == "3"
+    await wait_for(lambda: len(lines(strokes)) == 3, 10, "the third stroke")
 
     # A file of the cache entry changed on disk is no longer the signed one: not served.
     folder = str(frame.get_attribute("src")).split("#")[0].rsplit("/", 1)[0]
