@@ -18,10 +18,9 @@
   const instanceId = decodeURIComponent(location.hash.slice(1));
   const pending = new Map();
   const stateListeners = [];
-  const sessionListeners = [];
+  const subscriptions = []; // {listener, last, ready, early}
   let counter = 0;
   let state = {};
-  let sessionLast = 0;
   let markReady;
   const ready = new Promise((resolve) => { markReady = resolve; });
 
@@ -40,19 +39,29 @@
     });
   }
 
-  function deliverSession(snapshot) {
-    if (typeof snapshot.revision !== "number" || snapshot.revision <= sessionLast) return;
-    sessionLast = snapshot.revision;
-    for (const listener of sessionListeners.slice()) listener({ data: snapshot.data, revision: snapshot.revision });
+  // Each listener sees revisions in order, each once: its first snapshot, then every later
+  // one; what is pushed before its first snapshot arrives waits for it.
+  function offer(subscription, snapshot) {
+    if (typeof snapshot.revision !== "number" || snapshot.revision <= subscription.last) return;
+    if (snapshot.revision > subscription.last + 1) {
+      // A revision was missed: take the whole snapshot again rather than skip it.
+      api.session.get().then((fresh) => deliver(subscription, fresh.revision >= snapshot.revision ? fresh : snapshot));
+      return;
+    }
+    deliver(subscription, snapshot);
+  }
+
+  function deliver(subscription, snapshot) {
+    if (snapshot.revision <= subscription.last && subscription.ready) return;
+    subscription.last = snapshot.revision;
+    subscription.listener({ data: snapshot.data, revision: snapshot.revision });
   }
 
   function onSession(snapshot) {
-    if (snapshot.revision > sessionLast + 1 && sessionLast > 0) {
-      // A revision was missed: take the whole snapshot again rather than skip it.
-      api.session.get().then((fresh) => deliverSession(fresh.revision >= snapshot.revision ? fresh : snapshot));
-      return;
+    for (const subscription of subscriptions) {
+      if (subscription.ready) offer(subscription, snapshot);
+      else subscription.early.push(snapshot);
     }
-    deliverSession(snapshot);
   }
 
   addEventListener("message", (event) => {
@@ -91,12 +100,13 @@
         return request("session.replace", { data: data, expected_revision: expectedRevision });
       },
       subscribe(listener) {
-        sessionListeners.push(listener);
+        const subscription = { listener: listener, last: -1, ready: false, early: [] };
+        subscriptions.push(subscription);
         return request("session.subscribe", {}).then((first) => {
-          if (first.revision >= sessionLast) {
-            sessionLast = first.revision;
-            listener({ data: first.data, revision: first.revision });
-          }
+          deliver(subscription, first);
+          subscription.ready = true;
+          subscription.early.sort((a, b) => a.revision - b.revision).forEach((s) => offer(subscription, s));
+          subscription.early = [];
         });
       },
     },
