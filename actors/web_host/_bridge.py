@@ -247,9 +247,13 @@ class Surfaces:
             return
         try:
             surface = await trio.to_thread.run_sync(find_surface, self.data_dir, instance_id)
-        except (ContractError, OSError, ValueError) as exc:
-            code = exc.code if isinstance(exc, ContractError) else Code.INSTANCE_NOT_FOUND
-            await send({"t": "refused", "code": str(code), "detail": str(exc)[:300]})
+        except ContractError as refusal:
+            await send({"t": "refused", "code": str(refusal.code), "detail": refusal.detail})
+            return
+        except (OSError, ValueError, KeyError, TypeError):  # a cache entry it cannot read
+            log.exception("the surface of %s cannot be read", instance_id)
+            detail = "the app's bundle cannot be read"
+            await send({"t": "refused", "code": str(Code.BUNDLE_UNREADABLE), "detail": detail})
             return
         token = new_token()
         self.shown[token] = _Shown(surface, send)

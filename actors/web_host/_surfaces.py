@@ -8,10 +8,11 @@ held to the SHA-256 its signature lists before it is sent, and only while the in
 live and its app enabled.
 
 A page asks its socket to open the surface of an instance (`_bridge`) and gets a **token**
-for it: 32 random bytes, valid while that socket is open and the instance live. The frame's address is
-`/surface/TOKEN/PATH`: the frame's own requests carry no cookie (its origin is opaque, so
-they are cross-site), so the token in the path is what lets them in, and it names the one
-instance the web host relays for. Every answer under it carries the surface's policy:
+for it: 32 random bytes, valid while that socket is open and the instance live. The
+frame's address is `/surface/TOKEN/PATH`: the frame's own requests carry no cookie (its
+origin is opaque, so they are cross-site), so the token in the path is what lets them in,
+and it names the one instance the web host relays for. Every answer under it carries the
+surface's policy:
 
     default-src 'none'; script-src ORIGIN/surface/TOKEN/ ORIGIN/surface-bridge.js;
     style-src ORIGIN/surface/TOKEN/; img-src ORIGIN/surface/TOKEN/ data:;
