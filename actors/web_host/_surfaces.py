@@ -98,7 +98,7 @@ def _signed_hashes(entry: Path) -> dict[str, str]:
 
 def find_surface(data_dir: Path, instance_id: str) -> Surface:
     """The surface of a live instance of an enabled app, from its verified cache entry;
-    `instance_not_found`, `app_disabled` or `not_subscribed` (no surface) otherwise."""
+    `instance_not_found`, `app_disabled` or `invalid_entrypoint` (no surface) otherwise."""
     apps = read_apps(data_dir)
     instance = next((i for i in apps["instances"] if i["instance_id"] == instance_id), None)
     if instance is None or instance["state"] not in LIVE_STATES:
@@ -110,7 +110,7 @@ def find_surface(data_dir: Path, instance_id: str) -> Surface:
     digest = str(record.get("bundle_digest") or "")
     entry = Path(data_dir) / "bundles" / digest
     if not _DIGEST.match(digest) or not entry.is_dir():
-        raise ContractError(Code.NOT_SUBSCRIBED, f"{scope!r} has no bundle to show")
+        raise ContractError(Code.INVALID_ENTRYPOINT, f"{scope!r} has no bundle to show")
     manifest = validate_manifest((entry / "manifest.json").read_bytes())
     found = _surface_entry(manifest)
     if found is None:
