@@ -147,6 +147,8 @@ def default_config(
         # never reads the token.
         "web_host": {"data_dir": str(root), "port": web_port},
     }
+    if web:  # the chat tells the web host when its view changed (`apps/chat/_notices.py`)
+        settings["app.chat"]["view_watcher"] = WEB_HOST.name
     children = [
         child.model_copy(update={"config": {**child.config, **settings.get(child.name, {})}})
         for child in [*RUNTIME_CHILDREN, *web]

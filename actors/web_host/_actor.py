@@ -2,8 +2,9 @@
 
 It is a UI client, like the terminal chat: what the user does in the page goes to the host
 actor through the supervisor's UI socket, and what the page shows is read from the chat
-and registry apps' projections. It takes no message (its door is empty), talks to no app,
-never to the AppServer, and never reads the AppServer's token. Killed, it is restarted by
+and registry apps' projections. Of messages it takes its apps' surface pushes (`_bridge`)
+and the chat app's notice that its view changed (`_changes`: the pages look again); it
+never talks to the AppServer and never reads the AppServer's token. Killed, it is restarted by
 its policy on the same port (kept in `DATA_DIR/web/endpoint.json` for this run), and open
 pages reconnect to it.
 """
@@ -14,9 +15,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from actors.kernel import Actor
+from actors.kernel import Actor, Message, handles
 
 from ._bridge import SurfacePushes, Surfaces
+from ._changes import CHANGED, ChatChanges
 from ._state import start_run, write_endpoint, write_failure
 from .door import DOOR
 
@@ -37,9 +39,10 @@ class WebHostActor(SurfacePushes, Actor):
         wanted = kept if kept is not None else int(self.config.get("port", 0))
         # The installed apps' surfaces it frames, and their bridge (`_bridge`).
         self.surfaces = Surfaces(self, self.data_dir)
+        self.chat_changes = ChatChanges()
         try:
             self.port, self.guard = await self.nursery.start(
-                serve, self.data_dir, wanted, self.counters, self.surfaces
+                serve, self.data_dir, wanted, self.counters, self.surfaces, self.chat_changes
             )
         except* OSError as cannot:  # the port is taken, most likely: say so, then crash
             reason: BaseException = cannot
@@ -51,10 +54,16 @@ class WebHostActor(SurfacePushes, Actor):
         write_endpoint(self.data_dir, self.port, self.boot_id)
         log.info("the web host listens on 127.0.0.1:%d", self.port)
 
+    @handles(CHANGED)
+    async def _chat_changed(self, msg: Message) -> None:
+        self.chat_changes.notice()
+
     def statistics_extra(self) -> dict[str, Any]:
+        changes = getattr(self, "chat_changes", None)
         return {
             "port": getattr(self, "port", None),
             **getattr(self, "counters", {}),
+            "chat_notices": changes.notices if changes is not None else 0,
             "refused_requests": getattr(getattr(self, "guard", None), "refused", 0),
             "surfaces": self.surfaces.statistics() if hasattr(self, "surfaces") else {},
         }

@@ -30,6 +30,7 @@ from starlette.websockets import WebSocket
 
 from ._access import Guard
 from ._bridge import Surfaces
+from ._changes import ChatChanges
 from ._socket import page_socket
 from ._state import LOOPBACK
 
@@ -51,7 +52,9 @@ def _files() -> dict[str, tuple[bytes, str]]:
     }
 
 
-def build_app(data_dir: Path, counters: dict[str, int], surfaces: Surfaces) -> Guard:
+def build_app(
+    data_dir: Path, counters: dict[str, int], surfaces: Surfaces, changes: ChatChanges
+) -> Guard:
     files = _files()
 
     async def static(request: Request) -> Response:
@@ -59,7 +62,7 @@ def build_app(data_dir: Path, counters: dict[str, int], surfaces: Surfaces) -> G
         return Response(body, media_type=media_type)
 
     async def websocket(socket: WebSocket) -> None:
-        await page_socket(socket, data_dir, counters)
+        await page_socket(socket, data_dir, counters, changes)
 
     routes: list[Any] = [Route(path, static) for path in STATIC]
     routes += [
@@ -74,12 +77,13 @@ async def serve(
     port: int,
     counters: dict[str, int],
     surfaces: Surfaces,
+    changes: ChatChanges,
     *,
     task_status: trio.TaskStatus[tuple[int, Guard]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on 127.0.0.1:`port` (0: any free port) until cancelled; started with the
     port it listens on."""
-    app = build_app(data_dir, counters, surfaces)
+    app = build_app(data_dir, counters, surfaces, changes)
     config = Config()
     config.bind = [f"{LOOPBACK}:{port}"]
     config.websocket_max_message_size = MAX_PAGE_FRAME

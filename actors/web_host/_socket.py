@@ -9,8 +9,8 @@ answer: the page keeps it queued) or `refused` (one sentence; it acts on nothing
 
 Out: after the page's `hello`, the chat items that differ from what it holds, then every
 change as it happens (`view`), the app registry (`registry`) and the runtime's link state
-(`status`). Changes are noticed by SQLite's `data_version` of the chat app's log and of
-`runtime.db`, read every `POLL_S`.
+(`status`). The chat's view is read again at each notice of the chat app (`_changes`) that
+finds its log changed (SQLite's `data_version`); `runtime.db` is looked at every `POLL_S`.
 """
 
 from __future__ import annotations
@@ -29,12 +29,17 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from actors.kernel import ControlError, derive_id, ui_request
 
 from . import _inputs
+from ._changes import ChatChanges
 from ._inputs import Hello, Refused
 from ._views import fold_chat, link_state, registry
 
 log = logging.getLogger("lineup.web_host")
 
 POLL_S: Final = 0.05
+# Without a notice the chat's log is looked at this often anyway: a change that no notice
+# follows (the chat app killed between its commit and its notice; a write that notices do
+# not cover) shows within this, whatever happens to notices.
+SAFETY_S: Final = 1.0
 HELLO_TIMEOUT_S: Final = 10.0
 UI_TIMEOUT_S: Final = 5.0
 # A page sends a handful of frames a second at most; past this it is not a person.
@@ -76,10 +81,17 @@ class PageSocket:
     """One page's socket: its hello, then its actions in and the changes out, until it
     goes (or breaks the rules)."""
 
-    def __init__(self, websocket: WebSocket, data_dir: Path, counters: dict[str, int]) -> None:
+    def __init__(
+        self,
+        websocket: WebSocket,
+        data_dir: Path,
+        counters: dict[str, int],
+        changes: ChatChanges,
+    ) -> None:
         self.ws = websocket
         self.data_dir = data_dir
         self.counters = counters
+        self.changes = changes
         self.sending = trio.Lock()
         self.held: dict[str, Any] = {}
         self.tasks: list[Any] = []
@@ -199,7 +211,10 @@ class PageSocket:
         chat_log = _Changes(self.data_dir / "apps" / "chat" / "app.db")
         runtime_db = _Changes(self.data_dir / "runtime.db")
         try:
-            chat_log.changed()  # first: a write during the fold below is seen next time
+            # First the notice to wait for, then the version: a write during the fold
+            # below is seen next time.
+            look = self.changes.next_notice()
+            chat_log.changed()
             fold = await trio.to_thread.run_sync(
                 fold_chat, self.data_dir, hello.conversation, hello.since
             )
@@ -211,20 +226,33 @@ class PageSocket:
             )
             await self._send_view(fold.pos, items, fold.tasks, reset=reset, always=True)
             self.held = fold.items
-            while True:
-                if runtime_db.changed() or self.registry is None:
-                    await self._send_registry()
-                if chat_log.changed():
-                    fold = await trio.to_thread.run_sync(
-                        fold_chat, self.data_dir, hello.conversation
-                    )
-                    items = fold.changed_since(self.held, set())
-                    await self._send_view(fold.pos, items, fold.tasks)
-                    self.held = fold.items
-                await trio.sleep(POLL_S)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._follow_runtime, runtime_db)
+                await self._follow_chat(hello, chat_log, look)
         finally:
             chat_log.close()
             runtime_db.close()
+
+    async def _follow_chat(self, hello: Hello, chat_log: _Changes, look: trio.Event) -> None:
+        """At each notice (or after `SAFETY_S` without one), what changed in the chat's
+        view since the page's last one; notices during a fold make one look after it."""
+        while True:
+            with trio.move_on_after(SAFETY_S):
+                await look.wait()
+            look = self.changes.next_notice()
+            if chat_log.changed():
+                fold = await trio.to_thread.run_sync(fold_chat, self.data_dir, hello.conversation)
+                items = fold.changed_since(self.held, set())
+                await self._send_view(fold.pos, items, fold.tasks)
+                self.held = fold.items
+
+    async def _follow_runtime(self, runtime_db: _Changes) -> None:
+        """The registry and the link state, whenever `runtime.db` changed (no notice comes
+        from its writers: it is looked at every `POLL_S`)."""
+        while True:
+            if runtime_db.changed() or self.registry is None:
+                await self._send_registry()
+            await trio.sleep(POLL_S)
 
     async def _send_view(
         self,
@@ -251,6 +279,8 @@ class PageSocket:
             await self.send({"t": "status", "link": link})
 
 
-async def page_socket(websocket: WebSocket, data_dir: Path, counters: dict[str, int]) -> None:
+async def page_socket(
+    websocket: WebSocket, data_dir: Path, counters: dict[str, int], changes: ChatChanges
+) -> None:
     with contextlib.suppress(WebSocketDisconnect):
-        await PageSocket(websocket, data_dir, counters).run()
+        await PageSocket(websocket, data_dir, counters, changes).run()

@@ -1,6 +1,7 @@
-"""What the web host takes: only what an app's process pushes to the surfaces the web host
-shows for it. Otherwise it is a UI client kept alive by the supervisor: it speaks to the
-host actor through the UI socket, like the terminal chat."""
+"""What the web host takes: what an app's process pushes to the surfaces the web host shows
+for it, and the chat app's notice that its view changed. Otherwise it is a UI client kept
+alive by the supervisor: it speaks to the host actor through the UI socket, like the
+terminal chat."""
 
 from __future__ import annotations
 
@@ -24,10 +25,18 @@ class SurfacePush(TypedDict):
     revision: NotRequired[int]
 
 
+class ChatChanged(TypedDict):
+    """A "look again" (`_changes`): no content, so nothing in it to trust."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+
 DOOR = Door(
     {
-        # The one thing an app tells it: what its surfaces show. Whose instance it is, is
+        # What any app tells it: what its surfaces show. Whose instance it is, is
         # checked against the sender's stamp (`_bridge`).
         "web_host.surface.push": accept("app.*", body=SurfacePush),
+        # The chat app's word that its log changed: the pages read it again.
+        "web_host.chat.changed": accept("app.chat", body=ChatChanged),
     }
 )

@@ -2,8 +2,9 @@
 
 `_app` is the app; `_markdown` the safe rendering of untrusted text (`visible`: control and
 invisible formatting characters written out); `_artifact` how an artifact a tool call
-handed the agent is shown (`artifact_label`). `history` is what `lineup chat history`
-prints: the timeline as the user sees it, read from the app's own log.
+handed the agent is shown (`artifact_label`); `_notices` its word to the web host that its
+view changed. `history` is what `lineup chat history` prints: the timeline as the user sees
+it, read from the app's own log.
 """
 
 import importlib

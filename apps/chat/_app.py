@@ -14,6 +14,7 @@ from typing import Any
 from apps.sdk import RuntimeApp, declare_app
 
 from ._consent import consent_input
+from ._notices import ViewNotices
 
 
 @declare_app(
@@ -33,6 +34,14 @@ from ._consent import consent_input
 class ChatApp(RuntimeApp):
     # The view model is all the chat shows, so it subscribes to no message itself: display
     # messages are acknowledged by the SDK, a request once the user has answered it.
+
+    async def on_app_start(self) -> None:
+        # A web host that shows this view hears when it changed, and reads it itself.
+        watcher = self.config.get("view_watcher")
+        if isinstance(watcher, str) and watcher:
+            notices = ViewNotices(self, watcher)
+            self.sdk.state.subscribe(notices.changed)
+            self.nursery.start_soon(notices.run)
 
     async def on_input(self, body: dict[str, Any]) -> None:
         """`{"kind": "send", "conversation_id", "text"}`, `{"kind": "answer",

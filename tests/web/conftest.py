@@ -87,11 +87,17 @@ def until(driver: WebDriver, condition: Callable[[WebDriver], T], timeout: float
 
 
 def web_config(data_dir: Path, url: str) -> dict[str, Any]:
-    """The runtime tests' configuration, with the web host (any free port) last."""
+    """The runtime tests' configuration, with the web host (any free port) last and the
+    chat's configuration as it is beside a web host (it tells the web host of changes)."""
     config = runtime_config(data_dir, url)
-    web = supervisor.default_config(data_dir, appserver_url=url, web_port=0).children[-1]
+    with_web = supervisor.default_config(data_dir, appserver_url=url, web_port=0).children
+    web = with_web[-1]
     assert web.name == "web_host"
     config["children"].append(web.model_dump(mode="json"))
+    chat = next(child for child in with_web if child.name == "app.chat")
+    for child in config["children"]:
+        if child["name"] == "app.chat":
+            child["config"] = dict(chat.config)
     return config
 
 
