@@ -39,6 +39,12 @@ def _run_tools(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _run_web(args: argparse.Namespace) -> int:
+    from .web import run
+
+    return run(args)
+
+
 def _run_cli(args: argparse.Namespace) -> int:
     from .cli import run
 
@@ -101,6 +107,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     add_tools_arguments(tools)
     tools.set_defaults(func=_run_tools)
+    from ._web_options import add_arguments as add_web_arguments
+
+    web = benches.add_parser(
+        "web",
+        help="agent → the page in headless Chromium beside agent → the chat app",
+        description="Measures, in one run, an agent message → visible in the page (a"
+        " MutationObserver in headless Chromium) at 50 msg/s, p50 and p99, beside the"
+        " runtime's own agent → chat app latency for the same messages; page load to ready;"
+        " the web host's memory; and checks the page against its target of one frame (16 ms)"
+        " over the runtime's p50.",
+    )
+    add_web_arguments(web)
+    web.set_defaults(func=_run_web)
     from .cli import add_arguments as add_cli_arguments
 
     cli = benches.add_parser(

@@ -13,6 +13,7 @@
   const TAGS = new Set(["p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li",
     "blockquote", "pre", "hr", "strong", "em", "code", "s", "br", "a"]);
   const SAFE_LINK = /^(https?:|mailto:)/i;
+  const READY_MARK = "lineup:ready";
   const conversation = new URLSearchParams(location.search).get("conversation") || "main";
   const queueKey = `lineup.queue.${conversation}`;
   const $ = (id) => document.getElementById(id);
@@ -216,6 +217,10 @@
     renderTasks(frame.tasks || []);
     // Follow the conversation while the user is at its end; leave them where they read.
     if ((nearBottom || frame.reset) && frame.items.length) page.scrollTop = page.scrollHeight;
+    // Ready: the first view is drawn and the socket is open, so the page shows the
+    // runtime's timeline and what the user does goes out at once (`lineup bench web`
+    // times navigation start → this mark).
+    if (!performance.getEntriesByName(READY_MARK).length) performance.mark(READY_MARK);
   }
 
   // Each item is one <li> with data-id, kept in timeline order: a changed item replaces

@@ -1,0 +1,100 @@
+"""`lineup bench web`'s result record (`--json`) and its table, with the web host's target."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ._e2e_flow import Window
+from ._e2e_report import mark
+from ._envelope import percentile
+
+FRAME_MS = 16.0  # one frame at 60 Hz: what the page may add to the runtime's own latency
+
+
+def _r(value: float, digits: int = 2) -> float:
+    return round(value, digits)
+
+
+def result_record(
+    *,
+    settings: dict[str, Any],
+    page: Window,
+    chat: Window,
+    web_legs_ms: list[float],
+    ready_ms: list[float],
+    memory: dict[str, float],
+    clock: dict[str, float],
+) -> dict[str, Any]:
+    """Every figure under a stable key: `render_*` agent → the page's DOM, `runtime_*`
+    agent → the chat app's log, for the same messages of the same run."""
+    record: dict[str, Any] = {
+        **settings,
+        "render_p50_ms": _r(page.p(50)),
+        "render_p99_ms": _r(page.p(99)),
+        "runtime_p50_ms": _r(chat.p(50)),
+        "runtime_p99_ms": _r(chat.p(99)),
+        # Per message, the chat's log → the page: the web host's and the browser's part.
+        "log_to_page_p50_ms": _r(percentile(web_legs_ms, 50)),
+        "log_to_page_p99_ms": _r(percentile(web_legs_ms, 99)),
+        "page_ready_ms": _r(statistics.median(ready_ms), 1),
+        "page_ready_max_ms": _r(max(ready_ms), 1),
+        "web_rss_mib": _r(memory["rss_mib"], 1),
+        "web_pss_mib": _r(memory["pss_mib"], 1),
+        "clock_offset_ms": _r(clock["offset_ms"], 3),
+        "clock_offset_bound_ms": _r(clock["bound_ms"], 3),
+    }
+    limit = record["runtime_p50_ms"] + FRAME_MS
+    record["targets"] = {
+        "render_p50_ms": {
+            "target": f"<= runtime_p50_ms + {FRAME_MS:g} ({limit:.2f})",
+            "met": record["render_p50_ms"] <= limit,
+        }
+    }
+    return record
+
+
+def print_table(record: dict[str, Any], console: Console) -> None:
+    r = record
+    table = Table(
+        title=f"lineup bench web — {r['messages']:,} agent messages at {r['rate']:g} msg/s,"
+        f" {r['loads']} page loads; {r['date']}, {r['cpus']} CPUs, Python {r['python']},"
+        f" Chromium {r['chromium']}",
+        title_justify="left",
+    )
+    for column, justify in [
+        ("measure", "left"),
+        ("the page (DOM)", "right"),
+        ("runtime: the chat app's log", "right"),
+        ("target", "left"),
+        ("verdict", "left"),
+    ]:
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    table.add_row(
+        "agent → visible p50, ms",
+        f"{r['render_p50_ms']:.2f}",
+        f"{r['runtime_p50_ms']:.2f}",
+        r["targets"]["render_p50_ms"]["target"],
+        mark(r["targets"]["render_p50_ms"]),
+    )
+    table.add_row(
+        "agent → visible p99, ms", f"{r['render_p99_ms']:.2f}", f"{r['runtime_p99_ms']:.2f}"
+    )
+    table.add_row(
+        "the chat's log → the page p50 (p99), ms",
+        f"{r['log_to_page_p50_ms']:.2f} ({r['log_to_page_p99_ms']:.2f})",
+    )
+    table.add_row(
+        "page load → ready, median (max), ms",
+        f"{r['page_ready_ms']:.1f} ({r['page_ready_max_ms']:.1f})",
+    )
+    table.add_row("web host RSS (PSS), MiB", f"{r['web_rss_mib']:.1f} ({r['web_pss_mib']:.1f})")
+    console.print(table)
+    console.print(
+        f"the page's clock minus the bench's: {r['clock_offset_ms']:+.3f} ms"
+        f" (± {r['clock_offset_bound_ms']:.3f}); load {r['loadavg_1m']}",
+        highlight=False,
+    )
