@@ -1,0 +1,59 @@
+"""The chat app tells the web host when its view changed, and nobody else may: a notice
+with no content, admitted by the web host's door from `app.chat` only, sent only where
+the runtime runs a web host. (How fast the page then shows a message is measured by
+`lineup bench web`, never asserted here.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import supervisor
+from actors.kernel import load_door
+from tests.runtime.helpers import CONVERSATION, Stack, texts, wait_for
+
+from .conftest import start_web_runtime
+
+NOTICE = "web_host.chat.changed"
+
+
+def _chat_config(config: supervisor.RuntimeConfig) -> dict[str, Any]:
+    return dict(next(spec for spec in config.children if spec.name == "app.chat").config)
+
+
+def test_only_the_chat_app_may_tell_and_only_a_web_host_is_told(tmp_path: Path) -> None:
+    config = supervisor.default_config(tmp_path, web_port=0)
+    web = next(spec for spec in config.children if spec.name == "web_host")
+    assert web.door is not None
+    door = load_door(web.door)
+    assert door.senders_of(NOTICE) == {"app.chat"}
+    assert not door.allows(NOTICE, "app.pomodoro")
+    assert door.allows(NOTICE, "app.chat")
+    assert door.checks[NOTICE]({}) == {}
+    assert _chat_config(config)["view_watcher"] == "web_host"
+    # Without a web host, the chat tells nobody (a message to no child would be refused).
+    assert "view_watcher" not in _chat_config(supervisor.default_config(tmp_path))
+
+
+def _web_host_notices(stack: Stack) -> int:
+    actors = stack.control({"type": "actors", "stats": True})["actors"]
+    record = next(actor for actor in actors if actor["name"] == "web_host")
+    return int(record["statistics"]["extra"]["chat_notices"])
+
+
+def _refused_from_chat(stack: Stack) -> dict[str, Any]:
+    actors = stack.control({"type": "actors"})["actors"]
+    return dict(next(actor for actor in actors if actor["name"] == "app.chat")["refused"])
+
+
+async def test_a_message_in_the_chat_reaches_the_web_host_as_a_notice(stack: Stack) -> None:
+    await start_web_runtime(stack)
+    # The chat's first notice, at its start: what its last run may have left unsaid.
+    started = await wait_for(lambda: _web_host_notices(stack), 30, "the chat's first notice")
+    agent = await stack.start_agent()
+    await agent.send_text(CONVERSATION, "hello")
+    await wait_for(lambda: texts(stack.timeline()) == ["hello"], 30, "the greeting in the chat")
+    await wait_for(
+        lambda: _web_host_notices(stack) > started, 30, "the notice of the greeting's change"
+    )
+    assert _refused_from_chat(stack) == {}
