@@ -2,11 +2,12 @@
 
 When the runtime runs a web host, the chat's configuration names it (`view_watcher`). After
 its log changed, the chat calls it with a notice that carries nothing: the web host reads
-the log itself, so a notice only says "look again". At most one notice is on its way at a
-time, and what changes meanwhile makes one more after it: a burst of changes costs two
-messages, and a web host that is down (its notices wait in its durable inbox) holds at
-most one of them, never the chat's sending credits. At start the chat sends one anyway:
-a change its last incarnation committed may have gone without its notice.
+the log itself, so a notice only says "look again". One notice at a time: it is asked
+again under the same id until the web host answers (the mailbox keeps it once), and what
+changes meanwhile makes one more after it. So a burst of changes costs two messages, and a
+web host that is down holds one notice in its durable inbox, never the chat's sending
+credits. At start the chat sends one anyway: a change its last incarnation committed may
+have gone without its notice.
 """
 
 from __future__ import annotations
@@ -16,14 +17,12 @@ from typing import Any, Final
 
 import trio
 
+from actors.contracts import new_message_id
 from apps.sdk import CallFailed, RuntimeApp
 
 log = logging.getLogger("lineup.chat")
 
 CHANGED: Final = "web_host.chat.changed"
-# How long one notice may wait for the web host before the next one may go (a web host
-# that is restarting answers it later; it is not withdrawn).
-NOTICE_TIMEOUT_S: Final = 5.0
 
 
 class ViewNotices:
@@ -42,6 +41,6 @@ class ViewNotices:
             await self.due.wait()
             self.due = trio.Event()
             try:
-                await self.app.call(self.watcher, CHANGED, {}, timeout=NOTICE_TIMEOUT_S)
-            except CallFailed as failed:  # late or refused: the next change says it again
-                log.debug("the notice to %s went unanswered: %s", self.watcher, failed)
+                await self.app.call_until_answered(self.watcher, CHANGED, {}, id=new_message_id())
+            except CallFailed as failed:  # refused or dead: the next change says it again
+                log.warning("the notice to %s failed: %s", self.watcher, failed)
