@@ -31,7 +31,7 @@ from actors.kernel import ControlError, derive_id, ui_request
 from . import _inputs
 from ._changes import ChatChanges
 from ._inputs import Hello, Refused
-from ._views import fold_chat, link_state, registry
+from ._views import ChatFollower, fold_chat, link_state, registry
 
 log = logging.getLogger("lineup.web_host")
 
@@ -235,16 +235,20 @@ class PageSocket:
 
     async def _follow_chat(self, hello: Hello, chat_log: _Changes, look: trio.Event) -> None:
         """At each notice (or after `SAFETY_S` without one), what changed in the chat's
-        view since the page's last one; notices during a fold make one look after it."""
+        view since the page's last one; notices during a look make one more after it. The
+        first look reads the whole log, each later one what came after it."""
+        follower = ChatFollower(self.data_dir, hello.conversation)
         while True:
-            with trio.move_on_after(SAFETY_S):
-                await look.wait()
-            look = self.changes.next_notice()
-            if chat_log.changed():
-                fold = await trio.to_thread.run_sync(fold_chat, self.data_dir, hello.conversation)
-                items = fold.changed_since(self.held, set())
-                await self._send_view(fold.pos, items, fold.tasks)
-                self.held = fold.items
+            fold = await trio.to_thread.run_sync(follower.look)
+            items = fold.changed_since(self.held, set())
+            await self._send_view(fold.pos, items, fold.tasks)
+            self.held = fold.items
+            while True:
+                with trio.move_on_after(SAFETY_S):
+                    await look.wait()
+                look = self.changes.next_notice()
+                if chat_log.changed():
+                    break
 
     async def _follow_runtime(self, runtime_db: _Changes) -> None:
         """The registry and the link state, whenever `runtime.db` changed (no notice comes

@@ -15,6 +15,7 @@ items that differ from what it holds (`ChatFold.changed_since`).
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,6 +145,52 @@ def fold_chat(data_dir: Path, conversation: str, since: int = 0) -> ChatFold:
     folded.items = _display_all(view)
     folded.tasks = display_tasks(view.tasks)
     return folded
+
+
+class ChatFollower:
+    """A page's conversation kept up to date from the chat's log, for the changes after its
+    first view. Each look reads the events after the last position it read, and again the
+    user's actions it shows pending: the AppServer's verdict is the one change the log
+    makes in place that the view shows. An item is put in the page's form again only when
+    it changed, so a look costs what changed plus a comparison per item, not a fold of the
+    whole conversation (which grows with it: ≈6 µs an item)."""
+
+    def __init__(self, data_dir: Path, conversation: str) -> None:
+        self.path = app_dir(data_dir)
+        self.view = ConversationView(conversation)
+        self.pos = 0
+        self.pending: set[str] = set()  # the user's actions shown pending
+        # Item id -> (the view's item as it was shown, its card open, what the page got).
+        self.shown: dict[str, tuple[dict[str, Any], bool, dict[str, Any]]] = {}
+
+    def look(self) -> ChatFold:
+        if (self.path / LOG_FILE).exists():
+            log = EventLog(self.path, readonly=True)
+            try:
+                for event in log.events(conversation_id=self.view.conversation_id, after=self.pos):
+                    self.view.apply(event)
+                    self.pos = event["pos"]
+                for action_id in self.pending:  # applied again: its state, as the SDK does
+                    for event in log.events_by_id(action_id):
+                        self.view.apply(event)
+            finally:
+                log.close()
+        open_ids = set(self.view.pending_interactions)
+        items: dict[str, dict[str, Any]] = {}
+        self.pending = set()
+        for order, item in enumerate(self.view.timeline):
+            key = str(item["id"])
+            ask = item.get("interaction")
+            is_open = isinstance(ask, dict) and str(ask.get("interaction_id")) in open_ids
+            made = self.shown.get(key)
+            if made is None or made[1] != is_open or made[0] != item:
+                # The view changes its items in place: what was shown is kept as a copy.
+                made = (copy.deepcopy(item), is_open, display_item(item, order, open_ids))
+                self.shown[key] = made
+            items[key] = made[2]
+            if item.get("sender") == "user" and item.get("state") == "pending":
+                self.pending.add(key)
+        return ChatFold(pos=self.pos, items=items, tasks=display_tasks(self.view.tasks))
 
 
 def registry(data_dir: Path) -> dict[str, Any]:
