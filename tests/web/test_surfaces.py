@@ -81,6 +81,9 @@ def listener() -> Iterator[tuple[int, list[str]]]:
     seen: list[str] = []
     handler = type("Recorder", (_Recorder,), {"seen": seen})
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    # The browser may open a connection ahead and leave it idle: its thread is not waited for.
+    server.daemon_threads = True
+    server.block_on_close = False
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -297,6 +300,22 @@ DIRECT = """
 """
 
 
+# Opening what has no surface, from the page's own context: one definite code each.
+OPEN = """
+  const done = arguments[arguments.length - 1];
+  const wanted = arguments[0];
+  const socket = new WebSocket('ws://' + location.host + '/surface-socket');
+  const codes = [];
+  const open = (id) => socket.send(JSON.stringify({t: 'open', instance_id: id}));
+  socket.onopen = () => wanted.forEach(open);
+  socket.onmessage = (event) => {
+    const frame = JSON.parse(event.data);
+    codes.push(frame.t === 'refused' ? frame.code : frame.t);
+    if (codes.length === wanted.length) { socket.close(); done(codes); }
+  };
+"""
+
+
 async def test_a_hostile_surface_is_held_in_its_frame(
     stack: Stack,
     browser: WebDriver,
@@ -410,6 +429,10 @@ async def test_a_hostile_surface_is_held_in_its_frame(
     refused = web_statistics(stack)["refused"]
     # So is the trojan's push to the surface of another app's instance (`_app.py`).
     assert refused == {code: 1 for code in codes} | {"ownership_mismatch": 1}, refused
+
+    wanted = ["chat:main", "trojan:elsewhere", 7]
+    codes = await in_browser(browser.execute_async_script, OPEN, wanted)
+    assert codes == ["invalid_entrypoint", "instance_not_found", "invalid_payload"]
 
     # Nothing reached the listener; the browser itself can (the control).
     assert seen == []
