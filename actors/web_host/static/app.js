@@ -232,6 +232,12 @@
       existing.replaceWith(node);
       return;
     }
+    // Most items are new at the end: one look at the last, not a walk through them all.
+    const last = timeline.lastElementChild;
+    if (!last || Number(last.dataset.order) < order) {
+      timeline.append(node);
+      return;
+    }
     for (const child of timeline.children) {
       if (Number(child.dataset.order) > order) {
         timeline.insertBefore(node, child);
