@@ -10,7 +10,8 @@ in the DOM as text only.
 The page holds a position: the last log position of the conversation it was sent. After a
 reconnect it sends that position back with the ids of its items still in a state that can
 change in place (a message waiting for the AppServer's verdict), and gets exactly the
-items that differ from what it holds (`ChatFold.changed_since`).
+items that differ from what it holds (`ChatFold.changed_since`). From then on its
+conversation is followed (`ChatFollower`): each look reads what came after the last one.
 """
 
 from __future__ import annotations
