@@ -28,6 +28,7 @@
   let socket = null;
   let current = null; // {token, instanceId, declared, frame}
   let shownList = [];
+  let opening = null; // the instance asked for and not answered yet: asked once
 
   // -- the checks ---------------------------------------------------------------------------
 
@@ -201,10 +202,12 @@
         current = null;
       }
       const front = shownList[0];
-      if (front && (!current || current.instanceId !== front.instance_id)) {
-        send({ t: "open", instance_id: front.instance_id });
+      const wanted = front && (!current || current.instanceId !== front.instance_id);
+      if (wanted && opening !== front.instance_id && send({ t: "open", instance_id: front.instance_id })) {
+        opening = front.instance_id;
       }
     } else if (frame.t === "opened") {
+      opening = null;
       if (current) send({ t: "close", token: current.token });
       show(frame);
     } else if (frame.t === "to_surface") {
@@ -212,6 +215,7 @@
         current.frame.contentWindow.postMessage(JSON.stringify(frame.message), "*");
       }
     } else if (frame.t === "refused") {
+      if (!frame.token) opening = null; // an open refused: the next list may ask again
       counters.refused_by_host += 1;
       render();
     }
@@ -222,6 +226,7 @@
     socket.onopen = () => {
       if (current) current.frame.remove();  // its token died with the last socket
       current = null;
+      opening = null;
       send({ t: "list" });
     };
     socket.onmessage = (event) => {
