@@ -4,6 +4,7 @@ their first violation, and SDK features are checked against what this runtime of
 from __future__ import annotations
 
 import copy
+import re
 import time
 from pathlib import Path
 
@@ -55,6 +56,13 @@ def test_this_runtime_refuses_what_it_does_not_serve(path: Path) -> None:
 
 def test_the_runtime_serves_only_features_the_contract_names() -> None:
     assert RUNTIME_SDK_FEATURES < SDK_FEATURES
+
+
+def test_the_protocol_tells_which_features_are_served() -> None:
+    protocol = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text()
+    rows = re.findall(r"^\| `([a-z.\-]+\.v\d+)` \| (.+?) \|$", protocol, re.M)
+    assert {feature for feature, _ in rows} == SDK_FEATURES
+    assert {feature for feature, served in rows if served == "yes"} == RUNTIME_SDK_FEATURES
 
 
 def test_the_seed_example_is_valid_as_written() -> None:
