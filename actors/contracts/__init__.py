@@ -132,6 +132,7 @@ from actors.contracts._surface import (
     Emit,
     SessionReplace,
     SurfaceEvent,
+    SurfaceToolAnswer,
     check_bridge_text,
     check_event_payload,
 )
@@ -281,6 +282,7 @@ __all__ = [
     "SurfaceClose",
     "SurfaceEvent",
     "SurfaceOpen",
+    "SurfaceToolAnswer",
     "Sync",
     "Target",
     "TargetKind",

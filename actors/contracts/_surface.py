@@ -16,13 +16,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import AfterValidator, Field, JsonValue, StringConstraints, ValidationError
 
-from actors.contracts._codes import Code, ContractError
-from actors.contracts._ids import CapabilityName, InstanceId
-from actors.contracts._model import ContractModel, JsonObject, Label, first_violation, rule
+from actors.contracts._codes import APP_TOOL_ERROR_CODES, Code, ContractError
+from actors.contracts._ids import CallId, CapabilityName, InstanceId
+from actors.contracts._model import (
+    ContractModel,
+    JsonObject,
+    Label,
+    Text,
+    first_violation,
+    rule,
+)
+from actors.contracts._payloads import Percent
 from actors.contracts._tools import ToolSchema, _schema_validator
 
 BRIDGE_VERSION: Final = 1
@@ -163,7 +171,56 @@ class CapabilityAsk(_Bridge):
     input: JsonValue = None
 
 
-BridgeMessage = Ready | Emit | SessionGet | SessionSubscribe | SessionReplace | CapabilityAsk
+class SurfaceToolResult(_Bridge):
+    """The surface's answer to a tool call handed to it: the output, held to the tool's
+    output schema by the tool router."""
+
+    type: Literal["tool.result"]
+    call_id: CallId
+    output: JsonObject
+
+
+# The codes an app may end a call with (`APP_TOOL_ERROR_CODES`, held equal below).
+AppToolErrorCode = Literal[
+    "cancelled_by_user",
+    "permission_denied",
+    "invalid_arguments",
+    "foreground_required",
+    "operation_expired",
+    "handler_failed",
+]
+assert set(get_args(AppToolErrorCode)) == {code.value for code in APP_TOOL_ERROR_CODES}
+
+
+class SurfaceToolError(_Bridge):
+    """The surface ends a call handed to it with a code an app may end a call with."""
+
+    type: Literal["tool.error"]
+    call_id: CallId
+    code: AppToolErrorCode
+    message: Text | None = None
+
+
+class SurfaceToolProgress(_Bridge):
+    """Progress on a call handed to the surface, as an app reports it."""
+
+    type: Literal["tool.progress"]
+    call_id: CallId
+    stage: Label | None = None
+    percent: Percent | None = None
+    message: Text | None = None
+
+
+SurfaceToolAnswer = SurfaceToolResult | SurfaceToolError | SurfaceToolProgress
+BridgeMessage = (
+    Ready
+    | Emit
+    | SessionGet
+    | SessionSubscribe
+    | SessionReplace
+    | CapabilityAsk
+    | SurfaceToolAnswer
+)
 _MODELS: Final[dict[str, type[_Bridge]]] = {
     "ready": Ready,
     "event": Emit,
@@ -171,6 +228,9 @@ _MODELS: Final[dict[str, type[_Bridge]]] = {
     "session.subscribe": SessionSubscribe,
     "session.replace": SessionReplace,
     "capability": CapabilityAsk,
+    "tool.result": SurfaceToolResult,
+    "tool.error": SurfaceToolError,
+    "tool.progress": SurfaceToolProgress,
 }
 
 
@@ -180,12 +240,14 @@ def check_bridge_text(
     instance_id: str,
     events: Mapping[str, SurfaceEvent],
     capabilities: frozenset[str],
+    calls: frozenset[str] = frozenset(),
 ) -> BridgeMessage:
     """One message from the surface showing `instance_id`, checked in this order: its size
     (`too_large`), JSON text of an object (`invalid_json`), a bridge type (`unknown_type`),
     its fields (`invalid_payload`), the instance (`scope_mismatch`), a declared event
     (`unknown_type`) and its payload's schema (`invalid_payload`), a declared capability
-    (`permission_denied`)."""
+    (`permission_denied`), a tool call handed to this instance's surfaces and not ended
+    (`calls`; `ownership_mismatch`)."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_BRIDGE_BYTES:
         raise ContractError(Code.TOO_LARGE, f"{size} bytes, over {MAX_BRIDGE_BYTES}")
@@ -212,5 +274,9 @@ def check_bridge_text(
     if isinstance(message, CapabilityAsk) and message.capability not in capabilities:
         raise ContractError(
             Code.PERMISSION_DENIED, f"capability {message.capability!r} is not declared"
+        )
+    if isinstance(message, SurfaceToolAnswer) and message.call_id not in calls:
+        raise ContractError(
+            Code.OWNERSHIP_MISMATCH, f"{message.call_id} is not an open call of this surface"
         )
     return message

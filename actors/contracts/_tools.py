@@ -235,6 +235,9 @@ class ToolDescriptor(ContractModel):
                 "launch_policy.focus",
                 "a foreground_required tool cannot launch its app in the background",
             )
+        if self.delivery == "surface_bridge" and not self.requires_foreground:
+            # Its surface answers it, and a surface is shown for the app in front only.
+            raise rule("delivery", "a surface_bridge tool is foreground_required")
         if self.call_model == "query":
             if self.annotations is not None and self.annotations.destructive_hint:
                 raise rule("annotations.destructive_hint", "a query tool is read-only")

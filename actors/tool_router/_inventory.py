@@ -7,7 +7,8 @@ the reason given for it):
 2. this runtime serves every SDK feature the app requires, and `app.tools.v1`;
 3. this runtime serves how the tool is handled and delivered (through the app's SDK:
    `direct`, the handler's answer, or `runtime_operation`, a deadline operation the
-   handler hands to the runtime);
+   handler hands to the runtime; `miniapp_sdk`, run in the app's process, or
+   `surface_bridge`, handed by the app's SDK to its surface in front, which answers it);
 4. the host offers every capability the tool may request;
 5. the policy allows it for this agent and conversation (deny beats allow);
 6. its preconditions hold: a tool whose app may not be launched for it (`launch: never`)
@@ -32,7 +33,7 @@ from ._policy import Policy
 
 TOOLS_FEATURE: Final = "app.tools.v1"
 SERVED_HANDLING: Final = frozenset({"direct", "runtime_operation"})
-SERVED_DELIVERY: Final = frozenset({"miniapp_sdk"})
+SERVED_DELIVERY: Final = frozenset({"miniapp_sdk", "surface_bridge"})
 COMPONENTS: Final = ("text", "markdown", "status", "task", "choice", "confirm", "input")
 
 

@@ -8,8 +8,16 @@ a message: it is the instance the token names, which this socket opened. Then it
 one message to the app's process, `app.surface.request`, a call whose sender is this
 actor (the app's door takes the type from `web_host` only), and the reply goes back to
 the frame. The app's process pushes to its surfaces (`web_host.surface.push`: a state
-patch, a revision of session data), and this actor takes a push only from the process of
-the instance's own app.
+patch, a revision of session data, a tool call handed to them), and this actor takes a
+push only from the process of the instance's own app.
+
+A tool call handed to the surfaces of an instance is offered to each of them that is shown
+(`tool_call`), and again to each that becomes ready: then the app's process is asked for
+its open calls of that instance (`tool.calls`), so a reloaded page or a restarted web host
+offers them again under the same call ids. A surface's answer (`tool.result`,
+`tool.error`, `tool.progress`) is taken only for a call offered to that instance and not
+ended; the app's process checks it again against its own record, and the tool router
+holds the output to the tool's schema.
 
 Socket frames, page → web host: `list`; `open` {`instance_id`}; `close` {`token`};
 `bridge` {`token`, `text`}: the frame's message as it was posted; `dropped` {`counts`}:
@@ -43,6 +51,7 @@ from actors.contracts import (
     ContractError,
     Emit,
     SessionReplace,
+    SurfaceToolAnswer,
     check_bridge_text,
 )
 from actors.kernel import Actor, CallFailed, Message, handles
@@ -72,7 +81,7 @@ BURST: Final = 200.0
 # The reasons the page drops a message for (`surfaces.js`): counted by these names only.
 PAGE_REASONS: Final = frozenset(
     {"source", "not_text", "too_large", "invalid_json", "unknown_type", "invalid_payload",
-     "scope_mismatch", "undeclared_event", "undeclared_capability"}
+     "scope_mismatch", "undeclared_event", "undeclared_capability", "unknown_call"}
 )  # fmt: skip
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -106,7 +115,15 @@ def _relayed_body(surface: Surface, message: BridgeMessage) -> dict[str, Any]:
         body.update(data=message.data, expected_revision=message.expected_revision)
     elif isinstance(message, CapabilityAsk):
         body.update(capability=message.capability, purpose=message.purpose, input=message.input)
+    elif isinstance(message, SurfaceToolAnswer):
+        fields = message.model_dump(mode="json", exclude={"v", "id", "instance_id", "type"})
+        body.update({key: value for key, value in fields.items() if value is not None})
     return body
+
+
+def _offer(instance_id: str, call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call as its surface is handed it."""
+    return {"type": "tool_call", "instance_id": instance_id, **call}
 
 
 class Surfaces:
@@ -117,6 +134,8 @@ class Surfaces:
         self.data_dir = data_dir
         self.shown: dict[str, _Shown] = {}  # token -> the surface and its page's socket
         self.states: dict[str, Any] = {}  # instance -> its merged state
+        # instance -> call id -> the call, as its app handed it to the instance's surfaces
+        self.calls: dict[str, dict[str, dict[str, Any]]] = {}
         self.counters: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()  # by code, the web host's own checks
         self.page_dropped: Counter[str] = Counter()  # by reason, as the pages report them
@@ -287,6 +306,7 @@ class Surfaces:
                 instance_id=surface.instance_id,
                 events=surface.events,
                 capabilities=surface.capabilities,
+                calls=frozenset(self._offered(surface)),
             )
         except ContractError as refusal:
             self.refused[str(refusal.code)] += 1
@@ -305,6 +325,8 @@ class Surfaces:
             await self._to_surface(
                 token, {"type": "init", "instance_id": surface.instance_id, "state": state}
             )
+            if surface.tools:
+                await self._offer_open_calls(token, surface)
             return
         self.counters["relayed"] += 1
         answer: dict[str, Any] = {"type": "reply", "id": message.id}
@@ -324,7 +346,38 @@ class Surfaces:
             self.in_flight[send] -= 1
             if self.in_flight[send] <= 0:
                 del self.in_flight[send]
+        if isinstance(message, SurfaceToolAnswer) and message.type != "tool.progress":
+            # Ended, or refused by the app as not open: no surface is offered it again.
+            self.calls.get(surface.instance_id, {}).pop(message.call_id, None)
         await self._to_surface(token, answer)
+
+    # -- tool calls handed to the surfaces -------------------------------------------------
+
+    def _offered(self, surface: Surface) -> dict[str, dict[str, Any]]:
+        """The open calls this surface may answer: its instance's, of its app's
+        `surface_bridge` tools."""
+        calls = self.calls.get(surface.instance_id, {})
+        return {cid: call for cid, call in calls.items() if call["method"] in surface.tools}
+
+    async def _offer_open_calls(self, token: str, surface: Surface) -> None:
+        """A surface is ready: its app's open calls of the instance, from the app's own
+        record (what this process held may be stale, or lost with its last run)."""
+        try:
+            reply = await self.actor.call(
+                f"app.{surface.app_scope}",
+                REQUEST,
+                {"instance_id": surface.instance_id, "op": "tool.calls"},
+                timeout=CALL_TIMEOUT_S,
+            )
+        except CallFailed as failed:
+            log.warning("the open calls of %s: %s", surface.instance_id, failed)
+            return
+        calls = reply.get("calls") if isinstance(reply, dict) else None
+        self.calls[surface.instance_id] = {
+            str(call["call_id"]): call for call in calls or () if isinstance(call, dict)
+        }
+        for call in self._offered(surface).values():
+            await self._to_surface(token, _offer(surface.instance_id, call))
 
     async def _to_surface(self, token: str, message: dict[str, Any]) -> None:
         shown = self.shown.get(token)
@@ -357,6 +410,14 @@ class Surfaces:
                 "data": body.get("data"),
                 "revision": body.get("revision"),
             }
+        elif kind == "tool_call":
+            call = {key: body.get(key) for key in ("call_id", "method", "arguments")}
+            self.calls.setdefault(instance, {})[str(call["call_id"])] = call
+            self.counters["tool_calls_offered"] += 1
+            for token, shown in list(self.shown.items()):
+                if shown.surface.instance_id == instance and call["method"] in shown.surface.tools:
+                    await self._to_surface(token, _offer(instance, call))
+            return
         else:
             raise ContractError(Code.UNKNOWN_TYPE, f"kind {str(kind)[:40]!r}")
         self.counters["pushed"] += 1

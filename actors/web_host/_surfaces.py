@@ -74,13 +74,16 @@ class Surface:
     path: str  # the surface's HTML file, under `app/`
     events: dict[str, SurfaceEvent]
     capabilities: frozenset[str]
+    tools: frozenset[str]  # the app's `surface_bridge` tools: the calls it may answer
     hashes: dict[str, str] = field(repr=False)  # `app/...` -> the signed SHA-256
 
     def declared(self) -> dict[str, Any]:
-        """What the page checks a message against: the events' schemas, the capabilities."""
+        """What the page checks a message against: the events' schemas, the capabilities,
+        the tools whose calls the surface may answer."""
         return {
             "events": {name: event.payload_schema for name, event in self.events.items()},
             "capabilities": sorted(self.capabilities),
+            "tools": sorted(self.tools),
         }
 
 
@@ -124,6 +127,7 @@ def find_surface(data_dir: Path, instance_id: str) -> Surface:
         path=path,
         events=events,
         capabilities=frozenset(manifest.capabilities),
+        tools=frozenset(t.method for t in manifest.tools if t.delivery == "surface_bridge"),
         hashes=_signed_hashes(entry),
     )
 

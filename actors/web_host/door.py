@@ -15,14 +15,18 @@ from actors.kernel import Door, accept
 
 class SurfacePush(TypedDict):
     """An app's word to the surfaces of one of its instances (`_bridge`): a JSON merge
-    patch of their state, or a revision of the instance's session data."""
+    patch of their state, a revision of the instance's session data, or a tool call
+    handed to them."""
 
     __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
     instance_id: str
-    kind: Literal["state", "session"]
+    kind: Literal["state", "session", "tool_call"]
     patch: NotRequired[dict[str, Any]]
     data: NotRequired[dict[str, Any] | None]
     revision: NotRequired[int]
+    call_id: NotRequired[str]
+    method: NotRequired[str]
+    arguments: NotRequired[dict[str, Any]]
 
 
 class ChatChanged(TypedDict):

@@ -83,7 +83,9 @@ def tool(
     (None) takes the descriptor's default. `description` defaults to the handler's
     docstring. The handler is `async def handler(self, arguments: dict) -> dict`, or
     `async def handler(self, arguments, call: ToolCall)` to report progress on its call;
-    it may return `PENDING` to end the call later (`sdk.tools.complete` / `fail`).
+    it may return `PENDING` to end the call later (`sdk.tools.complete` / `fail`). A
+    `delivery="surface_bridge"` tool's handler returning `None` hands the call to the
+    instance's surface, which answers it through the bridge (`lineup.onToolCall`).
     """
     options = {
         "title": title,

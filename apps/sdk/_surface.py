@@ -13,9 +13,16 @@ with its own SDK, so what a surface can do is what its app can do, no more:
 | `session.replace` | `session_data.replace` (the store's order and quotas hold) | {`revision`} |
 | `session.subscribe` | pushes each later revision of the instance's data | {`data`, `revision`} |
 | `capability` | `capabilities.request`, answered once decided | {`status`, `output`, `code`?} |
+| `tool.calls` | the open calls handed to the instance's surfaces | {`calls`} |
+| `tool.result` / `tool.error` / `tool.progress` | ends / reports on such a call | {`ok`} |
 
-Tool calls stay with the app's `@tool` handlers, which run in the process whether a surface
-is shown or not; a handler shows what it decided with `patch`. `patch(state, instance_id)`
+A `miniapp_sdk` tool's call stays with its `@tool` handler, which runs in the process
+whether a surface is shown or not and shows what it decided with `patch`. A
+`surface_bridge` tool's handler may hand its call to the surface (`sdk.tools`): the call is
+pushed to the web host (`kind: tool_call`), which offers it to the surfaces of its
+instance; a surface answers through the bridge, and the answer is the call's end only if
+the call is still open and was handed to that instance (the tool router then holds the
+output to its schema). `patch(state, instance_id)`
 sends a JSON merge patch of the surface's state to the web host (`web_host.surface.push`),
 which keeps the merged state for the surfaces it shows: state is a view, and what must
 outlive the web host belongs in session data. A runtime without a web host has no
@@ -77,6 +84,10 @@ class SurfaceAPI:
             raise ContractError(Code.OWNERSHIP_MISMATCH, "instance_id: not this app's")
         return instance_id
 
+    async def _hand_call(self, call: dict[str, Any]) -> None:
+        """Offer an open `surface_bridge` call to the surfaces of its instance."""
+        await self._push({"kind": "tool_call", **call})
+
     async def _push(self, body: dict[str, Any]) -> None:
         await self._app.cast(WEB_HOST, PUSH, body, id=self._app._ids.next())
 
@@ -97,6 +108,11 @@ class SurfaceAPI:
                 return await session.replace(data, expected, instance_id=instance)
             if op == "session.subscribe":
                 return await self._subscribe(instance)
+            if op == "tool.calls":
+                return {"calls": self._app.sdk.tools._surface_calls(instance)}
+            if op in ("tool.result", "tool.error", "tool.progress"):
+                await self._app.sdk.tools._surface_answer(instance, op, body)
+                return {"ok": True}
         except CallFailed as failed:
             raise _refusal(failed) from None
         if op == "capability":

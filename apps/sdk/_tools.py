@@ -34,6 +34,13 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
   again: the last ones may not have left the process, and the runtime keeps a call's first
   final only. A pending call stays open: the app finishes it from what it kept.
 - `app.tool.cancel` ends an open call without a report and cancels its handler.
+- A `surface_bridge` tool's handler runs first, as the app's gate: it may answer (a dict)
+  or refuse (a `ContractError`) itself; `None` hands the call to the app's surface. The
+  call is then left pending and pushed to the web host with its arguments
+  (`sdk.surface`), and offered again to each surface of its instance that becomes ready
+  and after a restart of the app, until the surface ends it (`tool.result` / `tool.error`
+  over the bridge, taken only for an open call of that instance) or the runtime does (its
+  timeout, a cancel). The surface's answer is then reported as the handler's would be.
 """
 
 from __future__ import annotations
@@ -70,15 +77,18 @@ _encode: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 
 class Pending(enum.Enum):
-    """What a handler returns to end its call later (`sdk.tools.complete` / `fail`)."""
+    """What a handler returns to end its call later (`sdk.tools.complete` / `fail`), and
+    what a `surface_bridge` call becomes once handed to the surface."""
 
     PENDING = "pending"
+    TO_SURFACE = "to_surface"
 
     def __repr__(self) -> str:
-        return "PENDING"
+        return self.name
 
 
 PENDING: Final = Pending.PENDING
+TO_SURFACE: Final = Pending.TO_SURFACE
 DeadlineListener = Callable[[dict[str, Any]], Awaitable[None] | None]
 MAX_DISPLAY_BYTES: Final = 4096  # the runtime keeps a deadline's display up to this size
 DEADLINE_TIMEOUT_S: Final = 30.0  # a question about deadlines waits this long for its answer
@@ -167,6 +177,11 @@ def _sendable(call_id: str, report: dict[str, Any]) -> str:
     return text
 
 
+def _handed(invoke: dict[str, Any]) -> dict[str, Any]:
+    """What a surface is handed of a call: its id, method, arguments and instance."""
+    return {key: invoke.get(key) for key in ("call_id", "method", "arguments", "instance_id")}
+
+
 def _not_open(call_id: str) -> ContractError:
     return ContractError(Code.OWNERSHIP_MISMATCH, f"{call_id} is not an open call of this app")
 
@@ -179,6 +194,11 @@ class ToolsAPI:
     def __init__(self, app: RuntimeApp) -> None:
         self._app = app
         self._declared = declared_tools(type(app))
+        self._for_surface = frozenset(
+            method
+            for method, declared in self._declared.items()
+            if declared.descriptor.delivery == "surface_bridge"
+        )
         self._running: dict[str, trio.CancelScope] = {}
         self._deadline_listeners: list[DeadlineListener] = []
 
@@ -276,6 +296,8 @@ class ToolsAPI:
             declared = self._declared.get(method)
             if row["report"] is not None:
                 await self._send(call_id, row["reports"] - 1, row["report"])
+            elif row["state"] == "pending" and method in self._for_surface:
+                await self._app.sdk.surface._hand_call(_handed(row["body"]))
             elif row["state"] != "running":
                 continue
             elif declared is not None and declared.descriptor.idempotent:
@@ -317,8 +339,11 @@ class ToolsAPI:
                 outcome = await self._outcome(call, handler)
         finally:
             self._running.pop(call.call_id, None)
-        if outcome is PENDING:
+        if isinstance(outcome, Pending):
             self._app._log.leave_tool_call_pending(call.call_id)
+            if outcome is TO_SURFACE:
+                fields = ("call_id", "method", "arguments", "instance_id")
+                await self._app.sdk.surface._hand_call({k: getattr(call, k) for k in fields})
         elif outcome is not None:
             await self._finish(call.call_id, outcome)
 
@@ -337,7 +362,36 @@ class ToolsAPI:
             return _error(call.call_id, Code.HANDLER_FAILED, failed)
         if isinstance(value, Deadline):  # the runtime's call from here: the app's last word
             return value.report(call.call_id)
+        if value is None and call.method in self._for_surface:
+            if call.instance_id is None:  # a foreground tool's call names its instance
+                return _error(call.call_id, Code.FOREGROUND_REQUIRED, "no instance shows it")
+            return TO_SURFACE
         return PENDING if value is PENDING else _result(call.call_id, value)
+
+    # -- calls handed to the surface (`sdk.surface` relays the web host's requests) -------
+
+    def _surface_calls(self, instance_id: str) -> list[dict[str, Any]]:
+        """The open calls handed to the surfaces of `instance_id`, oldest first."""
+        return [
+            _handed(row["body"])
+            for row in self._app._log.tool_calls("WHERE state = 'pending'")
+            if row["method"] in self._for_surface and row["body"].get("instance_id") == instance_id
+        ]
+
+    async def _surface_answer(self, instance_id: str, op: str, body: dict[str, Any]) -> None:
+        """A surface's word on a call: taken only for an open call handed to the surfaces
+        of its instance (`ownership_mismatch` otherwise: made up, another instance's, or
+        ended already), then reported as a handler's would be."""
+        call_id = str(body.get("call_id"))
+        if call_id not in {c["call_id"] for c in self._surface_calls(instance_id)}:
+            raise _not_open(call_id)
+        if op == "tool.result":
+            await self.complete(call_id, dict(body.get("output") or {}))
+        elif op == "tool.error":
+            await self.fail(call_id, str(body.get("code")), body.get("message"))
+        else:
+            fields = {k: body.get(k) for k in ("stage", "percent", "message")}
+            await self.progress(call_id, **fields)
 
     async def _finish(self, call_id: str, report: dict[str, Any] | None) -> bool:
         """End an open call with its final report (None: with none); False if it was not

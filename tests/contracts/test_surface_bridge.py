@@ -31,6 +31,7 @@ def _declared() -> dict[str, Any]:
         "instance_id": declared["instance_id"],
         "events": {event.name: event for event in events},
         "capabilities": frozenset(declared["capabilities"]),
+        "calls": frozenset(declared["calls"]),
     }
 
 

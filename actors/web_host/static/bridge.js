@@ -12,6 +12,12 @@
 //   lineup.session.replace(data, rev) {revision}; a stale rev fails "revision_conflict"
 //   lineup.session.subscribe(fn)      fn(snapshot) now, then each later revision in order
 //   lineup.capabilities.request(capability, purpose, input)  {status, output, code?}
+//   lineup.onToolCall(method, handler)  answers the agent's calls of a `surface_bridge`
+//     tool of the app: handler(arguments, call) with call = {callId, instanceId, method,
+//     progress({stage, percent, message})}; what it returns (an object) is the output,
+//     what it throws ends the call with the error's `code` (one an app may use, or
+//     handler_failed). A call offered again (a reload, a restarted web host) keeps its
+//     call id: a call id already taken in this frame is not run twice.
 // A refused request rejects with an Error whose `code` is the runtime's code.
 (function () {
   "use strict";
@@ -19,6 +25,11 @@
   const pending = new Map();
   const stateListeners = [];
   const subscriptions = []; // {listener, last, ready, early}
+  const toolHandlers = new Map(); // method -> handler
+  const callsTaken = new Set(); // call ids run in this frame: each runs once
+  const callsWaiting = []; // offered before their method's handler was set
+  const APP_TOOL_CODES = ["cancelled_by_user", "permission_denied", "invalid_arguments",
+    "foreground_required", "operation_expired", "handler_failed"];
   let counter = 0;
   let state = {};
   let markReady;
@@ -64,6 +75,36 @@
     }
   }
 
+  function runCall(offer) {
+    callsTaken.add(offer.call_id);
+    const callId = offer.call_id;
+    const call = Object.freeze({
+      callId: callId,
+      instanceId: instanceId,
+      method: offer.method,
+      progress(fields) {
+        return request("tool.progress", Object.assign({}, fields || {}, { call_id: callId }));
+      },
+    });
+    Promise.resolve()
+      .then(() => toolHandlers.get(offer.method)(offer.arguments || {}, call))
+      .then(
+        (output) => (output !== null && typeof output === "object" && !Array.isArray(output)
+          ? request("tool.result", { call_id: callId, output: output })
+          : request("tool.error", { call_id: callId, code: "handler_failed", message: "the output is not an object" })),
+        (error) => {
+          const code = error && APP_TOOL_CODES.includes(error.code) ? error.code : "handler_failed";
+          return request("tool.error", { call_id: callId, code: code, message: String((error && error.message) || "").slice(0, 4096) });
+        })
+      .catch(() => {});  // a refused answer: the runtime ends the call its own way
+  }
+
+  function onToolCallOffered(offer) {
+    if (typeof offer.call_id !== "string" || callsTaken.has(offer.call_id)) return;
+    if (toolHandlers.has(offer.method)) runCall(offer);
+    else if (!callsWaiting.some((waiting) => waiting.call_id === offer.call_id)) callsWaiting.push(offer);
+  }
+
   addEventListener("message", (event) => {
     if (event.source !== parent || typeof event.data !== "string") return;
     let message;
@@ -85,6 +126,8 @@
       for (const listener of stateListeners.slice()) listener(state);
     } else if (message.type === "session") {
       onSession(message);
+    } else if (message.type === "tool_call") {
+      onToolCallOffered(message);
     }
   });
 
@@ -116,6 +159,13 @@
         if (input !== undefined) fields.input = input;
         return request("capability", fields);
       },
+    },
+    onToolCall(method, handler) {
+      toolHandlers.set(method, handler);
+      for (const offer of callsWaiting.splice(0)) {
+        if (offer.method === method) runCall(offer);
+        else callsWaiting.push(offer);
+      }
     },
   };
   Object.freeze(api.session);

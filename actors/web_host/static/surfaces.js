@@ -6,7 +6,9 @@
 //   - it is a JSON object of a bridge type with exactly that type's fields,
 //   - it names the instance the frame shows,
 //   - an event is declared by the app's manifest and its payload fits the event's schema,
-//   - a capability is declared by the manifest.
+//   - a capability is declared by the manifest,
+//   - an answer to a tool call names a call handed to this frame and not answered yet
+//     (of a `surface_bridge` tool of its app), with an object output or an app's code.
 // Anything else is dropped and counted by reason: shown under the frame, reported to the
 // web host's statistics.
 (function () {
@@ -20,13 +22,22 @@
     "session.subscribe": [],
     "session.replace": ["data", "expected_revision"],
     capability: ["capability", "purpose", "input"],
+    "tool.result": ["call_id", "output"],
+    "tool.error": ["call_id", "code", "message"],
+    "tool.progress": ["call_id", "stage", "percent", "message"],
   };
-  const REQUIRED = { event: ["name", "payload"], "session.replace": ["data", "expected_revision"], capability: ["capability", "purpose"] };
+  const REQUIRED = {
+    event: ["name", "payload"], "session.replace": ["data", "expected_revision"], capability: ["capability", "purpose"],
+    "tool.result": ["call_id", "output"], "tool.error": ["call_id", "code"], "tool.progress": ["call_id"],
+  };
+  // The codes an app may end a call with; the others are the runtime's to give.
+  const APP_TOOL_CODES = ["cancelled_by_user", "permission_denied", "invalid_arguments",
+    "foreground_required", "operation_expired", "handler_failed"];
   const slot = document.getElementById("surface-slot");
   const counters = { relayed: 0, refused_by_host: 0, dropped: {} };
   let unreported = {};
   let socket = null;
-  let current = null; // {token, instanceId, declared, frame}
+  let current = null; // {token, instanceId, declared, frame, calls: ids handed, not answered}
   let shownList = [];
   let opening = null; // the instance asked for and not answered yet: asked once
 
@@ -124,6 +135,10 @@
     } else if (message.type === "capability") {
       if (!declared.capabilities.includes(message.capability)) return "undeclared_capability";
       if (typeof message.purpose !== "string" || message.purpose.length < 1 || message.purpose.length > 200) return "invalid_payload";
+    } else if (message.type.startsWith("tool.")) {
+      if (!current.calls.has(message.call_id)) return "unknown_call";
+      if (message.type === "tool.result" && !isObject(message.output)) return "invalid_payload";
+      if (message.type === "tool.error" && !APP_TOOL_CODES.includes(message.code)) return "invalid_payload";
     }
     return null;
   }
@@ -169,7 +184,7 @@
     frame.title = opened.title;
     frame.className = "surface";
     frame.src = opened.src;
-    current = { token: opened.token, instanceId: opened.instance_id, declared: opened.declared, frame: frame };
+    current = { token: opened.token, instanceId: opened.instance_id, declared: opened.declared, frame: frame, calls: new Set() };
     slot.hidden = false;
     slot.insertBefore(frame, slot.firstChild);
     render();
@@ -180,6 +195,10 @@
     if (reason !== null) {
       drop(reason);
       return;
+    }
+    const message = JSON.parse(event.data);
+    if (message.type === "tool.result" || message.type === "tool.error") {
+      current.calls.delete(message.call_id);  // one answer per call: a second is dropped
     }
     counters.relayed += 1;
     render();
@@ -212,7 +231,12 @@
       show(frame);
     } else if (frame.t === "to_surface") {
       if (current && frame.token === current.token) {
-        current.frame.contentWindow.postMessage(JSON.stringify(frame.message), "*");
+        const message = frame.message;
+        if (message.type === "tool_call") {
+          if (!current.declared.tools.includes(message.method)) return;
+          current.calls.add(message.call_id);
+        }
+        current.frame.contentWindow.postMessage(JSON.stringify(message), "*");
       }
     } else if (frame.t === "refused") {
       if (!frame.token) opening = null; // an open refused: the next list may ask again

@@ -5,6 +5,11 @@ session data and asks to copy the drawing to the clipboard, all through the brid
 app's process appends each stroke it is told of to `strokes.jsonl` in its private directory
 (flushed to disk: the test reads it as the app's own record) and patches the surface's
 state with the count.
+
+Its tool `board.clear` is answered by its surface (`delivery: surface_bridge`): the app's
+handler hands the call over, and the surface's answer, as its arguments ask for (one that
+fits the output schema or one that breaks it, held until the surface's nth visit if asked),
+is the call's end.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import json
 import os
 from typing import Any
 
-from apps.sdk import RuntimeApp, declare_app
+from apps.sdk import RuntimeApp, declare_app, tool
 
 STROKES = "strokes.jsonl"
 STROKE = {
@@ -48,10 +53,40 @@ def _append(record: dict[str, Any]) -> int:
     entrypoints=[
         {"id": "board", "kind": "primary", "surface": "ui/index.html", "surface_events": [STROKE]}
     ],
-    required_features=["app.lifecycle.v1", "app.session-data.v1", "capability.request.v1"],
+    required_features=[
+        "app.lifecycle.v1",
+        "app.session-data.v1",
+        "capability.request.v1",
+        "app.tools.v1",
+    ],
     capabilities=["clipboard.write"],
+    agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
 )
 class CanvasApp(RuntimeApp):
+    @tool(
+        "board.clear",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "answer": {"enum": ["fits", "off_schema"]},
+                "hold_until_visit": {"type": "integer", "minimum": 1},
+            },
+            "required": ["answer"],
+            "additionalProperties": False,
+        },
+        output_schema={
+            "type": "object",
+            "properties": {"cleared": {"type": "integer"}, "visits": {"type": "integer"}},
+            "required": ["cleared", "visits"],
+            "additionalProperties": False,
+        },
+        timeout_ms=20_000,
+        activation_requirement="foreground_required",
+        delivery="surface_bridge",
+    )
+    async def clear(self, arguments: dict[str, Any]) -> None:
+        """Clears the board the user sees: its surface does it, and answers."""
+
     async def on_app_start(self) -> None:
         self.sdk.surface.on_event("stroke", self.stroke)
 

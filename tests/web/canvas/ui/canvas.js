@@ -1,7 +1,20 @@
-// The canvas surface: draws, emits one stroke, counts its visits in session data and asks
-// for the clipboard.
+// The canvas surface: draws, emits one stroke, counts its visits in session data, asks
+// for the clipboard, and answers the agent's `board.clear` calls as their arguments ask.
 (async function () {
   "use strict";
+  let counted;
+  const visited = new Promise((resolve) => { counted = resolve; });
+  lineup.onToolCall("board.clear", async (args, call) => {
+    const visits = await visited;
+    const seen = document.body.dataset.calls;
+    document.body.dataset.calls = (seen ? seen + "," : "") + call.callId;
+    // Held until the surface is shown again (a reload, a restarted web host): only a
+    // later visit answers it.
+    if (visits < (args.hold_until_visit || 1)) return new Promise(() => {});
+    await call.progress({ stage: "clearing", percent: 50 });
+    if (args.answer === "off_schema") return { cleared: "all", visits: visits };
+    return { cleared: 5, visits: visits };
+  });
   const board = document.getElementById("board").getContext("2d");
   const colours = ["#dc322f", "#859900", "#268bd2", "#d33682", "#b58900"];
   colours.forEach((colour, n) => {
@@ -22,6 +35,7 @@
   const first = await lineup.session.get();
   const visits = ((first.data && first.data.visits) || 0) + 1;
   await lineup.session.replace({ visits: visits }, first.revision);
+  counted(visits);
   await lineup.emit("stroke", { x: 10, y: 20, colour: "red" });
   const copied = await lineup.capabilities.request("clipboard.write", "Copy the drawing", { text: "drawing" });
   document.body.dataset.capability = copied.status;
