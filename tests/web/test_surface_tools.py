@@ -2,12 +2,12 @@
 surface in a real headless Chromium, on a real runtime and AppServer.
 
 The canvas's `board.clear` is handed by the app's process to its surface, whose answer ends
-the call once (the AppServer's own record has one final): an output that fits, one that
-breaks the schema (`handler_failed`), and ones held until a reload, then a web host
-SIGKILLed, offers the call again under the same call id. The trojan's surface answers for
-another instance, a made-up call, another app's call and its own call twice: the page
-relays its one answer only, counting the others, and the web host refuses what the page
-would have dropped.
+the call once (the AppServer's own record has one final): an output that fits (called
+before any page shows the surface: the call waits for one), one that breaks the schema
+(`handler_failed`), and ones held until a reload, then a web host SIGKILLed, offers the
+call again under the same call id. The trojan's surface answers for another instance, a
+made-up call id, another app's call id and its own call twice: the page relays its one
+answer only, counting the others, and the web host refuses such answers past the page.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from selenium.webdriver.chrome.webdriver import WebDriver
 
 from tests.runtime.helpers import Stack, wait_for
-from tests.tools.helpers import Agent, final_of, new_revision, stream_finals
+from tests.tools.helpers import Agent, call_row, final_of, new_revision, stream_finals
 
 from .conftest import appserver_messages, in_browser, open_page, start_web_runtime, until
 from .test_surfaces import (
@@ -74,12 +74,18 @@ async def test_the_surface_answers_its_apps_tool_calls_once(
     stack: Stack, browser: WebDriver, bundles: dict[str, Path]
 ) -> None:
     agent = await agent_with(stack, bundles, "canvas")
+    # No page shows the surface yet: the call, handed to the web host, waits for one.
+    await agent.client.submit(agent.invoke("call_fits", "board.clear", {"answer": "fits"}))
+    await wait_for(
+        lambda: web_statistics(stack).get("tool_calls_offered") == 1, 10, "the call handed"
+    )
+    assert call_row(stack, "call_fits")["state"] not in ("succeeded", "failed")
     await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
     frame = await in_browser(surface_frame, browser, "canvas")
     instance = str(frame.get_attribute("src")).rsplit("#", 1)[1]
     assert await in_browser(inside, browser, frame, "visits") == "1"
 
-    row = await agent.call("call_fits", "board.clear", arguments={"answer": "fits"})
+    row = await final_of(stack, "call_fits")
     assert (row["state"], row["output"]) == ("succeeded", {"cleared": 5, "visits": 1}), row
     assert any(h["event"] == "progress" for h in row["history"]), row["history"]
 
