@@ -238,6 +238,8 @@ class Surfaces:
             for token in [t for t in mine if self.shown[t].surface.instance_id not in live]:
                 mine.discard(token)
                 del self.shown[token]
+            for instance in [i for i in self.calls if i not in live]:
+                del self.calls[instance]  # its calls ended with it
             await send({"t": "surfaces", "items": items})
             return
         elif kind == "open" and isinstance(frame, dict) and len(mine) < MAX_OPEN:
@@ -412,6 +414,14 @@ class Surfaces:
             }
         elif kind == "tool_call":
             call = {key: body.get(key) for key in ("call_id", "method", "arguments")}
+            if not (
+                isinstance(call["call_id"], str)
+                and isinstance(call["method"], str)
+                and isinstance(call["arguments"], dict)
+            ):
+                raise ContractError(
+                    Code.INVALID_PAYLOAD, "a tool call's call_id, method, arguments"
+                )
             self.calls.setdefault(instance, {})[str(call["call_id"])] = call
             self.counters["tool_calls_offered"] += 1
             for token, shown in list(self.shown.items()):
