@@ -342,7 +342,12 @@ class ToolRouterActor(Actor):
                 },
             )
             return
-        await self.operations.interrupt(call, "the agent")
+        if await self.operations.interrupt(call, "the agent"):
+            # It had ended at its deadline: the cancel gets that outcome, as a cancel of any
+            # finished call does.
+            retry = Call.from_row(call.to_row())
+            retry.envelope_id = str(view["envelope_id"])
+            await self._again(call, retry)
 
     # -- running a call ----------------------------------------------------------------------
 

@@ -233,16 +233,16 @@ class DeadlineOperations:
             return
         await self.router.finish(call, output=output)
 
-    async def interrupt(self, call: Call, by: str) -> None:
+    async def interrupt(self, call: Call, by: str) -> bool:
         """End an open call early for `by` (the agent, the user): `cancelled_by_user`, and
         its app is told to stop whatever it still runs for it. An operation whose deadline
         passed before (the tool router had not looked yet, or was down) ended then: it ends
-        with its result, and the interrupt finds it ended."""
+        with its result, the interrupt finds it ended, and the answer is True."""
         operation = call.operation
         now = now_ms()
         if operation is not None and operation.due(now):
             await self._finished(call, now)
-            return
+            return True
         if operation is not None and operation.open:
             detail = interrupted_detail(operation, by)
             operation.interrupt(now, by)
@@ -255,6 +255,7 @@ class DeadlineOperations:
             {"call_id": call.call_id},
             id=derive_id(call.envelope_id, SLOT_DISPATCH + 1),
         )
+        return False
 
     # -- an app's questions, the user's stop ---------------------------------------------
 
