@@ -1,0 +1,33 @@
+"""What every test shares: where its files go.
+
+The tests' data dirs hold the runtime's Unix sockets, whose paths AF_UNIX limits to 108
+bytes. pytest's own temporary root is long (`/tmp/pytest-of-USER/pytest-N/`) and each test
+worker adds its name to it, so the session makes a short root of its own, one per run, and
+removes it when every test passed (what a failure left is kept for a look).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_MADE = pytest.StashKey[Path]()  # the root this session made
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.basetemp is None and not _is_worker(config):
+        config.option.basetemp = tempfile.mkdtemp(prefix="lineup-")
+        config.stash[_MADE] = Path(config.option.basetemp)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    made = session.config.stash.get(_MADE, None)
+    if made is not None and exitstatus == 0:
+        shutil.rmtree(made, ignore_errors=True)
