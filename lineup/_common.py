@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, NoReturn
@@ -43,6 +44,45 @@ def no_runtime(data_dir: Path) -> str:
         f"no runtime is running on {data_dir}; start one with `lineup run`, or point at "
         f"another data dir with --data-dir DIR or ${DATA_DIR_ENV}"
     )
+
+
+class Unreached(Exception):
+    """No runtime took the request: the sentence to say, and the exit status (2 when none
+    runs there, 1 when the one there did not take it)."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def ask_actor(
+    data_dir: Path, to: str, message_type: str, body: dict[str, Any], wait_s: float
+) -> dict[str, Any]:
+    """Send `message_type` to actor `to` as the operator and wait up to `wait_s` for its
+    handler: the control socket's answer (`outcome` handled / refused / ..., `reply`, `code`,
+    `detail`). `Unreached` when no runtime runs there or it did not take the request."""
+    from actors.kernel import ControlError, control_request, supervisor_pid_alive
+
+    request = {
+        "type": "send",
+        "to": to,
+        "message_type": message_type,
+        "body": body,
+        "wait": wait_s,
+    }
+    try:
+        return dict(control_request(data_dir, request, timeout=wait_s + 10))
+    except ControlError as exc:
+        if not supervisor_pid_alive(data_dir):
+            raise Unreached(no_runtime(data_dir)) from None
+        raise Unreached(f"the runtime on {data_dir} did not take the request: {exc}", 1) from None
+
+
+def local_time(at_ms: Any) -> str:
+    """A time in ms since the epoch as the local date and time, "" when there is none."""
+    if not isinstance(at_ms, int) or isinstance(at_ms, bool):
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at_ms / 1000))
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -8,14 +8,17 @@ the app's: a person sees how much each instance keeps and how often it changed.
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
-from ._common import DATA_DIR_ENV, add_data_dir, data_dir_of, fail, print_json, print_table
-
-
-def _when(at_ms: Any) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(int(at_ms) / 1000)) if at_ms else ""
+from ._common import (
+    DATA_DIR_ENV,
+    add_data_dir,
+    data_dir_of,
+    fail,
+    local_time,
+    print_json,
+    print_table,
+)
 
 
 def _data(args: argparse.Namespace) -> int:
@@ -33,7 +36,13 @@ def _data(args: argparse.Namespace) -> int:
         return 0
     title = "session data" + (f" of {args.app}" if args.app else "") + " (the data is the app's)"
     table = [
-        [r["app_scope"], r["instance_id"], r["revision"], r["size_bytes"], _when(r["updated_ms"])]
+        [
+            r["app_scope"],
+            r["instance_id"],
+            r["revision"],
+            r["size_bytes"],
+            local_time(r["updated_ms"]),
+        ]
         for r in rows
     ]
     print_table(title, ["app", "instance", "revision", "bytes", "written"], table)

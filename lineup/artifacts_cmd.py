@@ -22,10 +22,11 @@ from typing import Any, Final
 
 from ._common import (
     DATA_DIR_ENV,
+    Unreached,
     add_data_dir,
+    ask_actor,
     data_dir_of,
     fail,
-    no_runtime,
     print_json,
     print_table,
     run_subcommand,
@@ -166,25 +167,16 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _save(args: argparse.Namespace) -> int:
-    from actors.kernel import ControlError, control_request, supervisor_pid_alive
-
     data_dir: Path = data_dir_of(args)
     body = {"artifact_id": args.artifact_id}
     if args.name:
         body["name"] = args.name
-    request = {
-        "type": "send",
-        "to": "capability_gateway",
-        "message_type": "capability_gateway.save_artifact",
-        "body": body,
-        "wait": WAIT_S,
-    }
     try:
-        answer = control_request(data_dir, request, timeout=WAIT_S + 10)
-    except ControlError as exc:
-        if not supervisor_pid_alive(data_dir):
-            return fail(no_runtime(data_dir))
-        return fail(f"the runtime on {data_dir} did not take the request: {exc}")
+        answer = ask_actor(
+            data_dir, "capability_gateway", "capability_gateway.save_artifact", body, WAIT_S
+        )
+    except Unreached as exc:
+        return fail(str(exc), exc.code)
     if answer.get("outcome") != "handled":
         if answer.get("code") == "artifact_not_found":
             return fail(

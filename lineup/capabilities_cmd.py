@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any, Final
 
 from ._common import (
     DATA_DIR_ENV,
+    Unreached,
     add_data_dir,
+    ask_actor,
     data_dir_of,
     fail,
-    no_runtime,
+    local_time,
     print_json,
     print_table,
     run_subcommand,
@@ -63,12 +64,6 @@ def register(subparsers: Any) -> None:
     revoke.set_defaults(func=_revoke)
 
 
-def _when(at_ms: Any) -> str:
-    if not isinstance(at_ms, int):
-        return ""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at_ms / 1000))
-
-
 def _list(args: argparse.Namespace) -> int:
     from actors.store import DB_FILE, read_grants
 
@@ -88,28 +83,22 @@ def _list(args: argparse.Namespace) -> int:
     if not grants:
         print("no grants: no app has been allowed a capability")
         return 0
-    rows = [[g["app_scope"], g["capability"], g["scope"], _when(g["granted_ms"])] for g in grants]
+    rows = [
+        [g["app_scope"], g["capability"], g["scope"], local_time(g["granted_ms"])] for g in grants
+    ]
     print_table("capability grants", ["app", "capability", "scope", "granted"], rows)
     return 0
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    from actors.kernel import ControlError, control_request, supervisor_pid_alive
-
     data_dir: Path = data_dir_of(args)
-    request = {
-        "type": "send",
-        "to": "capability_gateway",
-        "message_type": "capability_gateway.revoke",
-        "body": {"app_scope": args.app, "capability": args.capability},
-        "wait": WAIT_S,
-    }
+    body = {"app_scope": args.app, "capability": args.capability}
     try:
-        answer = control_request(data_dir, request, timeout=WAIT_S + 10)
-    except ControlError as exc:
-        if not supervisor_pid_alive(data_dir):
-            return fail(no_runtime(data_dir))
-        return fail(f"the runtime on {data_dir} did not take the request: {exc}")
+        answer = ask_actor(
+            data_dir, "capability_gateway", "capability_gateway.revoke", body, WAIT_S
+        )
+    except Unreached as exc:
+        return fail(str(exc), exc.code)
     if answer.get("outcome") != "handled":
         detail = answer.get("detail") or answer.get("code") or answer.get("outcome")
         return fail(f"the capability gateway did not revoke it: {detail}")

@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 from ._common import (
+    Unreached,
     add_data_dir,
+    ask_actor,
     data_dir_of,
     did_you_mean,
     fail,
-    no_runtime,
+    local_time,
     print_json,
     print_table,
     run_subcommand,
@@ -141,22 +142,11 @@ def register(subparsers: Any) -> None:
 def _ask(data_dir: Path, what: str, body: dict[str, Any]) -> dict[str, Any]:
     """The owner's answer to the settings request `what`; `Refused` with one sentence if it
     refused or could not be reached."""
-    from actors.kernel import ControlError, control_request, supervisor_pid_alive
-
     to, message_type = OWNERS[what]
-    request = {
-        "type": "send",
-        "to": to,
-        "message_type": message_type,
-        "body": body,
-        "wait": WAIT_S,
-    }
     try:
-        answer = control_request(data_dir, request, timeout=WAIT_S + 10)
-    except ControlError as exc:
-        if not supervisor_pid_alive(data_dir):
-            raise Refused(no_runtime(data_dir), 2) from None
-        raise Refused(f"the runtime on {data_dir} did not take the request: {exc}") from None
+        answer = ask_actor(data_dir, to, message_type, body, WAIT_S)
+    except Unreached as exc:
+        raise Refused(str(exc), exc.code) from None
     if answer.get("outcome") == "handled":
         return dict(answer.get("reply") or {})
     if answer.get("outcome") == "refused":
@@ -185,12 +175,6 @@ def _run(args: argparse.Namespace, body: Callable[[Path], int]) -> int:
 # -- what each command prints -------------------------------------------------------------------
 
 
-def _when(at_ms: Any) -> str:
-    if not isinstance(at_ms, int):
-        return ""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at_ms / 1000))
-
-
 def _bytes(count: Any) -> str:
     size = int(count or 0)
     if size < 1024:
@@ -208,7 +192,12 @@ def _print_grants(grants: list[dict[str, Any]]) -> None:
         "capability grants",
         ["app", "capability", "lasts", "granted"],
         [
-            [g.get("app_scope"), g.get("capability"), g.get("scope"), _when(g.get("granted_ms"))]
+            [
+                g.get("app_scope"),
+                g.get("capability"),
+                g.get("scope"),
+                local_time(g.get("granted_ms")),
+            ]
             for g in grants
         ],
     )
