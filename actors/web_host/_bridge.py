@@ -264,17 +264,20 @@ class Surfaces:
 
     async def _open(self, instance_id: Any, send: Send, mine: set[str]) -> None:
         if not isinstance(instance_id, str) or len(instance_id) > 200:
-            await send({"t": "refused", "code": str(Code.INVALID_PAYLOAD), "detail": "instance_id"})
+            code = str(Code.INVALID_PAYLOAD)
+            await send({"t": "refused", "of": "open", "code": code, "detail": "instance_id"})
             return
         try:
             surface = await trio.to_thread.run_sync(find_surface, self.data_dir, instance_id)
         except ContractError as refusal:
-            await send({"t": "refused", "code": str(refusal.code), "detail": refusal.detail})
+            refused = {"t": "refused", "of": "open", "code": str(refusal.code)}
+            await send({**refused, "detail": refusal.detail})
             return
         except (OSError, ValueError, KeyError, TypeError):  # a cache entry it cannot read
             log.exception("the surface of %s cannot be read", instance_id)
             detail = "the app's bundle cannot be read"
-            await send({"t": "refused", "code": str(Code.BUNDLE_UNREADABLE), "detail": detail})
+            code = str(Code.BUNDLE_UNREADABLE)
+            await send({"t": "refused", "of": "open", "code": code, "detail": detail})
             return
         token = new_token()
         self.shown[token] = _Shown(surface, send)

@@ -239,7 +239,7 @@
         current.frame.contentWindow.postMessage(JSON.stringify(message), "*");
       }
     } else if (frame.t === "refused") {
-      if (!frame.token) opening = null; // an open refused: the next list may ask again
+      if (frame.of === "open") opening = null; // an open refused: the next list may ask again
       counters.refused_by_host += 1;
       render();
     }
