@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import (
+    DATA_DIR_ENV,
     Parser,
     add_data_dir,
     data_dir_of,
@@ -222,6 +223,11 @@ def _start_failure(error: BaseException, data_dir: Path) -> str:
     message = str(error)
     if "another runtime" in message or "another AppServer" in message:
         return _in_use(data_dir)
+    if isinstance(error, OSError) and "AF_UNIX path too long" in str(error):
+        return (
+            f"{data_dir} is too long a path for the runtime's sockets (a Unix socket's path has"
+            f" at most 107 bytes); pass a shorter --data-dir or set ${DATA_DIR_ENV}"
+        )
     if isinstance(error, OSError):
         return f"the runtime on {data_dir} stopped: {os_error(error)}"
     return message

@@ -77,6 +77,10 @@ OFFLINE_CASES = [
     (("run", "--headless", "--config", "{t}/nosuch.json"), "nosuch.json: No such file"),
     (("run", "--headless", "--config", "{t}/extra.json"), "no_such_option"),
     (("run", "--headless", "--config", "{t}/junk.bundle"), "not a runtime configuration"),
+    (
+        ("run", "--headless", "--no-demo-agent", "--data-dir", "{t}/" + "d" * 100),
+        "too long a path for the runtime's sockets",
+    ),
     (("app", "list"), "no runtime data in {empty}"),
     (("app", "install", "{t}/junk.bundle"), "no runtime is running on {empty}"),
     (("app", "enable", "pomodoro"), "LINEUP_DATA_DIR"),
