@@ -34,7 +34,15 @@
   const APP_TOOL_CODES = ["cancelled_by_user", "permission_denied", "invalid_arguments",
     "foreground_required", "operation_expired", "handler_failed"];
   const slot = document.getElementById("surface-slot");
-  const counters = { relayed: 0, refused_by_host: 0, dropped: {} };
+  const counters = { relayed: 0, refused_by_host: 0, dropped: {}, retired: 0 };
+  // The windows of frames this page framed and took down: what they posted before they went
+  // may still arrive. It is theirs, not forged, and goes nowhere: counted apart from drops.
+  const retiredWindows = new WeakSet();
+
+  function retire(frame) {
+    if (frame.contentWindow) retiredWindows.add(frame.contentWindow);
+    frame.remove();
+  }
   let unreported = {};
   let socket = null;
   let current = null; // {token, instanceId, declared, frame, calls: ids handed, not answered}
@@ -175,7 +183,7 @@
   // -- the frame ------------------------------------------------------------------------------
 
   function show(opened) {
-    if (current) current.frame.remove();
+    if (current) retire(current.frame);
     const frame = document.createElement("iframe");
     // Scripts only: no same origin (so no cookie, storage or page), no popups, no top
     // navigation, no forms. The web host's policy for the document says the same.
@@ -191,6 +199,11 @@
   }
 
   addEventListener("message", (event) => {
+    if (event.source && retiredWindows.has(event.source)) {
+      counters.retired += 1;
+      render();
+      return;
+    }
     const reason = refusal(event);
     if (reason !== null) {
       drop(reason);
@@ -217,7 +230,7 @@
     if (frame.t === "surfaces") {
       shownList = frame.items;
       if (current && !shownList.some((item) => item.instance_id === current.instanceId)) {
-        current.frame.remove();  // its instance is gone, and its token with it
+        retire(current.frame);  // its instance is gone, and its token with it
         current = null;
       }
       const front = shownList[0];
@@ -248,7 +261,7 @@
   function connect() {
     socket = new WebSocket("ws://" + location.host + "/surface-socket");
     socket.onopen = () => {
-      if (current) current.frame.remove();  // its token died with the last socket
+      if (current) retire(current.frame);  // its token died with the last socket
       current = null;
       opening = null;
       send({ t: "list" });
