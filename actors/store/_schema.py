@@ -168,13 +168,15 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
             "instance_id": str,
             "duration_ms": int,
             "display": str,
-            "state": str,  # waiting_foreground | running | finished | interrupted
+            "state": str,  # waiting_foreground | running | paused | finished | interrupted
             "requested_ms": int,
             "started_ms": int,
-            "ends_ms": int,
+            "ends_ms": int,  # none while paused
             "ended_ms": int,
             "noticed_ms": int,
             "ended_by": str,
+            "remaining_ms": int,  # while paused: what is left of its duration
+            "pauses": int,
         },
         "call_id",
     ),
@@ -286,6 +288,11 @@ def create_schema(db: sqlite3.Connection) -> None:
         table = database.table(name)
         if not table.exists():
             table.create(columns, pk=pk, not_null=set(), if_not_exists=True)
+            continue
+        # A database from before a column was added gets it (empty in the rows it has).
+        for column, kind in columns.items():
+            if column not in table.columns_dict:
+                table.add_column(column, kind)
     for name, unique in _UNIQUE:
         database.table(name).create_index(unique, unique=True, if_not_exists=True)
     for name, indexed in _INDEXES:

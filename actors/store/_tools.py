@@ -65,6 +65,8 @@ DEADLINE_COLUMNS: Final = (
     "ended_ms",
     "noticed_ms",
     "ended_by",
+    "remaining_ms",
+    "pauses",
 )
 _JSON_COLUMNS: Final = frozenset(
     {"arguments", "output", "history", "payload", "visibility", "display"}

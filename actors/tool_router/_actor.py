@@ -6,7 +6,9 @@
 - `tool_router.report` (from an app process): progress, result or error of one of its calls,
   or a deadline that hands the call to the runtime (`_operations`);
 - `tool_router.deadline` (from an app process, a `call`): its deadline operations in the
-  conversation of one of its running calls, listed or interrupted;
+  conversation of one of its running calls, listed or interrupted; or one of its own open
+  deadline operations finished with its output, paused, resumed or stopped for the user
+  (`_operations`);
 - `tool_router.interrupt` (from the chat app only): the user stops a call.
 - `tool_router.policy.get` / `.replace` (from the settings app only): the user sees the
   tool policy with each tool's visibility, and replaces it (`_policy_edit`).

@@ -5,9 +5,12 @@ over by answering with a deadline (`duration_ms`, and a small `display` map for 
 use), never with a result. From then on the tool router alone ends the call, and the app's
 reports on it are refused:
 
-    waiting_foreground ─▶ running ─▶ finished      (at ends_ms: the one final result)
-            │                └──────▶ interrupted  (the agent's cancel or stop call, the
-            └───────────────────────▶ interrupted   user's stop: the one final error)
+    waiting_foreground ─▶ running ◀─▶ paused
+            │                │          │
+            │                ├──────────┴─▶ finished     (at ends_ms: the runtime's result;
+            │                │                            or early, with its app's output)
+            └────────────────┴────────────▶ interrupted  (the agent's cancel or stop call,
+                                                          the user's stop: the one final error)
 
 - **Started** once the call's app is in front for a `foreground_required` tool (at once for
   any other): `started_ms` and `ends_ms` are recorded with the call's step, and only then
@@ -17,7 +20,14 @@ reports on it are refused:
   runtime noticed (`deadline_output`), and must fit the tool's output schema.
 - **Interrupted** by the agent (`lineup.tool.cancel` of the call, or a call of the same
   app in the same conversation that asks for it, such as a stop tool) or by the user (a
-  stop in the chat): `cancelled_by_user`, saying who, and when it was to end.
+  stop in the chat, or through its app): `cancelled_by_user`, saying who, and when it was
+  to end.
+- **Paused** by its app (the user's pause in its surface): it stops counting, keeping
+  `remaining_ms` and no `ends_ms`, so no timer runs for it; **resumed**, it ends
+  `remaining_ms` from then. Only a running one pauses: one waiting for the front has not
+  started counting.
+- **Finished early** by its app (`ended_by: "app"`), with the app's own output as the
+  result, held to the tool's output schema like any result.
 
 The operation's row goes into `tool_deadlines` in the same store step as its call's row,
 so the call's state and its operation's never disagree on disk.
@@ -35,6 +45,7 @@ from actors.kernel import derive_id
 
 WAITING_FOREGROUND: Final = "waiting_foreground"
 RUNNING: Final = "running"
+PAUSED: Final = "paused"
 FINISHED: Final = "finished"
 INTERRUPTED: Final = "interrupted"
 CALL_STATE: Final = "deadline"  # the state of a call whose deadline operation is open
@@ -43,8 +54,10 @@ MAX_DURATION_MS: Final = 86_400_000  # a day, like a call's absolute cap
 MAX_DISPLAY_BYTES: Final = 4096
 # The kernel messages that tell the app its operation started, and ended: ids derived from
 # the operation's, so telling it again (after a restart) is the same message, kept once.
+# Its n-th pause and resume are told under 2n and 2n + 1 (`Deadline.told_pause`).
 TOLD_STARTED: Final = 0
 TOLD_ENDED: Final = 1
+ENDED_BY_APP: Final = "app"
 
 
 def timestamp(ms: int | None) -> str | None:
@@ -68,12 +81,15 @@ class Deadline:
     ended_ms: int | None = None
     noticed_ms: int | None = None
     ended_by: str | None = None
+    remaining_ms: int | None = None  # while paused: what is left of its duration
+    pauses: int = 0  # how many times it was paused: the ids of the app's news of them
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Deadline:
         names = {f.name for f in dataclasses.fields(cls)}
         values: dict[str, Any] = {k: row.get(k) for k in names}
         values["display"] = values.get("display") or {}
+        values["pauses"] = values.get("pauses") or 0
         return cls(**values)
 
     def to_row(self) -> dict[str, Any]:
@@ -81,16 +97,40 @@ class Deadline:
 
     @property
     def open(self) -> bool:
-        return self.state in (WAITING_FOREGROUND, RUNNING)
+        return self.state in (WAITING_FOREGROUND, RUNNING, PAUSED)
 
     def told_id(self, news: int) -> str:
         return derive_id(self.operation_id.removeprefix("op_"), news)
+
+    def told_pause(self) -> int | None:
+        """The news of its latest pause (paused now) or resume (running after a pause)."""
+        if self.state == PAUSED:
+            return 2 * self.pauses
+        if self.state == RUNNING and self.pauses:
+            return 2 * self.pauses + 1
+        return None
 
     def start(self, now_ms: int) -> None:
         self.state, self.started_ms, self.ends_ms = RUNNING, now_ms, now_ms + self.duration_ms
 
     def due(self, now_ms: int) -> bool:
         return self.state == RUNNING and self.ends_ms is not None and self.ends_ms <= now_ms
+
+    def pause(self, now_ms: int) -> None:
+        """It stops counting: what is left is kept, and no deadline runs."""
+        assert self.state == RUNNING and self.ends_ms is not None
+        self.remaining_ms = max(0, self.ends_ms - now_ms)
+        self.state, self.ends_ms, self.pauses = PAUSED, None, self.pauses + 1
+
+    def resume(self, now_ms: int) -> None:
+        """It counts again: it ends what was left from now."""
+        assert self.state == PAUSED and self.remaining_ms is not None
+        self.state, self.ends_ms, self.remaining_ms = RUNNING, now_ms + self.remaining_ms, None
+
+    def finish_early(self, now_ms: int) -> None:
+        """Its app ended it now, with its own output as the result."""
+        self.state, self.ended_ms, self.noticed_ms = FINISHED, now_ms, now_ms
+        self.ended_by, self.remaining_ms = ENDED_BY_APP, None
 
     def finish(self, now_ms: int) -> None:
         """It ran to its end: it ended at `ends_ms`, whenever the runtime noticed."""
@@ -99,6 +139,7 @@ class Deadline:
 
     def interrupt(self, now_ms: int, by: str) -> None:
         self.state, self.ended_ms, self.noticed_ms, self.ended_by = INTERRUPTED, now_ms, now_ms, by
+        self.remaining_ms = None
 
     def view(self) -> dict[str, Any]:
         """What its app is told about it (`tool_router.deadline`), and the operator."""
@@ -116,6 +157,8 @@ class Deadline:
         ):
             if ms is not None:
                 shown[name] = timestamp(ms)
+        if self.remaining_ms is not None:
+            shown["remaining_ms"] = self.remaining_ms
         if self.ended_by:
             shown["ended_by"] = self.ended_by
         return shown
@@ -142,5 +185,7 @@ def sample_output(duration_ms: int) -> dict[str, Any]:
 
 
 def interrupted_detail(deadline: Deadline, by: str) -> str:
+    if deadline.state == PAUSED:
+        return f"interrupted by {by}; it was paused with {deadline.remaining_ms} ms left"
     ends = timestamp(deadline.ends_ms)
     return f"interrupted by {by}" + (f"; it was to end at {ends}" if ends else " before it started")

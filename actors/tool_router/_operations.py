@@ -11,23 +11,31 @@ Who may end an operation, and with what final:
   `lineup.tool.error {cancelled_by_user}` naming it;
 - the user: a stop in the chat (`tool_router.interrupt`, from the chat app only); the same,
   naming the user;
+- its app, for the user in its surface (`tool_router.deadline` on the operation's call,
+  from the process of the operation's app only): `finish` with the app's own output as the
+  result (held to the tool's output schema; a misfit is refused and the operation goes
+  on), or `user_stop` (`cancelled_by_user`, `ended_by: "app"`); it may also `pause` and
+  `resume` it;
 - the runtime: the app disabled, removed or updated, or the call's timeout passed before
   the operation started; that code.
 
-The app itself cannot end it: its reports on the call are refused (`ownership_mismatch`,
-audited at most once per sender every ten seconds).
+The app's reports on the call are refused (`ownership_mismatch`, audited at most once per
+sender every ten seconds): only those actions end it from the app. Whichever end comes
+first is the call's one final; a later one finds it ended.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from actors.contracts import Code, ContractError, InventoryTool, check_tool_output
 from actors.kernel import Message, derive_id
 
+from ._artifacts import ArtifactRefused, with_artifact_reference
 from ._calls import (
+    FINAL_STATES,
     SLOT_DISPATCH,
     SLOT_OPERATION,
     SLOT_SHOWN,
@@ -39,9 +47,12 @@ from ._calls import (
 )
 from ._deadlines import (
     CALL_STATE,
+    ENDED_BY_APP,
     HANDLING,
     MAX_DISPLAY_BYTES,
     MAX_DURATION_MS,
+    PAUSED,
+    RUNNING,
     TOLD_ENDED,
     TOLD_STARTED,
     WAITING_FOREGROUND,
@@ -56,6 +67,8 @@ if TYPE_CHECKING:
     from ._actor import ToolRouterActor
 
 log = logging.getLogger("lineup.tool_router")
+# What an app does to one of its own operations, named by its call (`act`).
+OWN_ACTIONS: Final = frozenset({"finish", "pause", "resume", "user_stop"})
 
 
 class DeadlineOperations:
@@ -178,6 +191,9 @@ class DeadlineOperations:
         for operation in operations:
             if operation.started_ms is not None:
                 await self.tell_app(operation, TOLD_STARTED)
+            paused_or_resumed = operation.told_pause()
+            if paused_or_resumed is not None:
+                await self.tell_app(operation, paused_or_resumed)
             if not operation.open:
                 await self.tell_app(operation, TOLD_ENDED)
 
@@ -233,11 +249,12 @@ class DeadlineOperations:
             return
         await self.router.finish(call, output=output)
 
-    async def interrupt(self, call: Call, by: str) -> bool:
+    async def interrupt(self, call: Call, by: str, ended_by: str | None = None) -> bool:
         """End an open call early for `by` (the agent, the user): `cancelled_by_user`, and
-        its app is told to stop whatever it still runs for it. An operation whose deadline
-        passed before (the tool router had not looked yet, or was down) ended then: it ends
-        with its result, the interrupt finds it ended, and the answer is True."""
+        its app is told to stop whatever it still runs for it; its operation's record says
+        `ended_by` (`by` unless given). An operation whose deadline passed before (the tool
+        router had not looked yet, or was down) ended then: it ends with its result, the
+        interrupt finds it ended, and the answer is True."""
         operation = call.operation
         now = now_ms()
         if operation is not None and operation.due(now):
@@ -245,7 +262,7 @@ class DeadlineOperations:
             return True
         if operation is not None and operation.open:
             detail = interrupted_detail(operation, by)
-            operation.interrupt(now, by)
+            operation.interrupt(now, ended_by or by)
         else:
             detail = f"cancelled by {by}"
         await self.router.finish(call, error=ContractError(Code.CANCELLED_BY_USER, detail))
@@ -261,7 +278,10 @@ class DeadlineOperations:
 
     async def request(self, msg: Message) -> dict[str, Any]:
         """`tool_router.deadline`: an app asks about its operations in the conversation of
-        one of its running calls, or interrupts them on behalf of that call (the agent's)."""
+        one of its running calls, or interrupts them on behalf of that call (the agent's);
+        or acts on one of its own (`act`)."""
+        if msg.body["action"] in OWN_ACTIONS:
+            return await self.act(msg)
         call = self.router.calls.get(str(msg.body["call_id"]))
         if call is None or msg.sender != f"app.{call.app_scope}" or call.state != "running":
             # The same answer for another app's call as for none: nothing says it exists.
@@ -281,6 +301,118 @@ class DeadlineOperations:
         where = {"app_scope": call.app_scope, "conversation_id": call.conversation_id}
         rows = (await self.router.store("store.tools.deadlines", where))["deadlines"]
         return {"deadlines": [Deadline.from_row(row).view() for row in rows]}
+
+    # -- its app's actions on it: the user's, through the app's surface ------------------
+
+    async def act(self, msg: Message) -> dict[str, Any]:
+        """The operation's app finishes, pauses, resumes or stops it (for the user). Whose
+        it is comes from the sender's stamped scope, never the body: any other sender gets
+        the same refusal as for no operation, so nothing says it exists."""
+        body, now = msg.body, now_ms()
+        call = self.router.calls.get(str(body["call_id"]))
+        if call is None or call.operation is None or msg.sender != f"app.{call.app_scope}":
+            if body["action"] == "finish" and await self._ended_of(msg):
+                return {"finished": False}
+            if call is not None and msg.sender != f"app.{call.app_scope}":
+                await self.router.refuse_report(msg, call, "foreign")
+            raise _not_yours(body["call_id"])
+        operation = call.operation
+        if operation.due(now):  # its deadline passed before this: it ended then
+            await self._finished(call, now)
+        if body["action"] == "finish":
+            return {"finished": await self._finish_early(call, body.get("output") or {})}
+        if not operation.open:
+            raise _not_yours(call.call_id)
+        if body["action"] == "user_stop":
+            await self.interrupt(call, "the user, through the app", ENDED_BY_APP)
+        elif body["action"] == "pause":
+            await self._pause(call, now)
+        elif operation.state == PAUSED:
+            await self._resume_counting(call, now)
+        return {"deadline": operation.view()}
+
+    async def _ended_of(self, msg: Message) -> bool:
+        """Whether the call is a deadline operation of the sender's that has ended."""
+        row = (await self.router.store("store.tools.get", {"call_id": msg.body["call_id"]}))["call"]
+        return (
+            row is not None
+            and msg.sender == f"app.{row['app_scope']}"
+            and row["state"] in FINAL_STATES
+            and any(step.get("event") == "deadline" for step in row.get("history") or [])
+        )
+
+    async def _finish_early(self, call: Call, output: dict[str, Any]) -> bool:
+        """The app's output as the call's result, if it fits the tool's output schema (and
+        names only the app's own artifact); a misfit is refused and the operation goes on.
+        False if the operation had ended."""
+        operation = call.operation
+        assert operation is not None
+        if not operation.open:
+            return False
+        try:
+            check_tool_output(InventoryTool.model_validate(call.tool), output)
+        except ContractError as exc:
+            misfit = f"the output does not fit {call.method}'s schema: {exc.detail}"
+            raise ContractError(Code.INVALID_PAYLOAD, misfit) from None
+        try:
+            output = await with_artifact_reference(self.router, call, output)
+        except ArtifactRefused:
+            raise ContractError(
+                Code.INVALID_PAYLOAD, "the output names an artifact this app cannot hand"
+            ) from None
+        now = now_ms()
+        if operation.due(now):  # it ran out while the artifact was looked up
+            await self._finished(call, now)
+        if not operation.open or call.done:
+            return False
+        operation.finish_early(now)
+        await self.router.finish(call, output=output, from_app=True)
+        return True
+
+    async def _pause(self, call: Call, now: int) -> None:
+        operation = call.operation
+        assert operation is not None
+        if operation.state == WAITING_FOREGROUND:
+            raise ContractError(
+                Code.FOREGROUND_REQUIRED,
+                f"{call.call_id} has not started (it waits for its app in front): only a"
+                " running operation can be paused",
+            )
+        if operation.state != RUNNING:
+            return  # paused already
+        operation.pause(now)
+        call.note("paused", remaining_ms=operation.remaining_ms)
+        seconds = round((operation.remaining_ms or 0) / 1000)
+        await self._counting_changed(call, {"stage": "paused", "message": f"{seconds} s left"})
+
+    async def _resume_counting(self, call: Call, now: int) -> None:
+        operation = call.operation
+        assert operation is not None
+        operation.resume(now)
+        call.note("resumed", ends_ms=operation.ends_ms)
+        ends_at = timestamp(operation.ends_ms)
+        await self._counting_changed(call, {"stage": "resumed", "ends_at": ends_at})
+
+    async def _counting_changed(self, call: Call, progress: dict[str, Any]) -> None:
+        """A pause or resume: recorded with the agent's progress about it in one step (its
+        id derived from the news, so each pause and resume is one envelope), and told to
+        the app."""
+        operation = call.operation
+        assert operation is not None
+        news = operation.told_pause()
+        assert news is not None
+        env = envelope(
+            call, "lineup.tool.progress", progress, id=derive_id(operation.told_id(news), 0)
+        )
+        await self.router.write(
+            {
+                "calls": [call.to_row()],
+                "deadlines": [operation.to_row()],
+                "outbox": [outbox_item(env)],
+            }
+        )
+        log.info("call %s: deadline operation %s", call.call_id, operation.state)
+        await self.tell_app(operation, news)
 
     def _open(self, app_scope: str, conversation_id: str) -> list[Call]:
         return [
@@ -302,3 +434,9 @@ class DeadlineOperations:
         if row is None:
             return None
         return {"call_id": call_id, "state": row["state"], "code": row["code"]}
+
+
+def _not_yours(call_id: object) -> ContractError:
+    return ContractError(
+        Code.OWNERSHIP_MISMATCH, f"{call_id} is not an open deadline operation of yours"
+    )

@@ -1,8 +1,9 @@
 """What the tool router takes, and from whom: the agent's calls and cancels from the store
 once it stored them, the registry's view from the app manager, from any app process its
-reports on its own calls and its questions about its deadline operations (whose calls they
-are is the router's next check), from the chat app alone the user's stop of a call, and from
-the settings app alone the user's view and replacement of the tool policy."""
+reports on its own calls, its questions about its deadline operations and its actions on
+them (whose calls they are is the router's next check, by the sender), from the chat app
+alone the user's stop of a call, and from the settings app alone the user's view and
+replacement of the tool policy."""
 
 from __future__ import annotations
 
@@ -39,11 +40,15 @@ class Report(TypedDict):
 
 class DeadlineRequest(TypedDict):
     """An app's question about its deadline operations in the conversation of `call_id`, a
-    call of its own that is running: `list` them, or `interrupt` the open ones."""
+    call of its own that is running: `list` them, or `interrupt` the open ones (for the
+    agent). Or its action on one of its own open operations, `call_id` the operation's
+    call: `finish` it now with `output` as the result, `pause` or `resume` its counting, or
+    `user_stop` it (the user's stop, through the app)."""
 
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     call_id: Annotated[str, Field(max_length=70)]
-    action: Literal["list", "interrupt"]
+    action: Literal["list", "interrupt", "finish", "pause", "resume", "user_stop"]
+    output: NotRequired[dict[str, Any]]
 
 
 class Interrupt(TypedDict):

@@ -20,8 +20,12 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
   the agent or the user interrupts it; the app can no longer end it (`complete`, `fail`
   and `progress` are refused). A running call can ask the runtime about the app's
   deadline operations in its conversation (`call.deadlines()`) or interrupt them for the
-  agent (`call.interrupt_deadlines()`, a stop tool's way); `sdk.tools.on_deadline(listener)`
-  hears each start and end of them (`app.tool.deadline`, from the tool router only). A
+  agent (`call.interrupt_deadlines()`, a stop tool's way). For the user in its surface, the
+  app acts on an open one of its own by its call id: `finish_deadline` (its own output as
+  the result, held to the output schema), `pause_deadline` / `resume_deadline` (it stops
+  counting, keeping `remaining_ms`, and counts again from then) and `interrupt_deadline`
+  (`cancelled_by_user`, `ended_by: "app"`). `sdk.tools.on_deadline(listener)` hears each
+  start, pause, resume and end of them (`app.tool.deadline`, from the tool router only). A
   `ContractError` with a code of `APP_TOOL_ERROR_CODES` is that error. Anything else
   (another exception, another value, an output that cannot be sent) is `handler_failed`
   with a message naming no exception: the traceback goes to the app's log.
@@ -130,9 +134,10 @@ class ToolCall:
 
     async def deadlines(self) -> list[dict[str, Any]]:
         """The app's latest deadline operations in this call's conversation, newest first:
-        each {`call_id`, `operation_id`, `state` (waiting_foreground, running, finished,
-        interrupted), `duration_ms`, `display`, `started_at`?, `ends_at`?, `ended_at`?,
-        `ended_by`?}, as the runtime recorded them."""
+        each {`call_id`, `operation_id`, `state` (waiting_foreground, running, paused,
+        finished, interrupted), `duration_ms`, `display`, `started_at`?, `ends_at`? (not
+        while paused), `remaining_ms`? (while paused), `ended_at`?, `ended_by`?}, as the
+        runtime recorded them."""
         reply = await self._tools._ask_deadlines(self.call_id, "list")
         return list(reply["deadlines"])
 
@@ -249,10 +254,10 @@ class ToolsAPI:
         await self._app.cast(TOOL_ROUTER, "tool_router.interrupt", body, id=self._app._ids.next())
 
     def on_deadline(self, listener: DeadlineListener) -> Callable[[], None]:
-        """Call `listener(operation)` each time one of the app's deadline operations starts
-        or ends, with the runtime's record of it (as `call.deadlines()` gives it, plus its
-        `conversation_id` and `instance_id`), at least once: after a restart of the app it
-        may see one again. Returns the unsubscribe."""
+        """Call `listener(operation)` each time one of the app's deadline operations starts,
+        pauses, resumes or ends, with the runtime's record of it (as `call.deadlines()`
+        gives it, plus its `conversation_id` and `instance_id`), at least once: after a
+        restart of the app it may see one again. Returns the unsubscribe."""
         self._deadline_listeners.append(listener)
         return lambda: self._deadline_listeners.remove(listener)
 
@@ -262,8 +267,39 @@ class ToolsAPI:
             if inspect.isawaitable(result):
                 await result
 
-    async def _ask_deadlines(self, call_id: str, action: str) -> dict[str, Any]:
-        body = {"call_id": call_id, "action": action}
+    async def finish_deadline(self, call_id: str, output: dict[str, Any]) -> bool:
+        """End an open deadline operation of this app now, with `output` as the call's one
+        result (held to the tool's output schema: a misfit is refused, `invalid_payload`,
+        and the operation goes on). False if it had ended already (at its deadline, or
+        interrupted); `ownership_mismatch` if it is not this app's."""
+        if len(_encode(output).encode()) > MAX_REPORT_BYTES:
+            raise ValueError(f"an output is at most {MAX_REPORT_BYTES} bytes")
+        reply = await self._ask_deadlines(call_id, "finish", output)
+        return bool(reply["finished"])
+
+    async def pause_deadline(self, call_id: str) -> dict[str, Any]:
+        """Stop a running deadline operation of this app from counting (the user's pause):
+        its record, state `paused` with `remaining_ms`. One paused already is answered as
+        it is; one waiting for its app in front cannot be paused (`foreground_required`);
+        `ownership_mismatch` for one not open or not this app's."""
+        return dict((await self._ask_deadlines(call_id, "pause"))["deadline"])
+
+    async def resume_deadline(self, call_id: str) -> dict[str, Any]:
+        """Let a paused deadline operation of this app count again: it ends `remaining_ms`
+        from now (its record, with the new `ends_at`). One not paused is answered as it is."""
+        return dict((await self._ask_deadlines(call_id, "resume"))["deadline"])
+
+    async def interrupt_deadline(self, call_id: str) -> dict[str, Any]:
+        """End an open deadline operation of this app as the user's stop, through the app:
+        the agent gets `cancelled_by_user`; its record says `ended_by: "app"`."""
+        return dict((await self._ask_deadlines(call_id, "user_stop"))["deadline"])
+
+    async def _ask_deadlines(
+        self, call_id: str, action: str, output: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"call_id": call_id, "action": action}
+        if output is not None:
+            body["output"] = output
         reply = await self._app.call(
             TOOL_ROUTER,
             "tool_router.deadline",
