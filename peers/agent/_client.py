@@ -565,12 +565,14 @@ class AgentClient:
         *,
         app_scope: str = "chat",
         target_kind: Literal["app", "runtime"] = "app",
+        instance_id: str | None = None,
         reply_to: str | None = None,
         call_id: str | None = None,
         inventory_revision: str | None = None,
         message_id: str | None = None,
     ) -> dict[str, Any]:
-        """A checked envelope from this agent (`ContractError` if it breaks the contract)."""
+        """A checked envelope from this agent (`ContractError` if it breaks the contract);
+        with `instance_id`, to that instance of the app (in its target and scope)."""
         correlation = {
             key: value
             for key, value in (
@@ -590,6 +592,8 @@ class AgentClient:
             "scope": {"app_scope": app_scope, "conversation_id": conversation_id},
             "payload": dict(payload),
         }
+        if instance_id is not None:
+            raw["target"]["instance_id"] = raw["scope"]["instance_id"] = instance_id
         if correlation:
             raw["correlation"] = correlation
         return validate_envelope(raw).to_dict()
@@ -664,6 +668,33 @@ class AgentClient:
                 "lineup.task.progress",
                 conversation_id,
                 payload,
+                reply_to=reply_to,
+                message_id=message_id,
+            )
+        )
+
+    async def send_state_patch(
+        self,
+        conversation_id: str,
+        instance_id: str,
+        patch: Mapping[str, Any],
+        *,
+        base_revision: int | None = None,
+        reply_to: str | None = None,
+        message_id: str | None = None,
+    ) -> Sent:
+        """A JSON Merge Patch to an app instance's state (`lineup.app.state.patch`), for an
+        app that subscribes to it; the app is the instance's (`<app_scope>:<local>`)."""
+        payload: dict[str, Any] = {"patch": dict(patch)}
+        if base_revision is not None:
+            payload["base_revision"] = base_revision
+        return await self._send(
+            self.envelope(
+                "lineup.app.state.patch",
+                conversation_id,
+                payload,
+                app_scope=instance_id.partition(":")[0],
+                instance_id=instance_id,
                 reply_to=reply_to,
                 message_id=message_id,
             )

@@ -5,7 +5,9 @@ with progress steps, then asks a choice (a colour), a confirm (create the board?
 input (its name), and reacts to each answer. "focus N" instead starts an N-minute focus
 timer (25 without N) through the `pomodoro.start` tool, if the conversation's inventory
 lists it, and says how that went: started (the call's `started` progress, with when it
-ends) or why not. No randomness, no network beyond the
+ends) or why not. "draw X", "what's on the board", "export the board", "let's play" and
+"let's draw" use the sample apps' tools (`_sample_apps`). Each tool call waits in a task of
+its own, so the agent answers other messages meanwhile. No randomness, no network beyond the
 AppServer, no state beyond the interaction ids: each step's id carries what the next step
 needs, so a restarted demo agent picks any conversation up where it was. Every message it
 sends has an id derived from the message it reacts to (`derive_message_id`), so handling a
@@ -24,7 +26,15 @@ import trio
 
 from actors.contracts import derive_message_id
 
-from ._client import AgentClient, AgentMessage, SubmitRejected, TaskStatus, ToolCall
+from ._client import (
+    TOOL_FINAL_TYPES,
+    AgentClient,
+    AgentMessage,
+    SubmitRejected,
+    TaskStatus,
+    ToolCall,
+)
+from ._sample_apps import SampleApps, intent_of
 
 COLOURS: Final = {"red": "Red", "green": "Green", "blue": "Blue"}
 TASK_STEPS: Final[tuple[tuple[TaskStatus, int, str], ...]] = (
@@ -75,20 +85,28 @@ class DemoAgent:
         self._log = log or (lambda _line: None)
 
     async def run(self) -> None:
-        """Handles messages until cancelled."""
-        while True:
-            await self.handle(await self.client.receive())
+        """Handles messages until cancelled; tool calls wait in tasks of the agent's own."""
+        async with trio.open_nursery() as calls:
+            apps = SampleApps(self.client, calls, self._log)
+            while True:
+                await self._handle(await self.client.receive(), calls, apps)
 
-    async def handle(self, message: AgentMessage) -> None:
+    async def _handle(self, message: AgentMessage, calls: trio.Nursery, apps: SampleApps) -> None:
         if message.type == "lineup.message" and message.sender.kind == "user":
-            focus = _FOCUS.fullmatch(message.payload().text.strip())
+            text = message.payload().text
+            focus = _FOCUS.fullmatch(text.strip())
+            intent = intent_of(text)
             if focus is not None:
                 minutes = int(focus.group(1) or FOCUS_DEFAULT_MINUTES)
-                await self._focus(message, minutes)
+                calls.start_soon(self._focus, message, minutes)
+            elif intent is not None:
+                await apps.handle(message, *intent)
             else:
                 await self._start(message)
         elif message.type == "lineup.interaction.response":
             await self._answer(message)
+        elif message.type in TOOL_FINAL_TYPES:  # a call made before a restart has ended
+            await apps.finished(message)
 
     async def _start(self, message: AgentMessage) -> None:
         client, conversation, trigger = self.client, message.conversation_id, message.id
