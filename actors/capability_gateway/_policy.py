@@ -16,14 +16,13 @@ a broken policy never widens access.
 from __future__ import annotations
 
 import fnmatch
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-POLICY_FILE: Final = "tool_policy.json"
+from actors.contracts import POLICY_FILE, read_policy_json, refuse_unknown, rule_lists
+
 SECTION: Final = "capabilities"
-MAX_POLICY_BYTES: Final = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -62,9 +61,7 @@ def _rule(raw: Any, where: str) -> Rule:
             raise ValueError(f"{where}: a glob over app_scope/capability is needed")
         return Rule(capability, app)
     if isinstance(raw, dict) and isinstance(raw.get("capability"), str):
-        extra = set(raw) - {"capability", "app"}
-        if extra:
-            raise ValueError(f"{where}: unknown field {sorted(extra)[0]!r}")
+        refuse_unknown(raw, {"capability", "app"}, where)
         app = raw.get("app", "*")
         if not isinstance(app, str):
             raise ValueError(f"{where}: app must be a string")  # noqa: TRY004 - one error type
@@ -76,26 +73,16 @@ def parse_section(raw: Any) -> Policy:
     """A `Policy` from the section's JSON value; raises ValueError naming the first problem."""
     if not isinstance(raw, dict):
         raise ValueError(f"{SECTION}: must be a JSON object")  # noqa: TRY004 - one error type
-    extra = set(raw) - {"allow", "deny"}
-    if extra:
-        raise ValueError(f"{SECTION}: unknown field {sorted(extra)[0]!r}")
-    lists = {}
-    for key in ("allow", "deny"):
-        if key in raw:
-            if not isinstance(raw[key], list):
-                raise ValueError(f"{SECTION}.{key}: must be a list of rules")
-            lists[key] = tuple(_rule(r, f"{SECTION}.{key}[{n}]") for n, r in enumerate(raw[key], 1))
-    return Policy(allow=lists.get("allow"), deny=lists.get("deny", ()))
+    refuse_unknown(raw, {"allow", "deny"}, SECTION)
+    allow, deny = rule_lists(raw, SECTION, _rule)
+    return Policy(allow=allow, deny=deny)
 
 
 def load_policy(data_dir: Path) -> Policy:
-    path = data_dir / POLICY_FILE
     try:
-        if not path.exists():
+        whole = read_policy_json(data_dir)
+        if whole is None:
             return Policy()
-        if path.stat().st_size > MAX_POLICY_BYTES:
-            return Policy(broken=f"{POLICY_FILE} is larger than {MAX_POLICY_BYTES} bytes")
-        whole = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(whole, dict):
             return Policy(broken=f"{POLICY_FILE}: the file must hold a JSON object")
         return parse_section(whole[SECTION]) if SECTION in whole else Policy()

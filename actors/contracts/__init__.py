@@ -13,7 +13,8 @@ from here and nowhere else. The layers, bottom up:
 - `_manifest`: the `lineup.app.v1` manifest and the SDK feature check;
 - `_wire`: the AppServer wire frames (docs/protocol.md), and `_verdict`, the verdict on an
   outbox item as it travels from the transport to the store;
-- `_schemas`: the exported JSON Schemas and the committed copies.
+- `_schemas`: the exported JSON Schemas and the committed copies;
+- `_policy_file`: the bounds and rule-list grammar of the user's policy file.
 
 This package imports nothing from the rest of the runtime, so any process can use it.
 """
@@ -118,6 +119,13 @@ from actors.contracts._payloads import (
     TaskProgress,
     UiAction,
 )
+from actors.contracts._policy_file import (
+    MAX_POLICY_BYTES,
+    POLICY_FILE,
+    read_policy_json,
+    refuse_unknown,
+    rule_lists,
+)
 from actors.contracts._schemas import (
     diff_schemas,
     export_schemas,
@@ -206,10 +214,12 @@ __all__ = [
     "MAX_FRAME_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_MANIFEST_BYTES",
+    "MAX_POLICY_BYTES",
     "MAX_SEQUENCE",
     "MESSAGE_ID_PATTERN",
     "MESSAGE_TYPES",
     "OPERATION_ID_PATTERN",
+    "POLICY_FILE",
     "PROTOCOL_VERSION",
     "ROLE_SENDER_KINDS",
     "RUNTIME_GLOBAL_CONVERSATION",
@@ -321,6 +331,9 @@ __all__ = [
     "negotiate_version",
     "new_message_id",
     "parse_payload",
+    "read_policy_json",
+    "refuse_unknown",
+    "rule_lists",
     "schemas_dir",
     "to_legacy",
     "utc_timestamp",

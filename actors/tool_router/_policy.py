@@ -14,15 +14,30 @@ follow this shape hides every tool, naming why: a broken policy never widens acc
 from __future__ import annotations
 
 import fnmatch
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-POLICY_FILE: Final = "tool_policy.json"
+from actors.contracts import (
+    MAX_POLICY_BYTES,
+    POLICY_FILE,
+    read_policy_json,
+    refuse_unknown,
+    rule_lists,
+)
+
 # The capability gateway's rules live in the same file, in a section of their own.
 CAPABILITIES_SECTION: Final = "capabilities"
-MAX_POLICY_BYTES: Final = 256 * 1024
+
+__all__ = [
+    "CAPABILITIES_SECTION",
+    "MAX_POLICY_BYTES",
+    "POLICY_FILE",
+    "Policy",
+    "load_policy",
+    "parse_policy",
+    "policy_stamp",
+]
 
 
 @dataclass(frozen=True)
@@ -66,9 +81,7 @@ def _rule(raw: Any, where: str) -> Rule:
     if isinstance(raw, str):
         return Rule(raw)
     if isinstance(raw, dict) and isinstance(raw.get("tool"), str):
-        extra = set(raw) - {"tool", "agent", "conversation"}
-        if extra:
-            raise ValueError(f"{where}: unknown field {sorted(extra)[0]!r}")
+        refuse_unknown(raw, {"tool", "agent", "conversation"}, where)
         values = {k: raw[k] for k in ("agent", "conversation") if k in raw}
         if not all(isinstance(v, str) for v in values.values()):
             raise ValueError(f"{where}: agent and conversation must be strings")
@@ -80,26 +93,15 @@ def parse_policy(raw: Any) -> Policy:
     """A `Policy` from the file's JSON value; raises ValueError naming the first problem."""
     if not isinstance(raw, dict):
         raise ValueError("the file must hold a JSON object")  # noqa: TRY004 - a bad file, one error type
-    extra = set(raw) - {"allow", "deny", CAPABILITIES_SECTION}
-    if extra:
-        raise ValueError(f"unknown field {sorted(extra)[0]!r}")
-    lists = {}
-    for key in ("allow", "deny"):
-        if key in raw:
-            if not isinstance(raw[key], list):
-                raise ValueError(f"{key}: must be a list of rules")
-            lists[key] = tuple(_rule(r, f"{key}[{n}]") for n, r in enumerate(raw[key], 1))
-    return Policy(allow=lists.get("allow"), deny=lists.get("deny", ()))
+    refuse_unknown(raw, {"allow", "deny", CAPABILITIES_SECTION}, "")
+    allow, deny = rule_lists(raw, "", _rule)
+    return Policy(allow=allow, deny=deny)
 
 
 def load_policy(data_dir: Path) -> Policy:
-    path = data_dir / POLICY_FILE
     try:
-        if not path.exists():
-            return Policy()
-        if path.stat().st_size > MAX_POLICY_BYTES:
-            return Policy(broken=f"{POLICY_FILE} is larger than {MAX_POLICY_BYTES} bytes")
-        return parse_policy(json.loads(path.read_text(encoding="utf-8")))
+        whole = read_policy_json(data_dir)
+        return Policy() if whole is None else parse_policy(whole)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         return Policy(broken=f"{POLICY_FILE}: {exc}")
 
