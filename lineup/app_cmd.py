@@ -1,6 +1,7 @@
 """`lineup app`: make, sign and check app bundles, and manage the apps of
 a running runtime.
 
+new      a new app package to start from: an app, its surface and its test
 keygen   a new Ed25519 signing key pair: NAME.key (secret, 0600) and NAME.pub
 build    pack an app package and the manifest generated from its declarations (unsigned)
 sign     add or replace a bundle's signature record
@@ -216,6 +217,23 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _new(args: argparse.Namespace) -> int:
+    from .app_new import NameRefused, create_app
+
+    try:
+        made = create_app(args.name, args.out)
+    except NameRefused as exc:
+        return fail(f"{exc}.", 1)
+    files = sorted(p.relative_to(made).as_posix() for p in made.rglob("*") if p.is_file())
+    if args.json:
+        print_json({"ok": True, "app_scope": args.name, "package": str(made), "files": files})
+    else:
+        print(f"created {args.name} in {made}: {', '.join(files)}")
+        print(f"  test it:  python -m pytest {made / 'test_app.py'}")
+        print(f"  build it: lineup app build {made} --out {args.name}.bundle")
+    return 0
+
+
 def add_bundle_commands(commands: Any) -> None:
     """The offline subcommands: they work on files and need no running runtime."""
 
@@ -225,6 +243,24 @@ def add_bundle_commands(commands: Any) -> None:
         parser.set_defaults(func=_guarded(run))
         return parser
 
+    new = command(
+        "new",
+        "write a new app package DIR/PACKAGE (NAME with _ for -) to start from: a declared app"
+        " with one tool, a surface that emits one event, and a test against a real runtime",
+        _new,
+    )
+    new.add_argument(
+        "name",
+        metavar="NAME",
+        help="the app's scope: lower case letters, digits and hyphens (e.g. my-app)",
+    )
+    new.add_argument(
+        "--out",
+        type=Path,
+        default=Path(),
+        metavar="DIR",
+        help="where the package goes (default: the current directory); never overwritten",
+    )
     keygen = command("keygen", "write a new Ed25519 signing key pair", _keygen)
     keygen.add_argument("--out", required=True, type=Path, metavar="DIR", help="where to write")
     keygen.add_argument("--name", default="lineup-app", help="the files' name: NAME.key, NAME.pub")
