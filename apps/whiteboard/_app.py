@@ -1,0 +1,243 @@
+"""The whiteboard app: one board per conversation, drawn by the user and the agent.
+
+The board is the instance's session data (`_board`), so the user's surface, the agent's
+patches and the tools all read and write the same revisioned object, and every write is
+made against the revision it read: a write that lost a race reads again and merges again,
+and nobody's shapes are overwritten. The agent draws with `lineup.app.state.patch`
+envelopes to the board's instance; it reads the board with `board.summary` and takes it
+away as a PNG and an SVG with `board.export`, rendered here (`_render`) and kept as
+artifacts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+import trio
+
+from actors.contracts import Code, ContractError
+from apps.sdk import CallFailed, RuntimeApp, ToolCall, declare_app, tool
+
+from ._board import KINDS, MAX_TITLE, board_of, check_title, merge, shapes_in_order, summary
+from ._render import render_png, render_svg
+
+log = logging.getLogger("lineup.app")
+
+PATCH: Final = "lineup.app.state.patch"
+DEFAULT_TITLE: Final = "Whiteboard"
+WRITE_ATTEMPTS: Final = 8  # a write that keeps losing races gives up, with its code
+MEDIA_TYPES: Final = {"png": "image/png", "svg": "image/svg+xml"}
+
+_REFERENCE = {
+    "type": "object",
+    "properties": {
+        "artifact_id": {"type": "string"},
+        "title": {"type": "string"},
+        "media_type": {"type": "string"},
+        "size": {"type": "integer", "minimum": 0},
+    },
+    "required": ["artifact_id", "title", "media_type", "size"],
+    "additionalProperties": False,
+}
+
+
+@declare_app(
+    app_scope="whiteboard",
+    version="1.0.0",
+    title="Whiteboard",
+    entrypoints=[{"id": "board", "kind": "contextual", "surface": "ui/index.html"}],
+    required_features=[
+        "app.lifecycle.v1",
+        "app.tools.v1",
+        "app.session-data.v1",
+        "agent.messages.v1",
+        "artifact.create.v1",
+    ],
+    agent_subscriptions=[
+        {"type": PATCH, "scope": "instance"},
+        {"type": "lineup.tool.invoke", "scope": "conversation"},
+    ],
+)
+class WhiteboardApp(RuntimeApp):
+    async def on_app_start(self) -> None:
+        self.sdk.agent_messages.subscribe(self._agent_patch, types=(PATCH,))
+
+    async def _agent_patch(self, message: dict[str, Any]) -> None:
+        """Merge an agent's patch into its board. A patch that breaks the shapes' contract
+        changes nothing and is reported with its code in the app's diagnostics; either way
+        it is done with (merging is idempotent, so a replay after a crash is harmless)."""
+        # The router delivers a patch only with an instance of this app (its rules).
+        instance_id = str(message["instance_id"])
+        patch = (message.get("payload") or {}).get("patch")
+        try:
+            _, revision = await self._write(instance_id, lambda board: merge(board, patch))
+            log.info("patch %s merged into %s at revision %d", message["id"], instance_id, revision)
+        except (ContractError, CallFailed) as refused:
+            log.warning("patch %s refused: %s %s", message["id"], refused.code, refused.detail)
+            await self.sdk.diagnostics.event(
+                "warning",
+                "patch_refused",
+                {
+                    "message_id": str(message["id"]),
+                    "instance_id": instance_id,
+                    "code": str(refused.code),
+                    "detail": str(refused.detail)[:300],
+                },
+            )
+        await self.sdk.agent_messages.acknowledge(str(message["id"]))
+
+    async def _write(
+        self, instance_id: str, change: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> tuple[dict[str, Any], int]:
+        """Apply `change(board) -> board` to the board as last committed; what was written,
+        with its revision.
+        A write that lost a race with another (`revision_conflict`) is made again on the
+        newer board."""
+        for _ in range(WRITE_ATTEMPTS):
+            current = await self.sdk.session_data.get(instance_id=instance_id)
+            board = change(board_of(current["data"], DEFAULT_TITLE))
+            try:
+                written = await self.sdk.session_data.replace(
+                    board, current["revision"], instance_id=instance_id
+                )
+            except CallFailed as failed:
+                if failed.code != Code.REVISION_CONFLICT:
+                    raise
+                continue
+            return board, written["revision"]
+        raise ContractError(Code.REVISION_CONFLICT, "the board kept changing while written")
+
+    async def _board(self, call: ToolCall) -> tuple[dict[str, Any], int]:
+        snapshot = await self.sdk.session_data.get(instance_id=call.instance_id)
+        return board_of(snapshot["data"], DEFAULT_TITLE), snapshot["revision"]
+
+    @tool(
+        "board.create",
+        title="Open the whiteboard",
+        input_schema={
+            "type": "object",
+            "properties": {"title": {"type": "string", "minLength": 1, "maxLength": MAX_TITLE}},
+            "additionalProperties": False,
+        },
+        output_schema={
+            "type": "object",
+            "properties": {
+                "instance_id": {"type": "string"},
+                "title": {"type": "string"},
+                "revision": {"type": "integer", "minimum": 0},
+            },
+            "required": ["instance_id", "title", "revision"],
+            "additionalProperties": False,
+        },
+        call_model="command",
+        risk="low",
+        activation_requirement="foreground_required",
+        # The board stays in front for the user to draw on.
+        launch_policy={"launch": "if_needed", "focus": "foreground", "restore_focus": False},
+    )
+    async def create(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        """Brings the conversation's whiteboard to the front, creating it empty if it has
+        none. A `title` names it; the shapes already on it stay. Draw on it with
+        `lineup.app.state.patch` to its instance: {"patch": {"shapes": {ID: shape | null}}},
+        where a shape is {kind: stroke|line|rect|ellipse|text, colour, points: [[x, y]...],
+        width?, text?} on a 1000 x 700 board."""
+        instance_id = str(call.instance_id)
+        title = check_title(arguments["title"]) if "title" in arguments else None
+
+        def titled(board: dict[str, Any]) -> dict[str, Any]:
+            return {**board, "title": title} if title else board
+
+        board, revision = await self._write(instance_id, titled)
+        return {"instance_id": instance_id, "title": board["title"], "revision": revision}
+
+    @tool(
+        "board.summary",
+        title="What the whiteboard holds",
+        input_schema={"type": "object", "additionalProperties": False},
+        output_schema={
+            "type": "object",
+            "properties": {
+                "title": {"type": "string"},
+                "revision": {"type": "integer", "minimum": 0},
+                "shape_count": {"type": "integer", "minimum": 0},
+                "kinds": {
+                    "type": "object",
+                    "propertyNames": {"enum": list(KINDS)},
+                    "additionalProperties": {"type": "integer", "minimum": 1},
+                },
+                "texts": {"type": "array", "items": {"type": "string"}},
+                "description": {"type": "string"},
+            },
+            "required": ["title", "revision", "shape_count", "kinds", "texts", "description"],
+            "additionalProperties": False,
+        },
+        call_model="query",
+        idempotent=True,
+        risk="low",
+        launch_policy={"launch": "if_needed", "focus": "background"},
+        annotations={"read_only_hint": True},
+    )
+    async def board_summary(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        """The board's title, revision, how many shapes of each kind it holds, its texts,
+        and one sentence describing it."""
+        board, revision = await self._board(call)
+        return summary(board, revision)
+
+    @tool(
+        "board.export",
+        title="Export the whiteboard",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "formats": {
+                    "type": "array",
+                    "items": {"enum": list(MEDIA_TYPES)},
+                    "minItems": 1,
+                    "uniqueItems": True,
+                }
+            },
+            "additionalProperties": False,
+        },
+        output_schema={
+            "type": "object",
+            "properties": {
+                "revision": {"type": "integer", "minimum": 0},
+                "artifacts": {"type": "array", "items": _REFERENCE},
+            },
+            "required": ["revision", "artifacts"],
+            "additionalProperties": False,
+        },
+        call_model="operation",
+        timeout_ms=120_000,
+        # The same revision renders to the same pictures: a call cut short by a crash
+        # runs again, and its artifacts are the same requests.
+        idempotent=True,
+        risk="low",
+        launch_policy={"launch": "if_needed", "focus": "background"},
+    )
+    async def export(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        """Renders the board as last committed to a PNG (1000 x 700; a text is drawn as
+        the box it fills) and an SVG, each kept as an artifact: their references, one per
+        format asked (both by default), and the revision drawn."""
+        board, revision = await self._board(call)
+        shapes = shapes_in_order(board)
+        references = []
+        formats = list(arguments.get("formats") or MEDIA_TYPES)
+        for n, kind in enumerate(formats):
+            await call.progress(f"rendering {kind}", percent=round(80 * n / len(formats)))
+            if kind == "png":
+                # Off the app's loop: its mailbox goes on while a large board is drawn.
+                data = await trio.to_thread.run_sync(render_png, shapes)
+            else:
+                data = render_svg(board["title"], shapes)
+            await call.progress("storing", percent=round(80 * (n + 1) / len(formats)))
+            reference = await self.sdk.artifacts.create(
+                data,
+                MEDIA_TYPES[kind],
+                f"{board['title']}.{kind}",
+                conversation_id=call.conversation_id,
+            )
+            references.append(reference)
+        return {"revision": revision, "artifacts": references}
