@@ -11,14 +11,14 @@ request asked again is never taken twice.
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 from actors.kernel import Actor, Message, handles
 
+from ._rows import RowCodec
 from ._schema import DB_FILE, open_db
 
 REQUEST_COLUMNS: Final = (
@@ -40,32 +40,12 @@ REQUEST_COLUMNS: Final = (
     "updated_ms",
 )
 GRANT_COLUMNS: Final = ("app_scope", "capability", "scope", "boot", "granted_ms")
-_JSON_COLUMNS: Final = frozenset({"input", "prepared", "output"})
+_CODEC: Final = RowCodec(frozenset({"input", "prepared", "output"}))
 OPEN_STATES: Final = ("asking", "running")
 
 
-def _values(columns: tuple[str, ...], row: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(
-        json.dumps(row.get(c), separators=(",", ":"))
-        if c in _JSON_COLUMNS and row.get(c) is not None
-        else row.get(c)
-        for c in columns
-    )
-
-
-def _rows(columns: tuple[str, ...], cursor: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
-    out = []
-    for values in cursor:
-        row = dict(zip(columns, values, strict=True))
-        for column in _JSON_COLUMNS & row.keys():
-            if row[column] is not None:
-                row[column] = json.loads(row[column])
-        out.append(row)
-    return out
-
-
 def request_row(db: sqlite3.Connection, request_id: str) -> dict[str, Any] | None:
-    found = _rows(
+    found = _CODEC.rows(
         REQUEST_COLUMNS,
         db.execute(
             f"SELECT {', '.join(REQUEST_COLUMNS)} FROM capability_requests WHERE request_id = ?",
@@ -76,7 +56,7 @@ def request_row(db: sqlite3.Connection, request_id: str) -> dict[str, Any] | Non
 
 
 def grant_rows(db: sqlite3.Connection) -> list[dict[str, Any]]:
-    return _rows(
+    return _CODEC.rows(
         GRANT_COLUMNS,
         db.execute(
             f"SELECT {', '.join(GRANT_COLUMNS)} FROM capability_grants"
@@ -114,7 +94,7 @@ class CapabilityTables(Actor):
             f" WHERE state IN ({marks}) ORDER BY created_ms, rowid",
             OPEN_STATES,
         )
-        return {"requests": _rows(REQUEST_COLUMNS, open_rows), "grants": grant_rows(self.db)}
+        return {"requests": _CODEC.rows(REQUEST_COLUMNS, open_rows), "grants": grant_rows(self.db)}
 
     @handles("store.capabilities.get")
     async def capabilities_get(self, msg: Message) -> Any:
@@ -140,20 +120,12 @@ class CapabilityTables(Actor):
                 self.db.execute(
                     f"INSERT INTO capability_requests ({', '.join(REQUEST_COLUMNS)})"
                     f" VALUES ({request_marks}) ON CONFLICT(request_id) DO NOTHING",
-                    _values(REQUEST_COLUMNS, body["insert"]),
+                    _CODEC.values(REQUEST_COLUMNS, body["insert"]),
                 )
-            for row in body.get("requests", ()):
-                self.db.execute(
-                    f"INSERT OR REPLACE INTO capability_requests ({', '.join(REQUEST_COLUMNS)})"
-                    f" VALUES ({request_marks})",
-                    _values(REQUEST_COLUMNS, row),
-                )
-            for row in body.get("grants", ()):
-                self.db.execute(
-                    f"INSERT OR REPLACE INTO capability_grants ({', '.join(GRANT_COLUMNS)})"
-                    f" VALUES ({', '.join('?' * len(GRANT_COLUMNS))})",
-                    _values(GRANT_COLUMNS, row),
-                )
+            _CODEC.replace(
+                self.db, "capability_requests", REQUEST_COLUMNS, body.get("requests", ())
+            )
+            _CODEC.replace(self.db, "capability_grants", GRANT_COLUMNS, body.get("grants", ()))
             revoked = 0
             if body.get("revoke") is not None:
                 revoked = self.db.execute(

@@ -13,13 +13,14 @@ were known already, with their rows, so a retried or redelivered call is never t
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from actors.kernel import Actor, Message, handles
+
+from ._rows import RowCodec
 
 CALL_COLUMNS: Final = (
     "call_id",
@@ -68,8 +69,8 @@ DEADLINE_COLUMNS: Final = (
     "remaining_ms",
     "pauses",
 )
-_JSON_COLUMNS: Final = frozenset(
-    {"arguments", "output", "history", "payload", "visibility", "display"}
+_CODEC: Final = RowCodec(
+    frozenset({"arguments", "output", "history", "payload", "visibility", "display"})
 )
 RECENT_DEADLINES: Final = 10  # what an app is told about its deadline operations
 # Operations ended this recently are told to their app again when the tool router starts:
@@ -78,25 +79,9 @@ RETELL_MS: Final = 3_600_000
 FINAL_STATES: Final = ("succeeded", "failed")
 
 
-def _values(columns: tuple[str, ...], row: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(
-        json.dumps(row.get(c), separators=(",", ":"))
-        if c in _JSON_COLUMNS and row.get(c) is not None
-        else row.get(c)
-        for c in columns
-    )
-
-
 def rows_of(columns: tuple[str, ...], cursor: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
     """Rows as maps, their JSON columns decoded."""
-    out = []
-    for values in cursor:
-        row = dict(zip(columns, values, strict=True))
-        for column in _JSON_COLUMNS & row.keys():
-            if row[column] is not None:
-                row[column] = json.loads(row[column])
-        out.append(row)
-    return out
+    return _CODEC.rows(columns, cursor)
 
 
 def call_row(db: sqlite3.Connection, call_id: str) -> dict[str, Any] | None:
@@ -187,30 +172,15 @@ class ToolTables(Actor):
                     continue
                 self.db.execute(
                     f"INSERT INTO tool_calls ({', '.join(CALL_COLUMNS)}) VALUES ({marks})",
-                    _values(CALL_COLUMNS, row),
+                    _CODEC.values(CALL_COLUMNS, row),
                 )
                 self._enqueue(list(entry.get("outbox", ())), queued)
                 self._write_audit(entry.get("audit", ()), msg.sender)
-            for row in body.get("calls", ()):
-                self.db.execute(
-                    f"INSERT OR REPLACE INTO tool_calls ({', '.join(CALL_COLUMNS)})"
-                    f" VALUES ({marks})",
-                    _values(CALL_COLUMNS, row),
-                )
-            deadline_marks = ", ".join("?" * len(DEADLINE_COLUMNS))
-            for row in body.get("deadlines", ()):
-                self.db.execute(
-                    f"INSERT OR REPLACE INTO tool_deadlines ({', '.join(DEADLINE_COLUMNS)})"
-                    f" VALUES ({deadline_marks})",
-                    _values(DEADLINE_COLUMNS, row),
-                )
-            inventory_marks = ", ".join("?" * len(INVENTORY_COLUMNS))
-            for row in body.get("inventories", ()):
-                self.db.execute(
-                    f"INSERT OR REPLACE INTO tool_inventories ({', '.join(INVENTORY_COLUMNS)})"
-                    f" VALUES ({inventory_marks})",
-                    _values(INVENTORY_COLUMNS, row),
-                )
+            _CODEC.replace(self.db, "tool_calls", CALL_COLUMNS, body.get("calls", ()))
+            _CODEC.replace(self.db, "tool_deadlines", DEADLINE_COLUMNS, body.get("deadlines", ()))
+            _CODEC.replace(
+                self.db, "tool_inventories", INVENTORY_COLUMNS, body.get("inventories", ())
+            )
             revision = body.get("revision")
             if revision is not None:
                 self.db.execute(
