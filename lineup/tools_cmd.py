@@ -188,6 +188,8 @@ def _deadline(operation: dict[str, Any] | None, now_ms: int) -> str:
     state, ends = operation["state"], operation.get("ends_ms")
     if state == "waiting_foreground":
         return "waiting for its app in front"
+    if state == "paused" and isinstance(operation.get("remaining_ms"), int):
+        return f"paused, {operation['remaining_ms'] // 1000} s left"
     if state == "running" and isinstance(ends, int):
         left = "due" if ends <= now_ms else "in " + _age(now_ms, ends)
         return f"ends {_timestamp(ends)} ({left})"

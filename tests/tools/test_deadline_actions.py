@@ -206,6 +206,11 @@ async def test_a_pause_holds_across_kills_and_a_restart_and_the_resume_counts_wh
     stored = _operation(stack, "call_p")
     assert (stored["state"], stored["ends_ms"], stored["remaining_ms"]) == ("paused", None, left)
     assert (await act("call_p", "pause"))["answer"] == paused  # paused already: as it is
+    # The operator sees it paused, with the time it has left.
+    code, out, err = lineup("tools", "calls", "--data-dir", stack.data_dir)
+    assert code == 0, err
+    line = next(line for line in out.splitlines() if "call_p" in line)
+    assert "paused," in line, out
 
     # The tool router is killed; the first deadline passes; nothing ends it.
     assert stack.kill("tool_router")
