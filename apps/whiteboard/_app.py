@@ -43,6 +43,11 @@ _REFERENCE = {
 }
 
 
+def _printable(title: str) -> str:
+    """The title as an artifact's, which takes no control characters."""
+    return "".join(c for c in title if c.isprintable()) or DEFAULT_TITLE
+
+
 @declare_app(
     app_scope="whiteboard",
     version="1.0.0",
@@ -236,7 +241,7 @@ class WhiteboardApp(RuntimeApp):
             reference = await self.sdk.artifacts.create(
                 data,
                 MEDIA_TYPES[kind],
-                f"{board['title']}.{kind}",
+                f"{_printable(board['title'])}.{kind}",
                 conversation_id=call.conversation_id,
             )
             references.append(reference)

@@ -27,7 +27,9 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
+from actors.contracts import Code, ContractError
 from actors.store import read_artifacts, read_diagnostics
+from apps.whiteboard._board import board_of, check_shape, empty_board, merge
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import Agent, final_of, finals, new_revision, revision_of, sent, tools_of
 from tests.web._png import rgb_rows
@@ -286,6 +288,26 @@ for (const y of [100, 200]) {
 """
 
 
+# A hostile write through the bridge: two "shapes" that break the contract on top.
+JUNK = """
+lineup.session.get().then((snapshot) => {
+  const board = snapshot.data;
+  board.shapes.blob = { kind: "blob", colour: "red", points: [[1, 1], [2, 2]] };
+  board.shapes.far = { kind: "line", colour: "red", points: [[0, 0], [99999, 5]] };
+  board.order.push("blob", "far");
+  return lineup.session.replace(board, snapshot.revision);
+});
+"""
+
+
+def junk(driver: WebDriver, frame: WebElement) -> None:
+    driver.switch_to.frame(frame)
+    try:
+        driver.execute_script(JUNK)
+    finally:
+        driver.switch_to.default_content()
+
+
 def two_strokes(driver: WebDriver, frame: WebElement) -> None:
     driver.switch_to.frame(frame)
     try:
@@ -330,6 +352,14 @@ async def test_two_pages_of_one_board_lose_no_write(
     assert len(set(data["order"])) == 4 and revision >= 5  # created, then four writes
     row = await agent.call("call_summary", "board.summary")
     assert row["output"]["shape_count"] == 4 and row["output"]["revision"] == revision
+
+    # A surface is untrusted: what it writes that is not a shape is neither drawn by the
+    # pages nor counted or exported by the app.
+    await in_browser(junk, browser, first)
+    assert await in_browser(shown, browser, first, "revision", str(revision + 1))
+    assert await in_browser(inside, browser, first, "shapes") == "4"
+    row = await agent.call("call_after_junk", "board.summary")
+    assert row["output"]["shape_count"] == 4 and row["output"]["revision"] == revision + 1
 
 
 def refusal(stack: Stack, message_id: str) -> dict[str, Any] | None:
@@ -432,3 +462,56 @@ async def test_an_export_outlives_kills_and_the_board_refuses_what_breaks_it(
     frame = await in_browser(surface_frame, browser, SCOPE)
     assert await in_browser(shown, browser, frame, "revision", str(revision))
     assert await in_browser(inside, browser, frame, "shapes") == "30"
+
+
+def test_the_board_holds_shapes_to_their_contract() -> None:
+    """Each rule of a shape refuses with `invalid_payload`; a refused patch merges nothing;
+    a board read back from session data keeps only the shapes that keep the contract."""
+    stroke = {"kind": "stroke", "colour": "red", "points": [[0, 0], [1000, 700]]}
+    broken = [
+        {**stroke, "kind": "blob"},
+        {**stroke, "colour": "pink"},
+        {**stroke, "points": [[0, 0]]},
+        {**stroke, "points": [[0, 0], [1001, 0]]},
+        {**stroke, "points": [[0, 0], [0, -1]]},
+        {**stroke, "points": [[0, 0], [True, 1]]},
+        {**stroke, "points": [[0, 0] for _ in range(501)]},
+        {**stroke, "width": 0},
+        {**stroke, "width": 21},
+        {**stroke, "text": "only a text has one"},
+        {**stroke, "fill": "red"},
+        {"kind": "rect", "colour": "red", "points": [[0, 0], [1, 1], [2, 2]]},
+        {"kind": "text", "colour": "red", "points": [[0, 0]]},
+        {"kind": "text", "colour": "red", "points": [[0, 0]], "text": "x" * 201},
+    ]
+    for shape in broken:
+        with pytest.raises(ContractError) as refused:
+            check_shape(shape)
+        assert refused.value.code == Code.INVALID_PAYLOAD, shape
+    assert check_shape({**stroke, "width": 20}) == {**stroke, "width": 20}
+
+    board = merge(empty_board("T"), {"shapes": {"a": stroke, "b": TEXT}})
+    assert board["order"] == ["a", "b"]
+    for patch in (
+        {"shapes": {"c": RECT, "d": broken[0]}},
+        {"shapes": {"bad id!": RECT}},
+        {"shapes": [RECT]},
+        {"title": ""},
+        {"colour": "red"},
+    ):
+        with pytest.raises(ContractError) as refused:
+            merge(board, patch)
+        assert refused.value.code == Code.INVALID_PAYLOAD, patch
+    moved = merge(board, {"title": "U", "shapes": {"a": None, "c": RECT, "b": RECT}})
+    assert (moved["title"], moved["order"], moved["shapes"]["b"]) == ("U", ["b", "c"], RECT)
+
+    kept = {
+        "title": 5,
+        "shapes": {**board["shapes"], "x": broken[1]},
+        "order": ["x", "b", "a", "b", 7],
+    }
+    assert board_of(kept) == {
+        "title": "Whiteboard",
+        "shapes": {"b": TEXT, "a": stroke},
+        "order": ["b", "a"],
+    }

@@ -27,10 +27,29 @@
   let writes = 0; // edits in flight
   let conflicts = 0; // writes that lost a race and were made again
 
+  // What another writer left on the board is drawn only if it keeps the shapes' contract,
+  // as the app holds it: the same shapes on every page, in every export.
+  const POINTS = { stroke: [2, MAX_POINTS], line: [2, 2], rect: [2, 2], ellipse: [2, 2], text: [1, 1] };
+
+  function inRange(value, top) {
+    return Number.isInteger(value) && value >= 0 && value <= top;
+  }
+
+  function drawable(shape) {
+    if (!shape || typeof shape !== "object" || !POINTS.hasOwnProperty(shape.kind)) return false;
+    if (!COLOURS.hasOwnProperty(shape.colour) || !Array.isArray(shape.points)) return false;
+    const [least, most] = POINTS[shape.kind];
+    if (shape.points.length < least || shape.points.length > most) return false;
+    if (!shape.points.every((p) => Array.isArray(p) && p.length === 2 && inRange(p[0], WIDTH) && inRange(p[1], HEIGHT))) return false;
+    if (shape.width !== undefined && !(inRange(shape.width, 20) && shape.width >= 1)) return false;
+    if (shape.kind !== "text") return shape.text === undefined;
+    return typeof shape.text === "string" && shape.text.length >= 1 && shape.text.length <= 200;
+  }
+
   function boardOf(data) {
     const raw = data && typeof data === "object" ? data : {};
     const shapes = raw.shapes && typeof raw.shapes === "object" ? raw.shapes : {};
-    const order = Array.isArray(raw.order) ? raw.order.filter((id) => shapes[id]) : [];
+    const order = Array.isArray(raw.order) ? raw.order.filter((id) => drawable(shapes[id])) : [];
     return { title: typeof raw.title === "string" ? raw.title : "Whiteboard", shapes: shapes, order: order };
   }
 
