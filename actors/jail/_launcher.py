@@ -40,6 +40,7 @@ import signal
 import stat
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 from . import _init
@@ -507,6 +508,78 @@ def close_all_but(keep: set[int]) -> None:
                 os.close(fd)
 
 
+# -- the jail, whichever way the app's process started --------------------------------------
+
+
+@dataclass(frozen=True)
+class AppJail:
+    """One app's jail: who it is, where its files are, what bounds it, and the two fds it
+    is handed (its channel, the report's pipe). The same for an exec'd and a forked app."""
+
+    private_dir: str
+    uid: int
+    gid: int
+    channel_fd: int
+    report_fd: int
+    hidden: tuple[str, ...] = ()
+    code: str | None = None  # the app's verified code (a bundle's app/ directory)
+    cgroups: tuple[str, ...] = ()  # a cgroup directory to join, per hierarchy
+    max_file: int | None = None  # RLIMIT_FSIZE
+    max_processes: int | None = None  # RLIMIT_NPROC of its own uid
+
+
+def jail_app(jail: AppJail, *, parent_pid: int, interpreter: str) -> dict[str, str]:
+    """Steps 2-7, in the process that is to run the app (in the host's view of the file
+    system); the environment it is to run with. With a pid namespace of its own, the
+    calling process stays behind as the app's waiting parent (`_init`) and never returns.
+    `parent_pid`: the process this one dies with; `interpreter`: the Python the app runs
+    on, which its view must show."""
+    report = Report()
+    join_cgroups(report, list(jail.cgroups))
+    own_mounts, own_pids = enter_namespaces(report)
+    host_pid = os.getpid()
+    rearm: Callable[[], None] = lambda: _die_with_parent(parent_pid)  # noqa: E731
+    if own_pids:
+        host_pid = _init.fork_init()  # the caller stays behind, as its waiting parent
+        rearm = _init.rearm_death_signal
+    private_fd = prepare_private_dir(jail.private_dir, jail.uid, jail.gid)
+    if own_mounts:
+        home = build_view(
+            report,
+            private_fd,
+            list(jail.hidden),
+            app=(jail.uid, jail.gid) if os.geteuid() == 0 else None,
+            app_code=jail.code,
+            own_pids=own_pids,
+            interpreter=interpreter,
+            import_path=os.environ.get("PYTHONPATH", "").split(os.pathsep),
+        )
+        code_view = CODE_VIEW if os.path.isdir(f"{CODE_VIEW}/app") else jail.code
+    else:
+        report.missing("read_only", "no mount namespace")
+        os.fchdir(private_fd)
+        home = os.getcwd()
+        code_view = jail.code
+    os.close(private_fd)
+    become_app(report, jail.uid, jail.gid, rearm)
+    set_limits(
+        report,
+        max_file=jail.max_file,
+        max_processes=jail.max_processes,
+        own_uid="identity" in report.enforced,
+    )
+    forbid_new_privileges(report)
+    env = scrubbed_environment(os.environ, home=home)
+    if code_view is not None:  # the directory that holds the package `app`
+        env["LINEUP_APP_CODE"] = os.path.dirname(code_view) if code_view == jail.code else CODE_VIEW
+    kept = [0, 1, 2, jail.channel_fd]
+    with os.fdopen(jail.report_fd, "w") as out:
+        out.write(json.dumps({**report.record(kept), "pid": host_pid}) + "\n")
+    _init.close_launcher_fd()
+    close_all_but(set(kept))
+    return env
+
+
 # -- the launcher ------------------------------------------------------------------------
 
 
@@ -534,48 +607,18 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def main(argv: list[str]) -> None:
     args, child = _parse(argv)
-    _die_with_parent(args.parent_pid)
-    report = Report()
-    join_cgroups(report, args.cgroup)
-    own_mounts, own_pids = enter_namespaces(report)
-    host_pid = os.getpid()
-    rearm: Callable[[], None] = lambda: _die_with_parent(args.parent_pid)  # noqa: E731
-    if own_pids:
-        host_pid = _init.fork_init()  # the launcher stays behind, as its waiting parent
-        rearm = _init.rearm_death_signal
-    private_fd = prepare_private_dir(args.private_dir, args.uid, args.gid)
-    if own_mounts:
-        home = build_view(
-            report,
-            private_fd,
-            args.hide,
-            app=(args.uid, args.gid) if os.geteuid() == 0 else None,
-            app_code=args.code,
-            own_pids=own_pids,
-            interpreter=child[0],
-            import_path=os.environ.get("PYTHONPATH", "").split(os.pathsep),
-        )
-        code_view = CODE_VIEW if os.path.isdir(f"{CODE_VIEW}/app") else args.code
-    else:
-        report.missing("read_only", "no mount namespace")
-        os.fchdir(private_fd)
-        home = os.getcwd()
-        code_view = args.code
-    os.close(private_fd)
-    become_app(report, args.uid, args.gid, rearm)
-    set_limits(
-        report,
-        max_file=args.max_file_bytes,
-        max_processes=args.max_processes,
-        own_uid="identity" in report.enforced,
+    _die_with_parent(args.parent_pid)  # step 1
+    jail = AppJail(
+        args.private_dir,
+        args.uid,
+        args.gid,
+        args.channel_fd,
+        args.report_fd,
+        tuple(args.hide),
+        args.code,
+        tuple(args.cgroup),
+        args.max_file_bytes,
+        args.max_processes,
     )
-    forbid_new_privileges(report)
-    env = scrubbed_environment(os.environ, home=home)
-    if code_view is not None:  # the directory that holds the package `app`
-        env["LINEUP_APP_CODE"] = os.path.dirname(code_view) if code_view == args.code else CODE_VIEW
-    kept = [0, 1, 2, args.channel_fd]
-    with os.fdopen(args.report_fd, "w") as out:
-        out.write(json.dumps({**report.record(kept), "pid": host_pid}) + "\n")
-    _init.close_launcher_fd()
-    close_all_but(set(kept))
+    env = jail_app(jail, parent_pid=args.parent_pid, interpreter=child[0])
     os.execve(child[0], child, env)
