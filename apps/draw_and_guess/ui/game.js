@@ -73,7 +73,7 @@
       item.textContent = text;
       return item;
     }));
-    $("guess-form").hidden = !playing("user_guesses");
+    $("guess-row").hidden = !playing("user_guesses");
     $("palette").hidden = !playing("user_draws");
     $("done").hidden = !playing("user_draws");
     $("done").disabled = round.shapes.length === 0;
@@ -123,11 +123,15 @@
     $("palette").appendChild(button);
   }
 
-  $("guess-form").addEventListener("submit", (event) => {
-    event.preventDefault();
+  // The frame's sandbox submits no form: the guess goes on a click or Enter.
+  function guess() {
     const text = $("guess").value.trim();
     $("guess").value = "";
     if (text && playing("user_guesses")) send("guess", { text: text });
+  }
+  $("guess-button").addEventListener("click", guess);
+  $("guess").addEventListener("keydown", (event) => {
+    if (event.key === "Enter") guess();
   });
   $("done").addEventListener("click", () => send("done", {}));
   $("give-up").addEventListener("click", () => send("give_up", {}));
