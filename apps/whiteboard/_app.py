@@ -97,9 +97,8 @@ class WhiteboardApp(RuntimeApp):
         self, instance_id: str, change: Callable[[dict[str, Any]], dict[str, Any]]
     ) -> tuple[dict[str, Any], int]:
         """Apply `change(board) -> board` to the board as last committed; what was written,
-        with its revision.
-        A write that lost a race with another (`revision_conflict`) is made again on the
-        newer board."""
+        with its revision. A write that lost a race with another (`revision_conflict`) is
+        made again on the newer board."""
         for _ in range(WRITE_ATTEMPTS):
             current = await self.sdk.session_data.get(instance_id=instance_id)
             board = change(board_of(current["data"], DEFAULT_TITLE))
