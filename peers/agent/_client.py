@@ -55,6 +55,9 @@ from link import Link, LinkStatistics, Received, Submission
 log = logging.getLogger("lineup.agent")
 
 CURSOR_FILE = "cursor.json"
+# The latest inventory per conversation, kept beside the cursor: a restarted client that
+# resumes past an inventory still knows what it may call.
+INVENTORY_FILE = "inventories.json"
 TaskStatus = Literal["pending", "running", "succeeded", "failed", "cancelled"]
 # What the runtime sends back about a call (§6), and the two that end it.
 TOOL_EVENT_TYPES: Final = frozenset(
@@ -153,6 +156,28 @@ def _read_cursor(state_dir: Path | None) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise AgentError(f"{state_dir / CURSOR_FILE}: unreadable cursor file")
     return value
+
+
+def _read_inventories(state_dir: Path | None) -> dict[str, tuple[Inventory, dict[str, Any]]]:
+    """The inventories kept in `state_dir` (each parsed, and its envelope); none when there
+    is no readable file: they come again with the runtime's next revision."""
+    if state_dir is None:
+        return {}
+    try:
+        kept = json.loads((state_dir / INVENTORY_FILE).read_text(encoding="utf-8"))
+        envelopes = [validate_message(raw) for raw in kept.values()]
+        return {env.scope.conversation_id: (parse_payload(env), env.to_dict()) for env in envelopes}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, AttributeError, ContractError):
+        log.warning("%s: unreadable, ignored", state_dir / INVENTORY_FILE)
+        return {}
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(value) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
 
 class ToolCall:
@@ -270,7 +295,8 @@ class AgentClient:
                 await agent.send_markdown(message.conversation_id, "**Hi!**", reply_to=message.id)
     ```
 
-    `state_dir` keeps the cursor between runs (none: start from the beginning each time);
+    `state_dir` keeps the cursor and the latest inventories between runs (none: start from
+    the beginning each time);
     `include_own` passes the agent's own messages through `receive()` too. With
     `inbox=False` nothing waits for `receive()`: every message counts as processed once the
     client has taken it in (its inventory kept, a call's receipts handed to the call), for
@@ -320,7 +346,9 @@ class AgentClient:
         self._unprocessed: deque[tuple[int, int]] = deque()
         self._taken = self._cursor  # the highest seq the dispatcher has taken in
         self._taken_changed: trio.Event | None = None
-        self._inventories: dict[str, Inventory] = {}
+        kept = _read_inventories(self.state_dir)
+        self._inventories = {conversation: pair[0] for conversation, pair in kept.items()}
+        self._inventory_envelopes = {conversation: pair[1] for conversation, pair in kept.items()}
         self._calls: dict[str, trio.MemorySendChannel[AgentMessage]] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._unclaimed: OrderedDict[str, list[AgentMessage]] = OrderedDict()
@@ -445,6 +473,9 @@ class AgentClient:
         known = self._inventories.get(message.conversation_id)
         if known is None or int(inventory.revision) >= int(known.revision):
             self._inventories[message.conversation_id] = inventory
+            if self.state_dir is not None:
+                self._inventory_envelopes[message.conversation_id] = message.envelope.to_dict()
+                _write_json(self.state_dir / INVENTORY_FILE, self._inventory_envelopes)
 
     def _route(self, message: AgentMessage) -> bool:
         """Hands a call's event to the call; True if nothing else needs it."""
@@ -549,10 +580,7 @@ class AgentClient:
             return
         self._cursor = seq
         if self.state_dir is not None:
-            path = self.state_dir / CURSOR_FILE
-            tmp = path.with_name(f".{CURSOR_FILE}.tmp")
-            tmp.write_text(json.dumps({"cursor": seq}) + "\n", encoding="utf-8")
-            os.replace(tmp, path)
+            _write_json(self.state_dir / CURSOR_FILE, {"cursor": seq})
         self.link.ack(seq)
 
     # --- sending -----------------------------------------------------------------------

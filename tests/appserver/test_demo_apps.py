@@ -1,0 +1,291 @@
+"""The demo agent drives the sample apps' tools: a real runtime on a real AppServer, the demo
+agent on a WebSocket, the user typing in the chat through the host actor, and the apps
+built, signed and installed through the CLI (pomodoro, and `boardgame`: the whiteboard's
+and draw-and-guess's tools with their contracts' schemas, in one stand-in).
+
+What happened is read from the chat's timeline (each reaction once, by the id derived from
+the user's message) and the runtime's own records: its tool calls, the instance's session
+data, its artifacts.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from actors.contracts import derive_message_id
+from actors.store import read_artifacts, read_inventories, read_tool_calls
+from peers.agent import AgentClient, run_demo_agent
+from peers.agent._drawings import drawing, word_for
+from tests.app_manager.conftest import lineup
+from tests.installed.helpers import SignedApp, install_enabled, signed_app
+from tests.kernel.helpers import REPO_ROOT
+from tests.runtime.helpers import Stack, wait_for
+
+CONVERSATION = "conv-apps"
+PUBLISHER = "sample"  # the key `signed_app` makes and `install_enabled` trusts
+
+
+@pytest.fixture
+async def stack(tmp_path: Path, nursery: trio.Nursery) -> AsyncIterator[Stack]:
+    the_stack = Stack(tmp_path, nursery)
+    try:
+        yield the_stack
+    finally:
+        orphans = the_stack.cleanup()
+        assert not orphans, f"actor processes outlived their supervisor: {orphans}"
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory: pytest.TempPathFactory) -> tuple[SignedApp, SignedApp]:
+    """(pomodoro, the boardgame stand-in), signed by one throwaway publisher."""
+    root = tmp_path_factory.mktemp("demo-apps")
+    pomodoro = signed_app(root, "pomodoro", "pomodoro")
+    bundle = root / "boardgame.bundle"
+    code, _, err = lineup("app", "build", REPO_ROOT / "tests/appserver/boardgame", "--out", bundle)
+    assert code == 0, err
+    code, _, err = lineup("app", "sign", bundle, "--key", root / "keys" / f"{PUBLISHER}.key")
+    assert code == 0, err
+    return pomodoro, SignedApp("boardgame", bundle, pomodoro.key)
+
+
+class Demo:
+    """The demo agent on the stack's AppServer, stoppable (its cursor kept in `state_dir`)."""
+
+    def __init__(self, stack: Stack, state_dir: Path) -> None:
+        self.stack = stack
+        self.state_dir = state_dir
+        self.scope = trio.CancelScope()
+        self.client: AgentClient | None = None
+
+    async def start(self) -> AgentClient:
+        server = self.stack.server
+        assert server is not None
+        self.scope = trio.CancelScope()
+
+        async def run(task_status: trio.TaskStatus[AgentClient]) -> None:
+            with self.scope:
+                await run_demo_agent(
+                    self.stack.url,
+                    agent_id=server.credentials.agent_id,
+                    token=server.credentials.agent_token,
+                    state_dir=self.state_dir,
+                    backoff_initial=0.02,
+                    task_status=task_status,
+                )
+
+        self.client = await self.stack.nursery.start(run)
+        return self.client
+
+    def stop(self) -> None:
+        self.scope.cancel()
+
+
+async def _up(stack: Stack, tmp_path: Path) -> Demo:
+    """The AppServer, the runtime and the demo agent, in a conversation it has spoken in."""
+    await stack.start_appserver()
+    await stack.start_runtime()
+    demo = Demo(stack, tmp_path / "demo")
+    client = await demo.start()
+    await client.send_text(CONVERSATION, "Hello, I am the demo agent.")
+    return demo
+
+
+async def _offered(demo: Demo, *methods: str) -> None:
+    """Until the agent's inventory of the conversation lists `methods`."""
+
+    def listed() -> bool:
+        assert demo.client is not None
+        inventory = demo.client.inventory(CONVERSATION)
+        held = {tool.method for tool in (inventory.tools if inventory else [])}
+        return set(methods) <= held
+
+    await wait_for(listed, 30, f"{methods} in the agent's inventory")
+
+
+async def _says(stack: Stack, text: str) -> str:
+    """The user types `text` in the chat; the id of the message the agent is sent."""
+
+    def sent() -> list[str]:
+        timeline = stack.timeline(CONVERSATION)
+        return [i["id"] for i in timeline if i["sender"] == "user" and i["text"] == text]
+
+    before = sent()
+    stack.user_says(text, CONVERSATION)
+    new = await wait_for(lambda: sent()[len(before) :], 30, f"{text!r} in the chat")
+    return new[0]
+
+
+async def _answer(stack: Stack, trigger: str, index: int = 0) -> str:
+    """The text of the agent's reaction `index` to the user's message `trigger`."""
+    wanted = derive_message_id(trigger, index)
+
+    def said() -> str | None:
+        for item in stack.timeline(CONVERSATION):
+            if item["id"] == wanted:
+                return str(item["text"])
+        return None
+
+    return await wait_for(said, 30, f"reaction {index} to {trigger}")
+
+
+def _calls(stack: Stack) -> Counter[str]:
+    return Counter(row["method"] for row in read_tool_calls(stack.data_dir))
+
+
+def _call(stack: Stack, call_id: str) -> dict[str, Any]:
+    (row,) = [row for row in read_tool_calls(stack.data_dir) if row["call_id"] == call_id]
+    return row
+
+
+def _board(stack: Stack, instance_id: str) -> dict[str, Any] | None:
+    db = sqlite3.connect(f"file:{stack.data_dir / 'runtime.db'}?mode=ro", uri=True)
+    try:
+        row = db.execute(
+            "SELECT data FROM app_session_data WHERE instance_id = ?", (instance_id,)
+        ).fetchone()
+    finally:
+        db.close()
+    return json.loads(row[0]) if row else None
+
+
+async def _round_started(stack: Stack, call_id: str) -> None:
+    """Until the round's app has said it began (the stand-in ends it at the next summary)."""
+
+    def started() -> bool:
+        row = _call(stack, call_id)
+        assert row["state"] not in ("succeeded", "failed"), row
+        return any(step.get("stage") == "started" for step in row["history"])
+
+    await wait_for(started, 30, f"{call_id} started")
+
+
+def _once(stack: Stack, text: str) -> int:
+    return sum(1 for item in stack.timeline(CONVERSATION) if item["text"] == text)
+
+
+async def test_the_demo_agent_draws_describes_exports_plays_and_focuses(
+    stack: Stack, tmp_path: Path, bundles: tuple[SignedApp, SignedApp]
+) -> None:
+    demo = await _up(stack, tmp_path)
+    await wait_for(lambda: read_inventories(stack.data_dir), 30, "the first inventory")
+
+    # Nothing installed yet: each intent says which app to install and enable.
+    for text, expected in (
+        (
+            "draw a cat",
+            "board.create is not offered in this conversation, so I cannot draw on"
+            " the whiteboard: install and enable the whiteboard app, then ask again.",
+        ),
+        (
+            "what's on the board?",
+            "board.summary is not offered in this conversation, so I cannot"
+            " look at the whiteboard: install and enable the whiteboard app, then ask again.",
+        ),
+        (
+            "Let's play!",
+            "game.start_round is not offered in this conversation, so I cannot play a round"
+            " of draw-and-guess: install and enable the draw-and-guess app, then ask again.",
+        ),
+    ):
+        assert await _answer(stack, await _says(stack, text)) == expected
+    assert not read_tool_calls(stack.data_dir)
+
+    pomodoro, boardgame = bundles
+    await install_enabled(stack, pomodoro)
+    await install_enabled(stack, boardgame)
+    methods = ("board.create", "board.summary", "board.export", "game.start_round")
+    await _offered(demo, "pomodoro.start", *methods)
+
+    # "draw X": a board, then the drawing as one state patch merged into its session data.
+    house = await _says(stack, "draw a house")
+    assert await _answer(stack, house) == (
+        "I drew a house on the whiteboard: 6 shapes on the board **a house**."
+    )
+    created = _call(stack, f"call_draw-{house}")
+    assert (created["state"], created["arguments"]) == ("succeeded", {"title": "a house"})
+    instance = created["output"]["instance_id"]
+    expected_ids = [f"{house}-{n}" for n in range(1, 7)]
+
+    def drawn() -> dict[str, Any] | None:
+        board = _board(stack, instance)
+        return board if board and board["order"] else None
+
+    board = await wait_for(drawn, 30, "the drawing on the board")
+    assert board["title"] == "a house"
+    assert board["order"] == expected_ids
+    assert [board["shapes"][key] for key in expected_ids] == drawing("house")
+
+    # A round stays open (until the board is asked about) while the agent answers the rest.
+    play = await _says(stack, "let's play")
+    word = word_for(play)
+    assert await _answer(stack, play, 2) == (
+        "A round of draw-and-guess: guess what I drew, you have 90 seconds."
+    )
+    assert _call(stack, f"call_round-{play}")["arguments"] == {
+        "mode": "user_guesses",
+        "word": word,
+        "seconds": 90,
+        "shapes": drawing(word),
+    }
+    focus = await _says(stack, "focus 1")
+    assert (await _answer(stack, focus)).startswith("Your 1-minute focus timer has started")
+    await _round_started(stack, f"call_round-{play}")
+    assert _call(stack, f"call_round-{play}")["state"] == "running"
+    summary = await _says(stack, "What\N{RIGHT SINGLE QUOTATION MARK}s on the whiteboard")
+    assert await _answer(stack, summary) == "On the board **a house**: The board holds 6 shapes."
+    assert await _answer(stack, play) == (
+        f"You gave up: it was **{word}**. Round 1, score: you 0, me 1."
+    )
+
+    export = await _says(stack, "export the board")
+    exported = await _answer(stack, export)
+    artifacts = read_artifacts(stack.data_dir, conversation_id=CONVERSATION)
+    assert [a["title"] for a in artifacts] == ["board.png", "board.svg"]
+    png, svg = (a["artifact_id"] for a in artifacts)
+    revision = _call(stack, f"call_export-{export}")["output"]["revision"]
+    assert exported == (
+        f"I exported the board (revision {revision}):\n\n"
+        f"- **board.png** (`{png}`, image/png)\n- **board.svg** (`{svg}`, image/svg+xml)\n\n"
+        f"Save one with `lineup artifacts save ID`, e.g. `lineup artifacts save {png}`."
+    )
+
+    # Each call once; each reaction once in the chat.
+    assert _calls(stack) == {method: 1 for method in (*methods, "pomodoro.start")}
+    for trigger in (house, play, summary, export):
+        assert _once(stack, await _answer(stack, trigger)) == 1
+
+
+async def test_a_restarted_demo_agent_reports_a_round_that_ended_while_it_was_away(
+    stack: Stack, tmp_path: Path, bundles: tuple[SignedApp, SignedApp]
+) -> None:
+    demo = await _up(stack, tmp_path)
+    await install_enabled(stack, bundles[1])
+    await _offered(demo, "game.start_round", "board.summary")
+
+    draw = await _says(stack, "Let's draw")
+    word = word_for(draw)
+    assert await _answer(stack, draw, 2) == (
+        "A round of draw-and-guess: draw the word the game shows you in 90 seconds."
+    )
+    assert _call(stack, f"call_round-{draw}")["arguments"] == {
+        "mode": "user_draws",
+        "word": word,
+        "seconds": 90,
+    }
+    await _round_started(stack, f"call_round-{draw}")
+    demo.stop()
+    await demo.start()
+    # The new agent's summary ends the round; its final waits in the new agent's inbox.
+    await _answer(stack, await _says(stack, "describe the board"))
+    ended = f"Thanks for drawing **{word}** (1 shapes)! Round 1, score: you 1, me 0."
+    assert await _answer(stack, draw) == ended
+    assert _once(stack, ended) == 1
+    assert _calls(stack) == {"game.start_round": 1, "board.summary": 1}
