@@ -33,6 +33,16 @@ EXPECTED = {
     ),
     "lineup tools calls --state failed": "no tool calls (state failed)",
     "lineup app keygen --out keys --name me": "me.pub",
+    "test -f keys/me.key || lineup app keygen --out keys --name me": "",
+    (
+        "mkdir -p ~/.local/share/lineup/trusted_keys"
+        " && cp keys/me.pub ~/.local/share/lineup/trusted_keys/"
+    ): "",
+    (
+        "for app in whiteboard draw_and_guess pomodoro; do lineup app build apps/$app --out"
+        " $app.bundle && lineup app sign $app.bundle --key keys/me.key && lineup app install"
+        " $app.bundle; lineup app enable ${app//_/-}; done"
+    ): "install draw-and-guess: succeeded",
     "lineup app build apps/pomodoro --out pomodoro.bundle": "pomodoro",
     "lineup app sign pomodoro.bundle --key keys/me.key": "",
     "lineup app install pomodoro.bundle": "install pomodoro: succeeded",
