@@ -11,7 +11,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -20,6 +20,9 @@ from ._containment import AppCgroup
 from ._quota import watch_directory
 from ._sandbox import JailPlan
 from ._specs import ChildSpec
+
+if TYPE_CHECKING:
+    from ._app_zygote import AppZygote, AppZygoteLaunch
 
 # What of an app's log explains a start that failed: its last lines, at most this much.
 TAIL_LINES: Final = 6
@@ -70,8 +73,43 @@ class Incarnation:
         return await self.wait()
 
 
+class _Exec:
+    """A process the supervisor exec'd itself: its child, waited on by a pidfd."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self._pidfd = os.pidfd_open(self.pid)
+        self._waiting = False
+        self._exit_lot = trio.lowlevel.ParkingLot()
+
+    async def forked(self) -> bool:
+        return True
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    async def wait(self) -> int:
+        """The exit status (negative: killed by that signal), once the process has exited."""
+        while self.popen.poll() is None:
+            if self._waiting:  # trio lets one task wait on an fd; the others park
+                await self._exit_lot.park()
+                continue
+            self._waiting = True
+            try:
+                await trio.lowlevel.wait_readable(self._pidfd)  # readable once it exited
+            finally:
+                self._waiting = False
+                self._exit_lot.unpark_all()
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
+        return self.popen.wait()
+
+
 class ChildProcess(Incarnation):
-    """One incarnation of an actor: an OS process holding the other end of a socketpair."""
+    """One incarnation of an actor: an OS process holding the other end of a socketpair.
+    An isolated app's is exec'd through its launcher, or forked by the app zygote."""
 
     def __init__(
         self,
@@ -81,6 +119,7 @@ class ChildProcess(Incarnation):
         env: dict[str, str] | None,
         jail: JailPlan | None = None,
         cgroup: AppCgroup | None = None,
+        app_zygote: AppZygote | None = None,
     ) -> None:
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         command = [
@@ -115,18 +154,26 @@ class ChildProcess(Incarnation):
                 if spec.isolation is not None:  # it gets a pipe, never its log file
                     self.log = AppLog(log_dir / f"{spec.name}.log", spec.isolation.log_max)
                     output = self.log.write_fd
-                # Popen runs here, in the supervisor's main thread: a parent-death signal is
-                # tied to the thread that forked, and trio's worker threads come and go.
-                self.popen = subprocess.Popen(
-                    command,
-                    pass_fds=pass_fds,
-                    stdin=subprocess.DEVNULL,
-                    stdout=output,
-                    stderr=output,
-                    start_new_session=True,
-                    env=env,
-                    cwd="/" if jail is not None else None,
-                )
+                if app_zygote is not None and jail is not None:
+                    fds = [child_sock.fileno(), report_w, int(output)]
+                    self.launched: _Exec | AppZygoteLaunch = app_zygote.launch(
+                        spec.target, jail.fields(), fds
+                    )
+                else:
+                    # Popen runs here, in the supervisor's main thread: a parent-death
+                    # signal is tied to the thread that forked, and trio's worker threads
+                    # come and go.
+                    popen = subprocess.Popen(
+                        command,
+                        pass_fds=pass_fds,
+                        stdin=subprocess.DEVNULL,
+                        stdout=output,
+                        stderr=output,
+                        start_new_session=True,
+                        env=env,
+                        cwd="/" if jail is not None else None,
+                    )
+                    self.launched = _Exec(popen)
         except BaseException:
             if self._report >= 0:
                 os.close(self._report)
@@ -140,11 +187,8 @@ class ChildProcess(Incarnation):
             if self.log is not None:
                 self.log.started()
         self.sock = parent_sock
-        self.pid = self.popen.pid  # the launcher's, until it reports the app's
+        self.pid = self.launched.pid  # the launcher's, until it reports the app's
         self.jail = jail
-        self._pidfd = os.pidfd_open(self.pid)
-        self._waiting = False
-        self._exit_lot = trio.lowlevel.ParkingLot()
 
     async def read_jail_report(self, timeout: float) -> dict[str, Any] | None:
         """The launcher's report, once it has exec'd the child; None if it ended without
@@ -152,6 +196,9 @@ class ChildProcess(Incarnation):
         data = b""
         try:
             with trio.move_on_after(timeout):
+                if not await self.launched.forked():
+                    return None
+                self.pid = self.launched.pid
                 while chunk := await self._read_report():
                     data += chunk
         finally:
@@ -167,9 +214,9 @@ class ChildProcess(Incarnation):
 
     def signal(self, sig: signal.Signals) -> None:
         """To the launcher, which relays it to the app; SIGKILL to all of it at once."""
-        if self.returncode is None:
+        if self.returncode is None and self.launched.pid > 0:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(self.popen.pid, sig)
+                os.kill(self.launched.pid, sig)
         if sig == signal.SIGKILL:
             self.kill_remains()
 
@@ -224,26 +271,22 @@ class ChildProcess(Incarnation):
             with contextlib.suppress(BlockingIOError):
                 return os.read(self._report, 65536)
 
+    def discard(self) -> None:
+        """A launch given up before it reported: what it started killed, its fds closed
+        (its cgroup stays, for the next try)."""
+        self.kill_remains()
+        self.sock.close()
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
     async def wait(self) -> int:
         """The exit status (negative: killed by that signal), once the process has exited."""
-        while self.popen.poll() is None:
-            if self._waiting:  # trio lets one task wait on an fd; the others park
-                await self._exit_lot.park()
-                continue
-            self._waiting = True
-            try:
-                await trio.lowlevel.wait_readable(self._pidfd)  # readable once it exited
-            finally:
-                self._waiting = False
-                self._exit_lot.unpark_all()
-        if self._pidfd >= 0:
-            os.close(self._pidfd)
-            self._pidfd = -1
-        return self.popen.wait()
+        return await self.launched.wait()
 
     @property
     def returncode(self) -> int | None:
-        return self.popen.poll()
+        return self.launched.poll()
 
 
 def describe_exit(code: int) -> str:

@@ -125,6 +125,20 @@ class JailPlan:
     max_file: int | None = None  # RLIMIT_FSIZE
     max_processes: int | None = None  # RLIMIT_NPROC of its own uid
 
+    def fields(self) -> dict[str, Any]:
+        """The jail as the app zygote's forked child takes it (`actors.jail.AppJail`, but
+        for the fds, which travel beside it)."""
+        return {
+            "private_dir": str(self.private_dir),
+            "uid": self.uid,
+            "gid": self.gid,
+            "hidden": [str(path) for path in self.hidden],
+            "code": str(self.code_dir) if self.code_dir is not None else None,
+            "cgroups": [str(path) for path in self.cgroups],
+            "max_file": self.max_file,
+            "max_processes": self.max_processes,
+        }
+
     def command(self, child_command: list[str], *, channel_fd: int, report_fd: int) -> list[str]:
         hide = [arg for path in self.hidden for arg in ("--hide", str(path))]
         if self.code_dir is not None:
@@ -181,10 +195,11 @@ def plan_jail(
 
 
 def merge_report(
-    report: dict[str, Any] | None, cgroup: AppCgroup, spec: ChildSpec
+    report: dict[str, Any] | None, cgroup: AppCgroup, spec: ChildSpec, launch: str
 ) -> dict[str, Any] | None:
     """The launcher's report with what the supervisor enforced itself: the cgroup's limits,
-    the log and the directory quota; the level worked out again over all of it."""
+    the log and the directory quota; the level worked out again over all of it. `launch`:
+    how its process started ("zygote", or "exec" and why not from the app zygote)."""
     if report is None:
         return None
     isolation = spec.isolation
@@ -200,6 +215,7 @@ def merge_report(
         "level": level_of(enforced, missing),
         "enforced": enforced,
         "not_enforced": missing,
+        "launch": launch,
     }
 
 
@@ -210,8 +226,9 @@ def log_jail_report(name: str, report: dict[str, Any] | None) -> None:
         return
     enforced = ", ".join(f"{k}: {v}" for k, v in report.get("enforced", {}).items())
     missing = report.get("not_enforced", {})
+    launch = report.get("launch")
     if missing:
         lacking = "; ".join(f"{k}: {v}" for k, v in missing.items())
-        log.warning("%s isolated %s, NOT enforced: %s", name, report.get("level"), lacking)
+        log.warning("%s isolated %s (%s), NOT enforced: %s", name, report["level"], launch, lacking)
     else:
-        log.info("%s isolated %s (%s)", name, report.get("level"), enforced)
+        log.info("%s isolated %s (%s; %s)", name, report.get("level"), launch, enforced)

@@ -243,6 +243,13 @@ class RuntimeConfig(BaseModel):
         default="fork",
         description="fork: from a preloaded zygote (≈5 ms); exec: a new interpreter each time",
     )
+    app_launch: Literal["zygote", "exec"] = Field(
+        default="zygote",
+        description="zygote: an installed app is forked from the app zygote, a preloaded and"
+        " secret-free parent, and jailed (tens of ms); exec: through a new interpreter each"
+        " time. Where the app zygote cannot be used, apps are exec'd and their isolation says"
+        " why",
+    )
     app_door: str | None = Field(
         default=None,
         description="the Door of every app process: an app.* child the app supervisor starts"

@@ -23,6 +23,7 @@ from typing import Any
 
 import trio
 
+from ._app_zygote import AppZygote
 from ._channel import Channel
 from ._children import Child, RestartHistory, lock_data_dir
 from ._containment import CgroupLimits, prepare_cgroup, runtime_id
@@ -35,7 +36,7 @@ from ._gate import Doors, Gate, Refusal
 from ._ids import new_id
 from ._mailbox import MailboxStore
 from ._process import ChildProcess, Incarnation, describe_exit
-from ._sandbox import log_jail_report, merge_report, plan_jail
+from ._sandbox import JailPlan, log_jail_report, merge_report, plan_jail
 from ._specs import ChildSpec, Restart, RuntimeConfig
 from ._switchboard import Op, Switchboard, TraceRecord
 from ._ui_socket import serve_ui
@@ -72,6 +73,8 @@ class Supervisor:
         self.child_env: dict[str, str] | None = None  # None: children inherit ours
         self.zygote: Zygote | None = None
         self._zygote_lock = trio.Lock()
+        self.app_zygote: AppZygote | None = None  # started on the first app's launch
+        self._app_zygote_lock = trio.Lock()
         # Who may send what to whom (each child's door), and each sender's gate, which
         # keeps its refusal counts across its restarts.
         self.doors = Doors(load_door(config.app_door))
@@ -426,21 +429,56 @@ class Supervisor:
                 log.warning("fork of %s failed (%s): starting a new process", spec.name, exc)
         return ChildProcess(spec, log_dir=log_dir, env=self.child_env)
 
+    async def _app_zygote(self, plan: JailPlan) -> tuple[AppZygote | None, str]:
+        """The app zygote to launch from, started if it is not running (on the first launch,
+        and after it died); None where it cannot be used. With how the launch is made."""
+        if self.config.app_launch == "exec":
+            return None, "exec (the runtime's setting)"
+        async with self._app_zygote_lock:
+            zygote = self.app_zygote
+            gone = zygote is None or not (zygote.alive or zygote.unusable)
+            if gone and self.state != "stopping":
+                assert self._nursery is not None
+                self.app_zygote = zygote = AppZygote(plan.hidden[0], plan.env)
+                await self._nursery.start(zygote.run)
+        if zygote is None or not zygote.alive:
+            problem = zygote.problem if zygote is not None else "the runtime is stopping"
+            return None, f"exec (app zygote unavailable: {problem})"
+        return zygote, "zygote"
+
     async def _spawn_jailed(self, spec: ChildSpec, log_dir: Path) -> Incarnation:
-        """An installed app: exec'd through the launcher (`actors.jail`), never forked
-        from the zygote, which is a copy of a trusted process (memory, fds, environment)."""
+        """An installed app: forked from the app zygote and jailed, or exec'd through the
+        launcher (`actors.jail`); never forked from the kernel's zygote, which is a copy of
+        a trusted process (memory, fds, environment)."""
         isolation = spec.isolation
         assert isolation is not None
         limits = CgroupLimits(isolation.max_processes, isolation.memory_max, isolation.cpu_shares)
         cgroup = await prepare_cgroup(runtime_id(self.data_dir), isolation.scope, limits)
         plan = plan_jail(spec, self.data_dir, self.child_env or os.environ, cgroup)
+        zygote, launch = await self._app_zygote(plan)
         try:
+            process = ChildProcess(
+                spec, log_dir=log_dir, env=None, jail=plan, cgroup=cgroup, app_zygote=zygote
+            )
+        except OSError as exc:
+            if zygote is None:
+                await cgroup.destroy()
+                raise
+            zygote = None
+            launch = f"exec (app zygote unavailable: {exc})"
             process = ChildProcess(spec, log_dir=log_dir, env=None, jail=plan, cgroup=cgroup)
         except BaseException:
             await cgroup.destroy()
             raise
         report = await process.read_jail_report(self.config.hello_timeout)
-        process.isolation = merge_report(report, cgroup, spec)
+        if report is None and zygote is not None and not zygote.alive:
+            # It died mid-launch, taking the fork with it: this launch is exec'd instead.
+            process.discard()
+            launch = "exec (the app zygote died mid-launch)"
+            log.warning("%s: %s", spec.name, launch)
+            process = ChildProcess(spec, log_dir=log_dir, env=None, jail=plan, cgroup=cgroup)
+            report = await process.read_jail_report(self.config.hello_timeout)
+        process.isolation = merge_report(report, cgroup, spec, launch)
         log_jail_report(spec.name, process.isolation)
         child = self.children.get(spec.name)
         if child is not None and child.dynamic and child.state == "starting":
