@@ -113,9 +113,10 @@ class Activations:
                 if call.done:
                     continue
                 call.instance_id = instance_id or call.instance_id
+                facts: dict[str, Any] = {"instance_id": call.instance_id}
                 if foreground and previous and previous != instance_id and _restores(call):
-                    call.previous_foreground = previous
-                call.note("activation_ready", instance_id=call.instance_id)
+                    call.previous_foreground = facts["restores"] = previous
+                call.note("activation_ready", **facts)
                 # A runtime operation's `started` says it is ready, in front and running:
                 # the agent gets no separate receipt for the activation.
                 if call.tool.get("handling") != RUNTIME_OPERATION:

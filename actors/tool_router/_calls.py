@@ -86,7 +86,13 @@ class Call:
         values: dict[str, Any] = {k: row.get(k) for k in names}
         values["arguments"] = values.get("arguments") or {}
         values["history"] = values.get("history") or []
-        return cls(**values)
+        call = cls(**values)
+        # What the call put behind it in front is in its history, so a restarted router
+        # still gives it back when the call ends.
+        for step in call.history:
+            if step.get("event") == "activation_ready" and step.get("restores"):
+                call.previous_foreground = str(step["restores"])
+        return call
 
     def to_row(self) -> dict[str, Any]:
         row = dataclasses.asdict(self)

@@ -11,6 +11,7 @@ one final. The word the user must guess never reaches the surface.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
+from actors.store import read_tool_deadlines
 from tests.installed.helpers import (
     SignedApp,
     cli,
@@ -277,3 +279,59 @@ async def test_the_user_draws_two_strokes_and_presses_done(
     assert first["points"][-1][0] > first["points"][0][0]
     assert second["points"][1][1] > second["points"][0][1]
     await wait_foreground(stack, "chat:")
+
+
+def _restarted(stack: Stack, name: str, before: int) -> bool:
+    assert stack.runtime is not None
+    record = stack.runtime.actors()[name]
+    return int(record["restarts"]) > before and record["pid"] is not None
+
+
+async def _kill(stack: Stack, name: str) -> None:
+    """SIGKILL an actor and wait until its next process runs."""
+    assert stack.runtime is not None
+    before = int(stack.runtime.actors()[name]["restarts"])
+    assert stack.kill(name)
+    await wait_for(lambda: _restarted(stack, name, before), 30, f"{name} restarted")
+
+
+async def test_a_round_outlives_kills_and_ends_once(
+    stack: Stack, browser: WebDriver, game: SignedApp
+) -> None:
+    agent, _ = await _ready(stack, game, browser)
+    kite = {"mode": "user_guesses", "word": "kite", "shapes": HOUSE[:1], "seconds": 60}
+    await _started(stack, agent, "call_kite", kite)
+    frame, _ = await in_browser(_playing, browser, 1, "user_guesses")
+    await in_browser(_guess, browser, frame, "box")
+    await in_browser(_shows, browser, frame, {"guesses": "box"})
+
+    # The game, the tool router and the web host killed mid-round: the page frames the
+    # surface again, the round goes on where it was, and the right guess ends it once.
+    old = str(frame.get_attribute("src"))
+    for name in (f"app.{SCOPE}", "tool_router", "web_host"):
+        await _kill(stack, name)
+    source = "const f = document.querySelector(arguments[0]); return f ? f.src : null;"
+    await in_browser(until, browser, lambda d: d.execute_script(source, FRAME) not in (None, old))
+    frame, _ = await in_browser(_playing, browser, 1, "user_guesses")
+    await in_browser(_shows, browser, frame, {"guesses": "box"})
+    await in_browser(_guess, browser, frame, "KITE")
+    row = await _one_final(stack, "call_kite")
+    assert (row["output"]["outcome"], row["output"]["guesses"]) == ("guessed", ["box", "KITE"])
+    await wait_foreground(stack, "chat:")
+
+    # A round whose time runs out while the game and the tool router are down ends once,
+    # with the runtime's time-up result; the game records it when it runs again.
+    boat = {"mode": "user_guesses", "word": "boat", "shapes": HOUSE[1:3], "seconds": 15}
+    await _started(stack, agent, "call_boat", boat)
+    await in_browser(_playing, browser, 2, "user_guesses")
+    ends_ms = int(read_tool_deadlines(stack.data_dir)["call_boat"]["ends_ms"])
+    await wait_for(lambda: time.time() * 1000 >= ends_ms - 1500, 30, "the round about to end")
+    assert stack.kill(f"app.{SCOPE}") and stack.kill("tool_router")
+    row = await _one_final(stack, "call_boat")
+    assert row["state"] == "succeeded", row
+    assert row["output"]["state"] == "finished"
+    ended = await wait_for(lambda: (s := _session(stack)).get("state") == "ended" and s, 30, "end")
+    assert (ended["round"], ended["outcome"]) == (2, "time_up")
+    assert ended["score"] == {"user": 1, "agent": 1}
+    await wait_foreground(stack, "chat:")
+    assert len(finals(stack, "call_kite")) == len(finals(stack, "call_boat")) == 1
