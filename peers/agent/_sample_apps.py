@@ -186,9 +186,10 @@ class SampleApps:
         if final.type == "lineup.tool.error":
             code = payload.code
             why = _FAILURES.get(code, "the runtime refused it")
-            await self._say(
-                conversation, trigger, f"I could not {STEPS[step_name].doing}: {why} (`{code}`)."
-            )
+            text = f"I could not {STEPS[step_name].doing}: {why} (`{code}`)."
+            if step_name == "round" and code == "cancelled_by_user":
+                text = "The round of draw-and-guess was stopped before its end."
+            await self._say(conversation, trigger, text)
             return True
         output: dict[str, Any] = payload.output
         # The output met the app's own schema, which may be looser than what is read here.

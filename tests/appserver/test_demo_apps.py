@@ -1,11 +1,13 @@
 """The demo agent drives the sample apps' tools: a real runtime on a real AppServer, the demo
 agent on a WebSocket, the user typing in the chat through the host actor, and the apps
-built, signed and installed through the CLI (pomodoro, and `boardgame`: the whiteboard's
-and draw-and-guess's tools with their contracts' schemas, in one stand-in).
+built, signed and installed through the CLI: the real whiteboard, draw-and-guess and
+pomodoro, and `boardgame`, a stand-in with the whiteboard's and draw-and-guess's tools and
+their contracts' schemas whose round ends when the test says (a real round ends by the
+user's hand in its surface, or at its time-up).
 
 What happened is read from the chat's timeline (each reaction once, by the id derived from
-the user's message) and the runtime's own records: its tool calls, the instance's session
-data, its artifacts.
+the user's message) and the runtime's own records: its tool calls, the board instance's
+session data, its artifacts.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import trio
 
 from actors.contracts import derive_message_id
 from actors.store import read_artifacts, read_inventories, read_tool_calls
+from lineup.ui_session import UiSession
 from peers.agent import AgentClient, run_demo_agent
 from peers.agent._drawings import drawing, word_for
 from tests.app_manager.conftest import lineup
@@ -41,6 +44,16 @@ async def stack(tmp_path: Path, nursery: trio.Nursery) -> AsyncIterator[Stack]:
     finally:
         orphans = the_stack.cleanup()
         assert not orphans, f"actor processes outlived their supervisor: {orphans}"
+
+
+@pytest.fixture(scope="module")
+def real_apps(tmp_path_factory: pytest.TempPathFactory) -> list[SignedApp]:
+    """The whiteboard and draw-and-guess, built from `apps/` and signed."""
+    root = tmp_path_factory.mktemp("sample-apps")
+    return [
+        signed_app(root, "whiteboard", "whiteboard"),
+        signed_app(root, "draw_and_guess", "draw-and-guess"),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -157,12 +170,15 @@ def _board(stack: Stack, instance_id: str) -> dict[str, Any] | None:
 
 
 async def _round_started(stack: Stack, call_id: str) -> None:
-    """Until the round's app has said it began (the stand-in ends it at the next summary)."""
+    """Until the round has begun (the stand-in's ends at the next summary after that)."""
 
     def started() -> bool:
         row = _call(stack, call_id)
         assert row["state"] not in ("succeeded", "failed"), row
-        return any(step.get("stage") == "started" for step in row["history"])
+        # The stand-in's round reports `started` progress; a deadline operation is `started`.
+        return any(
+            step["event"] == "started" or step.get("stage") == "started" for step in row["history"]
+        )
 
     await wait_for(started, 30, f"{call_id} started")
 
@@ -263,29 +279,66 @@ async def test_the_demo_agent_draws_describes_exports_plays_and_focuses(
         assert _once(stack, await _answer(stack, trigger)) == 1
 
 
-async def test_a_restarted_demo_agent_reports_a_round_that_ended_while_it_was_away(
-    stack: Stack, tmp_path: Path, bundles: tuple[SignedApp, SignedApp]
+async def test_the_real_sample_apps_and_a_restarted_agent_that_hears_how_a_round_ended(
+    stack: Stack, tmp_path: Path, real_apps: list[SignedApp]
 ) -> None:
     demo = await _up(stack, tmp_path)
-    await install_enabled(stack, bundles[1])
-    await _offered(demo, "game.start_round", "board.summary")
+    for app in real_apps:
+        await install_enabled(stack, app)
+    await _offered(demo, "board.create", "board.summary", "board.export", "game.start_round")
 
+    cat = await _says(stack, "Draw me a cat")
+    assert await _answer(stack, cat) == (
+        "I drew a cat on the whiteboard: 7 shapes on the board **a cat**."
+    )
+    instance = _call(stack, f"call_draw-{cat}")["output"]["instance_id"]
+    assert instance.startswith("whiteboard:")
+    expected_ids = [f"{cat}-{n}" for n in range(1, 8)]
+
+    def drawn() -> dict[str, Any] | None:
+        board = _board(stack, instance)
+        return board if board and board.get("order") == expected_ids else None
+
+    board = await wait_for(drawn, 30, "the cat on the whiteboard")
+    assert [board["shapes"][key] for key in expected_ids] == drawing("cat")
+
+    summary = await _says(stack, "what's on the board")
+    said = await _answer(stack, summary)
+    described = _call(stack, f"call_summary-{summary}")
+    assert said == f"On the board **a cat**: {described['output']['description']}"
+    assert described["output"]["shape_count"] == 7
+
+    export = await _says(stack, "export the board")
+    exported = await _answer(stack, export)
+    references = _call(stack, f"call_export-{export}")["output"]["artifacts"]
+    assert sorted(a["media_type"] for a in references) == ["image/png", "image/svg+xml"]
+    for reference in references:
+        assert f"**{reference['title']}** (`{reference['artifact_id']}`" in exported
+    assert f"`lineup artifacts save {references[0]['artifact_id']}`" in exported
+
+    # A round the user draws; the agent restarts while it runs, and the user stops it then.
     draw = await _says(stack, "Let's draw")
-    word = word_for(draw)
     assert await _answer(stack, draw, 2) == (
         "A round of draw-and-guess: draw the word the game shows you in 90 seconds."
     )
-    assert _call(stack, f"call_round-{draw}")["arguments"] == {
+    round_call = f"call_round-{draw}"
+    assert _call(stack, round_call)["arguments"] == {
         "mode": "user_draws",
-        "word": word,
+        "word": word_for(draw),
         "seconds": 90,
     }
-    await _round_started(stack, f"call_round-{draw}")
+    await _round_started(stack, round_call)
     demo.stop()
     await demo.start()
-    # The new agent's summary ends the round; its final waits in the new agent's inbox.
-    await _answer(stack, await _says(stack, "describe the board"))
-    ended = f"Thanks for drawing **{word}** (1 shapes)! Round 1, score: you 1, me 0."
-    assert await _answer(stack, draw) == ended
-    assert _once(stack, ended) == 1
-    assert _calls(stack) == {"game.start_round": 1, "board.summary": 1}
+    UiSession(stack.data_dir, session_id="test").act(
+        {"kind": "stop", "conversation_id": CONVERSATION, "call_id": round_call}
+    )
+    stopped = "The round of draw-and-guess was stopped before its end."
+    assert await _answer(stack, draw) == stopped
+    assert _once(stack, stopped) == 1
+    assert _calls(stack) == {
+        "board.create": 1,
+        "board.summary": 1,
+        "board.export": 1,
+        "game.start_round": 1,
+    }
