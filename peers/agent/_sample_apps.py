@@ -32,6 +32,7 @@ from ._drawings import drawing, word_for
 # How long past a tool's own timeout the agent waits for the outcome of a short call.
 CALL_GRACE_S: Final = 15.0
 ROUND_SECONDS: Final = 90
+EXPORTS_NAMED: Final = 4  # a board is exported as a PNG and an SVG
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,21 +196,29 @@ class SampleApps:
         # The output met the app's own schema, which may be looser than what is read here.
         try:
             if step_name == "draw":
-                text = await self._drawn(conversation, trigger, output)
+                app_scope = final.envelope.scope.app_scope
+                text = await self._drawn(conversation, trigger, output, app_scope)
             elif step_name == "summary":
-                text = f"On the board **{output['title']}**: {output['description']}"
+                title, description = _clip(output["title"]), _clip(output["description"], 600)
+                text = f"On the board **{title}**: {description}"
             elif step_name == "export":
                 text = _exported(output)
             else:
                 text = _round_over(output)
-        except (KeyError, TypeError, IndexError):
+        except (KeyError, TypeError, IndexError, ValueError):
             text = f"The {STEPS[step_name].app} app answered, but not as I expected."
         await self._say(conversation, trigger, text)
         return True
 
-    async def _drawn(self, conversation: str, trigger: str, board: dict[str, Any]) -> str:
-        """Draws the board's title on the new board, as one state patch of its instance."""
-        title, instance = str(board["title"]), str(board["instance_id"])
+    async def _drawn(
+        self, conversation: str, trigger: str, board: dict[str, Any], app_scope: str
+    ) -> str:
+        """Draws the board's title on the new board, as one state patch of its instance:
+        only an instance of the app that made the board (an app that names another app's
+        instance gets nothing drawn there on its word)."""
+        title, instance = _clip(board["title"]), str(board["instance_id"])
+        if instance.partition(":")[0] != app_scope:
+            return f"The {app_scope} app named a board that is not its own, so I drew nothing."
         shapes = {f"{trigger}-{n}": shape for n, shape in enumerate(drawing(title), start=1)}
         try:
             await self.client.send_state_patch(
@@ -224,9 +233,13 @@ class SampleApps:
         return f"I drew {title} on the whiteboard: {len(shapes)} shapes on the board **{title}**."
 
     async def _say(self, conversation: str, trigger: str, text: str, *, index: int = 0) -> None:
-        await self.client.send_markdown(
-            conversation, text, reply_to=trigger, message_id=derive_message_id(trigger, index)
-        )
+        """Sends `text`; one the AppServer refuses for good is logged, the agent goes on."""
+        try:
+            await self.client.send_markdown(
+                conversation, text, reply_to=trigger, message_id=derive_message_id(trigger, index)
+            )
+        except SubmitRejected as rejected:
+            self._log(f"{conversation}: the answer to {trigger} was refused: {rejected.code}")
 
 
 def _round_on(arguments: dict[str, Any]) -> str:
@@ -244,20 +257,33 @@ def _round_over(output: dict[str, Any]) -> str:
     score = output["score"]
     return (
         said.format(
-            word=output["word"], outcome=output["outcome"], shapes=len(output.get("shapes", []))
+            word=_clip(output["word"], 40),
+            outcome=_clip(output["outcome"], 20),
+            shapes=len(output.get("shapes", [])),
         )
-        + f" Round {output['round']}, score: you {score['user']}, me {score['agent']}."
+        + f" Round {int(output['round'])}, score: you {int(score['user'])},"
+        f" me {int(score['agent'])}."
     )
 
 
+def _clip(value: object, limit: int = 80) -> str:
+    """An app's word, at most `limit` characters of it: what it says is its own, its size
+    must not decide whether the agent's answer fits in a message."""
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "\N{HORIZONTAL ELLIPSIS}"
+
+
 def _exported(output: dict[str, Any]) -> str:
-    artifacts = output["artifacts"]
+    artifacts = output["artifacts"][:EXPORTS_NAMED]
     if not artifacts:
         return "The board was exported, but no file came of it."
-    lines = [f"- **{a['title']}** (`{a['artifact_id']}`, {a['media_type']})" for a in artifacts]
+    lines = [
+        f"- **{_clip(a['title'])}** (`{_clip(a['artifact_id'])}`, {_clip(a['media_type'])})"
+        for a in artifacts
+    ]
     return (
         f"I exported the board (revision {output['revision']}):\n\n"
         + "\n".join(lines)
         + f"\n\nSave one with `lineup artifacts save ID`, e.g. "
-        f"`lineup artifacts save {artifacts[0]['artifact_id']}`."
+        f"`lineup artifacts save {_clip(artifacts[0]['artifact_id'])}`."
     )

@@ -183,6 +183,18 @@ async def _round_started(stack: Stack, call_id: str) -> None:
     await wait_for(started, 30, f"{call_id} started")
 
 
+def _state_patches(stack: Stack) -> list[str]:
+    """The instance of each state patch the AppServer took from the agent, in order."""
+    db = sqlite3.connect(f"file:{stack.appserver_dir / 'appserver.db'}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT body FROM messages WHERE type = 'lineup.app.state.patch' ORDER BY seq"
+        ).fetchall()
+    finally:
+        db.close()
+    return [json.loads(body)["scope"]["instance_id"] for (body,) in rows]
+
+
 def _once(stack: Stack, text: str) -> int:
     return sum(1 for item in stack.timeline(CONVERSATION) if item["text"] == text)
 
@@ -235,6 +247,7 @@ async def test_the_demo_agent_draws_describes_exports_plays_and_focuses(
         return board if board and board["order"] else None
 
     board = await wait_for(drawn, 30, "the drawing on the board")
+    assert _state_patches(stack) == [instance]
     assert board["title"] == "a house"
     assert board["order"] == expected_ids
     assert [board["shapes"][key] for key in expected_ids] == drawing("house")
@@ -273,8 +286,18 @@ async def test_the_demo_agent_draws_describes_exports_plays_and_focuses(
         f"Save one with `lineup artifacts save ID`, e.g. `lineup artifacts save {png}`."
     )
 
+    # A board.create that names another app's instance as its board gets nothing drawn there.
+    steal = await _says(stack, "draw the timer")
+    assert await _answer(stack, steal) == (
+        "The boardgame app named a board that is not its own, so I drew nothing."
+    )
+    assert _state_patches(stack) == [instance]
+
     # Each call once; each reaction once in the chat.
-    assert _calls(stack) == {method: 1 for method in (*methods, "pomodoro.start")}
+    assert _calls(stack) == {
+        **{method: 1 for method in (*methods, "pomodoro.start")},
+        "board.create": 2,
+    }
     for trigger in (house, play, summary, export):
         assert _once(stack, await _answer(stack, trigger)) == 1
 
