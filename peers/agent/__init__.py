@@ -2,10 +2,13 @@
 
 - `_client`: `AgentClient` on a `link.Link` with role `agent`: receive messages in order
   and once, keep the cursor and the latest inventory per conversation, send text, Markdown,
-  task progress, choice / confirm / input requests; call tools (`call()`, a `ToolCall`
-  followed to its final result, many at once) and cancel them;
+  task progress, choice / confirm / input requests and state patches to an app instance;
+  call tools (`call()`, a `ToolCall` followed to its final result, many at once) and cancel
+  them;
 - `_demo`: `DemoAgent`, the deterministic conversation script, and `run_demo_agent`, which
-  is what `lineup run` starts beside its embedded AppServer.
+  is what `lineup run` starts beside its embedded AppServer;
+- `_sample_apps`: the script's use of the sample apps' tools (draw on the whiteboard, ask
+  what it holds, export it, play draw-and-guess), with `_drawings`, the shapes it draws.
 
 The link's names an agent meets (`LinkFailed` when the AppServer refuses it for good, ...)
 are exported here too. `lineup agent send|demo|inventory|call` is lineup/agent_cmd.py.

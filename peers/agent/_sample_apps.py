@@ -149,17 +149,17 @@ class SampleApps:
         """Makes the call, waits for its final (a round as long as it lasts, any other call
         its timeout and a grace), then says how it went."""
         step = STEPS[step_name]
-        call = self.client.call(
-            conversation,
-            step.method,
-            arguments,
-            app_scope=tool.app_scope,
-            call_id=f"call_{step_name}-{trigger}",
-            message_id=derive_message_id(trigger, 1),
-        )
         wait = float("inf") if step_name == "round" else tool.timeout_ms / 1000 + CALL_GRACE_S
         final = None
         try:
+            call = self.client.call(
+                conversation,
+                step.method,
+                arguments,
+                app_scope=tool.app_scope,
+                call_id=f"call_{step_name}-{trigger}",
+                message_id=derive_message_id(trigger, 1),
+            )
             with trio.move_on_after(wait):
                 async for event in call:
                     if event.type == "lineup.tool.accepted" and step_name == "round":
@@ -169,7 +169,10 @@ class SampleApps:
             text = f"I could not {step.doing}: the call was refused (`{rejected.code}`)."
             await self._say(conversation, trigger, text)
             return
-        except AgentError:  # the connection ended: the final waits in the next run's inbox
+        except AgentError as ended:
+            # The connection ended (the final then waits in the next run's inbox), or the
+            # inventory changed under the call: it is not made.
+            self._log(f"{conversation}: {step.method} for {trigger}: {ended}")
             return
         if final is None:
             await call.aclose()
