@@ -18,7 +18,7 @@ AppServer keeps the first copy.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -85,8 +85,6 @@ _OUTCOMES: Final = {
     ("user_draws", "gave_up"): "You gave up drawing **{word}**.",
     ("user_draws", "time_up"): "Time is up for drawing **{word}** ({shapes} shapes).",
 }
-
-Say = Callable[[str, str, str], Awaitable[None]]
 
 
 def intent_of(text: str) -> tuple[str, str] | None:
