@@ -132,6 +132,8 @@ class AppZygote:
                 data = sock.recv(1 << 20)
             except BlockingIOError:
                 continue
+            except OSError:  # reset: it died with our requests unread
+                return None
             return json.loads(data) if data else None
 
     async def _read_until_ready(self, sock: socket.socket) -> bool:

@@ -9,14 +9,24 @@ wrong path in the test.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import socket
 import sqlite3
+import sys
+import types
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+
+import trio
 
 from actors.kernel import Actor, Message, handles
 from apps.sdk import EventLog
+
+PTRACE_SEIZE: Final = 0x4206
+PTRACE_DETACH: Final = 17
+_KEPT: list[int] = []  # the fds `_leave` keeps open
+LEFT_IN: Final = ("/tmp", "/dev/shm", "/tmp/app")  # shared ones, and a jailed app's own
 
 
 def _outcome(attempt: Any) -> str:
@@ -52,6 +62,48 @@ def _status(field: str) -> str:
     return ""
 
 
+def _ptrace(pid: int) -> None:
+    """Attach to `pid` without stopping it (PTRACE_SEIZE), and let go at once."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    args = (ctypes.c_long(pid), ctypes.c_void_p(0), ctypes.c_void_p(0))
+    if libc.ptrace(ctypes.c_long(PTRACE_SEIZE), *args) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno))
+    libc.ptrace(ctypes.c_long(PTRACE_DETACH), *args)
+
+
+def _leave(mark: str) -> dict[str, str]:
+    """Traces an app could hope the next app forked from the same parent finds: a module's
+    global, a module of its own, the environment, an inheritable fd, files wherever it
+    tries (the outcome of each file's write)."""
+    trio.LEFT_BY_AN_APP = mark  # type: ignore[attr-defined]
+    sys.modules["left_by_an_app"] = types.ModuleType(mark)
+    os.environ["LEFT_BY_AN_APP"] = mark
+    fd = os.open("left-open.txt", os.O_CREAT | os.O_WRONLY, 0o600)
+    os.set_inheritable(fd, True)
+    _KEPT.append(fd)
+    return {
+        directory: _outcome(lambda d=directory: Path(d, "left-by-an-app").write_text(mark))
+        for directory in LEFT_IN
+    }
+
+
+def _leftovers() -> dict[str, Any]:
+    return {
+        "global": getattr(trio, "LEFT_BY_AN_APP", None),
+        "module": "left_by_an_app" in sys.modules,
+        "env": os.environ.get("LEFT_BY_AN_APP"),
+        "fds": sorted(t for t in _fds().values() if t.endswith("left-open.txt")),
+        "files": sorted(
+            f"{d}/{n}"
+            for d in LEFT_IN
+            if os.path.isdir(d)  # /tmp/app: in a jail only
+            for n in os.listdir(d)
+            if n.startswith("left-by")
+        ),
+    }
+
+
 def _fds() -> dict[str, str]:
     out = {}
     for name in os.listdir("/proc/self/fd"):
@@ -62,7 +114,9 @@ def _fds() -> dict[str, str]:
 
 class Probe(Actor):
     """Body of `probe`: `read` (name -> file), `databases` (name -> SQLite file), `list`
-    (name -> directory), `write` (name -> file), `port` (a loopback TCP listener)."""
+    (name -> directory), `write` (name -> file), `port` (a loopback TCP listener); optional:
+    `processes` (name -> a host pid to signal and to trace), `leave` (a mark to leave
+    behind, `_leave`)."""
 
     @handles("probe")
     async def probe(self, msg: Message) -> dict[str, Any]:
@@ -92,4 +146,12 @@ class Probe(Actor):
             "list": {k: _outcome(lambda p=p: os.listdir(p)) for k, p in body["list"].items()},
             "write": {k: _outcome(lambda p=p: _write(p)) for k, p in body["write"].items()},
             "tcp": _outcome(lambda: _connect(body["port"])),
+            "signal": {
+                k: _outcome(lambda p=p: os.kill(p, 0)) for k, p in body.get("processes", {}).items()
+            },
+            "ptrace": {
+                k: _outcome(lambda p=p: _ptrace(p)) for k, p in body.get("processes", {}).items()
+            },
+            "left": _leave(body["leave"]) if "leave" in body else None,
+            "leftovers": _leftovers(),
         }

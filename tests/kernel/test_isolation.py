@@ -12,9 +12,11 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,10 +67,13 @@ def caller_db(rt: Runtime) -> Path:
     return rt.log_dir / "caller.db"
 
 
-def start(make_runtime: MakeRuntime, children: list[dict[str, Any]]) -> Runtime:
+def start(
+    make_runtime: MakeRuntime, children: list[dict[str, Any]], launch: str, **config: Any
+) -> Runtime:
     """A runtime with a trusted Caller and `children`, on a data dir holding a token and a
-    runtime.db as `lineup run` and the store would leave them."""
-    rt = make_runtime({"children": children})
+    runtime.db as `lineup run` and the store would leave them; its apps launched by
+    `launch` (forked from the app zygote, or exec'd)."""
+    rt = make_runtime({"children": children, "app_launch": launch, **config})
     rt.config["children"].insert(0, child("caller", "Caller", config={"db": str(caller_db(rt))}))
     data = rt.data_dir
     data.mkdir(parents=True)
@@ -109,14 +114,45 @@ def attempts(rt: Runtime, port: int, *, other: str, write: dict[str, str]) -> di
     }
 
 
+def app_zygote_pid(rt: Runtime) -> int:
+    """The supervisor's app zygote, found by its command line among the host's processes."""
+
+    def found() -> int | None:
+        for name in os.listdir("/proc"):
+            with contextlib.suppress(OSError):
+                command = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+                if b"actors.jail.app_zygote" in command and parent_of(int(name)) == rt.pid:
+                    return int(name)
+        return None
+
+    return wait_until(found, 10, "the app zygote")
+
+
+def parent_of(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("PPid:")[1].split()[0])
+
+
+def expected_launch(launch: str) -> str:
+    return "zygote" if launch == "zygote" else "exec (the runtime's setting)"
+
+
 def statistics(rt: Runtime) -> dict[str, dict[str, Any]]:
     records = rt.control({"type": "actors", "stats": True})["actors"]
     return {r["name"]: r["statistics"] or {} for r in records}
 
 
+LAUNCHES = pytest.mark.parametrize("launch", ["zygote", "exec"])
+
+
 @needs_root
+@LAUNCHES
 def test_a_jailed_app_reaches_nothing_but_its_own_directory(
-    make_runtime: MakeRuntime, tmp_path: Path, listener: socket.socket, world_writable: str
+    make_runtime: MakeRuntime,
+    tmp_path: Path,
+    listener: socket.socket,
+    world_writable: str,
+    launch: str,
 ) -> None:
     control_dir = tmp_path / "control-app"
     children = [
@@ -124,25 +160,29 @@ def test_a_jailed_app_reaches_nothing_but_its_own_directory(
         jailed("app.other", "other"),
         {"name": "control", "target": PROBE, "config": {"app_dir": str(control_dir)}},
     ]
-    rt = start(make_runtime, children)
+    rt = start(make_runtime, children, launch)
     data, port = rt.data_dir, listener.getsockname()[1]
     # The other app writes a file of its own, which the probe will try to read.
     call(rt, "app.other", attempts(rt, port, other="probe", write={"own": "note.txt"}))
     escapes = {"shared_tmp": "/tmp/lineup-escape.txt", "world_writable": world_writable}
     body = attempts(rt, port, other="other", write={"own": "mine.txt", **escapes})
     body["read"]["other_app_relative"] = "../other/note.txt"  # from its cwd
+    # the processes it must not touch: its supervisor, and the parent it was forked from
+    body["processes"] = {"supervisor": rt.pid}
+    if launch == "zygote":
+        body["processes"]["app_zygote"] = app_zygote_pid(rt)
     got = call(rt, "app.probe", body)
-    own = str(control_dir / "x.txt")
-    control = call(rt, "control", attempts(rt, port, other="other", write={"own": own}))
+    control_body = attempts(rt, port, other="other", write={"own": str(control_dir / "x.txt")})
+    control = call(rt, "control", {**control_body, "processes": body["processes"]})
 
     # the control reaches everything: the paths are right, and the attempts would work
-    for kind in ("read", "databases", "list", "write"):
+    for kind in ("read", "databases", "list", "write", "signal", "ptrace"):
         assert set(control[kind].values()) == {"ok"}, f"control {kind}: {control[kind]}"
     assert control["tcp"] == "ok"
     listener.accept()[0].close()  # the control's connection
 
     # every forbidden attempt of the jailed app failed ...
-    for kind in ("read", "databases", "list"):
+    for kind in ("read", "databases", "list", "signal", "ptrace"):
         assert "ok" not in got[kind].values(), f"{kind}: {got[kind]}"
     assert "Network is unreachable" in got["tcp"]
     with pytest.raises(BlockingIOError):
@@ -194,18 +234,43 @@ def test_a_jailed_app_reaches_nothing_but_its_own_directory(
     )
     assert not [t for t in got["fds"].values() if t.endswith(runtime_files)]
 
-    # the supervisor knows what was enforced, and shows it
+    assert_shown_full(rt, launch)
+    if launch == "zygote":
+        assert_the_app_zygote_holds_nothing_of_the_runtime(rt, body["processes"]["app_zygote"])
+
+
+def assert_shown_full(rt: Runtime, launch: str) -> None:
+    """The supervisor knows what was enforced, and how the app was launched, and shows it."""
     report = statistics(rt)["app.probe"]["isolation"]
     assert report["level"] == "full", report
     assert set(report["enforced"]) >= {"network", "filesystem", "identity", "no_new_privs"}
     assert report["not_enforced"] == {}
     assert report["fds"][:3] == [0, 1, 2] and len(report["fds"]) == 4
+    assert report["launch"] == expected_launch(launch)
     assert "isolation" not in statistics(rt)["control"]
 
 
+def assert_the_app_zygote_holds_nothing_of_the_runtime(rt: Runtime, zygote: int) -> None:
+    """No secret in its environment, no runtime file open, the data dir empty in its view,
+    and no app its child."""
+    data = rt.data_dir
+    environ = Path(f"/proc/{zygote}/environ").read_bytes().decode()
+    assert TOKEN not in environ and str(data) not in environ
+    held = [os.readlink(f"/proc/{zygote}/fd/{fd}") for fd in os.listdir(f"/proc/{zygote}/fd")]
+    assert not [target for target in held if str(data) in target], held
+    assert os.readlink(f"/proc/{zygote}/ns/mnt") != os.readlink(f"/proc/{rt.pid}/ns/mnt")
+    assert os.listdir(f"/proc/{zygote}/root{data}") == []  # covered
+    assert (data / "mailbox.db").exists()  # in the host's view, it is there
+    for name in ("app.probe", "app.other"):
+        app = rt.wait_actor(name)["pid"]
+        assert parent_of(app) != zygote, f"{name} is the app zygote's child"
+        assert Path(f"/proc/{app}").stat().st_uid != 0
+
+
 @needs_root
-def test_a_jailed_app_dies_with_the_supervisor(make_runtime: MakeRuntime, tmp_path: Path) -> None:
-    rt = start(make_runtime, [jailed("app.probe", "probe")])
+@LAUNCHES
+def test_a_jailed_app_dies_with_the_supervisor(make_runtime: MakeRuntime, launch: str) -> None:
+    rt = start(make_runtime, [jailed("app.probe", "probe")], launch)
     pid = rt.wait_actor("app.probe")["pid"]
     assert Path(f"/proc/{pid}").stat().st_uid != 0, "not jailed"
     rt.kill9()
@@ -213,10 +278,11 @@ def test_a_jailed_app_dies_with_the_supervisor(make_runtime: MakeRuntime, tmp_pa
 
 
 @needs_root
+@LAUNCHES
 def test_a_killed_jailed_app_is_restarted_and_still_jailed(
-    make_runtime: MakeRuntime, tmp_path: Path, listener: socket.socket
+    make_runtime: MakeRuntime, listener: socket.socket, launch: str
 ) -> None:
-    rt = start(make_runtime, [jailed("app.probe", "probe")])
+    rt = start(make_runtime, [jailed("app.probe", "probe")], launch)
     port = listener.getsockname()[1]
     first = call(rt, "app.probe", attempts(rt, port, other="x", write={}))
     pid = rt.wait_actor("app.probe")["pid"]
@@ -228,7 +294,118 @@ def test_a_killed_jailed_app_is_restarted_and_still_jailed(
     assert second["netns"] != os.readlink(f"/proc/{rt.pid}/ns/net")
     assert second["read"]["token"] != "ok" and second["tcp"] != "ok"
     assert second["logged"] == 2, "its event log did not survive the restart"
-    assert statistics(rt)["app.probe"]["isolation"]["level"] == "full"
+    report = statistics(rt)["app.probe"]["isolation"]
+    assert (report["level"], report["launch"]) == ("full", expected_launch(launch))
+
+
+@needs_root
+def test_apps_forked_in_turn_find_no_leftovers_and_a_dead_app_zygote_launches_nothing_half_jailed(
+    make_runtime: MakeRuntime, listener: socket.socket
+) -> None:
+    # The second restart in a period waits `backoff_base`: the window in which the test
+    # stops the app zygote before the launch reaches it.
+    children = [jailed("app.a", "a"), jailed("app.b", "b")]
+    rt = start(make_runtime, children, "zygote", backoff_base=3.0, backoff_max=3.0)
+    port = listener.getsockname()[1]
+    zygote = app_zygote_pid(rt)
+    left = call(rt, "app.a", {**attempts(rt, port, other="b", write={}), "leave": "from a"})
+    assert left["left"]["/tmp/app"] == "ok"  # its own directory; /tmp and /dev/shm are
+    assert "Read-only file system" in left["left"]["/tmp"]  # read-only tmpfs of its own
+    assert left["leftovers"] == {
+        "global": "from a",
+        "module": True,
+        "env": "from a",
+        "fds": ["/tmp/app/left-open.txt"],
+        "files": ["/tmp/app/left-by-an-app"],
+    }
+    # b forked again after a left all that, from the same app zygote (a still runs)
+    b = rt.wait_actor("app.b")["pid"]
+    rt.control({"type": "kill", "name": "app.b"})
+    rt.wait_actor("app.b", restarts=1)
+    assert rt.wait_actor("app.b")["pid"] != b and app_zygote_pid(rt) == zygote
+    seen = call(rt, "app.b", attempts(rt, port, other="a", write={}))
+    assert seen["leftovers"] == {
+        "global": None,
+        "module": False,
+        "env": None,
+        "fds": [],
+        "files": [],
+    }
+    assert statistics(rt)["app.b"]["isolation"]["launch"] == "zygote"
+
+    # the app zygote dies while b's next launch waits in its socket
+    rt.control({"type": "kill", "name": "app.b"})
+    wait_until(lambda: rt.actors()["app.b"]["restarts"] == 2, 10, "b's second restart")
+    os.kill(zygote, signal.SIGSTOP)
+    wait_until(lambda: queued_requests(zygote) > 0, 10, "b's launch to reach the app zygote")
+    os.kill(zygote, signal.SIGKILL)
+    again = rt.wait_actor("app.b", state="running", restarts=2)
+    probed = call(rt, "app.b", attempts(rt, port, other="a", write={}))
+    assert probed["uid"] != 0 and probed["read"]["token"] != "ok" and probed["tcp"] != "ok"
+    report = statistics(rt)["app.b"]["isolation"]
+    assert report["launch"] == "exec (the app zygote died mid-launch)"
+    assert (report["level"], report["not_enforced"]) == ("full", {})
+    # a, forked by the zygote, died with it: its restart is forked from a new one
+    assert rt.wait_actor("app.a", state="running", restarts=1)["pid"] != again["pid"]
+    assert app_zygote_pid(rt) != zygote
+    assert statistics(rt)["app.a"]["isolation"]["launch"] == "zygote"
+
+
+def queued_requests(zygote: int) -> int:
+    """Bytes waiting in the app zygote's sockets (`ss`: Recv-Q)."""
+    listing = subprocess.run(["ss", "-x", "-a", "-p"], capture_output=True, text=True, check=True)
+    return sum(
+        int(line.split()[2]) for line in listing.stdout.splitlines() if f"pid={zygote}," in line
+    )
+
+
+def test_the_app_zygote_loads_only_what_every_app_loads(tmp_path: Path) -> None:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    hidden = tmp_path / "data"
+    hidden.mkdir()
+    command = [
+        sys.executable,
+        "-m",
+        "actors.jail.app_zygote",
+        str(os.getpid()),
+        str(theirs.fileno()),
+    ]
+    with (
+        ours,
+        subprocess.Popen(
+            [*command, "--hide", str(hidden)],
+            pass_fds=[theirs.fileno()],
+            env=scrubbed_environment(os.environ),
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+        ) as zygote,
+    ):
+        theirs.close()
+        ours.settimeout(60)
+        try:
+            ready = json.loads(ours.recv(1 << 20))
+        finally:
+            zygote.kill()
+    assert ready["type"] == "ready" and ready["pid"] == zygote.pid
+    modules = set(ready["modules"])
+    assert {"trio", "msgpack", "pydantic", "jsonschema", "apps.sdk", "actors.contracts"} <= modules
+    ours_only = [m for m in modules if m.split(".")[0] in ("actors", "apps", "app")]
+    assert [m for m in ours_only if m.partition(".")[2] and not m.startswith(SDK_AND_KERNEL)] == []
+    assert "app" not in ours_only  # an app's package: only ever imported by the app
+    third_party = {m.split(".")[0] for m in modules} - set(sys.stdlib_module_names)
+    assert third_party - {"actors", "apps"} <= DEPENDENCIES
+
+
+# What the SDK and the actor process are made of; their dependencies (pydantic's, jsonschema's,
+# trio's, the contracts' re2) and what the interpreter itself loads at start.
+SDK_AND_KERNEL = ("actors.kernel", "actors.jail", "actors.contracts", "apps.sdk")
+DEPENDENCIES = {
+    "trio", "outcome", "sniffio", "sortedcontainers", "idna", "msgpack",
+    "pydantic", "pydantic_core", "annotated_types", "typing_extensions", "typing_inspection",
+    "jsonschema", "jsonschema_specifications", "referencing", "rpds", "attr", "attrs", "re2",
+    "_cython_3_3_0", "cython_runtime", "__main__", "_distutils_hack",
+    "_sysconfigdata__linux_x86_64-linux-gnu", "__editable___lineup_runtime_0_1_0_finder",
+}  # fmt: skip
 
 
 # -- the rules around the launcher, without processes --------------------------------------
