@@ -353,6 +353,9 @@ async def test_the_real_sample_apps_and_a_restarted_agent_that_hears_how_a_round
     await _round_started(stack, round_call)
     demo.stop()
     await demo.start()
+    # The restarted agent resumes past the inventory: it kept it beside its cursor.
+    again = await _says(stack, "what is on the whiteboard?")
+    assert (await _answer(stack, again)).startswith("On the board **a cat**: ")
     UiSession(stack.data_dir, session_id="test").act(
         {"kind": "stop", "conversation_id": CONVERSATION, "call_id": round_call}
     )
@@ -361,7 +364,7 @@ async def test_the_real_sample_apps_and_a_restarted_agent_that_hears_how_a_round
     assert _once(stack, stopped) == 1
     assert _calls(stack) == {
         "board.create": 1,
-        "board.summary": 1,
+        "board.summary": 2,
         "board.export": 1,
         "game.start_round": 1,
     }
