@@ -17,8 +17,9 @@ import trio
 
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
+from tests.runtime import helpers as runtime_helpers
 from tests.runtime.conftest import stack  # noqa: F401 - the runtime tests' stack
-from tests.runtime.helpers import Stack, wait_for
+from tests.runtime.helpers import Stack, runtime_config, wait_for
 
 SCOPE = "hostile"
 
@@ -98,9 +99,28 @@ def _rows(path: Path, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ..
         return db.execute(query, params).fetchall()
 
 
+# Every hostile test runs against an app forked from the app zygote (the runtime's default);
+# these modules' tests against an exec'd app as well, the fallback's path.
+EXEC_TOO = ("test_containment",)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "hostile" in metafunc.fixturenames:
+        module = metafunc.module.__name__.rpartition(".")[2]
+        launches = ["zygote", "exec"] if module in EXEC_TOO else ["zygote"]
+        metafunc.parametrize("app_launch", launches)
+
+
 @pytest.fixture
 async def hostile(
     stack: Stack,  # noqa: F811 - the fixture imported above
     hostile_bundle: tuple[Path, Path],
+    app_launch: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[Hostile]:
+    def launching(data_dir: Path, url: str, **transport: Any) -> dict[str, Any]:
+        return {**runtime_config(data_dir, url, **transport), "app_launch": app_launch}
+
+    # The stack's runtime is configured when a test starts it: with this way of launching.
+    monkeypatch.setattr(runtime_helpers, "runtime_config", launching)
     yield Hostile(stack, *hostile_bundle)
