@@ -3,11 +3,18 @@
 A timer is a deadline operation: `pomodoro.start` hands its call to the runtime, which
 starts it once the timer's app is in front (the agent then gets `started`, with when it
 ends), ends it at that moment with the one result, and stops it early when the agent or the
-user interrupts it. The app never ends the call itself, so a timer outlives the app's
-process, the runtime's restarts and its own end while nothing ran. What the app keeps is
-only what it shows, in its instance's session data: the timer's state, minutes, when it
-ends and ended (`{state, minutes, call_id, ends_at?, ended_at?}`), written when the call
-hands the timer over and each time the runtime says it started or ended.
+user interrupts it. The app never counts the time itself, so a timer outlives the app's
+process, the runtime's restarts and its own end while nothing ran.
+
+The `timer` entrypoint's surface (`ui/`) shows the countdown and has the user's buttons:
+Pause, Resume and Interrupt emit the events `pause`, `resume` and `interrupt` ({}), and the
+app asks the runtime to pause, resume or stop (`cancelled_by_user`) the timer the instance
+shows. The surface names no call: it can act only on its own instance's timer.
+
+What the app keeps is only what it shows, in its instance's session data: the timer's
+state, minutes, when it ends and ended, and what is left while it is paused (`{state,
+minutes, call_id, ends_at?, ended_at?, remaining_ms?}`), written when the call hands the
+timer over and each time the runtime says it started, paused, resumed or ended.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import math
 import time
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from apps.sdk import CallFailed, RuntimeApp, ToolCall, declare_app, tool
@@ -41,7 +49,7 @@ _FINISHED = {
 _SESSION = {
     "type": "object",
     "properties": {
-        "state": {"enum": ["idle", "waiting", "running", "finished", "stopped"]},
+        "state": {"enum": ["idle", "waiting", "running", "paused", "finished", "stopped"]},
         "minutes": {"type": "integer", "minimum": 1, "maximum": 120},
         "remaining_seconds": {"type": "integer", "minimum": 0},
         "ends_at": _MOMENT,
@@ -54,9 +62,16 @@ _SESSION = {
 _STATES = {
     "waiting_foreground": "waiting",
     "running": "running",
+    "paused": "paused",
     "finished": "finished",
     "interrupted": "stopped",
 }
+# What the surface's buttons emit: no payload, so a surface cannot name a call of its own.
+_BUTTONS = ("pause", "resume", "interrupt")
+_TIMER_EVENTS = [
+    {"name": name, "payload_schema": {"type": "object", "additionalProperties": False}}
+    for name in _BUTTONS
+]
 
 
 def _seconds_until(moment: str, now: float) -> int:
@@ -76,6 +91,8 @@ def _display(operation: dict[str, Any]) -> dict[str, Any]:
     for moment in ("ends_at", "ended_at"):
         if operation.get(moment):
             shown[moment] = operation[moment]
+    if operation["state"] == "paused" and isinstance(operation.get("remaining_ms"), int):
+        shown["remaining_ms"] = operation["remaining_ms"]
     return shown
 
 
@@ -83,7 +100,14 @@ def _display(operation: dict[str, Any]) -> dict[str, Any]:
     app_scope="pomodoro",
     version="0.1.0",
     title="Pomodoro",
-    entrypoints=[{"id": "timer", "kind": "contextual"}],
+    entrypoints=[
+        {
+            "id": "timer",
+            "kind": "contextual",
+            "surface": "ui/index.html",
+            "surface_events": _TIMER_EVENTS,
+        }
+    ],
     required_features=["app.lifecycle.v1", "app.tools.v1", "app.session-data.v1"],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
 )
@@ -94,6 +118,28 @@ class PomodoroApp(RuntimeApp):
 
     async def on_app_start(self) -> None:
         self.sdk.tools.on_deadline(self._timer_changed)
+        for button in _BUTTONS:
+            self.sdk.surface.on_event(button, partial(self._pressed, button))
+
+    async def _pressed(self, button: str, payload: dict[str, Any], instance_id: str) -> None:
+        """The user pressed `button` on the instance's surface: the runtime pauses, resumes
+        or stops the timer the instance shows, and tells the app (`on_deadline`), whose
+        display then follows. A press the timer's state does not allow any more (it ended
+        or changed meanwhile) changes nothing."""
+        shown = (await self.sdk.session_data.get(instance_id=instance_id))["data"] or {}
+        call_id = shown.get("call_id")
+        if not isinstance(call_id, str):
+            return
+        tools = self.sdk.tools
+        act = {
+            "pause": tools.pause_deadline,
+            "resume": tools.resume_deadline,
+            "interrupt": tools.interrupt_deadline,
+        }[button]
+        try:
+            await act(call_id)
+        except CallFailed as exc:
+            log.info("%s of timer %s not taken: %s", button, call_id, exc.code)
 
     async def _timer_changed(self, operation: dict[str, Any]) -> None:
         """The runtime started or ended a timer: what the instance shows follows. An end of
@@ -134,6 +180,8 @@ class PomodoroApp(RuntimeApp):
             session["ends_at"] = operation["ends_at"]
         if operation["state"] == "running" and operation.get("ends_at"):
             session["remaining_seconds"] = _seconds_until(operation["ends_at"], self._clock())
+        if operation["state"] == "paused" and isinstance(operation.get("remaining_ms"), int):
+            session["remaining_seconds"] = math.ceil(operation["remaining_ms"] / 1000)
         if operation.get("ended_at"):
             session["ended_at"] = operation["ended_at"]
         return session
@@ -158,7 +206,8 @@ class PomodoroApp(RuntimeApp):
     )
     async def start(self, arguments: dict[str, Any], call: ToolCall) -> Any:
         """Starts a timer of `minutes`, stopping any running one. Progress `started` (with
-        `ends_at`) says it runs; the result comes when it has run out."""
+        `ends_at`) says it runs; the result comes when it has run out. The user may pause
+        and resume it on the timer's surface, or interrupt it there (`cancelled_by_user`)."""
         await call.interrupt_deadlines()
         minutes = int(arguments["minutes"])
         if call.instance_id is not None:
@@ -178,8 +227,8 @@ class PomodoroApp(RuntimeApp):
         annotations={"read_only_hint": True},
     )
     async def status(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-        """The latest timer: idle (none yet), waiting (to come to the front), running (with
-        the time left), finished, or stopped."""
+        """The latest timer: idle (none yet), waiting (to come to the front), running or
+        paused (with the time left), finished, or stopped."""
         operations = await call.deadlines()
         return self._session(operations[0] if operations else None)
 

@@ -19,7 +19,13 @@ def test_keygen_build_sign_verify(tmp_path: Path) -> None:
     assert code == 0
     assert (built["app_scope"], built["version"], built["signed"]) == ("pomodoro", "0.1.0", False)
     assert built["tools"] == ["pomodoro.start", "pomodoro.status", "pomodoro.stop"]
-    assert built["files"] == ["app/__init__.py", "app/_app.py"]  # no __pycache__
+    assert built["files"] == [  # no __pycache__
+        "app/__init__.py",
+        "app/_app.py",
+        "app/ui/index.html",
+        "app/ui/timer.css",
+        "app/ui/timer.js",
+    ]
 
     code, refused = lineup_app_json("verify", bundle, "--trust", keys / "dev.pub")
     assert (code, refused["code"]) == (1, "bundle_unsigned")

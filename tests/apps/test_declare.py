@@ -40,6 +40,17 @@ def test_the_pomodoro_manifest_is_what_its_declarations_say() -> None:
     assert manifest["agent_subscriptions"] == [
         {"type": "lineup.tool.invoke", "scope": "conversation"}
     ]
+    # The timer's surface emits the user's buttons, with no payload at all.
+    (timer,) = manifest["entrypoints"]
+    assert (timer["id"], timer["kind"], timer["surface"]) == (
+        "timer",
+        "contextual",
+        "ui/index.html",
+    )
+    assert timer["surface_events"] == [
+        {"name": name, "payload_schema": {"type": "object", "additionalProperties": False}}
+        for name in ("pause", "resume", "interrupt")
+    ]
     tools = {entry["method"]: entry for entry in manifest["tools"]}
     assert list(tools) == ["pomodoro.start", "pomodoro.status", "pomodoro.stop"]
     start = tools["pomodoro.start"]
@@ -91,6 +102,9 @@ def test_the_handlers_are_by_method_and_the_status_is_the_runtimes_record() -> N
         "ends_at": "1970-01-12T13:46:50.000Z",
         "remaining_seconds": 10,
     }
+    # Paused, it has no end: what is left is kept, in whole seconds up.
+    paused = {"state": "paused", "display": {"minutes": 25}, "remaining_ms": 9_001}
+    assert app._session(paused) == {"state": "paused", "minutes": 25, "remaining_seconds": 10}
     ended = {**running, "state": "interrupted", "ended_at": "1970-01-12T13:46:45.000Z"}
     assert app._session(ended)["state"] == "stopped"
     assert app._session({**running, "state": "finished"})["state"] == "finished"

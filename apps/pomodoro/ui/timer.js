@@ -1,0 +1,69 @@
+// The pomodoro timer's surface: the countdown of the timer its instance shows, read from the
+// instance's session data (the app writes it as the runtime starts, pauses, resumes and ends
+// the timer), and the user's Pause, Resume and Interrupt buttons, each a declared event.
+// The body's data-state and data-remaining (whole seconds shown) say what it shows.
+(async function () {
+  "use strict";
+  // The buttons each state allows: a timer counts down while running and holds while paused.
+  const ALLOWED = {
+    running: ["pause", "interrupt"],
+    paused: ["resume", "interrupt"],
+    waiting: ["interrupt"],
+  };
+  const body = document.body;
+  let shown = { state: "idle" };
+
+  function secondsLeft() {
+    if (shown.state === "running" && shown.ends_at) {
+      return Math.max(0, Math.ceil((Date.parse(shown.ends_at) - Date.now()) / 1000));
+    }
+    if (shown.state === "paused" && typeof shown.remaining_ms === "number") {
+      return Math.ceil(shown.remaining_ms / 1000);
+    }
+    if (shown.state === "waiting" && shown.minutes) return shown.minutes * 60;
+    if (shown.state === "finished") return 0;
+    return null;
+  }
+
+  function clock(seconds) {
+    if (seconds === null) return "--:--";
+    const minutes = Math.floor(seconds / 60);
+    const rest = seconds % 60;
+    return String(minutes).padStart(2, "0") + ":" + String(rest).padStart(2, "0");
+  }
+
+  function render() {
+    const seconds = secondsLeft();
+    document.getElementById("countdown").textContent = clock(seconds);
+    body.dataset.remaining = seconds === null ? "" : String(seconds);
+  }
+
+  function show(data) {
+    shown = data && typeof data.state === "string" ? data : { state: "idle" };
+    body.dataset.state = shown.state;
+    document.getElementById("state").textContent = shown.state;
+    document.getElementById("minutes").textContent = shown.minutes
+      ? shown.minutes + " minute focus" : "";
+    const allowed = ALLOWED[shown.state] || [];
+    for (const button of ["pause", "resume", "interrupt"]) {
+      document.getElementById(button).disabled = !allowed.includes(button);
+    }
+    render();
+  }
+
+  for (const button of ["pause", "resume", "interrupt"]) {
+    document.getElementById(button).addEventListener("click", () => {
+      // Pressed once: the button waits for the display the runtime's answer brings.
+      document.getElementById(button).disabled = true;
+      lineup.emit(button, {}).catch((error) => {
+        body.dataset.refused = String(error.code || error);
+      });
+    });
+  }
+  setInterval(render, 250);
+  await lineup.ready;
+  await lineup.session.subscribe((snapshot) => show(snapshot.data));
+  body.dataset.ready = "1";
+})().catch((error) => {
+  document.body.dataset.error = String(error.code || error);
+});
