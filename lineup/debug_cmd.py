@@ -37,6 +37,8 @@ ACTOR_COLUMNS = [
     "state",
     "restarts",
     "uptime_s",
+    "rss_mib",
+    "pss_mib",
     "pending",
     "inflight",
     "inflight_oldest_s",
@@ -44,7 +46,13 @@ ACTOR_COLUMNS = [
 ]
 MESSAGE_COLUMNS = ["id", "from", "type", "attempts", "failures", "state", "age_s", "error"]
 # Column headings of the tables (the JSON keeps the field names).
-HEADINGS = {"uptime_s": "uptime", "age_s": "age", "inflight_oldest_s": "oldest in flight"}
+HEADINGS = {
+    "uptime_s": "uptime",
+    "age_s": "age",
+    "inflight_oldest_s": "oldest in flight",
+    "rss_mib": "RSS MiB",
+    "pss_mib": "PSS MiB",
+}
 STATE_STYLES = {
     "running": "green",
     "online": "green",
@@ -323,6 +331,8 @@ def _actors(args: argparse.Namespace) -> int:
             for name in sorted({*mailbox_names(store), *counts})
         ]
         store.close()
+    for actor in actors:
+        actor.update(_memory(actor.get("pid")))
     if args.stats:
         _attach_diagnostics(data_dir, actors)
     if args.json:
@@ -343,6 +353,26 @@ def _actors(args: argparse.Namespace) -> int:
             for line in _diagnostic_lines(actor):
                 _console().print(visible(line), markup=False, soft_wrap=True)
     return 0
+
+
+def _memory(pid: int | None) -> dict[str, float | None]:
+    """A running actor's resident memory (VmRSS) and its proportional share (Pss: a page
+    shared with N processes counts 1/N, so apps forked from one parent are not counted for
+    what they share), in MiB; None where /proc does not tell us (not running, not ours)."""
+    found: dict[str, float | None] = {"rss_mib": None, "pss_mib": None}
+    for path, field, key in (
+        (f"/proc/{pid}/status", "VmRSS:", "rss_mib"),
+        (f"/proc/{pid}/smaps_rollup", "Pss:", "pss_mib"),
+    ):
+        if pid is None:
+            break
+        try:
+            with open(path) as lines:
+                value = next((line.split()[1] for line in lines if line.startswith(field)), None)
+        except OSError:
+            continue
+        found[key] = round(int(value) / 1024, 1) if value is not None else None
+    return found
 
 
 def _attach_diagnostics(data_dir: Path, actors: list[dict[str, Any]]) -> None:

@@ -265,6 +265,19 @@ def assert_the_app_zygote_holds_nothing_of_the_runtime(rt: Runtime, zygote: int)
         app = rt.wait_actor(name)["pid"]
         assert parent_of(app) != zygote, f"{name} is the app zygote's child"
         assert Path(f"/proc/{app}").stat().st_uid != 0
+    # what `lineup debug actors` shows of their memory: the pages they share with the app
+    # zygote (and each other) count in their RSS, a share of them in their PSS
+    shown = subprocess.run(
+        [sys.executable, "-m", "lineup.cli", "debug", "actors", "--json", "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    memory = {a["name"]: (a["rss_mib"], a["pss_mib"]) for a in json.loads(shown.stdout)}
+    for name in ("app.probe", "app.other"):
+        rss, pss = memory[name]
+        assert 0 < pss < rss, memory
 
 
 @needs_root
