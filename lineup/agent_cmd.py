@@ -103,14 +103,17 @@ def register(subparsers: Any) -> None:
         help="run the deterministic demo agent in the foreground",
         description="Run the demo agent until Ctrl-C: it answers every user message in "
         "Markdown, shows a task with progress, asks a choice, a confirm and an input, and "
-        "reacts to the answers.",
+        'reacts to the answers. With the sample apps installed it also answers "draw a house", '
+        '"what\'s on the board", "export the board", "let\'s play", "let\'s draw" and '
+        '"focus 25" by calling their tools.',
     )
     _add_connection(demo)
     demo.add_argument(
         "--state-dir",
         type=Path,
         metavar="DIR",
-        help="where the agent keeps its cursor (default: APPSERVER_DIR/agents/ID)",
+        help="where the agent keeps its cursor and latest inventories "
+        "(default: APPSERVER_DIR/agents/ID)",
     )
     demo.set_defaults(func=_demo)
     inventory = commands.add_parser(
