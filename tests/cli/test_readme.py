@@ -50,6 +50,7 @@ EXPECTED = {
     "lineup app launch pomodoro --conversation main": "launch pomodoro: succeeded",
     "lineup app list": "pomodoro",
     "lineup settings show": "each app's data",
+    "lineup app new hello": "created hello",
     "lineup app data": "session data",
     "lineup artifacts list": "no artifacts",
     "lineup capabilities list": "no grants",
