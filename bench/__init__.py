@@ -90,8 +90,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="bundle verification, install, launch, restart and memory of an installed app",
         description="Measures, over --rounds rounds each, bundle verification beside bare"
         " SHA-256 + Ed25519, install and launch of the signed sample app through the app"
-        " manager (launch beside a bare exec of an SDK process), its restart after SIGKILL"
-        " and its memory beside an idle forked actor (no targets, no verdicts).",
+        " manager (forked from the app zygote, beside a bare fork of a preloaded"
+        " interpreter, and exec'd, beside a bare exec of an SDK process), its restart after"
+        " SIGKILL both ways, and its RSS and PSS beside an idle forked actor, against the"
+        " launch and memory targets.",
     )
     add_apps_arguments(apps)
     apps.set_defaults(func=_run_apps)

@@ -1,12 +1,15 @@
 """The sample app's signed bundle, made with the real `lineup app` CLI, and what
 `lineup bench apps` measures in the bench's own process: bundle verification beside the
-bare cryptographic work it contains, and the bare exec of an SDK process.
+bare cryptographic work it contains, the bare exec of an SDK process and the bare fork of
+an interpreter that has the SDK loaded.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -100,4 +103,22 @@ def bare_exec_ms() -> float:
     elapsed = _ms_since(started)
     if done.returncode != 0:
         raise BenchError(f"python -c 'import apps.sdk' failed: {done.stderr.decode()[-2000:]}")
+    return elapsed
+
+
+def bare_fork_ms() -> float:
+    """A fork of this interpreter, the SDK loaded, until the child says it runs: the floor
+    of an app forked from a preloaded parent (no jail, no actor)."""
+    importlib.import_module("apps.sdk._bundled")
+    ready_r, ready_w = os.pipe()
+    started = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        os.write(ready_w, b"!")
+        os._exit(0)
+    os.read(ready_r, 1)
+    elapsed = _ms_since(started)
+    os.close(ready_r)
+    os.close(ready_w)
+    os.waitpid(pid, 0)
     return elapsed

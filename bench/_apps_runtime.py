@@ -20,7 +20,6 @@ from ._procs import BenchError, Processes
 
 T = TypeVar("T")
 POLL_S = 0.005
-DATA_DIR_NAME = "rt"  # short: the control socket's path (DATA_DIR/control.sock) is bounded
 TERMINAL = ("succeeded", "failed", "rolled_back")
 
 
@@ -59,13 +58,18 @@ def process_memory(pid: int) -> dict[str, float]:
 
 
 class AppsRuntime:
-    """One supervisor on `work/rt`, its app manager driven as `lineup app ...` drives it."""
+    """One supervisor on `work/NAME`, its app manager driven as `lineup app ...` drives it;
+    its installed apps launched by `app_launch` (from the app zygote, or exec'd)."""
 
-    def __init__(self, procs: Processes, work: Path, trusted_key: Path) -> None:
+    def __init__(
+        self, procs: Processes, work: Path, trusted_key: Path, *, name: str, app_launch: str
+    ) -> None:
         self.procs = procs
         self.work = work
-        self.data_dir = work / DATA_DIR_NAME
+        self.name = name  # short: the control socket's path (DATA_DIR/control.sock) is bounded
+        self.data_dir = work / name
         self.trusted_key = trusted_key
+        self.app_launch = app_launch
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 90.0) -> None:
@@ -79,12 +83,17 @@ class AppsRuntime:
         trusted.mkdir(parents=True)
         shutil.copy(self.trusted_key, trusted / self.trusted_key.name)
         config = supervisor.default_config(self.data_dir).model_copy(
-            update={"max_restarts": 1000, "max_seconds": 1.0, "backoff_base": 0.0}
+            update={
+                "max_restarts": 1000,
+                "max_seconds": 1.0,
+                "backoff_base": 0.0,
+                "app_launch": self.app_launch,
+            }
         )
-        config_file = self.work / "runtime.json"
+        config_file = self.work / f"{self.name}.json"
         config_file.write_text(config.model_dump_json())
         args = ["--", "--data-dir", str(self.data_dir), "--config", str(config_file)]
-        self.process = self.procs.start("supervisor", "bench._supervise", args)
+        self.process = self.procs.start(self.name, "bench._supervise", args)
         wait_for(self._registry_loaded, timeout, "the runtime and its app manager", every=0.05)
 
     def stop(self) -> None:
@@ -94,7 +103,7 @@ class AppsRuntime:
 
     def _alive(self) -> None:
         if self.process is not None and self.process.poll() is not None:
-            raise BenchError(f"the supervisor exited{self.procs.tail('supervisor')}")
+            raise BenchError(f"the supervisor exited{self.procs.tail(self.name)}")
 
     def _registry_loaded(self) -> bool:
         from actors.store import read_apps
