@@ -7,8 +7,9 @@
 | shutdown   | seconds between SIGTERM and SIGKILL when stopping; 0 means brutal kill        |
 | window     | deliveries in flight to the actor at once (credits); the rest waits on disk   |
 | max_deliver| failures (crash or exception while handling) before a message is dead        |
-| isolation  | None (a trusted actor), or how an installed app's process is confined: exec'd   |
-|            | through `actors.jail`, never forked from the zygote                     |
+| isolation  | None (a trusted actor), or how an installed app's process is confined: forked |
+|            | from the app zygote or exec'd, jailed by `actors.jail`; never forked from the |
+|            | kernel's zygote                                                               |
 
 Strategies: one_for_one restarts only the child that died; rest_for_one also stops the
 children started after it (in reverse order) and starts them again after it. Restart
