@@ -53,10 +53,12 @@
 
   for (const button of ["pause", "resume", "interrupt"]) {
     document.getElementById(button).addEventListener("click", () => {
-      // Pressed once: the button waits for the display the runtime's answer brings.
+      // Pressed once: the button waits for the display the runtime's answer brings; a
+      // refused press gives the buttons back as the display allows them.
       document.getElementById(button).disabled = true;
       lineup.emit(button, {}).catch((error) => {
         body.dataset.refused = String(error.code || error);
+        show(shown);
       });
     });
   }
