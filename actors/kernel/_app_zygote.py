@@ -69,7 +69,9 @@ class AppZygote:
         self.alive = False
         self.pid: int | None = None
         self.problem = "it has not started"  # why it cannot launch, while it cannot
-        self.unusable = False  # it never can on this host: do not start it again
+        # It never became ready (the host lacks what it needs, or it fails to start): it is
+        # not started again, or every launch would wait for it to fail once more.
+        self.unusable = False
         self.steps: dict[str, str] = {}
         self.modules: list[str] = []
         self._sock: socket.socket | None = None
@@ -105,6 +107,7 @@ class AppZygote:
             if waiting.cancelled_caught:
                 self.problem = f"not ready within {START_TIMEOUT:g} s"
             if not started:
+                self.unusable = True
                 log.warning("the app zygote cannot launch apps (%s): they are exec'd", self.problem)
             announced = True
             task_status.started()
@@ -143,7 +146,6 @@ class AppZygote:
             return False
         if message["type"] == "unusable":
             self.problem = f"unusable on this host: {message['reason']}"
-            self.unusable = True
             return False
         self.pid = int(message["pid"])
         self.steps = dict(message["steps"])

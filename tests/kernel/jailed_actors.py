@@ -24,7 +24,9 @@ from actors.kernel import Actor, Message, handles
 from apps.sdk import EventLog
 
 PTRACE_SEIZE: Final = 0x4206
+PTRACE_INTERRUPT: Final = 0x4207
 PTRACE_DETACH: Final = 17
+WALL: Final = 0x4000_0000  # waitpid: a tracee that is not our child
 _KEPT: list[int] = []  # the fds `_leave` keeps open
 LEFT_IN: Final = ("/tmp", "/dev/shm", "/tmp/app")  # shared ones, and a jailed app's own
 
@@ -63,13 +65,20 @@ def _status(field: str) -> str:
 
 
 def _ptrace(pid: int) -> None:
-    """Attach to `pid` without stopping it (PTRACE_SEIZE), and let go at once."""
+    """Attach to `pid` (PTRACE_SEIZE), then let it go: stopped for the detach (a tracee
+    left attached would stop at its next signal, waiting for us)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    args = (ctypes.c_long(pid), ctypes.c_void_p(0), ctypes.c_void_p(0))
-    if libc.ptrace(ctypes.c_long(PTRACE_SEIZE), *args) != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, os.strerror(errno))
-    libc.ptrace(ctypes.c_long(PTRACE_DETACH), *args)
+
+    def ptrace(request: int) -> None:
+        args = (ctypes.c_long(pid), ctypes.c_void_p(0), ctypes.c_void_p(0))
+        if libc.ptrace(ctypes.c_long(request), *args) != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, os.strerror(errno))
+
+    ptrace(PTRACE_SEIZE)
+    ptrace(PTRACE_INTERRUPT)
+    os.waitpid(pid, WALL)
+    ptrace(PTRACE_DETACH)
 
 
 def _leave(mark: str) -> dict[str, str]:

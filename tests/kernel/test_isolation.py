@@ -372,21 +372,15 @@ def queued_requests(zygote: int) -> int:
     )
 
 
-def test_the_app_zygote_loads_only_what_every_app_loads(tmp_path: Path) -> None:
+def first_word_of_an_app_zygote(prefix: list[str], hidden: Path) -> tuple[dict[str, Any], int]:
+    """Start an app zygote as the supervisor does (under `prefix`); what it says first, and
+    its pid. It is killed after."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    hidden = tmp_path / "data"
-    hidden.mkdir()
-    command = [
-        sys.executable,
-        "-m",
-        "actors.jail.app_zygote",
-        str(os.getpid()),
-        str(theirs.fileno()),
-    ]
+    args = [str(os.getpid()), str(theirs.fileno()), "--hide", str(hidden)]
     with (
         ours,
         subprocess.Popen(
-            [*command, "--hide", str(hidden)],
+            [*prefix, sys.executable, "-m", "actors.jail.app_zygote", *args],
             pass_fds=[theirs.fileno()],
             env=scrubbed_environment(os.environ),
             cwd="/",
@@ -396,10 +390,14 @@ def test_the_app_zygote_loads_only_what_every_app_loads(tmp_path: Path) -> None:
         theirs.close()
         ours.settimeout(60)
         try:
-            ready = json.loads(ours.recv(1 << 20))
+            return json.loads(ours.recv(1 << 20)), zygote.pid
         finally:
             zygote.kill()
-    assert ready["type"] == "ready" and ready["pid"] == zygote.pid
+
+
+def test_the_app_zygote_loads_only_what_every_app_loads(tmp_path: Path) -> None:
+    ready, pid = first_word_of_an_app_zygote([], tmp_path)
+    assert ready["type"] == "ready" and ready["pid"] == pid
     modules = set(ready["modules"])
     assert {"trio", "msgpack", "pydantic", "jsonschema", "apps.sdk", "actors.contracts"} <= modules
     ours_only = [m for m in modules if m.split(".")[0] in ("actors", "apps", "app")]
@@ -407,6 +405,14 @@ def test_the_app_zygote_loads_only_what_every_app_loads(tmp_path: Path) -> None:
     assert "app" not in ours_only  # an app's package: only ever imported by the app
     third_party = {m.split(".")[0] for m in modules} - set(sys.stdlib_module_names)
     assert third_party - {"actors", "apps"} <= DEPENDENCIES
+
+
+@needs_root
+def test_without_namespaces_the_app_zygote_says_it_is_unusable(tmp_path: Path) -> None:
+    # Root without CAP_SYS_ADMIN (a default container): the supervisor then execs its apps.
+    unprivileged = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin"]
+    said, _ = first_word_of_an_app_zygote(unprivileged, tmp_path)
+    assert said == {"type": "unusable", "reason": "[Errno 1] unshare: Operation not permitted"}
 
 
 # What the SDK and the actor process are made of; their dependencies (pydantic's, jsonschema's,
