@@ -142,8 +142,8 @@ class PomodoroApp(RuntimeApp):
             log.info("%s of timer %s not taken: %s", button, call_id, exc.code)
 
     async def _timer_changed(self, operation: dict[str, Any]) -> None:
-        """The runtime started or ended a timer: what the instance shows follows. An end of
-        an older timer than the one shown changes nothing."""
+        """The runtime started, paused, resumed or ended a timer: what the instance shows
+        follows. News of an older timer than the one shown changes nothing."""
         shown = _display(operation)
         instance_id = operation.get("instance_id")
         if instance_id is not None:
