@@ -5,7 +5,8 @@ pydantic): it runs on every launch and every restart of an installed app. `_laun
 confines the process and execs the child; `_env` is what it shares with the supervisor
 (the scrubbed environment, the parent-death signal). The runtime takes what it needs from
 here: `die_with_parent`, `scrubbed_environment`, `level_of` (a report's level of
-confinement). docs/architecture.md, "Isolation".
+confinement). `app_zygote` forks apps into the same jail (`_launcher.jail_app`) from a
+preloaded, secret-free parent. docs/architecture.md, "Isolation".
 """
 
 import importlib

@@ -73,7 +73,6 @@ class AppZygote:
         # not started again, or every launch would wait for it to fail once more.
         self.unusable = False
         self.steps: dict[str, str] = {}
-        self.modules: list[str] = []
         self._sock: socket.socket | None = None
         self._waiting: dict[str, AppZygoteLaunch] = {}
         self._running: dict[int, AppZygoteLaunch] = {}
@@ -149,7 +148,6 @@ class AppZygote:
             return False
         self.pid = int(message["pid"])
         self.steps = dict(message["steps"])
-        self.modules = list(message["modules"])
         self.alive = True
         self.problem = ""
         log.info("app zygote %d ready (%s)", self.pid, "; ".join(self.steps.values()))
