@@ -1,9 +1,10 @@
 """The app zygote: a preloaded, secret-free parent that forks installed apps into their jails.
 
-`python -m actors.jail.app_zygote SUPERVISOR_PID FD [--hide DIR]...` is started by the
-supervisor as an app is: a scrubbed environment, stdin from /dev/null, its own session. It
-ties its life to the supervisor, and as root takes the steps that bind it to no app: a
-mount namespace of its own in which every `--hide` directory (the data dir) is covered, and
+`python -m actors.jail.app_zygote SUPERVISOR_PID FD` is started by the supervisor as an
+app is: a scrubbed environment, stdin from /dev/null, its own session. It ties its life to
+the supervisor, and as root takes the steps that bind it to no app: a mount namespace of
+its own in which every directory of the supervisor's first message `{hide: [DIR...]}` (the
+data dir; not on its command line, which every app forked from it shows) is covered, and
 network and IPC namespaces with nothing in them. It then imports what every app imports (the
 interpreter's standard library, trio, msgpack, pydantic, jsonschema, the SDK, the contracts
 and the kernel's actor process) and nothing else: never an app's code, never the runtime's
@@ -173,9 +174,10 @@ def _reap(control: socket.socket) -> None:
         _send(control, {"type": "exited", "pid": pid, "status": code})
 
 
-def serve(supervisor_pid: int, control_fd: int, hidden: list[str]) -> None:
+def serve(supervisor_pid: int, control_fd: int) -> None:
     die_with_parent(supervisor_pid)
     control = socket.socket(fileno=control_fd)
+    hidden = [str(path) for path in json.loads(control.recv(65536) or b"{}").get("hide", [])]
     # Root leaves the host's view below; its children go back to it by this fd.
     view = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC) if os.geteuid() == 0 else None
     try:
@@ -210,10 +212,5 @@ def serve(supervisor_pid: int, control_fd: int, hidden: list[str]) -> None:
             _send(control, {"type": "forked", "nonce": request["nonce"], "pid": pid})
 
 
-def main(argv: list[str]) -> None:
-    hidden = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--hide"]
-    serve(int(argv[0]), int(argv[1]), hidden)
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    serve(int(sys.argv[1]), int(sys.argv[2]))

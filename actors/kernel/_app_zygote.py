@@ -1,7 +1,8 @@
 """The supervisor's side of the app zygote (`actors.jail.app_zygote`): launch by fork.
 
 It is started on the first launch of an installed app, exec'd like an app is (a scrubbed
-environment, no fd of the runtime's, its own session) and told to hide the data dir. A
+environment, no fd of the runtime's, its own session) and told, in its first message, to
+hide the data dir. A
 launch sends it the app's jail (`JailPlan.fields`) with the app's channel, the report's
 pipe and the app's log attached; it answers with the pid of the forked process (the
 app's relay, which the supervisor signals as it signals an exec'd launcher) and later
@@ -87,8 +88,6 @@ class AppZygote:
                 "actors.jail.app_zygote",
                 str(os.getpid()),
                 str(theirs.fileno()),
-                "--hide",
-                str(self.hidden),
             ],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
@@ -97,6 +96,7 @@ class AppZygote:
             cwd="/",
         )
         theirs.close()
+        ours.send(json.dumps({"hide": [str(self.hidden)]}).encode())  # into an empty buffer
         ours.setblocking(False)
         self._sock = ours
         started = announced = False

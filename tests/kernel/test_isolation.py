@@ -256,6 +256,7 @@ def assert_the_app_zygote_holds_nothing_of_the_runtime(rt: Runtime, zygote: int)
     data = rt.data_dir
     environ = Path(f"/proc/{zygote}/environ").read_bytes().decode()
     assert TOKEN not in environ and str(data) not in environ
+    assert str(data).encode() not in Path(f"/proc/{zygote}/cmdline").read_bytes()
     held = [os.readlink(f"/proc/{zygote}/fd/{fd}") for fd in os.listdir(f"/proc/{zygote}/fd")]
     assert not [target for target in held if str(data) in target], held
     assert os.readlink(f"/proc/{zygote}/ns/mnt") != os.readlink(f"/proc/{rt.pid}/ns/mnt")
@@ -376,7 +377,8 @@ def first_word_of_an_app_zygote(prefix: list[str], hidden: Path) -> tuple[dict[s
     """Start an app zygote as the supervisor does (under `prefix`); what it says first, and
     its pid. It is killed after."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    args = [str(os.getpid()), str(theirs.fileno()), "--hide", str(hidden)]
+    args = [str(os.getpid()), str(theirs.fileno())]
+    ours.send(json.dumps({"hide": [str(hidden)]}).encode())
     with (
         ours,
         subprocess.Popen(
