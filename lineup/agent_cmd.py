@@ -1,6 +1,7 @@
-"""`lineup agent send|demo|inventory|call`: talk to an AppServer as an agent
+"""`lineup agent send|demo|inventory|call|history`: talk to an AppServer as an agent
 (`peers.agent`), from the command line: send messages, run the demo agent, show the tool
-inventory the agent holds, call a tool.
+inventory the agent holds, call a tool; and show what the AppServer holds that the runtime
+sent into a conversation (read from its file, `_agent_history`).
 
 Also `python -m lineup.agent_cmd COMMAND [options]`. The peers are imported when a
 command runs, so `lineup --help` loads none of them.
@@ -193,6 +194,30 @@ def register(subparsers: Any) -> None:
         help="print one JSON object at the end: the call, its events and its outcome",
     )
     call.set_defaults(func=_call)
+    _register_history(commands)
+
+
+def _register_history(commands: Any) -> None:
+    from .appserver_cmd import add_appserver_dir
+
+    history = commands.add_parser(
+        "history",
+        help="show what the AppServer holds that the runtime sent into a conversation",
+        description="Read the AppServer's record (read-only, with the runtime running or "
+        "stopped) and print, in stream order, every message the runtime sent into the "
+        "conversation: what the agent has received, or will: its seq, message id, type, "
+        "sender, call id (for a tool call's receipts and outcome) and timestamp.",
+    )
+    add_appserver_dir(history, "the AppServer's data dir, whose record is read")
+    history.add_argument("--conversation", required=True, metavar="ID", help="the conversation id")
+    history.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"conversation_id", "messages": [...]}, each message with seq, message_id, '
+        "type, sender {kind, id}, timestamp, accepted_at and, when it has them, call_id, "
+        "reply_to and text",
+    )
+    history.set_defaults(func=_history)
 
 
 def _token(args: argparse.Namespace, data_dir: Path) -> tuple[str, str]:
@@ -637,6 +662,40 @@ def _call(args: argparse.Namespace) -> int:
         return 0 if call.ok else 1
 
     return _run_agent(target, body, inbox=False)
+
+
+def _history(args: argparse.Namespace) -> int:
+    from actors.contracts import is_conversation_id
+
+    from ._agent_history import read_agent_history
+    from .appserver_cmd import appserver_dir_of
+
+    if not is_conversation_id(args.conversation):
+        return fail(f"--conversation: {args.conversation!r} is not a conversation id")
+    try:
+        messages = read_agent_history(appserver_dir_of(args), args.conversation)
+    except ValueError as exc:
+        return fail(str(exc), 1)
+    if args.json:
+        print_json({"conversation_id": args.conversation, "messages": messages})
+        return 0
+    print_table(
+        f"{args.conversation}: {len(messages)} message{'' if len(messages) == 1 else 's'} "
+        "from the runtime",
+        ["seq", "type", "sender", "message id", "call id", "timestamp"],
+        [
+            [
+                str(row["seq"]),
+                row["type"],
+                f"{row['sender']['kind']}:{row['sender']['id']}",
+                row["message_id"],
+                row.get("call_id", ""),
+                row["timestamp"] or "",
+            ]
+            for row in messages
+        ],
+    )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,10 @@
 - `_demo`: `DemoAgent`, the deterministic conversation script, and `run_demo_agent`, which
   is what `lineup run` starts beside its embedded AppServer;
 - `_sample_apps`: the script's use of the sample apps' tools (draw on the whiteboard, ask
-  what it holds, export it, play draw-and-guess), with `_drawings`, the shapes it draws.
+  what it holds, export it, play draw-and-guess), with `_drawings`, the shapes it draws;
+- `_recorder`: `Recorder`, an agent that appends what it sends and receives to a JSONL
+  file on its own disk, and `UiRecorder`, the same for what a user types: the independent
+  history a soak is checked against.
 
 The link's names an agent meets (`LinkFailed` when the AppServer refuses it for good, ...)
 are exported here too. `lineup agent send|demo|inventory|call` is lineup/agent_cmd.py.
@@ -26,6 +29,7 @@ from ._client import (
     open_agent,
 )
 from ._demo import DemoAgent, run_demo_agent
+from ._recorder import Recorder, UiRecorder
 
 __all__ = [
     "AgentClient",
@@ -36,10 +40,12 @@ __all__ = [
     "LinkFailed",
     "LinkStatistics",
     "Received",
+    "Recorder",
     "Sent",
     "Submission",
     "SubmitRejected",
     "ToolCall",
+    "UiRecorder",
     "open_agent",
     "run_demo_agent",
 ]
