@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench._chaos_check import check, read_jsonl
+from actors.store import open_db
+from bench._chaos_check import check, in_doubt_effects, read_jsonl
 
 CONVERSATION = "conv-1"
 
@@ -182,3 +183,16 @@ def test_a_record_cut_short_mid_line_keeps_its_whole_lines(tmp_path: Path) -> No
     path = tmp_path / "agent.jsonl"
     path.write_text('{"event": "sent"}\n{"event": "rec', encoding="utf-8")
     assert read_jsonl(path) == [{"event": "sent"}]
+
+
+def test_in_doubt_effects_are_read_from_the_runtimes_record(tmp_path: Path) -> None:
+    assert in_doubt_effects(tmp_path) == []  # no runtime.db: none
+    db = open_db(tmp_path)
+    for request_id, status in (("capreq-1", "completed"), ("capreq-2", "in_doubt")):
+        db.execute(
+            "INSERT INTO capability_requests (request_id, app_scope, capability, state, status,"
+            " created_ms) VALUES (?, 'notes', 'file.save', 'done', ?, 1)",
+            (request_id, status),
+        )
+    db.close()
+    assert in_doubt_effects(tmp_path) == ["capreq-2"]
