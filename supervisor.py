@@ -23,6 +23,7 @@ from actors.capability_gateway import served_capabilities
 from actors.kernel import (
     ChildSpec,
     DataDirInUse,
+    DataDirUnusable,
     RuntimeConfig,
     Supervisor,
     settle_garbage_collector,
@@ -177,13 +178,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.config
         else default_config(args.data_dir, appserver_url=args.appserver)
     )
-    in_use: list[BaseException] = []
+    # One sentence, not a traceback: what is wrong with the data dir, and what to do.
+    refused: list[str] = []
     try:
         run(args.data_dir, config)
     except* DataDirInUse as group:
-        in_use.extend(group.exceptions)
-    if in_use:  # one sentence, not a traceback: who holds it, and what to do
-        print(f"{in_use[0]}: stop it first, or pass another --data-dir", file=sys.stderr)
+        refused.append(f"{group.exceptions[0]}: stop it first, or pass another --data-dir")
+    except* DataDirUnusable as group:
+        refused.append(str(group.exceptions[0]))
+    if refused:
+        print(f"error: {refused[0]}", file=sys.stderr)
         return 1
     return 0
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from ._common import (
-    DATA_DIR_ENV,
     Parser,
     add_data_dir,
     data_dir_of,
@@ -60,11 +59,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _run(args: argparse.Namespace) -> int:
-    from actors.kernel import supervisor_pid_alive
+    from actors.kernel import DataDirUnusable, check_data_dir, supervisor_pid_alive
 
     data_dir = data_dir_of(args)
     if supervisor_pid_alive(data_dir):  # before anything starts, so nothing attaches to it
         return fail(_in_use(data_dir))
+    try:  # the supervisor checks it again; here it is before the AppServer writes there
+        check_data_dir(data_dir)
+    except DataDirUnusable as exc:
+        return fail(str(exc))
     if args.config:
         problem = _config_problem(args.config)
         if problem:
@@ -223,11 +226,6 @@ def _start_failure(error: BaseException, data_dir: Path) -> str:
     message = str(error)
     if "another runtime" in message or "another AppServer" in message:
         return _in_use(data_dir)
-    if isinstance(error, OSError) and "AF_UNIX path too long" in str(error):
-        return (
-            f"{data_dir} is too long a path for the runtime's sockets (a Unix socket's path has"
-            f" at most 107 bytes); pass a shorter --data-dir or set ${DATA_DIR_ENV}"
-        )
     if isinstance(error, OSError):
         return f"the runtime on {data_dir} stopped: {os_error(error)}"
     return message

@@ -66,6 +66,8 @@ _LAZY = {
     "RuntimeConfig": "._specs",
     "Supervisor": "._supervisor",
     "DataDirInUse": "._children",
+    "DataDirUnusable": "._preflight",
+    "check_data_dir": "._preflight",
     "log_tail": "._process",
 }
 
@@ -96,6 +98,7 @@ if TYPE_CHECKING:
     from ._ids import DerivedIds, derive_id, id_timestamp, is_valid_id, new_id
     from ._inspect import mailbox_counts, mailbox_listing, mailbox_names, message_path
     from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
+    from ._preflight import DataDirUnusable, check_data_dir
     from ._process import log_tail
     from ._specs import ArtifactLimits, ChildSpec, Restart, RuntimeConfig
     from ._supervisor import Supervisor
@@ -126,6 +129,7 @@ __all__ = [
     "ChildSpec",
     "ControlError",
     "DataDirInUse",
+    "DataDirUnusable",
     "DerivedIds",
     "Door",
     "FrameDecoder",
@@ -141,6 +145,7 @@ __all__ = [
     "Supervisor",
     "accept",
     "applied_once",
+    "check_data_dir",
     "control_request",
     "control_stream",
     "crash_point",

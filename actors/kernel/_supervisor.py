@@ -35,6 +35,7 @@ from ._frames import Frame, FrameError, pack_body
 from ._gate import Doors, Gate, Refusal
 from ._ids import new_id
 from ._mailbox import MailboxStore
+from ._preflight import check_data_dir, check_databases
 from ._process import ChildProcess, Incarnation, describe_exit
 from ._sandbox import JailPlan, log_jail_report, merge_report, plan_jail
 from ._specs import ChildSpec, Restart, RuntimeConfig
@@ -117,7 +118,13 @@ class Supervisor:
     # -- running -------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        check_data_dir(self.data_dir)
         lock = lock_data_dir(self.data_dir)
+        try:  # under the lock: no other runtime has the databases open
+            check_databases(self.data_dir)
+        except BaseException:
+            lock.close()
+            raise
         self.store = MailboxStore(self.data_dir / "mailbox.db", synchronous=self.config.synchronous)
         self.store.begin()
         recovered = self.store.recover()
