@@ -103,6 +103,10 @@ def _check_writable(data_dir: Path) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise DataDirUnusable(
+                f"the file system of {data_dir} is full; free some space there and start again"
+            ) from None
         if exc.errno in _NOT_WRITABLE:
             raise DataDirUnusable(
                 f"{data_dir} is read-only ({exc.strerror}); make it writable, or pass "

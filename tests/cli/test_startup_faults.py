@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from actors.kernel import MailboxStore
+from actors.kernel._preflight import DataDirUnusable, check_databases
 from actors.store import open_db
 from tests.cli.test_bad_input import EXCEPTION_NAME
 from tests.kernel.helpers import REPO_ROOT, runtime_processes
@@ -216,6 +217,50 @@ def test_a_start_after_a_damaged_database_was_kept_aside_begins_anew(tmp_path: P
         assert fresh.message("m0", sender="store") is None
     finally:
         fresh.close()
+
+
+def test_a_database_whose_writer_was_killed_mid_write_is_sound(tmp_path: Path) -> None:
+    """A runtime killed between commits leaves a hot WAL: it is read through, not taken
+    for damage, and nothing is moved."""
+    with subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(tmp_path / "mailbox.db")],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+    ) as writer:
+        assert writer.stdout is not None and writer.stdout.readline() == b"writing\n"
+        writer.send_signal(signal.SIGKILL)
+    assert (tmp_path / "mailbox.db-wal").stat().st_size > 0
+    before = sorted(p.name for p in tmp_path.iterdir())
+    check_databases(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+# Writes a mailbox in WAL mode without pause until it is killed; says when it has begun.
+_KILLED_WRITER = """
+import sys
+from actors.kernel import MailboxStore
+store = MailboxStore(sys.argv[1])
+n = 0
+while True:
+    store.begin()
+    store.insert(message_id=f"m{n}", recipient="r", sender="s", type="t", frame=b"x" * 500,
+                 inflight=False)
+    store.commit()
+    if n == 100:
+        print("writing", flush=True)
+    n += 1
+"""
+
+
+def test_a_second_damaged_file_kept_aside_replaces_none_kept_before(tmp_path: Path) -> None:
+    kept = []
+    for content in (b"first " * 1000, b"second " * 1000):
+        (tmp_path / "runtime.db").write_bytes(content)
+        with pytest.raises(DataDirUnusable, match=r"runtime\.db is damaged"):
+            check_databases(tmp_path)
+        kept.append(content)
+    asides = sorted(tmp_path.glob("runtime.db.corrupt-*"))
+    assert sorted(p.read_bytes() for p in asides) == sorted(kept)
 
 
 def test_a_database_of_something_else_is_refused_and_left_in_place(tmp_path: Path) -> None:
