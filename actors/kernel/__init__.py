@@ -4,6 +4,7 @@ Layers, bottom up: `_frames` (length-prefixed msgpack), `_channel` (one socketpa
 one writer task), `_mailbox` (the durable mailbox file), `_switchboard` (group commit and
 delivery with credits), `_process` / `_forked` + `zygote` (actor processes, exec'd or
 forked from a preloaded parent), `_children` and `_supervisor` (OTP restart rules),
+`_preflight` (what the supervisor checks of its data dir before it writes there),
 `_control` (the operator's debug socket), `_ui_socket` (the UI sessions' socket); `child`
 is an actor process's entry point. Actors see only `Actor`, `handles`, `Message`, the call
 errors and `applied_once`.
