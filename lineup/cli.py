@@ -22,7 +22,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._common import (
     Parser,
@@ -33,6 +33,9 @@ from ._common import (
     lock_holder,
     os_error,
 )
+
+if TYPE_CHECKING:
+    import subprocess
 
 # Each command's module and one-line help. Only the module of the command that runs is
 # imported (`lineup --help` imports none), so every command starts as fast as Python does.
@@ -84,7 +87,7 @@ def _run_with_terminal_chat(args: argparse.Namespace) -> int:
     import subprocess
     import time
 
-    from .terminal_chat import attach, wait_for_runtime
+    from .terminal_chat import attach
 
     data_dir = data_dir_of(args)
     (data_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -108,7 +111,7 @@ def _run_with_terminal_chat(args: argparse.Namespace) -> int:
             stderr=log,
         )
     try:
-        if not wait_for_runtime(data_dir, timeout=30):
+        if not _comes_up(runtime, data_dir, timeout=30):
             log_file = data_dir / "logs" / "runtime.log"
             said = [line for line in _tail(log_file) if line.startswith("error:")]
             why = f": {said[-1].removeprefix('error:').strip()}" if said else ""
@@ -122,6 +125,20 @@ def _run_with_terminal_chat(args: argparse.Namespace) -> int:
         runtime.send_signal(signal.SIGTERM)
         runtime.wait()
         print("stopped", file=sys.stderr)
+
+
+def _comes_up(runtime: subprocess.Popen[bytes], data_dir: Path, timeout: float) -> bool:
+    """True once the runtime answers; False at the deadline, or as soon as its process has
+    ended: a runtime that refused to start has said why in its log already."""
+    import time
+
+    from .terminal_chat import wait_for_runtime
+
+    deadline = time.monotonic() + timeout
+    while runtime.poll() is None and time.monotonic() < deadline:
+        if wait_for_runtime(data_dir, timeout=0.2):
+            return True
+    return False
 
 
 def _config_problem(path: Path) -> str | None:

@@ -219,6 +219,33 @@ def test_a_start_after_a_damaged_database_was_kept_aside_begins_anew(tmp_path: P
         fresh.close()
 
 
+def test_a_refused_start_in_a_terminal_is_told_at_once(tmp_path: Path) -> None:
+    """In a terminal `lineup run` starts the runtime in a child and attaches the chat: a
+    child that refused to start is reported as soon as it ends, not at the start's deadline."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    _garbage(data_dir / "mailbox.db")
+    where = ["--data-dir", str(data_dir)]
+    terminal, user_side = os.openpty()
+    began = time.monotonic()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "lineup.cli", "run", "--no-web", "--no-demo-agent", *where],
+            stdin=user_side,
+            capture_output=True,
+            cwd=REPO_ROOT,
+            env={**os.environ, "NO_COLOR": "1", "COLUMNS": "300"},
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(terminal)
+        os.close(user_side)
+    output = (done.stdout + done.stderr).decode(errors="replace")
+    _assert_refused(done.returncode, output, "mailbox.db is damaged (file is not a database)")
+    assert time.monotonic() - began < 20, output
+
+
 def test_a_database_whose_writer_was_killed_mid_write_is_sound(tmp_path: Path) -> None:
     """A runtime killed between commits leaves a hot WAL: it is read through, not taken
     for damage, and nothing is moved."""
