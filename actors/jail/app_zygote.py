@@ -41,7 +41,7 @@ import sys
 import traceback
 from typing import Any, Final
 
-from actors.kernel._collector import settle_garbage_collector
+from actors.kernel import settle_garbage_collector
 from actors.kernel.child import run_actor
 
 from ._env import die_with_parent
