@@ -32,6 +32,7 @@ EXPECTED = {
         "started; the runtime ends it at"
     ),
     "lineup tools calls --state failed": "no tool calls (state failed)",
+    "lineup agent history --conversation main": "lineup.tool.accepted",
     "lineup app keygen --out keys --name me": "me.pub",
     "test -f keys/me.key || lineup app keygen --out keys --name me": "",
     (
