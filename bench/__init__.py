@@ -45,6 +45,12 @@ def _run_web(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _run_chaos(args: argparse.Namespace) -> int:
+    from .chaos import run
+
+    return run(args)
+
+
 def _run_cli(args: argparse.Namespace) -> int:
     from .cli import run
 
@@ -133,3 +139,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     add_cli_arguments(cli)
     cli.set_defaults(func=_run_cli)
+    from ._chaos_options import add_arguments as add_chaos_arguments
+
+    chaos = benches.add_parser(
+        "chaos",
+        help="the whole runtime under a mixed workload and random faults; counts what was"
+        " lost, duplicated or reordered",
+        description="Runs the runtime with the sample apps under a mixed workload (agent"
+        " messages, typed user messages, tool calls, app launches, an update and a rollback)"
+        " while killing, stopping and restarting its processes and the AppServer and filling"
+        " its disk, then checks the agent's and the user's records against the chat timeline"
+        " and the AppServer's record. Exits 1 if anything was lost, duplicated or reordered,"
+        " or a tool call had no final outcome or several.",
+    )
+    add_chaos_arguments(chaos)
+    chaos.set_defaults(func=_run_chaos)

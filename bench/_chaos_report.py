@@ -1,0 +1,89 @@
+"""The record `lineup bench chaos` prints: the checker's counts, the faults by kind, the
+workload's size and how long the paths took to deliver again after each fault."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ._envelope import percentile
+
+DIRECTIONS = ("agent_to_user", "user_to_agent")
+
+
+def recovery_ms(fault_ns: list[int], delivered_ns: list[int]) -> list[float]:
+    """For each fault, the time to the first agent message the chat applied after it: the
+    path from the agent to the user delivering again. Faults after the last delivery have
+    none."""
+    delivered = sorted(delivered_ns)
+    waits = []
+    for at in sorted(fault_ns):
+        later = next((d for d in delivered if d > at), None)
+        if later is not None:
+            waits.append((later - at) / 1e6)
+    return waits
+
+
+def result_record(
+    *,
+    settings: dict[str, Any],
+    counts: dict[str, Any],
+    faults: dict[str, int],
+    fault_log: list[dict[str, Any]],
+    recoveries_ms: list[float],
+    workload: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        "minutes": settings["minutes"],
+        "seed": settings["seed"],
+        "faults": faults,
+        "faults_total": sum(faults.values()),
+        "agent_to_user": counts["agent_to_user"],
+        "user_to_agent": counts["user_to_agent"],
+        "tool_calls": counts["tool_calls"],
+        "in_doubt": counts["in_doubt"],
+        "failed": counts["failed"],
+        "recovery_p50_ms": round(percentile(recoveries_ms, 50), 1) if recoveries_ms else None,
+        "recovery_p99_ms": round(percentile(recoveries_ms, 99), 1) if recoveries_ms else None,
+        "workload": workload,
+        "settings": settings,
+        "fault_log": fault_log,
+    }
+
+
+def print_table(record: dict[str, Any], console: Console) -> None:
+    verdict = "[green]passed[/green]" if not record["failed"] else "[red]FAILED[/red]"
+    console.print(
+        f"chaos soak: {record['minutes']:g} min, seed {record['seed']},"
+        f" {record['faults_total']} faults: {verdict}",
+        highlight=False,
+    )
+    faults = Table("fault", "injected", title="faults by kind")
+    for kind, count in record["faults"].items():
+        faults.add_row(kind, str(count))
+    console.print(faults)
+    messages = Table("direction", "sent", "delivered", "lost", "duplicated", "reordered")
+    for direction in DIRECTIONS:
+        row = record[direction]
+        messages.add_row(
+            direction.replace("_", " "),
+            *(str(row[k]) for k in ("sent", "delivered", "lost", "duplicated", "reordered")),
+        )
+    console.print(messages)
+    calls = record["tool_calls"]
+    console.print(
+        f"tool calls: {calls['sent']} sent, {calls['one_final']} with one final outcome,"
+        f" {calls['none']} with none, {calls['several']} with several;"
+        f" capability effects in doubt: {record['in_doubt']}",
+        highlight=False,
+    )
+    if record["recovery_p50_ms"] is not None:
+        console.print(
+            f"recovery (fault → agent → user delivering again): p50"
+            f" {record['recovery_p50_ms']:,.0f} ms, p99 {record['recovery_p99_ms']:,.0f} ms",
+            highlight=False,
+        )
+    for name in record["failed"]:
+        console.print(f"[red]not zero:[/red] {name}", highlight=False)

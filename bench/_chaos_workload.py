@@ -1,0 +1,233 @@
+"""The mixed workload of `lineup bench chaos`, and what each side records of it.
+
+All at once, for the length of the run: the agent sends chat messages into several
+conversations (one after the other in each, so each has a definite order), calls the sample
+apps' tools (idempotent queries and commands that are not) and follows every call to its
+final outcome; a scripted user types messages through the host's UI socket, opens and
+closes apps, and the agent reads what the user typed. Every send, verdict, receipt and
+final is written to the agent's or the user's JSONL record as it happens, for the checker
+to compare with the chat timeline and the AppServer's record after the run.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, TextIO
+
+import trio
+
+CONVERSATIONS = ("conv-1", "conv-2", "conv-3")
+MESSAGE_EVERY_S = 0.25  # per conversation, agent -> user
+TYPE_EVERY_S = 0.5  # the user, across the conversations
+CALL_EVERY_S = 1.0
+LAUNCH_EVERY_S = 7.0
+# (app scope, method, arguments): the idempotent queries and the commands that are not.
+CALLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("whiteboard", "board.summary", {}),
+    ("pomodoro", "pomodoro.status", {}),
+    ("whiteboard", "board.create", {"title": "chaos"}),
+    ("pomodoro", "pomodoro.start", {"minutes": 1}),
+    ("draw-and-guess", "game.start_round", {"mode": "user_draws", "word": "cat", "seconds": 15}),
+)
+# Calls whose outcome comes at a deadline: made only while that deadline falls before the end.
+DEADLINE_S = {"pomodoro.start": 60.0, "game.start_round": 15.0}
+
+
+class Record:
+    """One side's JSONL record, each line flushed as it is written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: TextIO = open(path, "a", encoding="utf-8")  # noqa: SIM115 (kept open)
+
+    def write(self, **entry: Any) -> None:
+        self._file.write(json.dumps({"at_ns": time.time_ns(), **entry}) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@dataclass
+class Tally:
+    """What the workload did, for the report; `delivered_ns` when it learns deliveries."""
+
+    messages: int = 0
+    typed: int = 0
+    refused_typing: int = 0
+    calls: int = 0
+    launches: int = 0
+    sent_ns: dict[str, int] = field(default_factory=dict)  # message id -> accepted at
+    problems: list[str] = field(default_factory=list)
+
+
+class Workload:
+    def __init__(
+        self, agent: Any, data_dir: Path, work: Path, rng: random.Random, ends_at: float
+    ) -> None:
+        self.agent = agent
+        self.data_dir = data_dir
+        self.rng = rng
+        self.ends_at = ends_at  # trio time at which nothing new starts
+        self.agent_record = Record(work / "agent.jsonl")
+        self.ui_record = Record(work / "ui.jsonl")
+        self.tally = Tally()
+        self._order: dict[str, int] = {}
+        self.open_calls = 0
+
+    def close(self) -> None:
+        self.agent_record.close()
+        self.ui_record.close()
+
+    def _next(self, key: str) -> int:
+        self._order[key] = self._order.get(key, -1) + 1
+        return self._order[key]
+
+    # --- start: each conversation made and associated with the runtime ---------------------
+
+    async def open_conversations(self, timeout: float) -> None:
+        for conversation in CONVERSATIONS:
+            await self._say(conversation)
+        with trio.fail_after(timeout):
+            while not all(self.agent.inventory(c) for c in CONVERSATIONS):  # noqa: ASYNC110
+                await trio.sleep(0.1)  # the client offers no event for a new inventory
+
+    # --- agent -> user -------------------------------------------------------------------
+
+    async def _say(self, conversation: str) -> None:
+        from actors.contracts import new_message_id
+
+        order = self._next(conversation)
+        message_id = new_message_id()
+        text = f"agent {conversation} {order}"
+        entry = {
+            "conversation": conversation,
+            "message_id": message_id,
+            "type": "lineup.message",
+            "order": order,
+            "text": text,
+        }
+        self.agent_record.write(event="unconfirmed", **entry)  # until the verdict
+        sent = await self.agent.send_text(conversation, text, message_id=message_id)
+        self.agent_record.write(event="sent", seq=sent.seq, **entry)
+        self.tally.messages += 1
+        self.tally.sent_ns[message_id] = time.time_ns()
+
+    async def talk(self, conversation: str) -> None:
+        while trio.current_time() < self.ends_at:
+            await self._say(conversation)
+            await trio.sleep(MESSAGE_EVERY_S)
+
+    # --- the agent's inbox: what the runtime sends it --------------------------------------
+
+    async def read(self) -> None:
+        while True:
+            message = await self.agent.receive()
+            payload = message.payload if isinstance(message.payload, dict) else {}
+            self.agent_record.write(
+                event="received",
+                conversation=message.conversation_id,
+                message_id=message.id,
+                type=message.type,
+                seq=message.seq,
+                sender={"kind": message.sender.kind, "id": message.sender.id},
+                call_id=message.call_id,
+                text=payload.get("text"),
+            )
+
+    # --- tool calls ----------------------------------------------------------------------
+
+    async def calls(self, nursery: trio.Nursery) -> None:
+        while trio.current_time() < self.ends_at:
+            scope, method, arguments = self.rng.choice(CALLS)
+            if trio.current_time() + DEADLINE_S.get(method, 0) < self.ends_at:
+                nursery.start_soon(
+                    self._call, self.rng.choice(CONVERSATIONS), scope, method, arguments
+                )
+            await trio.sleep(CALL_EVERY_S)
+
+    async def _call(self, conversation: str, scope: str, method: str, arguments: Any) -> None:
+        from peers.agent import AgentError
+
+        call = self.agent.call(conversation, method, arguments, app_scope=scope)
+        entry = {
+            "conversation": conversation,
+            "message_id": call.envelope["id"],
+            "type": "lineup.tool.invoke",
+            "order": self._next(f"call {conversation}"),
+            "call_id": call.call_id,
+            "method": method,
+        }
+        self.agent_record.write(event="unconfirmed", **entry)
+        self.open_calls += 1
+        recorded = False
+        try:
+            async for _event in call:
+                if call.sent is not None and not recorded:  # the verdict came first
+                    self.agent_record.write(event="sent", seq=call.sent.seq, **entry)
+                    recorded = True
+            self.tally.calls += 1
+        except AgentError as exc:  # refused by the AppServer: the checker sees no send
+            self.tally.problems.append(f"{method}: {exc}")
+        finally:
+            self.open_calls -= 1
+
+    # --- the user ------------------------------------------------------------------------
+
+    async def type(self) -> None:
+        from lineup.ui_session import UiSession
+
+        session = UiSession(self.data_dir, kind="terminal", session_id="chaos-user")
+        while trio.current_time() < self.ends_at:
+            conversation = self.rng.choice(CONVERSATIONS)
+            order = self._next(f"user {conversation}")
+            text = f"user {conversation} {order}"
+            body = {"kind": "send", "conversation_id": conversation, "text": text}
+            entry = {"conversation": conversation, "text": text, "order": order}
+            if await self._ui(session.act, body):
+                self.ui_record.write(event="typed", **entry)
+                self.tally.typed += 1
+            else:
+                # No answer: taken or not, the user cannot tell; the checker counts it
+                # only if some side saw it.
+                self.ui_record.write(event="unconfirmed", **entry)
+                self.tally.refused_typing += 1
+            await trio.sleep(TYPE_EVERY_S)
+
+    async def launch_and_close(self) -> None:
+        """The user opens an app and closes it again, now and then."""
+        from lineup.ui_session import UiSession
+
+        session = UiSession(self.data_dir, kind="terminal", session_id="chaos-launcher")
+        while trio.current_time() < self.ends_at:
+            await trio.sleep(LAUNCH_EVERY_S)
+            scope = self.rng.choice(("whiteboard", "pomodoro"))
+            if await self._ui(partial(session.intent, "open_app", app_scope=scope)):
+                self.tally.launches += 1
+            await trio.sleep(1)
+            await self._ui(partial(session.intent, "close_app", app_scope=scope))
+
+    async def _ui(self, request: Callable[..., Any], *args: Any) -> bool:
+        """One request through the UI socket; whether the host took it."""
+        from actors.kernel import ControlError
+
+        try:
+            await trio.to_thread.run_sync(request, *args)
+        except (ControlError, OSError):
+            return False
+        return True
+
+
+async def finish(workload: Workload, timeout: float) -> bool:
+    """Wait for every call in flight to end; whether they all did in `timeout` s."""
+    with trio.move_on_after(timeout):
+        while workload.open_calls:  # noqa: ASYNC110 (a count, from many tasks)
+            await trio.sleep(0.2)
+        return True
+    return False

@@ -1,0 +1,305 @@
+"""`lineup bench chaos`: the whole runtime under a mixed workload and faults at random
+moments, then an independent check that nothing was lost, repeated or reordered.
+
+The world: a reference AppServer process (`lineup appserver`) and `lineup run --headless
+--appserver URL` on a data dir of its own small file system, with the three sample apps
+(whiteboard, draw and guess, pomodoro) built, signed, installed and enabled with the real
+`lineup app` CLI. The workload, all at once: an agent (in this process) sends messages into
+three conversations and calls the apps' tools (idempotent queries and commands that are
+not), following each call to its final outcome; a scripted user types messages through the
+host's UI socket and opens and closes apps; one app is updated to a second version and
+rolled back. The faults (see `_chaos_faults`) are drawn from `--seed`.
+
+When `--minutes` are up the faults stop and nothing new starts; every call in flight is
+followed to its final, and every accepted message is given time to arrive. Then the
+checker compares the agent's and the user's records with the chat timeline and the
+AppServer's record: lost, duplicated and reordered messages each way, tool calls with
+none or several final outcomes, capability effects in doubt. The command exits 1 if any
+count but `in_doubt` is not zero.
+
+Everything lives in one fresh temp dir, removed at the end; every process the bench starts
+is stopped at the end, on Ctrl-C too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import trio
+from rich.console import Console
+
+from ._chaos_check import check, in_doubt_effects, read_jsonl
+from ._chaos_faults import FaultLog, Injector, schedule
+from ._chaos_options import add_arguments, check_arguments
+from ._chaos_report import print_table, recovery_ms, result_record
+from ._chaos_workload import CONVERSATIONS, Workload, finish
+from ._chaos_world import (
+    UPDATED_APP,
+    Bundles,
+    FaultyAppServer,
+    Runtime,
+    SmallDisk,
+    build_bundles,
+    install_apps,
+)
+from ._procs import BenchError, Processes
+from ._runner import run_bench
+from ._tools_app import lineup
+from .tools import _found, _term_as_ctrl_c
+
+FAULTS_PER_MINUTE = 60  # planned; the run's length cuts the plan short
+QUIET_S = 180.0  # after the faults: calls to end, messages to arrive
+
+
+async def _update_and_rollback(runtime: Runtime, bundles: Bundles, ends_at: float) -> None:
+    """`lineup app update` to the second version a third into the run, `lineup app
+    rollback` at two thirds; each tried again until the runtime takes it (it may be down)."""
+    start = trio.current_time()
+    third = (ends_at - start) / 3
+    steps = (
+        ("update", UPDATED_APP, str(bundles.second)),
+        ("rollback", UPDATED_APP),
+    )
+    for n, step in enumerate(steps, 1):
+        await trio.sleep_until(start + n * third)
+        while True:
+            try:
+                command = ["app", *step, "--data-dir", str(runtime.data_dir)]
+                await trio.to_thread.run_sync(partial(lineup, *command))
+                break
+            except BenchError:
+                if trio.current_time() >= ends_at + QUIET_S / 2:
+                    raise
+                await trio.sleep(1)
+
+
+def _appserver_history(appserver_dir: Path) -> dict[str, dict[str, Any]]:
+    """What the AppServer holds per conversation: each message's id, seq, type, sender,
+    call id and text, read from its store once it is stopped."""
+    from peers.appserver import STORE_FILE
+
+    db = sqlite3.connect(f"file:{appserver_dir / STORE_FILE}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT seq, conversation_id, body FROM messages ORDER BY seq").fetchall()
+    finally:
+        db.close()
+    history: dict[str, dict[str, Any]] = {}
+    for seq, conversation, body in rows:
+        message = json.loads(body)
+        payload = message.get("payload") or {}
+        history.setdefault(conversation, {"messages": []})["messages"].append(
+            {
+                "seq": seq,
+                "message_id": message["id"],
+                "type": message["type"],
+                "sender": message["sender"],
+                "call_id": (message.get("correlation") or {}).get("call_id"),
+                "text": payload.get("text") if isinstance(payload, dict) else None,
+            }
+        )
+    return history
+
+
+def _chat_history(data_dir: Path, conversation: str) -> dict[str, Any]:
+    """`lineup chat history --conversation ID --json`, as the user reads the timeline."""
+    command = [sys.executable, "-m", "lineup.cli", "chat", "history", "--json"]
+    done = subprocess.run(
+        [*command, "--conversation", conversation, "--data-dir", str(data_dir)],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise BenchError(f"lineup chat history failed: {done.stderr.decode()[-300:]}")
+    view: dict[str, Any] = json.loads(done.stdout)
+    return view
+
+
+def _applied_ns(data_dir: Path) -> list[int]:
+    """When the chat app applied each agent message (its event log's `at_ns`)."""
+    from apps.chat import app_dir
+
+    db = sqlite3.connect(f"file:{app_dir(data_dir) / 'app.db'}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT at_ns FROM events WHERE kind = 'agent'").fetchall()
+    finally:
+        db.close()
+    return [int(row[0]) for row in rows]
+
+
+async def _delivered(workload: Workload, runtime: Runtime, timeout: float) -> None:
+    """Wait until the chat shows as many agent messages as were accepted (or time out: the
+    checker then counts what is missing)."""
+    deadline = trio.current_time() + timeout
+    while trio.current_time() < deadline:
+        if len(await trio.to_thread.run_sync(_applied_ns, runtime.data_dir)) >= (
+            workload.tally.messages
+        ):
+            return
+        await trio.sleep(0.5)
+
+
+async def _soak(
+    work: Path, procs: Processes, args: argparse.Namespace, err: Console
+) -> dict[str, Any]:
+    _term_as_ctrl_c()
+    load_before = os.getloadavg()[0]
+    disk = SmallDisk.mount(work / "rt")
+    if disk is None:
+        err.print(
+            "cannot make a small file system here (mounting a tmpfs needs root):"
+            " running without the disk fault",
+            highlight=False,
+        )
+    server = FaultyAppServer(procs, work / "as")
+    runtime = Runtime(procs, work / "rt")
+    try:
+        err.print("building and signing the sample apps with `lineup app`", highlight=False)
+        bundles = await trio.to_thread.run_sync(build_bundles, work)
+        await server.start()
+        credentials = server.credentials()
+        runtime.begin(server.url, credentials.runtime_token)
+        await runtime.wait_online(120)
+        err.print("installing and enabling the sample apps", highlight=False)
+        await install_apps(runtime, bundles)
+        record = await _drive(work, args, err, World(server, runtime, bundles, disk))
+    finally:
+        runtime.stop()
+        server.stop()
+        if disk is not None:
+            disk.unmount()
+    record["settings"]["loadavg_1m"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+    return record
+
+
+@dataclass(frozen=True)
+class World:
+    server: FaultyAppServer
+    runtime: Runtime
+    bundles: Bundles
+    disk: SmallDisk | None
+
+
+async def _drive(
+    work: Path, args: argparse.Namespace, err: Console, world: World
+) -> dict[str, Any]:
+    from peers.agent import open_agent
+
+    server, runtime, disk = world.server, world.runtime, world.disk
+    credentials = server.credentials()
+    agent_id = credentials.agent_id
+    rng = random.Random(args.seed)
+    log = FaultLog()
+    plan = schedule(
+        args.seed, max(1, round(args.minutes * FAULTS_PER_MINUTE)), disk=disk is not None
+    )
+    async with open_agent(
+        server.url,
+        agent_id=agent_id,
+        token=credentials.token_for_agent(agent_id),
+        state_dir=work / "agent",
+    ) as agent:
+        workload = Workload(agent, runtime.data_dir, work, rng, ends_at=0)
+        async with trio.open_nursery() as reading:
+            reading.start_soon(workload.read)
+            await workload.open_conversations(120)
+            err.print(f"{args.minutes:g} min of workload and faults", highlight=False)
+            workload.ends_at = trio.current_time() + args.minutes * 60
+            injector = Injector(runtime, server, disk, random.Random(args.seed + 1), log)
+            async with trio.open_nursery() as nursery:
+                for conversation in CONVERSATIONS:
+                    nursery.start_soon(workload.talk, conversation)
+                nursery.start_soon(workload.calls, nursery)
+                nursery.start_soon(workload.type)
+                nursery.start_soon(workload.launch_and_close)
+                nursery.start_soon(_update_and_rollback, runtime, world.bundles, workload.ends_at)
+                nursery.start_soon(injector.run, plan, workload.ends_at)
+                await trio.sleep_until(workload.ends_at)
+                err.print("faults stopped; waiting for every call and message", highlight=False)
+                await finish(workload, QUIET_S)
+            await _delivered(workload, runtime, QUIET_S / 2)
+            reading.cancel_scope.cancel()
+        workload.close()
+    chat = {c: _chat_history(runtime.data_dir, c) for c in CONVERSATIONS}
+    applied = _applied_ns(runtime.data_dir)
+    server.stop()
+    counts = check(
+        agent=read_jsonl(work / "agent.jsonl"),
+        ui=read_jsonl(work / "ui.jsonl"),
+        chat=chat,
+        appserver=_appserver_history(server.data_dir),
+        in_doubt=in_doubt_effects(runtime.data_dir),
+    )
+    tally = workload.tally
+    return result_record(
+        settings={
+            "minutes": args.minutes,
+            "seed": args.seed,
+            "disk_fault": disk is not None,
+            "date": datetime.date.today().isoformat(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+        },
+        counts=counts,
+        faults=log.by_kind(),
+        fault_log=[{"at_ns": f.at_ns, "kind": f.kind, "target": f.target} for f in log.faults],
+        recoveries_ms=recovery_ms([f.at_ns for f in log.faults], applied),
+        workload={
+            "agent_messages": tally.messages,
+            "typed": tally.typed,
+            "typed_unanswered": tally.refused_typing,
+            "tool_calls_ended": tally.calls,
+            "app_launches": tally.launches,
+            "problems": tally.problems[:20],
+            "skipped_faults": log.skipped,
+        },
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `lineup bench chaos` command; 1 when a count that must be zero is not."""
+    records: list[dict[str, Any]] = []
+
+    def measure(work: Path, procs: Processes, err: Console) -> dict[str, Any]:
+        on_term = signal.getsignal(signal.SIGTERM)
+        try:
+            record = trio.run(_soak, work, procs, args, err)
+        except BaseExceptionGroup as group:  # what trio's nurseries wrap, unwrapped
+            if _found(group, KeyboardInterrupt) is not None:
+                raise KeyboardInterrupt from None
+            failure = _found(group, BenchError)
+            if failure is not None:
+                raise failure from None
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, on_term)
+        records.append(record)
+        return record
+
+    code = run_bench(args, problem=check_arguments(args), measure=measure, print_table=print_table)
+    if code == 0 and records and records[0]["failed"]:
+        return 1
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lineup bench chaos", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
