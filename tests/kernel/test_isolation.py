@@ -79,7 +79,7 @@ def start(
     data.mkdir(parents=True)
     write_token(data / ".runtime_token", TOKEN)
     with contextlib.closing(sqlite3.connect(data / "runtime.db")) as db:
-        db.execute("CREATE TABLE conversations (id TEXT)")
+        db.execute("CREATE TABLE conversations (conversation_id TEXT)")
     return rt.start(env={**SECRET_ENV, "LINEUP_DATA_DIR": str(data)})
 
 
