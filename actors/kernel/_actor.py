@@ -36,6 +36,7 @@ from ._door import Door, PayloadError, from_outside
 from ._faults import crash_point
 from ._frames import Frame, pack_body, unpack_body
 from ._ids import DerivedIds, new_id
+from ._mailbox import is_disk_full_error
 
 log = logging.getLogger("lineup.actor")
 
@@ -357,6 +358,7 @@ class _Session:
         self.wake = trio.lowlevel.ParkingLot()
         self.idle = False  # the handler loop is parked on `wake`
         self.awaiting_reset = False
+        self.full_waits = (0, 0)  # (seq, tries) of the last message to find the disk full
         self.acks: list[int] = []
         # Each handled type's bound method, looked up once per incarnation.
         self.handlers: dict[str, Callable[[Message], Awaitable[Any]]] = {
@@ -434,7 +436,7 @@ class _Session:
                 outcome, value = "error", exc.to_dict()
             except Exception as exc:
                 _emitting.reset(token)
-                await self.failed(msg, exc)
+                await self.failed(msg, exc, frame)
                 continue
             _emitting.reset(token)
             if msg.wants_reply and value is not REPLY_LATER:
@@ -477,9 +479,26 @@ class _Session:
             )
         self.acks.append(frame["seq"])
 
-    async def failed(self, msg: Message, exc: Exception) -> None:
+    async def disk_full(self, msg: Message, frame: Frame) -> None:
+        """A handler that failed for want of space on the disk: not the message's fault,
+        so no failure that would count towards its dead letter. The message goes back to
+        the front of the queue and is handled again, in order, after a backoff."""
+        seq, tries = self.full_waits
+        tries = tries + 1 if seq == msg.seq else 1
+        self.full_waits = (msg.seq, tries)
+        if tries == 1:
+            log.warning("%s: no space left to handle %s; trying again", self.actor.name, msg.type)
+        self.actor._queue.appendleft(frame)
+        await self.flush_acks()
+        await trio.sleep(min(0.05 * 2**tries, 1.0))
+
+    async def failed(self, msg: Message, exc: Exception, frame: Frame) -> None:
         """Report a failed handler, drop what is queued behind it, and wait for the reset
-        after which the supervisor redelivers everything from `msg` on, in order."""
+        after which the supervisor redelivers everything from `msg` on, in order; one that
+        failed for want of space is tried again instead (`disk_full`)."""
+        if is_disk_full_error(exc):
+            await self.disk_full(msg, frame)
+            return
         log.exception("%s: handler for %s failed", self.actor.name, msg.type)
         self.actor._failed += 1
         self.actor._queue.clear()

@@ -35,7 +35,7 @@ from ._frames import FrameDecoder, FrameError, encode, pack_body, unpack_body
 from ._gate import Refusal
 from ._ids import new_id
 from ._inspect import _plain, mailbox_counts, mailbox_listing
-from ._mailbox import State
+from ._mailbox import DISK_FULL_REASON, State, disk_full
 from ._specs import ChildSpec
 from ._switchboard import TraceRecord
 from ._wire import ProtocolViolation, classify
@@ -229,6 +229,9 @@ def _status(supervisor: Supervisor) -> dict[str, Any]:
     ]
     if unresponsive and state == "running":
         state = "degraded"
+    if supervisor.switchboard.disk_full or disk_full(supervisor.data_dir):
+        reasons.append(DISK_FULL_REASON)
+        state = "degraded" if state == "running" else state
     status: dict[str, Any] = {
         "state": state,
         "pid": os.getpid(),

@@ -16,6 +16,8 @@ written by an older version (done in the row, no cursors) read the same.
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -92,6 +94,41 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+# Below this much free space the data dir's disk counts as full: the supervisor holds its
+# commits until there is room again rather than fail one halfway, and the runtime reports
+# itself degraded meanwhile. Each commit is small; the margin covers the ones in between.
+DISK_RESERVE_BYTES = 8 << 20
+DISK_FULL_REASON = (
+    "the data dir's disk is full: free some space on it; the runtime goes on by itself"
+    " once there is room, and keeps every message it has accepted"
+)
+
+
+def disk_free(path: str | Path) -> int:
+    """Bytes an unprivileged writer may still use on the file system holding `path`."""
+    stat = os.statvfs(path)
+    return stat.f_bavail * stat.f_frsize
+
+
+def disk_full(path: str | Path) -> bool:
+    return disk_free(path) < DISK_RESERVE_BYTES
+
+
+def is_disk_full_error(error: BaseException | None) -> bool:
+    """Whether `error`, or an error it was raised from, is a write that failed for want of
+    space (a file or SQLite)."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if isinstance(error, sqlite3.OperationalError) and (
+            getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+        ):
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
+
+
 class MailboxStore(MailboxViews):
     def __init__(
         self,
@@ -150,8 +187,14 @@ class MailboxStore(MailboxViews):
     def checkpoint(self) -> tuple[int, int]:
         """Copy the WAL back into the database without blocking the writer (PASSIVE): from
         a worker thread on a store of its own, or on the writer's store between two
-        transactions. Returns (WAL pages, pages checkpointed)."""
-        row = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        transactions. Returns (WAL pages, pages checkpointed): (0, 0) when the disk is too
+        full to copy anything back (the WAL keeps every commit; the next one tries again)."""
+        try:
+            row = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.OperationalError as exc:
+            if is_disk_full_error(exc):
+                return 0, 0
+            raise
         return int(row[1]), int(row[2])
 
     # -- cursors and seqs (the writer's) -----------------------------------------------

@@ -24,7 +24,7 @@ import trio
 from ._channel import Channel, ChannelClosed
 from ._faults import crash_point
 from ._frames import Frame, delivery
-from ._mailbox import MailboxStore
+from ._mailbox import MailboxStore, disk_full
 
 log = logging.getLogger("lineup.supervisor")
 
@@ -130,6 +130,7 @@ class Switchboard:
         }
         self.batches = 0
         self.frames = 0
+        self.disk_full = False  # batches are held until the data dir's disk has room
         # Set when the WAL has grown by about `checkpoint_pages` pages since a checkpoint.
         # SQLite does not tell how big the WAL is, so it is estimated: a commit writes at
         # least a page of each B-tree it changes (about 2: rows and ids), and a frame fills
@@ -219,9 +220,25 @@ class Switchboard:
                     break
             # At most `batch_max` frames a transaction; the rest opens the next one.
             ops, self._carry = ops[: self.batch_max], ops[self.batch_max :]
+            await self._wait_for_room()
             self._apply_batch(ops)
             if self._carry:
                 await trio.lowlevel.checkpoint()
+
+    async def _wait_for_room(self) -> None:
+        """Hold the batch while the data dir's disk is full: a commit that fails for want
+        of space is rolled back by SQLite, so it is never started; the frames wait in
+        memory and their senders wait for their outcomes, as under any load."""
+        delay = 0.05
+        while disk_full(self.store.path.parent):
+            if not self.disk_full:
+                log.warning("the data dir's disk is full: commits wait for room")
+            self.disk_full = True
+            await trio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+        if self.disk_full:
+            log.warning("the data dir's disk has room again: commits go on")
+        self.disk_full = False
 
     # -- one batch ---------------------------------------------------------------------
 

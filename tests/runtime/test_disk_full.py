@@ -1,0 +1,89 @@
+"""The data dir's disk runs full under a live runtime: it says it is degraded and why, keeps
+running, loses nothing it accepted, and goes on by itself once there is room again.
+
+The data dir is a small tmpfs (mounting one needs root, as CI runs); a ballast file fills it
+to the last byte while the agent keeps sending."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from actors.kernel import ControlError
+
+from .helpers import Stack, texts, wait_for
+
+SIZE_MIB = 64
+MESSAGES = 20
+
+
+@pytest.fixture
+def small_disk(stack: Stack) -> Iterator[Path]:
+    """`stack`'s data dir on a tmpfs of its own; unmounted lazily at the end, after which the
+    runtime's own teardown still finds its open files."""
+    stack.data_dir.mkdir(parents=True)
+    mount = ["mount", "-t", "tmpfs", "-o", f"size={SIZE_MIB}m", "lineup-test", stack.data_dir]
+    done = subprocess.run(mount, capture_output=True, check=False)
+    assert done.returncode == 0, f"mounting a tmpfs needs root: {done.stderr.decode()}"
+    try:
+        yield stack.data_dir
+    finally:
+        subprocess.run(["umount", "-l", stack.data_dir], capture_output=True, check=False)
+
+
+def fill(ballast: Path) -> None:
+    """Write until the file system refuses: ENOSPC, as a full laptop disk."""
+    with open(ballast, "wb") as out, contextlib.suppress(OSError):
+        while True:
+            out.write(b"\0" * (1 << 20))
+            out.flush()
+
+
+def status(stack: Stack) -> dict[str, object]:
+    try:
+        return stack.control({"type": "status"})
+    except ControlError:
+        return {}
+
+
+async def test_full_disk_degrades_then_recovers_without_loss(stack: Stack, small_disk: Path):
+    await stack.start_appserver()
+    await stack.start_runtime()
+    agent = await stack.start_agent()
+    await agent.send_text("conv-1", "before")
+    await wait_for(lambda: "before" in texts(stack.timeline("conv-1")), 30, "the first message")
+
+    ballast = small_disk / "ballast"
+    await trio.to_thread.run_sync(fill, ballast)
+    assert os.statvfs(small_disk).f_bavail < 16, "the ballast left room"
+    for n in range(MESSAGES):  # accepted by the AppServer, waiting for the runtime
+        await agent.send_text("conv-1", f"while full {n}")
+
+    def full() -> dict[str, object] | None:
+        found = status(stack)
+        return found if found.get("state") == "degraded" else None
+
+    degraded = await wait_for(full, 30, "the runtime to say it is degraded")
+    assert "the data dir's disk is full" in str(degraded.get("reason")), degraded
+    with trio.move_on_after(3):  # full for a while: still up, still saying so
+        await trio.sleep_forever()
+    assert stack.runtime is not None and stack.runtime.alive, stack.runtime.log()[-3000:]
+    assert status(stack).get("state") == "degraded"
+
+    ballast.unlink()
+    wanted = ["before", *(f"while full {n}" for n in range(MESSAGES))]
+
+    def agents() -> list[str]:
+        return [t for t in texts(stack.timeline("conv-1")) if t in wanted]
+
+    with contextlib.suppress(AssertionError):
+        await wait_for(lambda: agents() == wanted, 60, "every accepted message")
+    assert agents() == wanted, "not every accepted message in the chat, once and in order"
+    await wait_for(lambda: status(stack).get("state") == "running", 30, "the runtime to recover")
+    assert "reason" not in status(stack)
