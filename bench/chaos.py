@@ -86,46 +86,34 @@ async def _update_and_rollback(runtime: Runtime, bundles: Bundles, ends_at: floa
                 await trio.sleep(1)
 
 
-def _appserver_history(appserver_dir: Path) -> dict[str, dict[str, Any]]:
-    """What the AppServer holds per conversation: each message's id, seq, type, sender,
-    call id and text, read from its store once it is stopped."""
-    from peers.appserver import STORE_FILE
+def _appserver_history(appserver_dir: Path, conversation: str) -> dict[str, Any]:
+    """`lineup agent history --conversation ID --json`: what the AppServer holds that the
+    runtime sent into the conversation."""
+    return _lineup_json(
+        "agent",
+        "history",
+        "--appserver-dir",
+        str(appserver_dir),
+        "--conversation",
+        conversation,
+    )
 
-    db = sqlite3.connect(f"file:{appserver_dir / STORE_FILE}?mode=ro", uri=True)
-    try:
-        rows = db.execute("SELECT seq, conversation_id, body FROM messages ORDER BY seq").fetchall()
-    finally:
-        db.close()
-    history: dict[str, dict[str, Any]] = {}
-    for seq, conversation, body in rows:
-        message = json.loads(body)
-        payload = message.get("payload") or {}
-        history.setdefault(conversation, {"messages": []})["messages"].append(
-            {
-                "seq": seq,
-                "message_id": message["id"],
-                "type": message["type"],
-                "sender": message["sender"],
-                "call_id": (message.get("correlation") or {}).get("call_id"),
-                "text": payload.get("text") if isinstance(payload, dict) else None,
-            }
-        )
-    return history
+
+def _lineup_json(*args: str) -> dict[str, Any]:
+    """`lineup ARGS --json` as the user runs it; its JSON."""
+    command = [sys.executable, "-m", "lineup.cli", *args, "--json"]
+    done = subprocess.run(command, capture_output=True, timeout=120, check=False)
+    if done.returncode != 0:
+        raise BenchError(f"lineup {args[0]} {args[1]} failed: {done.stderr.decode()[-300:]}")
+    view: dict[str, Any] = json.loads(done.stdout)
+    return view
 
 
 def _chat_history(data_dir: Path, conversation: str) -> dict[str, Any]:
     """`lineup chat history --conversation ID --json`, as the user reads the timeline."""
-    command = [sys.executable, "-m", "lineup.cli", "chat", "history", "--json"]
-    done = subprocess.run(
-        [*command, "--conversation", conversation, "--data-dir", str(data_dir)],
-        capture_output=True,
-        timeout=120,
-        check=False,
+    return _lineup_json(
+        "chat", "history", "--conversation", conversation, "--data-dir", str(data_dir)
     )
-    if done.returncode != 0:
-        raise BenchError(f"lineup chat history failed: {done.stderr.decode()[-300:]}")
-    view: dict[str, Any] = json.loads(done.stdout)
-    return view
 
 
 def _applied_ns(data_dir: Path) -> list[int]:
@@ -240,7 +228,7 @@ async def _drive(
         agent=read_jsonl(work / "agent.jsonl"),
         ui=read_jsonl(work / "ui.jsonl"),
         chat=chat,
-        appserver=_appserver_history(server.data_dir),
+        appserver={c: _appserver_history(server.data_dir, c) for c in CONVERSATIONS},
         in_doubt=in_doubt_effects(runtime.data_dir),
     )
     tally = workload.tally
