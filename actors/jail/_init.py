@@ -11,7 +11,10 @@ launcher forks it and stays, outside the namespace, as its parent:
   signal, armed again after each credential change). When the app, the namespace's init,
   ends, the kernel kills every process left in the namespace;
 - it stays root, in the root pid namespace: the app's uid may neither signal nor trace it,
-  and cannot even name it (its pid is outside the app's namespace).
+  and cannot even name it (its pid is outside the app's namespace);
+- first of all it moves itself and the init into the app's cgroups (`join`), while the
+  init builds the app's view; the init waits for the outcome (`joined`) before it takes
+  the app's identity, so no code of the app ever runs outside its cgroups.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import resource
 import select
 import signal
 import sys
+from collections.abc import Callable
 from typing import Final, NoReturn
 
 from ._env import set_death_signal
@@ -36,25 +40,49 @@ RELAYED: Final = (
 )
 
 _launcher_fd = -1  # in the app, before its exec: a pidfd of the launcher
+_joined_fd = -1  # in the app, until it has read it: the outcome of the launcher's `join`
 
 
-def fork_init() -> int:
+def fork_init(join: Callable[[list[int]], str | None]) -> int:
     """Fork the namespace's init. Returns its pid as the host sees it, in the app; in the
-    launcher, never (it waits, relays and exits as the app did)."""
+    launcher, never (it calls `join` with its own pid and the init's, tells the init the
+    outcome, then waits, relays and exits as the app did)."""
     own = os.pidfd_open(os.getpid())
+    joined_r, joined_w = os.pipe2(os.O_CLOEXEC)
     # No signal may be lost between the fork and the relay's handlers.
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, RELAYED)
     pid = os.fork()
     if pid == 0:
-        global _launcher_fd
-        _launcher_fd = own
+        global _launcher_fd, _joined_fd
+        _launcher_fd, _joined_fd = own, joined_r
+        os.close(joined_w)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         set_death_signal()
         if not _launcher_alive():  # it died before the signal was armed
             os._exit(1)
         return _host_pid()
     os.close(own)
+    os.close(joined_r)
+    problem = join([os.getpid(), pid])
+    with contextlib.suppress(OSError):  # the init is gone: its status is relayed below
+        os.write(joined_w, b"ok" if problem is None else problem.encode()[:4000])
+    os.close(joined_w)
     _relay(pid, mask)
+
+
+def joined() -> str | None:
+    """In the init: wait for the launcher's `join`; what failed, in words, or None. A
+    launcher that ended without a word joined nothing, and the app is never run."""
+    global _joined_fd
+    chunks = []
+    while chunk := os.read(_joined_fd, 4096):
+        chunks.append(chunk)
+    os.close(_joined_fd)
+    _joined_fd = -1
+    word = b"".join(chunks).decode(errors="replace")
+    if not word:
+        os._exit(1)
+    return None if word == "ok" else word
 
 
 def rearm_death_signal() -> None:

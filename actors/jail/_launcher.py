@@ -46,7 +46,13 @@ from typing import Any, Final
 from . import _init
 from ._env import die_with_parent as _die_with_parent
 from ._env import scrubbed_environment
-from ._limits import join_cgroups, set_limits
+from ._limits import (
+    close_cgroups,
+    move_into,
+    open_cgroups,
+    report_joined,
+    set_limits,
+)
 from ._reach import Show, entry_owner, needed, plan_view
 
 CLONE_NEWNS: Final = 0x0002_0000
@@ -535,13 +541,20 @@ def jail_app(jail: AppJail, *, parent_pid: int, interpreter: str) -> dict[str, s
     `parent_pid`: the process this one dies with; `interpreter`: the Python the app runs
     on, which its view must show."""
     report = Report()
-    join_cgroups(report, list(jail.cgroups))
+    cgroups = list(jail.cgroups)
+    procs, problem = open_cgroups(cgroups)
     own_mounts, own_pids = enter_namespaces(report)
     host_pid = os.getpid()
     rearm: Callable[[], None] = lambda: _die_with_parent(parent_pid)  # noqa: E731
     if own_pids:
-        host_pid = _init.fork_init()  # the caller stays behind, as its waiting parent
+        # The caller stays behind as the init's waiting parent, and moves both into the
+        # app's cgroups while the init goes on; the init waits for it before the app's
+        # identity (`_init.joined`).
+        host_pid = _init.fork_init(lambda pids: problem or move_into(procs, pids))
         rearm = _init.rearm_death_signal
+    else:
+        report_joined(report, len(cgroups), problem or move_into(procs, [os.getpid()]))
+    close_cgroups(procs)
     private_fd = prepare_private_dir(jail.private_dir, jail.uid, jail.gid)
     if own_mounts:
         home = build_view(
@@ -561,6 +574,8 @@ def jail_app(jail: AppJail, *, parent_pid: int, interpreter: str) -> dict[str, s
         home = os.getcwd()
         code_view = jail.code
     os.close(private_fd)
+    if own_pids:
+        report_joined(report, len(cgroups), _init.joined())
     become_app(report, jail.uid, jail.gid, rearm)
     set_limits(
         report,

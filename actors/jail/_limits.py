@@ -1,6 +1,12 @@
-"""Resource limits the launcher puts on the app: its cgroup, joined before anything is
-forked (so the app and all it starts are counted in it), and rlimits, set as the app's
-uid just before the exec (soft and hard alike: it cannot raise them again).
+"""Resource limits the launcher puts on the app: its cgroup, joined before the app's code
+runs (so the app and all it starts are counted in it), and rlimits, set as the app's uid
+just before the exec (soft and hard alike: it cannot raise them again).
+
+A move into a cgroup v1 hierarchy waits for an RCU grace period (milliseconds). With a pid
+namespace the moves are off the app's path: the launcher opens each `cgroup.procs` before
+it forks the namespace's init, then, as its waiting parent, writes its own pid and the
+init's while the init builds its view; the init waits for the word before it takes the
+app's identity (`_init`).
 
 - RLIMIT_FSIZE: no file it writes grows past `--max-file-bytes` (the write fails with
   EFBIG; SIGXFSZ is ignored, so a program that does not expect the signal is not killed);
@@ -23,17 +29,40 @@ if TYPE_CHECKING:
 NOFILE: Final = 1024
 
 
-def join_cgroups(report: Report, dirs: list[str]) -> None:
-    """Move this process into each of the app's cgroup directories (one per hierarchy)."""
+def open_cgroups(dirs: list[str]) -> tuple[list[tuple[str, int]], str | None]:
+    """Each directory's `cgroup.procs`, open for writing (an fd keeps it reachable once
+    the view covers /sys); what could not be opened, in words."""
+    opened: list[tuple[str, int]] = []
     for where in dirs:
         try:
-            with open(os.path.join(where, "cgroup.procs"), "w") as procs:
-                procs.write(str(os.getpid()))
+            fd = os.open(os.path.join(where, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
         except OSError as exc:
-            report.missing("cgroup", f"cannot join {where}: {exc.strerror or exc}")
-            return
-    if dirs:
-        report.ok("cgroup", f"joined before the fork ({len(dirs)} hierarchies)")
+            return opened, f"cannot join {where}: {exc.strerror or exc}"
+        opened.append((where, fd))
+    return opened, None
+
+
+def move_into(procs: list[tuple[str, int]], pids: list[int]) -> str | None:
+    """Write each pid to each opened `cgroup.procs`; what failed, in words."""
+    for where, fd in procs:
+        try:
+            for pid in pids:
+                os.write(fd, str(pid).encode())
+        except OSError as exc:
+            return f"cannot join {where}: {exc.strerror or exc}"
+    return None
+
+
+def close_cgroups(procs: list[tuple[str, int]]) -> None:
+    for _, fd in procs:
+        os.close(fd)
+
+
+def report_joined(report: Report, count: int, problem: str | None) -> None:
+    if problem is not None:
+        report.missing("cgroup", problem)
+    elif count:
+        report.ok("cgroup", f"joined before its code runs ({count} hierarchies)")
 
 
 def set_limits(

@@ -489,16 +489,19 @@ def test_the_launcher_reports_what_it_could_not_enforce() -> None:
 # -- the fallbacks: the launcher alone, where Linux allows less ----------------------------
 
 
-def launch(tmp_path: Path, prefix: list[str], script: str) -> tuple[dict[str, Any], list[str], str]:
+def launch(
+    tmp_path: Path, prefix: list[str], script: str, cgroups: tuple[Path, ...] = ()
+) -> tuple[dict[str, Any], list[str], str]:
     """Run the launcher under `prefix` with `/bin/sh -c script` as the child: its report,
     the lines the child printed, and what the launcher logged."""
-    assert shutil.which(prefix[0]), f"{prefix[0]} (util-linux) is needed for this test"
+    assert not prefix or shutil.which(prefix[0]), f"{prefix[0]} (util-linux) is needed"
     data = tmp_path / "data"
     data.mkdir(mode=0o700)
     report_r, report_w = os.pipe()
     ours, theirs = socket.socketpair()
+    environment = scrubbed_environment(os.environ)
     plan = JailPlan(
-        data / "apps" / "z", 0x7000_1234, 0x7000_1234, (data,), scrubbed_environment(os.environ)
+        data / "apps" / "z", 0x7000_1234, 0x7000_1234, (data,), environment, cgroups=cgroups
     )
     command = plan.command(
         ["/bin/sh", "-c", script], channel_fd=theirs.fileno(), report_fd=report_w
@@ -554,3 +557,47 @@ def test_without_namespaces_the_launcher_says_so_and_still_drops_root(tmp_path: 
     uid, netns, _, wrote = out
     assert (uid, wrote) == (str(0x7000_1234), "wrote")
     assert netns == os.readlink("/proc/self/ns/net")
+
+
+@pytest.fixture
+def v1_cgroups() -> Iterator[tuple[Path, ...]]:
+    """A cgroup of the test's own in the pids and memory v1 hierarchies, removed after."""
+    own = dict(line.split(":", 2)[1:] for line in Path("/proc/self/cgroup").read_text().split())
+    made = []
+    for controller in ("pids", "memory"):
+        mount = Path("/sys/fs/cgroup") / controller
+        if controller in own and mount.is_dir():
+            made.append(mount / own[controller].lstrip("/") / f"lineup-test-{new_id()}")
+            made[-1].mkdir()
+    if not made:
+        pytest.fail("no cgroup v1 pids or memory hierarchy is mounted at /sys/fs/cgroup")
+    try:
+        yield tuple(made)
+    finally:
+        for path in made:
+            path.rmdir()  # the app and its launcher have ended: empty
+
+
+@needs_root
+def test_the_app_is_in_its_cgroups_before_its_code_runs(
+    tmp_path: Path, v1_cgroups: tuple[Path, ...]
+) -> None:
+    # The launcher moves itself and the app's init while the init builds the view; the
+    # app's first command already finds itself (pid 1 of its namespace) in every one.
+    report, out, _ = launch(tmp_path, [], "cat /proc/$$/cgroup", v1_cgroups)
+    assert report["level"] == "full", report
+    assert "cgroup" in report["enforced"]
+    seen = {line.split(":", 2)[1]: line.split(":", 2)[2] for line in out}
+    for path in v1_cgroups:
+        controller = path.relative_to("/sys/fs/cgroup").parts[0]
+        assert seen[controller].endswith(f"/{path.name}"), (controller, seen)
+
+
+@needs_root
+def test_a_cgroup_it_cannot_join_is_reported_and_the_app_still_jailed(tmp_path: Path) -> None:
+    missing = (tmp_path / "no-such-cgroup",)
+    report, out, logged = launch(tmp_path, [], "id -u", missing)
+    assert report["level"] == "partial"
+    assert set(report["not_enforced"]) == {"cgroup"}
+    assert "jail: NOT enforced: cgroup: cannot join" in logged
+    assert out == [str(0x7000_1234)]
