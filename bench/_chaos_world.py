@@ -79,7 +79,7 @@ class FaultyAppServer(AppServerProcess):
 
     def __init__(self, procs: Processes, data_dir: Path) -> None:
         super().__init__(procs, data_dir, "appserver")
-        self.options: list[str] = []
+        self.start_timeout = 60.0  # a restart may come while the machine is busy
 
     async def restart(self, options: list[str], *, kill: bool) -> None:
         if self.process is not None:
@@ -89,29 +89,6 @@ class FaultyAppServer(AppServerProcess):
             self.process = None
         self.options = options
         await self.start()
-
-    async def start(self) -> str:
-        from peers.appserver import read_endpoint
-
-        args = ["appserver", "--appserver-dir", str(self.data_dir), "--port", str(self.port)]
-        process = self.process = self.procs.spawn(self.name, [*args, *self.options])
-
-        def listening() -> str | None:
-            if process.poll() is not None:
-                raise BenchError(f"{self.name} exited{self.procs.tail(self.name)}")
-            endpoint = self.data_dir / "endpoint.json"
-            try:
-                import json
-
-                if json.loads(endpoint.read_text()).get("pid") != process.pid:
-                    return None
-            except (OSError, ValueError):
-                return None
-            return read_endpoint(self.data_dir)
-
-        self.url = await wait_for(listening, 60, f"{self.name} to listen")
-        self.port = int(self.url.rsplit(":", 1)[1].split("/")[0])  # kept across restarts
-        return self.url
 
 
 class Runtime(RuntimeProcess):

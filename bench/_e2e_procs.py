@@ -48,12 +48,14 @@ class AppServerProcess:
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
+        self.options: list[str] = []  # more `lineup appserver` options (its faults)
+        self.start_timeout = 30.0
 
     async def start(self) -> str:
         from peers.appserver import read_endpoint
 
         args = ["appserver", "--appserver-dir", str(self.data_dir), "--port", str(self.port)]
-        process = self.process = self.procs.spawn(self.name, args)
+        process = self.process = self.procs.spawn(self.name, [*args, *self.options])
 
         def listening() -> str | None:
             if process.poll() is not None:
@@ -66,7 +68,7 @@ class AppServerProcess:
                 return None
             return read_endpoint(self.data_dir)
 
-        self.url = await wait_for(listening, 30, f"{self.name} to listen")
+        self.url = await wait_for(listening, self.start_timeout, f"{self.name} to listen")
         self.port = int(self.url.rsplit(":", 1)[1].split("/")[0])  # kept across restarts
         return self.url
 
