@@ -4,9 +4,12 @@ All at once, for the length of the run: the agent sends chat messages into sever
 conversations (one after the other in each, so each has a definite order), calls the sample
 apps' tools (idempotent queries and commands that are not) and follows every call to its
 final outcome; a scripted user types messages through the host's UI socket, opens and
-closes apps, and the agent reads what the user typed. Every send, verdict, receipt and
-final is written to the agent's or the user's JSONL record as it happens, for the checker
-to compare with the chat timeline and the AppServer's record after the run.
+closes apps, and the agent reads what the user typed. Once, at the start, the agent asks
+the whiteboard to save its board as a file (`board.save`), and the user answers the consent
+card through the UI socket a few seconds later, the faults running meanwhile. Every send,
+verdict, receipt and final is written to the agent's or the user's JSONL record as it
+happens, for the checker to compare with the chat timeline and the AppServer's record after
+the run.
 """
 
 from __future__ import annotations
@@ -22,11 +25,16 @@ from typing import Any, TextIO
 
 import trio
 
+TaskStatus = trio.TaskStatus[None]
+
 CONVERSATIONS = ("conv-1", "conv-2", "conv-3")
 MESSAGE_EVERY_S = 0.25  # per conversation, agent -> user
 TYPE_EVERY_S = 0.5  # the user, across the conversations
 CALL_EVERY_S = 1.0
 LAUNCH_EVERY_S = 7.0
+CARD_READ_S = (3.0, 6.0)  # how long the user looks at the consent card before allowing it
+CARD_POLL_S = 0.2  # the chat offers the terminal no event for a new card either
+REANSWER_S = 5.0  # a card still open this long after its answer: the answer was lost
 # (app scope, method, arguments): the idempotent queries and the commands that are not.
 CALLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("whiteboard", "board.summary", {}),
@@ -63,6 +71,8 @@ class Tally:
     refused_typing: int = 0
     calls: int = 0
     launches: int = 0
+    capability: str = "not_asked"  # the save's outcome: allowed, or the final's code
+    cards_answered: int = 0
     sent_ns: dict[str, int] = field(default_factory=dict)  # message id -> accepted at
     problems: list[str] = field(default_factory=list)
 
@@ -152,7 +162,11 @@ class Workload:
                 )
             await trio.sleep(CALL_EVERY_S)
 
-    async def _call(self, conversation: str, scope: str, method: str, arguments: Any) -> None:
+    async def _call(
+        self, conversation: str, scope: str, method: str, arguments: Any
+    ) -> dict[str, Any] | None:
+        """Make one call and follow it to its end; its final's type and payload, or None
+        when the AppServer refused it."""
         from peers.agent import AgentError
 
         call = self.agent.call(conversation, method, arguments, app_scope=scope)
@@ -175,8 +189,84 @@ class Workload:
             self.tally.calls += 1
         except AgentError as exc:  # refused by the AppServer: the checker sees no send
             self.tally.problems.append(f"{method}: {exc}")
+            return None
         finally:
             self.open_calls -= 1
+        final = call.final
+        if final is None:
+            return {"type": None, "payload": {}}
+        payload = final.envelope.payload
+        return {"type": final.type, "payload": payload if isinstance(payload, dict) else {}}
+
+    # --- a capability the user answers ---------------------------------------------------
+
+    async def capability(self, *, task_status: TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+        """The agent asks the whiteboard to save its board (`board.save`, which asks the
+        runtime for `file.save`); started once the consent card is open in the chat (or the
+        call ended without one), so the faults hit while it is open. The user reads the card
+        a few seconds, then allows it once through the UI socket, and answers again any card
+        of it still open (an answer a fault lost). The outcome is `allowed` when the call's
+        one final says saved, else the final's code."""
+        shown = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._save, CONVERSATIONS[0], shown)
+            await shown.wait()
+            task_status.started()
+
+    async def _save(self, conversation: str, shown: trio.Event) -> None:
+        async with trio.open_nursery() as user:
+            user.start_soon(self._allow, conversation, shown)
+            final = await self._call(conversation, "whiteboard", "board.save", {"format": "png"})
+            user.cancel_scope.cancel()
+        shown.set()
+        payload = (final or {}).get("payload") or {}
+        if final is None:
+            self.tally.capability = "refused_by_appserver"
+        elif final["type"] == "lineup.tool.result" and (payload.get("output") or {}).get("saved"):
+            self.tally.capability = "allowed"
+        else:
+            self.tally.capability = str(payload.get("code") or final["type"])
+
+    async def _allow(self, conversation: str, shown: trio.Event) -> None:
+        from lineup.ui_session import UiSession
+
+        session = UiSession(self.data_dir, kind="terminal", session_id="chaos-consent")
+        answered: dict[str, float] = {}  # card -> when the user last answered it
+        while True:
+            card = await trio.to_thread.run_sync(self._open_card, conversation)
+            if card is not None and trio.current_time() - answered.get(card, -1e9) > REANSWER_S:
+                if not shown.is_set():
+                    shown.set()
+                    await trio.sleep(self.rng.uniform(*CARD_READ_S))
+                body = {
+                    "kind": "answer",
+                    "conversation_id": conversation,
+                    "interaction_id": card,
+                    "selected": ["once"],
+                }
+                if await self._ui(session.act, body):
+                    answered[card] = trio.current_time()
+                    self.tally.cards_answered += 1
+            await trio.sleep(CARD_POLL_S)
+
+    def _open_card(self, conversation: str) -> str | None:
+        """The id of a `file.save` consent card open in the chat, as the terminal reads it."""
+        import sqlite3
+
+        from apps.chat import history
+
+        try:
+            waiting = history(self.data_dir, conversation)["pending_interactions"]
+        except (sqlite3.Error, OSError):  # the chat's log mid-write or the disk full
+            return None
+        return next(
+            (
+                str(card["interaction_id"])
+                for card in waiting
+                if card.get("origin") == "runtime" and card.get("capability") == "file.save"
+            ),
+            None,
+        )
 
     # --- the user ------------------------------------------------------------------------
 

@@ -8,7 +8,10 @@ The world: a reference AppServer process (`lineup appserver`) and `lineup run --
 three conversations and calls the apps' tools (idempotent queries and commands that are
 not), following each call to its final outcome; a scripted user types messages through the
 host's UI socket and opens and closes apps; one app is updated to a second version and
-rolled back. The faults (see `_chaos_faults`) are drawn from `--seed`.
+rolled back; once, at the start, the agent asks the whiteboard to save its board as a file
+and the user allows it on the consent card while the faults run (`workload.capability`:
+`allowed`, or the call's error code). The faults (see `_chaos_faults`) are drawn from
+`--seed`.
 
 When `--minutes` are up the faults stop and nothing new starts; every call in flight is
 followed to its final, and every accepted message is given time to arrive. Then the
@@ -204,6 +207,8 @@ async def _drive(
         async with trio.open_nursery() as reading:
             reading.start_soon(workload.read)
             await workload.open_conversations(120)
+            # The save's consent card is open before the faults begin, so they hit while it is.
+            await reading.start(workload.capability)
             err.print(f"{args.minutes:g} min of workload and faults", highlight=False)
             workload.ends_at = trio.current_time() + args.minutes * 60
             injector = Injector(runtime, server, disk, random.Random(args.seed + 1), log)
@@ -251,6 +256,8 @@ async def _drive(
             "typed_unanswered": tally.refused_typing,
             "tool_calls_ended": tally.calls,
             "app_launches": tally.launches,
+            "capability": tally.capability,
+            "consent_answers": tally.cards_answered,
             "problems": tally.problems[:20],
             "skipped_faults": log.skipped,
         },

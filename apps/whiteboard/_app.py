@@ -6,11 +6,14 @@ made against the revision it read: a write that lost a race reads again and merg
 and nobody's shapes are overwritten. The agent draws with `lineup.app.state.patch`
 envelopes to the board's instance; it reads the board with `board.summary` and takes it
 away as a PNG and an SVG with `board.export`, rendered here (`_render`) and kept as
-artifacts.
+artifacts. `board.save` renders it the same way and asks the runtime's capability gateway
+to save it as a file for the user (`file.save`), which the user allows or denies in the
+chat.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Callable
 from typing import Any, Final
@@ -29,6 +32,14 @@ PATCH: Final = "lineup.app.state.patch"
 DEFAULT_TITLE: Final = "Whiteboard"
 WRITE_ATTEMPTS: Final = 8  # a write that keeps losing races gives up, with its code
 MEDIA_TYPES: Final = {"png": "image/png", "svg": "image/svg+xml"}
+SAVE_ANSWER_S: Final = 60.0  # how long the user has to answer the consent card
+# What the gateway answered, as the tool's error: every refusal is one of a tool's codes.
+SAVE_REFUSALS: Final = {
+    "permission_denied": Code.PERMISSION_DENIED,
+    "policy_denied": Code.PERMISSION_DENIED,
+    "cancelled_by_user": Code.CANCELLED_BY_USER,
+    "expired": Code.OPERATION_EXPIRED,
+}
 
 _REFERENCE = {
     "type": "object",
@@ -59,7 +70,9 @@ def _printable(title: str) -> str:
         "app.session-data.v1",
         "agent.messages.v1",
         "artifact.create.v1",
+        "capability.request.v1",
     ],
+    capabilities=["file.save"],
     agent_subscriptions=[
         {"type": PATCH, "scope": "instance"},
         {"type": "lineup.tool.invoke", "scope": "conversation"},
@@ -245,3 +258,57 @@ class WhiteboardApp(RuntimeApp):
             )
             references.append(reference)
         return {"revision": revision, "artifacts": references}
+
+    @tool(
+        "board.save",
+        title="Save the whiteboard as a file",
+        input_schema={
+            "type": "object",
+            "properties": {"format": {"enum": list(MEDIA_TYPES)}},
+            "required": ["format"],
+            "additionalProperties": False,
+        },
+        output_schema={
+            "type": "object",
+            "properties": {"saved": {"const": True}, "name": {"type": "string"}},
+            "required": ["saved", "name"],
+            "additionalProperties": False,
+        },
+        call_model="command",
+        # The user's answer may take the whole of SAVE_ANSWER_S, and the gateway's word on it
+        # comes after.
+        timeout_ms=120_000,
+        risk="medium",
+        # The runtime saves a file only for the app in front, so the board comes forward
+        # while the user decides; whatever was in front comes back when the call ends.
+        activation_requirement="foreground_required",
+        launch_policy={"launch": "if_needed", "focus": "foreground"},
+    )
+    async def save(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        """Renders the board as last committed (as `board.export` does) and asks the user,
+        in the chat, to let it be saved as a file named after the board's title in their
+        downloads: {saved: true, name} once they allow it; `permission_denied` when they
+        deny it, `cancelled_by_user` when they dismiss it, `operation_expired` when they do
+        not answer within a minute. Asked twice, it asks twice (unless the user allowed it
+        for the session or always) and saves a second file, its name numbered (`Title
+        (1).png`); a call replayed after the app's crash gets the first's answer and file."""
+        kind = str(arguments["format"])
+        board, _ = await self._board(call)
+        shapes = shapes_in_order(board)
+        if kind == "png":
+            data = await trio.to_thread.run_sync(render_png, shapes)
+        else:
+            data = render_svg(board["title"], shapes)
+        # The gateway keeps only a name's last path component: a title's slash stays a mark.
+        name = f"{_printable(board['title']).replace('/', '-').replace(chr(92), '-')}.{kind}"
+        answer = await self.sdk.capabilities.request(
+            "file.save",
+            f"save the whiteboard as {name} in your downloads",
+            {"name": name, "data_base64": base64.b64encode(data).decode("ascii")},
+            timeout_s=SAVE_ANSWER_S,
+        )
+        status = str(answer.get("status"))
+        if status == "completed":
+            return {"saved": True, "name": str(answer["output"]["name"])}
+        refusal = SAVE_REFUSALS.get(status, Code.HANDLER_FAILED)
+        raise ContractError(refusal, f"file.save: {status} {answer.get('code') or ''}".strip())

@@ -1,6 +1,7 @@
 """`lineup bench chaos` for one minute: the whole runtime under a mixed workload and at least
 30 faults of at least 6 kinds loses, repeats and reorders nothing, and every tool call ends
-with exactly one final outcome."""
+with exactly one final outcome; the whiteboard's save, whose consent card the user answers
+while the faults run, is allowed and saved."""
 
 from __future__ import annotations
 
@@ -27,3 +28,6 @@ def test_a_minute_of_chaos_loses_and_repeats_nothing() -> None:
     assert sum(record["faults"].values()) >= 30, record["faults"]
     assert len(record["faults"]) >= 6, record["faults"]
     assert record["recovery_p50_ms"] is not None, record
+    workload = record["workload"]
+    assert workload["capability"] == "allowed", workload
+    assert workload["consent_answers"] >= 1, workload

@@ -9,7 +9,8 @@ pages of one board each add shapes, at the same revision too: no write is lost. 
 outlives a SIGKILL of the app, of the tool router and of the web host with one final each,
 and the board stays what was committed. A patch that breaks the shapes' contract changes
 nothing, with its code in the app's diagnostics; one aimed at another app's instance never
-reaches it.
+reaches it. Saving the board as a file asks the user in the chat: allowed once, it is in the
+downloads; denied the next time, the agent gets `permission_denied` and no file is made.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from actors.contracts import Code, ContractError
 from actors.store import read_artifacts, read_diagnostics
 from apps.whiteboard._board import board_of, check_shape, empty_board, merge
+from tests.capabilities.helpers import answer, card_for
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import (
     Agent,
@@ -56,7 +58,7 @@ from .helpers import (
 )
 
 SCOPE = "whiteboard"
-TOOLS = ["board.create", "board.export", "board.summary"]
+TOOLS = ["board.create", "board.export", "board.save", "board.summary"]
 RGB = {"red": (0xD6, 0x27, 0x28), "blue": (0x1F, 0x77, 0xB4), "green": (0x2C, 0xA0, 0x2C)}
 WHITE = (0xFF, 0xFF, 0xFF)
 RECT = {"kind": "rect", "colour": "red", "points": [[600, 100], [900, 300]], "width": 6}
@@ -527,3 +529,38 @@ def test_the_board_holds_shapes_to_their_contract() -> None:
         "shapes": {"b": TEXT, "a": stroke},
         "order": ["b", "a"],
     }
+
+
+async def test_saving_the_board_asks_the_user_each_time(
+    stack: Stack, whiteboard: SignedApp
+) -> None:
+    await start_web_runtime(stack)
+    client = await stack.start_agent()
+    await client.send_text(CONVERSATION, "hello")
+    first = await new_revision(stack, 0)
+    await install_enabled(stack, whiteboard)
+    await new_revision(stack, first)
+    assert sorted(m for m in tools_of(stack) if m.startswith("board.")) == TOOLS
+    agent = Agent(stack, client, SCOPE)
+    instance = await create(agent, "call_create", "Plan/B")
+    await patch(agent, instance, {"shapes": {"agent-rect": RECT}})
+    downloads = stack.data_dir / "downloads"
+
+    # The user allows it once: the PNG is in their downloads, named after the board.
+    await client.submit(agent.invoke("call_save", "board.save", {"format": "png"}))
+    card = await card_for(stack, "file.save")
+    answer(stack, card, "once")
+    row = await final_of(stack, "call_save", 60)
+    assert row["state"] == "succeeded", (row["code"], row["history"])
+    assert row["output"] == {"saved": True, "name": "Plan-B.png"}
+    assert one_final(stack, "call_save")["type"] == "lineup.tool.result"
+    assert sorted(p.name for p in downloads.iterdir()) == ["Plan-B.png"]
+    assert (downloads / "Plan-B.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+    # Once covers nothing more: the next save asks again, and the user denies it.
+    await client.submit(agent.invoke("call_again", "board.save", {"format": "png"}))
+    answer(stack, await card_for(stack, "file.save", {card}), "deny")
+    row = await final_of(stack, "call_again", 60)
+    assert (row["state"], row["code"]) == ("failed", "permission_denied"), row["history"]
+    assert one_final(stack, "call_again")["type"] == "lineup.tool.error"
+    assert sorted(p.name for p in downloads.iterdir()) == ["Plan-B.png"]
