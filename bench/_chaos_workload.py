@@ -139,7 +139,7 @@ class Workload:
     async def read(self) -> None:
         while True:
             message = await self.agent.receive()
-            payload = message.payload if isinstance(message.payload, dict) else {}
+            payload = message.envelope.payload if isinstance(message.envelope.payload, dict) else {}
             self.agent_record.write(
                 event="received",
                 conversation=message.conversation_id,
