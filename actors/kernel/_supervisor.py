@@ -34,7 +34,7 @@ from ._forked import Zygote
 from ._frames import Frame, FrameError, pack_body
 from ._gate import Doors, Gate, Refusal
 from ._ids import new_id
-from ._mailbox import MailboxStore
+from ._mailbox import MailboxStore, disk_full
 from ._preflight import check_data_dir, check_databases
 from ._process import ChildProcess, Incarnation, describe_exit
 from ._sandbox import JailPlan, log_jail_report, merge_report, plan_jail
@@ -125,6 +125,7 @@ class Supervisor:
         except BaseException:
             lock.close()
             raise
+        await self._room_to_start()
         self.store = MailboxStore(self.data_dir / "mailbox.db", synchronous=self.config.synchronous)
         self.store.begin()
         recovered = self.store.recover()
@@ -295,16 +296,21 @@ class Supervisor:
                     return
                 # A crash blamed on the message being handled is bounded by max_deliver
                 # instead: a poison message alone must not exhaust the intensity.
-                if not attributed and not child.history.record(time.monotonic()):
+                # A crash while the data dir's disk is full is the disk's, not the child's:
+                # it does not count toward the intensity, and the restart waits the longest
+                # backoff, for room.
+                starved = disk_full(self.data_dir)
+                if not (attributed or starved) and not child.history.record(time.monotonic()):
                     await self._escalate(child, reason)
                     return
                 child.restarts += 1
                 child.state = "restarting"
-                delay = (
-                    0.0
-                    if attributed
-                    else child.history.backoff(self.config.backoff_base, self.config.backoff_max)
-                )
+                if attributed:
+                    delay = 0.0
+                elif starved:
+                    delay = self.config.backoff_max
+                else:
+                    delay = child.history.backoff(self.config.backoff_base, self.config.backoff_max)
                 log.warning("%s %s; restart %d in %.2f s", name, reason, child.restarts, delay)
                 self.record(name, "restart", f"restart {child.restarts} in {delay:.2f} s: {reason}")
                 later = self._later_siblings(child)
@@ -330,6 +336,17 @@ class Supervisor:
         names = list(self.children)
         later = names[names.index(child.spec.name) + 1 :]
         return [self.children[n] for n in later if self.children[n].state not in ("failed",)]
+
+    async def _room_to_start(self) -> None:
+        """A start writes before anything runs (the mailbox's recovery, each actor's own
+        files): on a full disk it waits for room, as a running runtime's commits do, rather
+        than failing halfway."""
+        delay = 0.05
+        if disk_full(self.data_dir):
+            log.warning("the data dir's disk is full: the start waits for room")
+        while disk_full(self.data_dir):
+            await trio.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     def _restart_after_ready(self, child: Child, later: list[Child]) -> None:
         """rest_for_one: once `child` is back, start the later siblings again, in order."""

@@ -87,3 +87,21 @@ async def test_full_disk_degrades_then_recovers_without_loss(stack: Stack, small
     assert agents() == wanted, "not every accepted message in the chat, once and in order"
     await wait_for(lambda: status(stack).get("state") == "running", 30, "the runtime to recover")
     assert "reason" not in status(stack)
+
+    # Killed while the disk is full, the runtime started again waits for room instead of
+    # failing halfway through its start, and comes online by itself once there is room.
+    runtime = stack.runtime
+    await trio.to_thread.run_sync(fill, ballast)
+    runtime.kill9()
+    await agent.send_text("conv-1", "after the restart")
+    runtime.start(wait=False)
+    await wait_for(
+        lambda: "the start waits for room" in runtime.log(), 30, "the start to wait for room"
+    )
+    assert runtime.alive, runtime.log()[-3000:]
+    ballast.unlink()
+    await stack.wait_lifecycle("online")
+    await wait_for(
+        lambda: "after the restart" in texts(stack.timeline("conv-1")), 60, "the new message"
+    )
+    assert agents() == wanted, "a message accepted before the restart lost or repeated"
