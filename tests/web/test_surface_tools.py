@@ -26,6 +26,7 @@ from .test_surfaces import (
     DIRECT,
     SURFACE_FRAME,
     bundles,
+    forged_drops,
     inside,
     install,
     page_counters,
@@ -46,13 +47,6 @@ ATTACK_DROPS = {
     "undeclared_capability": 1,
     "invalid_payload": 1,
 }
-
-
-def _forged(dropped: dict[str, int]) -> dict[str, int]:
-    """The drops of what the trojan forged. Drops for a window that is not the frame's
-    (`source`) are left out: in some runs the page frames the trojan a second time while it
-    launches, and its first frame's own messages are then dropped as from another window."""
-    return {reason: n for reason, n in dropped.items() if reason != "source"}
 
 
 async def agent_with(stack: Stack, bundles: dict[str, Path], scope: str) -> Agent:
@@ -171,7 +165,7 @@ async def test_a_hostile_surface_answers_only_its_own_call_once(
     counters = await in_browser(
         until,
         browser,
-        lambda d: (c := _forged(page_counters(d)["dropped"])) and sum(c.values()) >= 6 and c,
+        lambda d: (c := forged_drops(page_counters(d)["dropped"])) and sum(c.values()) >= 6 and c,
     )
     assert counters == ATTACK_DROPS
 
@@ -183,9 +177,9 @@ async def test_a_hostile_surface_answers_only_its_own_call_once(
 
     # Another instance's answer, a made-up call, another app's call, its own a second time.
     dropped = {**ATTACK_DROPS, "scope_mismatch": 2, "unknown_call": 3}
-    await in_browser(until, browser, lambda d: _forged(page_counters(d)["dropped"]) == dropped)
+    await in_browser(until, browser, lambda d: forged_drops(page_counters(d)["dropped"]) == dropped)
     await wait_for(
-        lambda: _forged(web_statistics(stack).get("page_dropped") or {}) == dropped,
+        lambda: forged_drops(web_statistics(stack).get("page_dropped") or {}) == dropped,
         10,
         "the page's drops in the web host's statistics",
     )

@@ -151,6 +151,13 @@ def page_counters(driver: WebDriver) -> dict[str, Any]:
     return dict(json.loads(raw)) if raw else {"relayed": 0, "dropped": {}}
 
 
+def forged_drops(dropped: dict[str, int]) -> dict[str, int]:
+    """The page's drops of what a surface forged. Drops for a window that is not the frame's
+    (`source`) are left out: in some runs the page frames a surface a second time while it
+    launches, and its first frame's own messages are then dropped as from another window."""
+    return {reason: n for reason, n in dropped.items() if reason != "source"}
+
+
 def lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
@@ -364,14 +371,17 @@ async def test_a_hostile_surface_is_held_in_its_frame(
         "invalid_payload": 1,
     }
     counters = await in_browser(
-        until, browser, lambda d: (c := page_counters(d))["dropped"] == expected and c
+        until, browser, lambda d: forged_drops((c := page_counters(d))["dropped"]) == expected and c
     )
+    sources = counters["dropped"].get("source", 0)
 
     # A second frame that posts exactly what the first may post is not the first (and it
     # cannot take itself to the listener either: the page's frame-src).
     await in_browser(browser.execute_script, IMPOSTOR, SURFACE_FRAME, listener_port)
     counters = await in_browser(
-        until, browser, lambda d: (c := page_counters(d))["dropped"].get("source") == 1 and c
+        until,
+        browser,
+        lambda d: (c := page_counters(d))["dropped"].get("source") == sources + 1 and c,
     )
     assert counters["relayed"] == 2  # the first frame's `ready` and its control probe
     blocked = f"frame-src http://127.0.0.1:{listener_port}"
