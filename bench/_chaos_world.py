@@ -32,7 +32,10 @@ SAMPLE_APPS = {
 }
 UPDATED_APP = "pomodoro"  # the app updated to a second version, then rolled back
 KEY_NAME = "chaos"
-DATA_DIR_MIB = 256  # room for the runtime's files; the ballast takes the rest when full
+# Room for the runtime's files, which grow with the run (a 30-minute soak outgrew 256 MiB);
+# the ballast takes the rest when the disk is to be full.
+DATA_DIR_MIB = 256
+DATA_DIR_MIB_PER_MINUTE = 24
 
 
 @dataclass(frozen=True)
@@ -180,20 +183,26 @@ class SmallDisk:
         self.ballast = mount_point / "ballast"
 
     @classmethod
-    def mount(cls, mount_point: Path) -> SmallDisk | None:
+    def mount(cls, mount_point: Path, minutes: float) -> SmallDisk | None:
         mount_point.mkdir(parents=True, exist_ok=True)
+        size = DATA_DIR_MIB + round(DATA_DIR_MIB_PER_MINUTE * minutes)
         done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={DATA_DIR_MIB}m,mode=0700", "chaos", mount_point],
+            ["mount", "-t", "tmpfs", "-o", f"size={size}m,mode=0700", "chaos", mount_point],
             capture_output=True,
             check=False,
         )
         return cls(mount_point) if done.returncode == 0 else None
 
     def fill(self) -> int:
-        """Write the ballast until the file system is full; its size in bytes."""
+        """Write the ballast until the file system is full; its size in bytes (0 when the
+        runtime's own files had filled it already)."""
         chunk = b"\0" * (1 << 20)
         written = 0
-        with open(self.ballast, "wb") as ballast:
+        try:
+            ballast = open(self.ballast, "wb")  # noqa: SIM115 - closed below
+        except OSError:  # no room even for its name: full already
+            return 0
+        with ballast:
             with contextlib.suppress(OSError):  # ENOSPC: full, as meant
                 while True:
                     written += ballast.write(chunk)

@@ -148,7 +148,7 @@ async def _soak(
 ) -> dict[str, Any]:
     _term_as_ctrl_c()
     load_before = os.getloadavg()[0]
-    disk = SmallDisk.mount(work / "rt")
+    disk = SmallDisk.mount(work / "rt", args.minutes)
     if disk is None:
         err.print(
             "cannot make a small file system here (mounting a tmpfs needs root):"
