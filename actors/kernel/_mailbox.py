@@ -102,6 +102,7 @@ DISK_FULL_REASON = (
     "the data dir's disk is full: free some space on it; the runtime goes on by itself"
     " once there is room, and keeps every message it has accepted"
 )
+WAL_KEPT_BYTES = 4 << 20
 
 
 def disk_free(path: str | Path) -> int:
@@ -153,6 +154,9 @@ class MailboxStore(MailboxViews):
             # Checkpoints run on another connection, off the commit path (`checkpoint`):
             # inline they put a WAL copy inside some commits, which is what p99 sees.
             self._db.execute("PRAGMA wal_autocheckpoint=0")
+            # A burst (or a full disk, when nothing is copied back) grows the WAL; once it
+            # starts over, SQLite cuts the file back to this instead of keeping its peak.
+            self._db.execute(f"PRAGMA journal_size_limit={WAL_KEPT_BYTES}")
             _create_schema(self._db)
         self._in_txn = False
         # The writer's view of its own file, kept in memory (never by a read-only store,

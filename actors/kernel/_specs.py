@@ -230,6 +230,9 @@ class RuntimeConfig(BaseModel):
     inbound_queue: int = Field(default=4096, ge=1)
     max_frame: int = Field(default=1 << 20, ge=1024)
     dedup_window_s: float = Field(default=24 * 3600, gt=0)
+    prune_every_s: float = Field(
+        default=3600.0, gt=0, description="how often done messages past the window go"
+    )
     hello_timeout: float = Field(default=15.0, gt=0)
     ready_timeout: float = Field(
         default=60.0,

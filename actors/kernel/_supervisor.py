@@ -117,6 +117,19 @@ class Supervisor:
 
     # -- running -------------------------------------------------------------------------
 
+    def _dedup_horizon_ms(self) -> int:
+        """Done messages older than this (epoch ms) are past the dedup window."""
+        return int((time.time() - self.config.dedup_window_s) * 1000)
+
+    async def _prune_now_and_then(self, switchboard: Switchboard) -> None:
+        """A runtime that runs for weeks keeps only a dedup window of done messages: they
+        are pruned at start and every `prune_every_s` after, in the switchboard's own
+        transaction like any other write."""
+        while True:
+            await trio.sleep(self.config.prune_every_s)
+            pruned = await switchboard.request("prune", "", self._dedup_horizon_ms())
+            log.info("%d old done messages pruned", pruned)
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         check_data_dir(self.data_dir)
         lock = lock_data_dir(self.data_dir)
@@ -129,9 +142,7 @@ class Supervisor:
         self.store = MailboxStore(self.data_dir / "mailbox.db", synchronous=self.config.synchronous)
         self.store.begin()
         recovered = self.store.recover()
-        pruned = self.store.prune(
-            done_before_ms=int((time.time() - self.config.dedup_window_s) * 1000)
-        )
+        pruned = self.store.prune(done_before_ms=self._dedup_horizon_ms())
         self.store.commit()
         log.info("mailbox open: %d in flight handed back, %d old done pruned", recovered, pruned)
         self.switchboard = Switchboard(
@@ -150,6 +161,7 @@ class Supervisor:
                     self._nursery = nursery
                     nursery.start_soon(self.switchboard.run)
                     nursery.start_soon(self.switchboard.run_checkpoints, checkpointer)
+                    nursery.start_soon(self._prune_now_and_then, self.switchboard)
                     nursery.start_soon(self._stop_on_signal, signals)
                     # Two doors: the operator's (control.sock) and the user's side's
                     # (ui.sock), which reaches only the host and can stop nothing.

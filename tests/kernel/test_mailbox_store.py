@@ -6,6 +6,7 @@ import contextlib
 from pathlib import Path
 
 from actors.kernel import MailboxCounts, MailboxStore, State
+from actors.kernel._mailbox import WAL_KEPT_BYTES
 
 
 def _row(message_id: str, inflight: bool = False) -> tuple[str, str, str, str, bytes, bool]:
@@ -179,3 +180,26 @@ def test_settle_leaves_the_cursor_below_a_pending_message(tmp_path: Path) -> Non
     cursor = store._db.execute("SELECT acked FROM cursors WHERE recipient = 'r'").fetchone()[0]
     assert cursor == a - 1
     assert _states(store) == {"a": State.PENDING, "b": State.INFLIGHT}
+
+
+def test_the_wal_is_cut_back_once_it_starts_over(tmp_path: Path) -> None:
+    """A burst grows the WAL far past its usual size; after the next checkpoint and commit
+    the file is no bigger than the kept size, not its peak."""
+    store = MailboxStore(tmp_path / "m.db", synchronous="NORMAL")
+    checkpointer = MailboxStore(tmp_path / "m.db", synchronous="NORMAL")
+    wal = tmp_path / "m.db-wal"
+    frame = b"\x80" * 4096
+    for batch in range(8):
+        store.begin()
+        store.insert_many([(f"{batch}-{i}", "r", "s", "t", frame, False) for i in range(1000)])
+        store.commit()
+    peak = wal.stat().st_size
+    assert peak > 2 * WAL_KEPT_BYTES
+    pages, copied = checkpointer.checkpoint()
+    assert pages == copied  # all of it copied back: the WAL may start over
+    store.begin()
+    store.insert_many([_row("after")])
+    store.commit()
+    assert wal.stat().st_size <= WAL_KEPT_BYTES
+    checkpointer.close()
+    store.close()
