@@ -226,6 +226,7 @@ class Workload:
             self.tally.capability = "allowed"
         else:
             self.tally.capability = str(payload.get("code") or final["type"])
+            self.tally.problems.append(f"board.save: {payload.get('message') or payload}")
 
     async def _allow(self, conversation: str, shown: trio.Event) -> None:
         from lineup.ui_session import UiSession

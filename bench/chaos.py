@@ -27,6 +27,7 @@ is stopped at the end, on Ctrl-C too.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -157,7 +158,12 @@ async def _soak(
         )
     server = FaultyAppServer(procs, work / "as")
     runtime = Runtime(procs, work / "rt")
-    try:
+    # Each clean-up runs even when one before it fails: a mount left behind outlives the run.
+    with contextlib.ExitStack() as cleanup:
+        if disk is not None:
+            cleanup.callback(disk.unmount)
+        cleanup.callback(server.stop)
+        cleanup.callback(runtime.stop)
         err.print("building and signing the sample apps with `lineup app`", highlight=False)
         bundles = await trio.to_thread.run_sync(build_bundles, work)
         await server.start()
@@ -167,11 +173,6 @@ async def _soak(
         err.print("installing and enabling the sample apps", highlight=False)
         await install_apps(runtime, bundles)
         record = await _drive(work, args, err, World(server, runtime, bundles, disk))
-    finally:
-        runtime.stop()
-        server.stop()
-        if disk is not None:
-            disk.unmount()
     record["settings"]["loadavg_1m"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
     return record
 

@@ -286,7 +286,7 @@ class Supervisor:
 
         try:
             while True:
-                code, reason, attributed = await self._incarnation(child, on_ready)
+                code, reason, attributed, starved = await self._incarnation(child, on_ready)
                 child.last_exit = reason
                 self.record(name, "exit", reason)
                 # Stopped on purpose, or the runtime is stopping: a child that dies while it
@@ -311,7 +311,6 @@ class Supervisor:
                 # A crash while the data dir's disk is full is the disk's, not the child's:
                 # it does not count toward the intensity, and the restart waits the longest
                 # backoff, for room.
-                starved = disk_full(self.data_dir)
                 if not (attributed or starved) and not child.history.record(time.monotonic()):
                     await self._escalate(child, reason)
                     return
@@ -401,8 +400,9 @@ class Supervisor:
                     },
                 )
 
-    async def _incarnation(self, child: Child, on_ready: Any) -> tuple[int, str, bool]:
-        """Run one process of `child` to its end: (exit status, reason, message blamed)."""
+    async def _incarnation(self, child: Child, on_ready: Any) -> tuple[int, str, bool, bool]:
+        """Run one process of `child` to its end: (exit status, reason, message blamed,
+        the data dir's disk full when it ended)."""
         assert self.switchboard is not None
         spec = child.spec
         process = await self._spawn(spec)
@@ -433,6 +433,8 @@ class Supervisor:
         if process.returncode is None:
             process.signal(signal.SIGKILL)
         code = await process.wait()
+        # Seen now: the switchboard records the end only once there is room again.
+        starved = disk_full(self.data_dir)
         note = await process.release()
         reason = violation or child.watchdog_reason or process.failure or describe_exit(code)
         if note:
@@ -444,7 +446,7 @@ class Supervisor:
         attributed = await self.switchboard.request(
             "down", spec.name, {"blame": blame, "reason": reason}
         )
-        return code, reason, bool(attributed and blame)
+        return code, reason, bool(attributed and blame), starved
 
     async def _spawn(self, spec: ChildSpec) -> Incarnation:
         log_dir = self.data_dir / "logs"
