@@ -76,6 +76,7 @@ def tool(
     delivery: str | None = None,
     capabilities: Sequence[str] = (),
     annotations: Mapping[str, Any] | None = None,
+    rerun_after_restart: bool = False,
 ) -> Callable[[Handler], Handler]:
     """Declares the decorated method as the handler of tool `method`.
 
@@ -86,6 +87,13 @@ def tool(
     it may return `PENDING` to end the call later (`sdk.tools.complete` / `fail`). A
     `delivery="surface_bridge"` tool's handler returning `None` hands the call to the
     instance's surface, which answers it through the bridge (`lineup.onToolCall`).
+
+    A call the app's restart cut short runs again when its tool is idempotent; otherwise
+    it ends `handler_failed`, since the handler may have done part of its work. A tool that
+    is not idempotent for a new call but is for the same one (every effect of its handler
+    goes through the SDK, whose ids derive from the call, so a second run asks nothing
+    twice: a capability request gets the first run's answer) says so with
+    `rerun_after_restart=True`. It stays the SDK's: the manifest does not carry it.
     """
     options = {
         "title": title,
@@ -114,7 +122,9 @@ def tool(
             "capabilities": list(capabilities),
             **{key: value for key, value in options.items() if value is not None},
         }
-        declaration = ToolDeclaration(validate_tool_descriptor(raw), handler.__name__)
+        declaration = ToolDeclaration(
+            validate_tool_descriptor(raw), handler.__name__, runs_again=rerun_after_restart
+        )
         setattr(handler, TOOL_ATTR, declaration)
         return handler
 

@@ -22,10 +22,12 @@ BoundHandler = Callable[..., Awaitable[Any]]
 
 @dataclass(frozen=True)
 class ToolDeclaration:
-    """What `@tool` holds: the checked descriptor and the name of its handler method."""
+    """What `@tool` holds: the checked descriptor, the name of its handler method, and
+    whether a call the app's restart cut short runs again (`runs_again`)."""
 
     descriptor: ToolDescriptor
     handler: str
+    runs_again: bool = False
 
 
 def declared_tools(app_class: type[RuntimeApp]) -> dict[str, ToolDeclaration]:

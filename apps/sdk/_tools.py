@@ -33,10 +33,11 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
   the report is sent, and the final report is written with its index in the write that
   ends the call. Sent again, it is the same message, which the mailbox keeps once.
 - At start, a call recorded running (its handler had not returned) runs again if its tool
-  is idempotent; otherwise it ends `handler_failed`, since it may have done part of its
-  work. The final report of every call finished within the mailbox's dedup window is sent
-  again: the last ones may not have left the process, and the runtime keeps a call's first
-  final only. A pending call stays open: the app finishes it from what it kept.
+  is idempotent or declared `rerun_after_restart`; otherwise it ends `handler_failed`,
+  since it may have done part of its work. The final report of every call finished
+  within the mailbox's dedup window is sent again: the last ones may not have left the
+  process, and the runtime keeps a call's first final only. A pending call stays open:
+  the app finishes it from what it kept.
 - `app.tool.cancel` ends an open call without a report and cancels its handler.
 - A `surface_bridge` tool's handler runs first, as the app's gate: it may answer (a dict)
   or refuse (a `ContractError`) itself; `None` hands the call to the app's surface. The
@@ -336,7 +337,7 @@ class ToolsAPI:
                 await self._app.sdk.surface._hand_call(_handed(row["body"]))
             elif row["state"] != "running":
                 continue
-            elif declared is not None and declared.descriptor.idempotent:
+            elif declared is not None and (declared.descriptor.idempotent or declared.runs_again):
                 log.info("tool call %s (%s) runs again after a restart", call_id, method)
                 await self._start(row["invoke_id"], row["body"])
             else:

@@ -283,6 +283,9 @@ class WhiteboardApp(RuntimeApp):
         # while the user decides; whatever was in front comes back when the call ends.
         activation_requirement="foreground_required",
         launch_policy={"launch": "if_needed", "focus": "foreground"},
+        # Killed while the user decides, the app asks again with the same request: the
+        # card the user answers stays this call's, and its answer ends the call.
+        rerun_after_restart=True,
     )
     async def save(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
         """Renders the board as last committed (as `board.export` does) and asks the user,

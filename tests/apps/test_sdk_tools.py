@@ -206,6 +206,11 @@ class ToolTestApp(RuntimeApp):
             await trio.sleep_forever()
         return {"runs": runs}
 
+    @tool("tt.rerun", input_schema=OBJECT, output_schema=OBJECT, rerun_after_restart=True)
+    async def rerun(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        """Not idempotent for a new call, safe to run again for the same one: as `tt.idem`."""
+        return await self.idem(arguments, call)
+
     @tool("tt.once", input_schema=OBJECT, output_schema=OBJECT)
     async def once(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
         """Not idempotent: blocks until killed or cancelled."""
@@ -450,10 +455,10 @@ def test_cancel_stops_a_running_handler(tools: Tools) -> None:
 
 
 def test_after_a_sigkill_an_idempotent_call_runs_again_and_another_fails(tools: Tools) -> None:
-    idem, once = new_call("tt.idem"), new_call("tt.once")
-    tools.invoke(idem, once)
-    tools.started(idem["call_id"])
-    tools.started(once["call_id"])
+    idem, once, rerun = new_call("tt.idem"), new_call("tt.once"), new_call("tt.rerun")
+    tools.invoke(idem, once, rerun)
+    for call in (idem, once, rerun):
+        tools.started(call["call_id"])
     pid = tools.runtime.pid_of(APP)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
@@ -467,6 +472,9 @@ def test_after_a_sigkill_an_idempotent_call_runs_again_and_another_fails(tools: 
     )
     assert tools.runs(idem["call_id"]) == 2
     assert tools.runs(once["call_id"]) == 1
+    # Declared safe to run again for the same call, though not idempotent: run again.
+    assert tools.final(rerun["call_id"])["output"] == {"runs": 2}
+    assert tools.runs(rerun["call_id"]) == 2
     # Each report kept its own index across the restart: progress, progress again, result.
     assert [r["id"] for r in tools.reports(idem["call_id"])] == [
         derive_id(idem["call_id"], n) for n in range(3)

@@ -104,3 +104,21 @@ async def remove_confirmed(stack: Stack, scope: str) -> None:
     empty = {"records": [], "session_data": [], "artifacts": [], "private_dir": False}
     await wait_for(lambda: leftovers(stack, scope) == empty, 30, f"{scope} removed entirely")
     assert not any(path.exists() for path in cached)
+
+
+def actor(stack: Stack, name: str) -> dict[str, Any]:
+    return next(a for a in stack.control({"type": "actors"})["actors"] if a["name"] == name)
+
+
+async def killed_and_back(stack: Stack, name: str) -> None:
+    """SIGKILL the actor, then wait until its supervisor has it running again."""
+    before = actor(stack, name)
+    assert before["state"] == "running" and stack.kill(name)
+    await wait_for(
+        lambda: (
+            (now := actor(stack, name))["restarts"] > before["restarts"]
+            and now["state"] == "running"
+        ),
+        30,
+        f"{name} restarted",
+    )

@@ -43,6 +43,7 @@ from .helpers import (
     cli,
     focus_stack,
     install_enabled,
+    killed_and_back,
     remove_confirmed,
     signed_app,
     wait_foreground,
@@ -209,24 +210,6 @@ async def test_pomodoro_from_install_to_removal(
     assert (late["state"], late["code"]) == ("failed", "app_disabled")
 
     await remove_confirmed(stack, "pomodoro")
-
-
-def actor(stack: Stack, name: str) -> dict[str, Any]:
-    return next(a for a in stack.control({"type": "actors"})["actors"] if a["name"] == name)
-
-
-async def killed_and_back(stack: Stack, name: str) -> None:
-    """SIGKILL the actor, then wait until its supervisor has it running again."""
-    before = actor(stack, name)
-    assert before["state"] == "running" and stack.kill(name)
-    await wait_for(
-        lambda: (
-            (now := actor(stack, name))["restarts"] > before["restarts"]
-            and now["state"] == "running"
-        ),
-        30,
-        f"{name} restarted",
-    )
 
 
 async def test_a_paused_timer_outlives_kills_of_the_app_the_tool_router_and_the_web_host(

@@ -31,7 +31,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from actors.contracts import Code, ContractError
 from actors.store import read_artifacts, read_diagnostics
 from apps.whiteboard._board import board_of, check_shape, empty_board, merge
-from tests.capabilities.helpers import answer, card_for
+from tests.capabilities.helpers import answer, card_for, cards
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import (
     Agent,
@@ -52,6 +52,7 @@ from .helpers import (
     cli,
     focus_stack,
     install_enabled,
+    killed_and_back,
     remove_confirmed,
     signed_app,
     wait_foreground,
@@ -559,8 +560,22 @@ async def test_saving_the_board_asks_the_user_each_time(
 
     # Once covers nothing more: the next save asks again, and the user denies it.
     await client.submit(agent.invoke("call_again", "board.save", {"format": "png"}))
-    answer(stack, await card_for(stack, "file.save", {card}), "deny")
+    denied = await card_for(stack, "file.save", {card})
+    answer(stack, denied, "deny")
     row = await final_of(stack, "call_again", 60)
     assert (row["state"], row["code"]) == ("failed", "permission_denied"), row["history"]
     assert one_final(stack, "call_again")["type"] == "lineup.tool.error"
     assert sorted(p.name for p in downloads.iterdir()) == ["Plan-B.png"]
+
+    # The app killed while the user looks at the card: the save runs again and asks with
+    # the same request, so no second card comes, and the user's answer ends the call.
+    await client.submit(agent.invoke("call_killed", "board.save", {"format": "png"}))
+    open_card = await card_for(stack, "file.save", {card, denied})
+    await killed_and_back(stack, "app.whiteboard")
+    answer(stack, open_card, "once")
+    row = await final_of(stack, "call_killed", 60)
+    assert row["state"] == "succeeded", (row["code"], row["history"])
+    assert row["output"] == {"saved": True, "name": "Plan-B (1).png"}
+    assert one_final(stack, "call_killed")["type"] == "lineup.tool.result"
+    assert sorted(p.name for p in downloads.iterdir()) == ["Plan-B (1).png", "Plan-B.png"]
+    assert not [c for c in cards(stack) if c["capability"] == "file.save"], "a card left open"
