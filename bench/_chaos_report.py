@@ -3,6 +3,7 @@ workload's size and how long the paths took to deliver again after each fault.""
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from rich.console import Console
@@ -13,17 +14,25 @@ from ._envelope import percentile
 DIRECTIONS = ("agent_to_user", "user_to_agent")
 
 
-def recovery_ms(fault_ns: list[int], delivered_ns: list[int]) -> list[float]:
-    """For each fault, the time to the first agent message the chat applied after it: the
-    path from the agent to the user delivering again. Faults after the last delivery have
-    none."""
+def recovery_ms(faults: list[tuple[int, str]], delivered_ns: list[int]) -> dict[str, list[float]]:
+    """For each fault (when, kind), the time to the first agent message the chat applied
+    after it: the path from the agent to the user delivering again; by the fault's kind.
+    Faults after the last delivery have none."""
     delivered = sorted(delivered_ns)
-    waits = []
-    for at in sorted(fault_ns):
-        later = next((d for d in delivered if d > at), None)
-        if later is not None:
-            waits.append((later - at) / 1e6)
+    waits: dict[str, list[float]] = {}
+    for at, kind in sorted(faults):
+        later = bisect.bisect_right(delivered, at)
+        if later < len(delivered):
+            waits.setdefault(kind, []).append((delivered[later] - at) / 1e6)
     return waits
+
+
+def _percentiles(waits: list[float]) -> dict[str, float]:
+    return {
+        "p50": round(percentile(waits, 50), 1),
+        "p99": round(percentile(waits, 99), 1),
+        "max": round(max(waits), 1),
+    }
 
 
 def result_record(
@@ -32,9 +41,10 @@ def result_record(
     counts: dict[str, Any],
     faults: dict[str, int],
     fault_log: list[dict[str, Any]],
-    recoveries_ms: list[float],
+    recoveries_ms: dict[str, list[float]],
     workload: dict[str, Any],
 ) -> dict[str, Any]:
+    every = [wait for waits in recoveries_ms.values() for wait in waits]
     return {
         "minutes": settings["minutes"],
         "seed": settings["seed"],
@@ -45,8 +55,11 @@ def result_record(
         "tool_calls": counts["tool_calls"],
         "in_doubt": counts["in_doubt"],
         "failed": counts["failed"],
-        "recovery_p50_ms": round(percentile(recoveries_ms, 50), 1) if recoveries_ms else None,
-        "recovery_p99_ms": round(percentile(recoveries_ms, 99), 1) if recoveries_ms else None,
+        "recovery_p50_ms": round(percentile(every, 50), 1) if every else None,
+        "recovery_p99_ms": round(percentile(every, 99), 1) if every else None,
+        "recovery_by_kind_ms": {
+            kind: _percentiles(waits) for kind, waits in sorted(recoveries_ms.items())
+        },
         "workload": workload,
         "settings": settings,
         "fault_log": fault_log,
@@ -60,9 +73,13 @@ def print_table(record: dict[str, Any], console: Console) -> None:
         f" {record['faults_total']} faults: {verdict}",
         highlight=False,
     )
-    faults = Table("fault", "injected", title="faults by kind")
+    faults = Table(
+        "fault", "injected", "recovery p50 ms", "p99 ms", "max ms", title="faults by kind"
+    )
     for kind, count in record["faults"].items():
-        faults.add_row(kind, str(count))
+        waits = record["recovery_by_kind_ms"].get(kind)
+        times = [f"{waits[k]:,.0f}" for k in ("p50", "p99", "max")] if waits else ["-"] * 3
+        faults.add_row(kind, str(count), *times)
     console.print(faults)
     messages = Table("direction", "sent", "delivered", "lost", "duplicated", "reordered")
     for direction in DIRECTIONS:

@@ -7,21 +7,20 @@ final outcome; a scripted user types messages through the host's UI socket, open
 closes apps, and the agent reads what the user typed. Once, at the start, the agent asks
 the whiteboard to save its board as a file (`board.save`), and the user answers the consent
 card through the UI socket a few seconds later, the faults running meanwhile. Every send,
-verdict, receipt and final is written to the agent's or the user's JSONL record as it
-happens, for the checker to compare with the chat timeline and the AppServer's record after
-the run.
+verdict, receipt and final is written to the agent's record (`peers.agent.Recorder`) or the
+user's (`peers.agent.UiRecorder`) as it happens, for the checker to compare with the chat
+timeline and the AppServer's record after the run.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import trio
 
@@ -47,21 +46,6 @@ CALLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 DEADLINE_S = {"pomodoro.start": 60.0, "game.start_round": 15.0}
 
 
-class Record:
-    """One side's JSONL record, each line flushed as it is written."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._file: TextIO = open(path, "a", encoding="utf-8")  # noqa: SIM115 (kept open)
-
-    def write(self, **entry: Any) -> None:
-        self._file.write(json.dumps({"at_ns": time.time_ns(), **entry}) + "\n")
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
-
-
 @dataclass
 class Tally:
     """What the workload did, for the report; `delivered_ns` when it learns deliveries."""
@@ -81,23 +65,20 @@ class Workload:
     def __init__(
         self, agent: Any, data_dir: Path, work: Path, rng: random.Random, ends_at: float
     ) -> None:
+        from peers.agent import Recorder, UiRecorder
+
         self.agent = agent
         self.data_dir = data_dir
         self.rng = rng
         self.ends_at = ends_at  # trio time at which nothing new starts
-        self.agent_record = Record(work / "agent.jsonl")
-        self.ui_record = Record(work / "ui.jsonl")
+        self.recorder = Recorder(agent, work / "agent.jsonl")
+        self.typist = UiRecorder(work / "ui.jsonl")
         self.tally = Tally()
-        self._order: dict[str, int] = {}
         self.open_calls = 0
 
     def close(self) -> None:
-        self.agent_record.close()
-        self.ui_record.close()
-
-    def _next(self, key: str) -> int:
-        self._order[key] = self._order.get(key, -1) + 1
-        return self._order[key]
+        self.recorder.close()
+        self.typist.close()
 
     # --- start: each conversation made and associated with the runtime ---------------------
 
@@ -111,21 +92,8 @@ class Workload:
     # --- agent -> user -------------------------------------------------------------------
 
     async def _say(self, conversation: str) -> None:
-        from actors.contracts import new_message_id
-
-        order = self._next(conversation)
-        message_id = new_message_id()
-        text = f"agent {conversation} {order}"
-        entry = {
-            "conversation": conversation,
-            "message_id": message_id,
-            "type": "lineup.message",
-            "order": order,
-            "text": text,
-        }
-        self.agent_record.write(event="unconfirmed", **entry)  # until the verdict
-        sent = await self.agent.send_text(conversation, text, message_id=message_id)
-        self.agent_record.write(event="sent", seq=sent.seq, **entry)
+        text = f"agent {conversation} {self.tally.messages}"
+        message_id = await self.recorder.send_text(conversation, text)
         self.tally.messages += 1
         self.tally.sent_ns[message_id] = time.time_ns()
 
@@ -133,23 +101,6 @@ class Workload:
         while trio.current_time() < self.ends_at:
             await self._say(conversation)
             await trio.sleep(MESSAGE_EVERY_S)
-
-    # --- the agent's inbox: what the runtime sends it --------------------------------------
-
-    async def read(self) -> None:
-        while True:
-            message = await self.agent.receive()
-            payload = message.envelope.payload if isinstance(message.envelope.payload, dict) else {}
-            self.agent_record.write(
-                event="received",
-                conversation=message.conversation_id,
-                message_id=message.id,
-                type=message.type,
-                seq=message.seq,
-                sender={"kind": message.sender.kind, "id": message.sender.id},
-                call_id=message.call_id,
-                text=payload.get("text"),
-            )
 
     # --- tool calls ----------------------------------------------------------------------
 
@@ -165,36 +116,20 @@ class Workload:
     async def _call(
         self, conversation: str, scope: str, method: str, arguments: Any
     ) -> dict[str, Any] | None:
-        """Make one call and follow it to its end; its final's type and payload, or None
-        when the AppServer refused it."""
+        """Make one call and wait for its final outcome; its type and payload, or None when
+        the AppServer refused the call."""
         from peers.agent import AgentError
 
-        call = self.agent.call(conversation, method, arguments, app_scope=scope)
-        entry = {
-            "conversation": conversation,
-            "message_id": call.envelope["id"],
-            "type": "lineup.tool.invoke",
-            "order": self._next(f"call {conversation}"),
-            "call_id": call.call_id,
-            "method": method,
-        }
-        self.agent_record.write(event="unconfirmed", **entry)
         self.open_calls += 1
-        recorded = False
         try:
-            async for _event in call:
-                if call.sent is not None and not recorded:  # the verdict came first
-                    self.agent_record.write(event="sent", seq=call.sent.seq, **entry)
-                    recorded = True
-            self.tally.calls += 1
-        except AgentError as exc:  # refused by the AppServer: the checker sees no send
+            call_id = await self.recorder.call(conversation, method, arguments, app_scope=scope)
+            final = await self.recorder.final(call_id)
+        except AgentError as exc:  # refused by the AppServer: recorded as such
             self.tally.problems.append(f"{method}: {exc}")
             return None
         finally:
             self.open_calls -= 1
-        final = call.final
-        if final is None:
-            return {"type": None, "payload": {}}
+        self.tally.calls += 1
         payload = final.envelope.payload
         return {"type": final.type, "payload": payload if isinstance(payload, dict) else {}}
 
@@ -275,19 +210,16 @@ class Workload:
         from lineup.ui_session import UiSession
 
         session = UiSession(self.data_dir, kind="terminal", session_id="chaos-user")
+        n = 0
         while trio.current_time() < self.ends_at:
             conversation = self.rng.choice(CONVERSATIONS)
-            order = self._next(f"user {conversation}")
-            text = f"user {conversation} {order}"
-            body = {"kind": "send", "conversation_id": conversation, "text": text}
-            entry = {"conversation": conversation, "text": text, "order": order}
-            if await self._ui(session.act, body):
-                self.ui_record.write(event="typed", **entry)
+            text = f"user {conversation} {n}"
+            n += 1
+            if await self._ui(self.typist.type, session, conversation, text):
                 self.tally.typed += 1
             else:
-                # No answer: taken or not, the user cannot tell; the checker counts it
-                # only if some side saw it.
-                self.ui_record.write(event="unconfirmed", **entry)
+                # No answer: taken or not, the user cannot tell (recorded `unconfirmed`);
+                # the checker counts it only if some side saw it.
                 self.tally.refused_typing += 1
             await trio.sleep(TYPE_EVERY_S)
 

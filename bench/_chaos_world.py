@@ -199,16 +199,17 @@ class SmallDisk:
         chunk = b"\0" * (1 << 20)
         written = 0
         try:
-            ballast = open(self.ballast, "wb")  # noqa: SIM115 - closed below
+            # Unbuffered: what the file system refuses is never kept to be written again
+            # (and refused again) when the file closes.
+            ballast = open(self.ballast, "wb", buffering=0)  # noqa: SIM115 - closed below
         except OSError:  # no room even for its name: full already
             return 0
-        with ballast:
-            with contextlib.suppress(OSError):  # ENOSPC: full, as meant
-                while True:
-                    written += ballast.write(chunk)
-                    ballast.flush()
-            with contextlib.suppress(OSError):  # the last partial chunk
-                os.fsync(ballast.fileno())
+        with ballast, contextlib.suppress(OSError):  # ENOSPC: full, as meant
+            while True:
+                done = ballast.write(chunk)
+                if not done:
+                    break
+                written += done
         return written
 
     def free(self) -> None:

@@ -206,7 +206,7 @@ async def _drive(
     ) as agent:
         workload = Workload(agent, runtime.data_dir, work, rng, ends_at=0)
         async with trio.open_nursery() as reading:
-            reading.start_soon(workload.read)
+            reading.start_soon(workload.recorder.run)
             await workload.open_conversations(120)
             # The save's consent card is open before the faults begin, so they hit while it is.
             await reading.start(workload.capability)
@@ -223,7 +223,9 @@ async def _drive(
                 nursery.start_soon(injector.run, plan, workload.ends_at)
                 await trio.sleep_until(workload.ends_at)
                 err.print("faults stopped; waiting for every call and message", highlight=False)
-                await finish(workload, QUIET_S)
+                if not await finish(workload, QUIET_S):
+                    # A call with no final by now stays without one: the checker counts it.
+                    nursery.cancel_scope.cancel()
             await _delivered(workload, runtime, QUIET_S / 2)
             reading.cancel_scope.cancel()
         workload.close()
@@ -250,7 +252,7 @@ async def _drive(
         counts=counts,
         faults=log.by_kind(),
         fault_log=[{"at_ns": f.at_ns, "kind": f.kind, "target": f.target} for f in log.faults],
-        recoveries_ms=recovery_ms([f.at_ns for f in log.faults], applied),
+        recoveries_ms=recovery_ms([(f.at_ns, f.kind) for f in log.faults], applied),
         workload={
             "agent_messages": tally.messages,
             "typed": tally.typed,

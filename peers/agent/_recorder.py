@@ -38,7 +38,7 @@ import trio
 
 from actors.contracts import new_message_id
 
-from ._client import AgentClient, AgentMessage, SubmitRejected
+from ._client import TOOL_FINAL_TYPES, AgentClient, AgentMessage, SubmitRejected
 
 
 class Journal:
@@ -101,6 +101,8 @@ class Recorder:
         self.journal = Journal(path)
         self._orders: Counter[str] = Counter()
         self._received_upto = 0  # re-deliveries after a reconnection are recorded once
+        self._finals: dict[str, AgentMessage] = {}  # call id -> its final, until asked for
+        self._final_seen: dict[str, trio.Event] = {}
 
     def _next_order(self, conversation: str) -> int:
         order = self._orders[conversation]
@@ -170,6 +172,17 @@ class Recorder:
             if message.seq > self._received_upto:
                 self.journal.write(_received(message))
                 self._received_upto = message.seq
+                call_id = message.call_id
+                if message.type in TOOL_FINAL_TYPES and call_id is not None:
+                    self._finals.setdefault(call_id, message)
+                    self._final_seen.pop(call_id, trio.Event()).set()
+
+    async def final(self, call_id: str) -> AgentMessage:
+        """The final outcome of a call made with `call`, once `run()` has recorded it (the
+        first, if the stream brought several: the record has them all)."""
+        if call_id not in self._finals:
+            await self._final_seen.setdefault(call_id, trio.Event()).wait()
+        return self._finals.pop(call_id)
 
     def close(self) -> None:
         self.journal.close()

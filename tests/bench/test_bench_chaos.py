@@ -28,6 +28,7 @@ def test_a_minute_of_chaos_loses_and_repeats_nothing() -> None:
     assert sum(record["faults"].values()) >= 30, record["faults"]
     assert len(record["faults"]) >= 6, record["faults"]
     assert record["recovery_p50_ms"] is not None, record
+    assert set(record["recovery_by_kind_ms"]) <= set(record["faults"]), record
     workload = record["workload"]
     assert workload["capability"] == "allowed", workload
     assert workload["consent_answers"] >= 1, workload

@@ -8,6 +8,7 @@ from typing import Any
 
 from actors.store import open_db
 from bench._chaos_check import check, in_doubt_effects, read_jsonl
+from bench._chaos_report import recovery_ms
 
 CONVERSATION = "conv-1"
 
@@ -196,3 +197,11 @@ def test_in_doubt_effects_are_read_from_the_runtimes_record(tmp_path: Path) -> N
         )
     db.close()
     assert in_doubt_effects(tmp_path) == ["capreq-2"]
+
+
+def test_each_fault_recovers_at_the_next_delivery_after_it_by_kind() -> None:
+    ms = 1_000_000
+    faults = [(10 * ms, "kill_actor"), (20 * ms, "disk_full"), (25 * ms, "kill_actor")]
+    faults.append((90 * ms, "kill_app"))  # after the last delivery: no recovery seen
+    delivered = [5 * ms, 12 * ms, 60 * ms, 30 * ms]
+    assert recovery_ms(faults, delivered) == {"kill_actor": [2.0, 5.0], "disk_full": [10.0]}

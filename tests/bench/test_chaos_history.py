@@ -74,6 +74,12 @@ async def test_the_recorder_keeps_what_the_agent_sent_and_received(
             ("lineup.tool.result", {"output": {"state": "running"}}),
             ("lineup.tool.result", {"output": {"state": "again"}}),  # a second final
         )
+        with trio.fail_after(TIMEOUT):  # the call's final: the first of the two
+            final = await recorder.final(call_id)
+        assert (final.type, final.envelope.payload["output"]) == (
+            "lineup.tool.result",
+            {"state": "running"},
+        )
         await runtime.submit(user_text("user says 1"))
         await wait_for(
             lambda: received(read_jsonl(path), "lineup.message"), TIMEOUT, "the user's text"
