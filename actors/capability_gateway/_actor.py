@@ -8,8 +8,9 @@ app's manifest, the app is enabled (else `permission_denied`); this host serves 
 often (`failed`, code `rate_limited`); its input has the capability's shape (`failed`, code
 `invalid_payload`). Then the user decides, unless a grant of theirs covers it: a consent
 card in the chat (`app.capability.consent`), answered once / for this session / always /
-deny (`permission_denied`), dismissed (`cancelled_by_user`) or left unanswered until the
-request's deadline (`expired`). Then the provider runs.
+deny (`permission_denied`), dismissed (`cancelled_by_user`), left unanswered until the
+request's deadline (`expired`) or taken back by its app, whose call that asked ended first
+(`capability_gateway.withdraw`: `failed`, code `withdrawn`). Then the provider runs.
 
 Every step is one store transaction with its audit row (`store.capabilities.write`); the
 effect is recorded as started before it runs, so a gateway killed after an effect and
@@ -214,6 +215,25 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
         return None
 
     # -- the user's answer --------------------------------------------------------------------
+
+    @handles("capability_gateway.withdraw")
+    async def withdraw(self, msg: Message) -> None:
+        """An app takes back a request of its own that the user has not answered: the call
+        that asked ended first (cancelled, or cut short by the app's restart). Its card
+        closes and it ends `failed`, code `withdrawn`, so that a late answer starts nothing
+        that nobody waits for. One answered already goes on: its effect may have begun."""
+        await self.loaded.wait()
+        scope = msg.sender.removeprefix("app.")
+        pending = self.open.get(f"{scope}/{msg.body['request_id']}")
+        if pending is None or pending.row["state"] != "asking":
+            return
+        row = pending.row
+        row["state"] = "deciding"  # before any await: no answer or deadline applies now
+        finished = finished_row(row, CapabilityResult.FAILED, str(Code.WITHDRAWN))
+        audit = audit_row("withdrawn", row, "taken back by the app: the call that asked ended")
+        await self.write({"requests": [finished], "audit": [audit]})
+        self.counts[CapabilityResult.FAILED.value] += 1
+        await self._settle(pending, result_of(finished), "withdrawn")
 
     @handles("capability_gateway.consent")
     async def consent(self, msg: Message) -> None:

@@ -3,7 +3,8 @@ scope is the sender the supervisor stamped, never a body field), the user's answ
 consent card from the chat app (where the user answers it) or the host (the user's side),
 and a revocation from the operator (`lineup capabilities revoke`, on the control socket) or
 the settings app, which alone also lists the grants in force for the user. The user's side
-alone (the operator, the host) saves an artifact into downloads."""
+alone (the operator, the host) saves an artifact into downloads. An app takes back only its
+own requests."""
 
 from __future__ import annotations
 
@@ -30,6 +31,11 @@ class Request(TypedDict):
     purpose: Annotated[str, Field(min_length=1, max_length=500)]
     input: NotRequired[Any]
     timeout_ms: NotRequired[Annotated[int, Field(ge=1_000, le=600_000)]]
+
+
+class Withdraw(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    request_id: _REQUEST_ID
 
 
 class Consent(TypedDict):
@@ -62,6 +68,8 @@ class PolicySection(TypedDict):
 DOOR = Door(
     {
         "capability_gateway.request": accept(APPS, body=Request),
+        # An app takes back a request of its own (its scope is the stamp, as for a request).
+        "capability_gateway.withdraw": accept(APPS, body=Withdraw),
         "capability_gateway.consent": accept(f"app.{SCOPE_CHAT}", "host", body=Consent),
         "capability_gateway.revoke": accept("debug", f"app.{SCOPE_SETTINGS}", body=Revoke),
         # The grants in force, for the user's settings app (which also revokes them).

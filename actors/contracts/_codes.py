@@ -66,6 +66,9 @@ class Code(StrEnum):
     # A capability effect that cannot be repeated safely was started and its end was never
     # recorded (the runtime stopped in between): it may or may not have happened.
     IN_DOUBT = "in_doubt"
+    # A capability request its app took back before the user answered: the call that asked
+    # had ended, so a late answer must not start an effect nobody waits for.
+    WITHDRAWN = "withdrawn"
     # Contracts outside the message path: manifests, the wire (docs/protocol.md),
     # and envelopes that have no legacy form.
     INVALID_MANIFEST = "invalid_manifest"

@@ -9,16 +9,24 @@ a grant covers it; the app never learns a path, a token or an exception from it.
 made again with the same `request_id` gets the outcome of the first, never a second effect
 (inside a handler the id derives from the message handled, so a replay asks again with it).
 
+A request whose asker goes before the user answers is taken back
+(`capability_gateway.withdraw`: it ends `failed`, code `withdrawn`, and its card closes):
+the tool call that asked was cancelled, or the app's restart cut it short and it does not
+run again; or it was asked outside a call and the app restarted. The app log keeps each
+unanswered request with the call that asked (`ASKING_CALL`) for that.
+
 `answer(request_id, answer)` is the chat app's: the user's answer to a consent card
 (once / session / always / deny / dismiss); the runtime refuses it from any other app.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
 from actors.contracts import Code
-from actors.kernel import CallFailed
+from actors.kernel import CallFailed, derive_id
 
 if TYPE_CHECKING:
     from ._runtime_app import RuntimeApp
@@ -28,6 +36,8 @@ DEFAULT_TIMEOUT_S: Final = 60.0
 # The gateway answers when the outcome is recorded; past the request's own deadline it
 # needs at most a store round trip and a provider's run.
 MARGIN_S: Final = 30.0
+# The tool call whose handler is running here (set by `_tools` in each handler's task).
+ASKING_CALL: ContextVar[str | None] = ContextVar("lineup_sdk_asking_call", default=None)
 
 
 class CapabilitiesAPI:
@@ -54,6 +64,8 @@ class CapabilitiesAPI:
         }
         if input is not None:
             body["input"] = input
+        # Kept until answered (not when cancelled: then it is to be taken back).
+        app._log.ask_capability(body["request_id"], ASKING_CALL.get())
         try:
             reply = await app.call(
                 GATEWAY,
@@ -63,10 +75,25 @@ class CapabilitiesAPI:
                 id=app._ids.next(),
             )
         except CallFailed as refused:  # the door's or the kernel's word, as a code only
-            return {"status": str(Code.FAILED), "output": None, "code": refused.code}
+            reply = {"status": str(Code.FAILED), "output": None, "code": refused.code}
         except (TypeError, ValueError):  # an input that is no msgpack value: never sent
-            return {"status": str(Code.FAILED), "output": None, "code": str(Code.INVALID_PAYLOAD)}
+            reply = {"status": str(Code.FAILED), "output": None, "code": str(Code.INVALID_PAYLOAD)}
+        app._log.capability_answered(body["request_id"])
         return dict(reply)
+
+    async def _withdraw(self, *, calls: Collection[str] = (), keep: Collection[str] = ()) -> None:
+        """Take back the unanswered requests asked by `calls` (or, when none are named,
+        every one but those asked by the calls in `keep`, which run again and ask again)."""
+        app = self._app
+        for request_id, call_id in app._log.unanswered_capabilities():
+            if (call_id in calls) if calls else (call_id not in keep):
+                await app.cast(
+                    GATEWAY,
+                    "capability_gateway.withdraw",
+                    {"request_id": request_id},
+                    id=derive_id(request_id, 0),  # sent again, it is the same message
+                )
+                app._log.capability_answered(request_id)
 
     async def answer(self, request_id: str, answer: str) -> None:
         """The user's answer to the consent card `request_id` (the chat app's)."""

@@ -8,7 +8,9 @@ delivery adds nothing; a message delivered twice under different kernel messages
 stored once (its id is the key). The view model (`_view`) is a fold over this log.
 A second table, `tool_calls`, holds the agent's tool calls the app was given (`_tools`):
 each is recorded before its handler runs, with its state and the final report, which is
-what a restarted app sends again.
+what a restarted app sends again. A third, `capability_requests`, holds the capability
+requests asked and not yet answered, with the call that asked: what the app takes back
+when that call ends first (`_capabilities`).
 Each row keeps the wall-clock time it was applied (`at_ns`, taken inside its transaction):
 `lineup bench e2e` reads the agent → app latency from it.
 
@@ -56,6 +58,10 @@ CREATE TABLE IF NOT EXISTS tool_calls (
     reports INTEGER NOT NULL,        -- report ids taken: the next report's index
     report TEXT,                     -- the final report (JSON), the last one taken
     updated_ns INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS capability_requests (
+    request_id TEXT PRIMARY KEY,     -- asked of the gateway, not answered yet
+    call_id TEXT                     -- the tool call whose handler asked (NULL: none)
 );
 """
 _TOOL_CALL = "SELECT call_id, method, invoke_id, body, state, reports, report FROM tool_calls"
@@ -291,6 +297,23 @@ class EventLog:
             (*params, time.time_ns(), call_id),
         ).fetchall()
         return int(rows[0][0]) - 1 if rows else None
+
+    # -- capability requests waiting for their answer (see `_capabilities`) -----------------
+
+    def ask_capability(self, request_id: str, call_id: str | None) -> None:
+        self.db.execute(
+            "INSERT INTO capability_requests (request_id, call_id) VALUES (?, ?)"
+            " ON CONFLICT(request_id) DO UPDATE SET call_id = excluded.call_id",
+            (request_id, call_id),
+        )
+
+    def capability_answered(self, request_id: str) -> None:
+        self.db.execute("DELETE FROM capability_requests WHERE request_id = ?", (request_id,))
+
+    def unanswered_capabilities(self) -> list[tuple[str, str | None]]:
+        """(request id, the call that asked or None), oldest first."""
+        rows = self.db.execute("SELECT request_id, call_id FROM capability_requests ORDER BY rowid")
+        return [(str(request_id), call_id) for request_id, call_id in rows]
 
 
 def _tool_call(row: tuple[Any, ...]) -> dict[str, Any]:

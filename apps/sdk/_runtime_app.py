@@ -347,7 +347,7 @@ class RuntimeApp(SessionDataInbox, SurfaceInbox, Actor):
     @handles("app.tool.cancel")
     async def _tool_cancel(self, msg: Message) -> None:
         self._from(msg, TOOL_ROUTER)
-        self.sdk.tools._cancel(str(msg.body["call_id"]))
+        await self.sdk.tools._cancel(str(msg.body["call_id"]))
 
     @handles("app.tool.deadline")
     async def _tool_deadline(self, msg: Message) -> None:

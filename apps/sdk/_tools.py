@@ -64,6 +64,7 @@ import trio
 from actors.contracts import APP_TOOL_ERROR_CODES, Code, ContractError, ToolProgress
 from actors.kernel import derive_id
 
+from ._capabilities import ASKING_CALL
 from ._tool_table import BoundHandler, declared_tools
 
 if TYPE_CHECKING:
@@ -319,25 +320,36 @@ class ToolsAPI:
         elif known["report"] is not None:
             await self._send(known["call_id"], known["reports"] - 1, known["report"])
 
-    def _cancel(self, call_id: str) -> None:
+    async def _cancel(self, call_id: str) -> None:
         self._app._log.finish_tool_call(call_id, None)
         scope = self._running.get(call_id)
         if scope is not None:
             scope.cancel()
+        await self._app.sdk.capabilities._withdraw(calls=(call_id,))
+
+    def _runs_again(self, row: dict[str, Any]) -> bool:
+        """Whether a call the restart cut short runs again (else it ends handler_failed)."""
+        declared = self._declared.get(row["method"])
+        again = declared is not None and (declared.descriptor.idempotent or declared.runs_again)
+        return row["report"] is None and row["state"] == "running" and again
 
     async def _restart(self) -> None:
         app_log = self._app._log
         app_log.prune_tool_calls(time.time_ns() - RESEND_WINDOW_NS)
-        for row in app_log.tool_calls():
+        rows = app_log.tool_calls()
+        # What the last incarnation asked and was not answered: taken back, but for the
+        # calls that run again, which ask again with the same request ids.
+        rerun = {row["call_id"] for row in rows if self._runs_again(row)}
+        await self._app.sdk.capabilities._withdraw(keep=rerun)
+        for row in rows:
             call_id, method = row["call_id"], row["method"]
-            declared = self._declared.get(method)
             if row["report"] is not None:
                 await self._send(call_id, row["reports"] - 1, row["report"])
             elif row["state"] == "pending" and method in self._for_surface:
                 await self._app.sdk.surface._hand_call(_handed(row["body"]))
             elif row["state"] != "running":
                 continue
-            elif declared is not None and (declared.descriptor.idempotent or declared.runs_again):
+            elif call_id in rerun:
                 log.info("tool call %s (%s) runs again after a restart", call_id, method)
                 await self._start(row["invoke_id"], row["body"])
             else:
@@ -371,6 +383,7 @@ class ToolsAPI:
         self, call: ToolCall, handler: BoundHandler, scope: trio.CancelScope, seed: str
     ) -> None:
         outcome: dict[str, Any] | Pending | None = None  # None: cancelled, recorded so
+        ASKING_CALL.set(call.call_id)  # this task's own context: its handler's requests
         try:
             with scope, self._app._ids.deriving(seed):
                 outcome = await self._outcome(call, handler)

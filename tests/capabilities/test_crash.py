@@ -1,7 +1,9 @@
 """The gateway SIGKILLed after an effect and before its record (a crash point in the gateway
 itself): the request has one outcome, an effect that cannot be repeated is not run again and
 ends `in_doubt`, and one that can (`file.save`) is run again to the same file. A request
-waiting for the user outlives a kill of the gateway."""
+waiting for the user outlives a kill of the gateway. A request whose call ends first (the
+app killed, the call cancelled) is taken back: its card closes, and a late answer starts
+nothing."""
 
 from __future__ import annotations
 
@@ -9,9 +11,21 @@ import os
 from pathlib import Path
 
 from actors.capability_gateway import read_notifications
-from tests.runtime.helpers import Stack, wait_for
+from tests.installed.helpers import killed_and_back
+from tests.runtime.helpers import CONVERSATION, Stack, wait_for
+from tests.tools.helpers import final_of
 
-from .helpers import answer, ask, asked, audit_of, card_for, keeper_ready, outcome, requests
+from .helpers import (
+    answer,
+    ask,
+    asked,
+    audit_of,
+    card_for,
+    cards,
+    keeper_ready,
+    outcome,
+    requests,
+)
 
 POINT = "capability_gateway.after_effect"
 
@@ -103,3 +117,38 @@ async def test_a_request_waiting_for_the_user_outlives_a_kill_of_the_gateway(
     assert [a["code"] for a in stack.audit() if "camera.capture" in a["detail"]] == [
         "capability.permission_denied"
     ]
+
+
+async def test_a_request_whose_call_ended_first_is_taken_back(
+    stack: Stack, keeper: tuple[Path, Path]
+) -> None:
+    agent = await keeper_ready(stack, keeper)
+    # The keeper killed while the user looks at the card: its call ends (it is no
+    # idempotent one) and the request is taken back by the restarted keeper.
+    await ask(agent, "k-1", "notification.show", {"text": "never shown"})
+    killed = await card_for(stack, "notification.show")
+    await killed_and_back(stack, "app.keeper")
+    row = await final_of(stack, "call_k-1", 60)
+    assert (row["state"], row["code"]) == ("failed", "handler_failed"), row
+    # The agent cancels the call while the user looks at the card.
+    await ask(agent, "k-2", "notification.show", {"text": "never shown either"})
+    cancelled = await card_for(stack, "notification.show", {killed})
+    await agent.client.cancel(CONVERSATION, "call_k-2", "keeper")
+    row = await final_of(stack, "call_k-2", 60)
+    assert (row["state"], row["code"]) == ("failed", "cancelled_by_user"), row
+
+    await wait_for(lambda: not cards(stack), 30, "both cards closed")
+    assert [(r["status"], r["code"]) for r in requests(stack)] == [("failed", "withdrawn")] * 2
+    for request in requests(stack):
+        assert audit_of(stack, request["request_id"]) == [
+            "capability.consent_asked",
+            "capability.withdrawn",
+        ]
+    # The user's late answers start nothing and grant nothing: the next request asks.
+    answer(stack, killed, "once")
+    answer(stack, cancelled, "always")
+    await ask(agent, "k-3", "notification.show", {"text": "asked anew"})
+    answer(stack, await card_for(stack, "notification.show", {killed, cancelled}), "once")
+    assert await outcome(stack, "k-3") == {"status": "completed", "output": {"shown": True}}
+    assert [n["text"] for n in read_notifications(stack.data_dir)[0]] == ["asked anew"]
+    assert stack.runtime is not None and not stack.runtime.actors()["app.keeper"]["dead"]

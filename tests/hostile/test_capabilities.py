@@ -1,7 +1,7 @@
 """The hostile app against the capability gateway, beside the keeper (both installed from
 signed bundles through the CLI) waiting on the user's consent. The hostile app must not
-answer the keeper's consent card, put a card of its own in the chat, ask in the keeper's
-name, see or take back the user's grants, or get a capability it did not declare. Every
+answer the keeper's consent card or take it back, put a card of its own in the chat, ask in
+the keeper's name, see or take back the user's grants, or get a capability it did not declare. Every
 assertion reads an independent record: runtime.db (requests, grants, audit), mailbox.db,
 the chat's own log."""
 
@@ -56,6 +56,10 @@ async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
         assert result[attack] == "refused:sender_not_allowed", (attack, result)
     # Its scope is the sender the supervisor stamped: a body naming another app is refused.
     assert result["as keeper"].startswith("refused:invalid_payload"), result
+    # It may take back its own requests only: the keeper's id names none of its own, and
+    # the keeper's key is no request id at all.
+    assert result["withdraw"] == "accepted:null", result
+    assert result["withdraw key"] == "refused:invalid_payload", result
     # What its own manifest does not declare, it does not get; that is audited as its own.
     undeclared = json.loads(result["undeclared"].removeprefix("accepted:"))
     assert undeclared == {"status": "permission_denied", "output": None}
@@ -72,7 +76,8 @@ async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
             " AND recipient IN ('capability_gateway', 'app.chat')"
         )
     }
-    assert refused_types == {"capability_gateway.request"}  # the rest was never stored
+    # The rest was never stored.
+    assert refused_types == {"capability_gateway.request", "capability_gateway.withdraw"}
     answer(stack, victim, "deny")
     assert (await outcome(stack, "h-1"))["status"] == "permission_denied"
     assert hostile.runtime_rows("SELECT * FROM capability_grants") == []

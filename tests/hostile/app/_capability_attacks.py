@@ -1,7 +1,8 @@
 """The hostile app against the capability gateway: the user's answer to another app's
 consent card forged, a consent card of its own put in the chat, a request in another app's
-name by a field of the body, the grants listed or revoked, a capability its manifest does
-not declare asked for, and inputs its SDK cannot send."""
+name by a field of the body, another app's request taken back, the grants listed or
+revoked, a capability its manifest does not declare asked for, and inputs its SDK cannot
+send."""
 
 from __future__ import annotations
 
@@ -38,6 +39,14 @@ async def forge_consent(app: HostileApp, options: dict[str, Any]) -> dict[str, A
         "card": await app.attempt("app.chat", "app.capability.consent", card),
         "as keeper": await app.attempt(
             GATEWAY, "capability_gateway.request", {**request, "app_scope": "keeper"}
+        ),
+        # Taking back the keeper's request: its own id names only the hostile app's own
+        # request (the scope is the stamp), and the keeper's key is no request id.
+        "withdraw": await app.attempt(
+            GATEWAY, "capability_gateway.withdraw", {"request_id": victim.split("/", 1)[1]}
+        ),
+        "withdraw key": await app.attempt(
+            GATEWAY, "capability_gateway.withdraw", {"request_id": victim}
         ),
         "grants": await app.attempt(GATEWAY, "capability_gateway.grants", {}),
         "revoke": await app.attempt(
