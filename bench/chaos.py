@@ -149,18 +149,18 @@ async def _soak(
 ) -> dict[str, Any]:
     _term_as_ctrl_c()
     load_before = os.getloadavg()[0]
-    disk = SmallDisk.mount(work / "rt", args.minutes)
-    if disk is None:
-        err.print(
-            "cannot make a small file system here (mounting a tmpfs needs root):"
-            " running without the disk fault",
-            highlight=False,
-        )
     server = FaultyAppServer(procs, work / "as")
     runtime = Runtime(procs, work / "rt")
     # Each clean-up runs even when one before it fails: a mount left behind outlives the run.
     with contextlib.ExitStack() as cleanup:
-        if disk is not None:
+        disk = SmallDisk.mount(work / "rt", args.minutes)
+        if disk is None:
+            err.print(
+                "cannot make a small file system here (mounting a tmpfs needs root):"
+                " running without the disk fault",
+                highlight=False,
+            )
+        else:
             cleanup.callback(disk.unmount)
         cleanup.callback(server.stop)
         cleanup.callback(runtime.stop)

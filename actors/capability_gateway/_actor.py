@@ -223,6 +223,8 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
         closes and it ends `failed`, code `withdrawn`, so that a late answer starts nothing
         that nobody waits for. One answered already goes on: its effect may have begun."""
         await self.loaded.wait()
+        if not msg.sender.startswith("app."):  # a request is an app's: so is taking it back
+            raise ContractError(Code.SENDER_NOT_ALLOWED, "only an app takes back its request")
         scope = msg.sender.removeprefix("app.")
         pending = self.open.get(f"{scope}/{msg.body['request_id']}")
         if pending is None or pending.row["state"] != "asking":

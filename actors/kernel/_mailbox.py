@@ -103,6 +103,8 @@ DISK_FULL_REASON = (
     " once there is room, and keeps every message it has accepted"
 )
 WAL_KEPT_BYTES = 4 << 20
+# Rows a prune looks at in one transaction: a few ms, between two batches of messages.
+PRUNE_CHUNK = 2000
 
 
 def disk_free(path: str | Path) -> int:
@@ -446,13 +448,35 @@ class MailboxStore(MailboxViews):
         ).fetchone()
         return None if row is None else bytes(row[0])
 
-    def prune(self, *, done_before_ms: int) -> int:
-        """Forget done messages older than the dedup window (and their stored replies)."""
-        old_done = f"{EFFECTIVE_STATE} = 2 AND coalesce(done_ms, created_ms) < ?"
-        self._db.execute(
-            "DELETE FROM replies WHERE (caller, request_id) IN (SELECT sender, id FROM messages"
-            f" WHERE {old_done})",
-            (done_before_ms,),
+    def prune(
+        self, *, done_before_ms: int, after_seq: int = 0, limit: int = PRUNE_CHUNK
+    ) -> tuple[int, int | None]:
+        """Forget done messages older than the dedup window (and their stored replies), up
+        to `limit` rows past `after_seq` at a time, oldest first, so that no transaction
+        holds the mailbox long: (rows forgotten, the seq to go on after, or None when no
+        older row is left). Seqs grow with time: rows are looked at until one is too young."""
+        rows = self._db.execute(
+            f"SELECT seq, sender, id, created_ms, {EFFECTIVE_STATE} = 2"
+            " AND coalesce(done_ms, created_ms) < ? FROM messages WHERE seq > ?"
+            " ORDER BY seq LIMIT ?",
+            (done_before_ms, after_seq, limit),
+        ).fetchall()
+        old = [(seq, sender, message_id) for seq, sender, message_id, _, old in rows if old]
+        self._db.executemany(
+            "DELETE FROM replies WHERE caller = ? AND request_id = ?",
+            [(sender, message_id) for _, sender, message_id in old],
         )
-        cur = self._db.execute(f"DELETE FROM messages WHERE {old_done}", (done_before_ms,))
-        return cur.rowcount
+        self._db.executemany("DELETE FROM messages WHERE seq = ?", [(seq,) for seq, _, _ in old])
+        if len(rows) < limit or rows[-1][3] >= done_before_ms:
+            return len(old), None
+        return len(old), int(rows[-1][0])
+
+    def prune_all(self, *, done_before_ms: int) -> int:
+        """Every done message older than the dedup window, chunk after chunk."""
+        pruned, after = 0, 0
+        while True:
+            count, going_on = self.prune(done_before_ms=done_before_ms, after_seq=after)
+            pruned += count
+            if going_on is None:
+                return pruned
+            after = going_on

@@ -123,11 +123,14 @@ class Supervisor:
 
     async def _prune_now_and_then(self, switchboard: Switchboard) -> None:
         """A runtime that runs for weeks keeps only a dedup window of done messages: they
-        are pruned at start and every `prune_every_s` after, in the switchboard's own
-        transaction like any other write."""
+        are pruned at start and every `prune_every_s` after, a chunk at a time in the
+        switchboard's own transactions, so that messages go on between two chunks."""
         while True:
             await trio.sleep(self.config.prune_every_s)
-            pruned = await switchboard.request("prune", "", self._dedup_horizon_ms())
+            horizon, after, pruned = self._dedup_horizon_ms(), 0, 0
+            while after is not None:
+                count, after = await switchboard.request("prune", "", (horizon, after))
+                pruned += count
             log.info("%d old done messages pruned", pruned)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -142,7 +145,7 @@ class Supervisor:
         self.store = MailboxStore(self.data_dir / "mailbox.db", synchronous=self.config.synchronous)
         self.store.begin()
         recovered = self.store.recover()
-        pruned = self.store.prune(done_before_ms=self._dedup_horizon_ms())
+        pruned = self.store.prune_all(done_before_ms=self._dedup_horizon_ms())
         self.store.commit()
         log.info("mailbox open: %d in flight handed back, %d old done pruned", recovered, pruned)
         self.switchboard = Switchboard(

@@ -555,5 +555,8 @@ class Switchboard:
         touched.add(recipient)
         return True
 
-    def _op_prune(self, name: str, before_ms: int, out: Outbox, touched: set[str]) -> int:
-        return self.store.prune(done_before_ms=before_ms)
+    def _op_prune(
+        self, name: str, window: tuple[int, int], out: Outbox, touched: set[str]
+    ) -> tuple[int, int | None]:
+        before_ms, after_seq = window
+        return self.store.prune(done_before_ms=before_ms, after_seq=after_seq)

@@ -9,11 +9,15 @@ a grant covers it; the app never learns a path, a token or an exception from it.
 made again with the same `request_id` gets the outcome of the first, never a second effect
 (inside a handler the id derives from the message handled, so a replay asks again with it).
 
-A request whose asker goes before the user answers is taken back
+A request whose tool call ends before the user answers is taken back
 (`capability_gateway.withdraw`: it ends `failed`, code `withdrawn`, and its card closes):
-the tool call that asked was cancelled, or the app's restart cut it short and it does not
-run again; or it was asked outside a call and the app restarted. The app log keeps each
-unanswered request with the call that asked (`ASKING_CALL`) for that.
+the call was cancelled, its handler went on without the answer, or the app's restart cut
+it short and it does not run again. The app log keeps each unanswered request with the call
+that asked (`ASKING_CALL`) and the id its withdrawal is sent under, taken when it is asked
+(so a replayed handler takes the same). One asked outside a call is never taken back: the
+message whose handler asked it is handled again after a restart, and asks again with it.
+This bookkeeping gives way to a full disk: a row not written costs a request left to
+expire, never the answer.
 
 `answer(request_id, answer)` is the chat app's: the user's answer to a consent card
 (once / session / always / deny / dismiss); the runtime refuses it from any other app.
@@ -21,15 +25,19 @@ unanswered request with the call that asked (`ASKING_CALL`) for that.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import logging
+import sqlite3
+from collections.abc import Callable, Collection
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
 from actors.contracts import Code
-from actors.kernel import CallFailed, derive_id
+from actors.kernel import CallFailed
 
 if TYPE_CHECKING:
     from ._runtime_app import RuntimeApp
+
+log = logging.getLogger("lineup.sdk.capabilities")
 
 GATEWAY: Final = "capability_gateway"
 DEFAULT_TIMEOUT_S: Final = 60.0
@@ -38,6 +46,13 @@ DEFAULT_TIMEOUT_S: Final = 60.0
 MARGIN_S: Final = 30.0
 # The tool call whose handler is running here (set by `_tools` in each handler's task).
 ASKING_CALL: ContextVar[str | None] = ContextVar("lineup_sdk_asking_call", default=None)
+
+
+def _best_effort(write: Callable[..., None], *args: Any) -> None:
+    try:
+        write(*args)
+    except sqlite3.Error as exc:  # a full disk: the request goes on, its row does not
+        log.warning("the app log did not keep a capability request: %s", exc)
 
 
 class CapabilitiesAPI:
@@ -65,7 +80,8 @@ class CapabilitiesAPI:
         if input is not None:
             body["input"] = input
         # Kept until answered (not when cancelled: then it is to be taken back).
-        app._log.ask_capability(body["request_id"], ASKING_CALL.get())
+        withdraw_id = app._ids.next()
+        _best_effort(app._log.ask_capability, body["request_id"], ASKING_CALL.get(), withdraw_id)
         try:
             reply = await app.call(
                 GATEWAY,
@@ -78,22 +94,21 @@ class CapabilitiesAPI:
             reply = {"status": str(Code.FAILED), "output": None, "code": refused.code}
         except (TypeError, ValueError):  # an input that is no msgpack value: never sent
             reply = {"status": str(Code.FAILED), "output": None, "code": str(Code.INVALID_PAYLOAD)}
-        app._log.capability_answered(body["request_id"])
+        _best_effort(app._log.capability_answered, body["request_id"])
         return dict(reply)
 
     async def _withdraw(self, *, calls: Collection[str] = (), keep: Collection[str] = ()) -> None:
-        """Take back the unanswered requests asked by `calls` (or, when none are named,
-        every one but those asked by the calls in `keep`, which run again and ask again)."""
+        """Take back the unanswered requests asked by `calls`; when none are named (at a
+        restart), those of every call but the ones in `keep`, which run again and ask again.
+        One asked outside a call is only forgotten then: its message is handled again."""
         app = self._app
-        for request_id, call_id in app._log.unanswered_capabilities():
-            if (call_id in calls) if calls else (call_id not in keep):
-                await app.cast(
-                    GATEWAY,
-                    "capability_gateway.withdraw",
-                    {"request_id": request_id},
-                    id=derive_id(request_id, 0),  # sent again, it is the same message
-                )
-                app._log.capability_answered(request_id)
+        for request_id, call_id, withdraw_id in app._log.unanswered_capabilities():
+            if calls and call_id not in calls:
+                continue
+            if call_id is not None and call_id not in keep:
+                body = {"request_id": request_id}
+                await app.cast(GATEWAY, "capability_gateway.withdraw", body, id=withdraw_id)
+            _best_effort(app._log.capability_answered, request_id)
 
     async def answer(self, request_id: str, answer: str) -> None:
         """The user's answer to the consent card `request_id` (the chat app's)."""

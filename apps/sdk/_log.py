@@ -61,7 +61,8 @@ CREATE TABLE IF NOT EXISTS tool_calls (
 );
 CREATE TABLE IF NOT EXISTS capability_requests (
     request_id TEXT PRIMARY KEY,     -- asked of the gateway, not answered yet
-    call_id TEXT                     -- the tool call whose handler asked (NULL: none)
+    call_id TEXT,                    -- the tool call whose handler asked (NULL: none)
+    withdraw_id TEXT NOT NULL        -- the kernel id its withdrawal is sent under
 );
 """
 _TOOL_CALL = "SELECT call_id, method, invoke_id, body, state, reports, report FROM tool_calls"
@@ -300,20 +301,23 @@ class EventLog:
 
     # -- capability requests waiting for their answer (see `_capabilities`) -----------------
 
-    def ask_capability(self, request_id: str, call_id: str | None) -> None:
+    def ask_capability(self, request_id: str, call_id: str | None, withdraw_id: str) -> None:
         self.db.execute(
-            "INSERT INTO capability_requests (request_id, call_id) VALUES (?, ?)"
-            " ON CONFLICT(request_id) DO UPDATE SET call_id = excluded.call_id",
-            (request_id, call_id),
+            "INSERT INTO capability_requests (request_id, call_id, withdraw_id) VALUES (?, ?, ?)"
+            " ON CONFLICT(request_id) DO UPDATE SET call_id = excluded.call_id,"
+            " withdraw_id = excluded.withdraw_id",
+            (request_id, call_id, withdraw_id),
         )
 
     def capability_answered(self, request_id: str) -> None:
         self.db.execute("DELETE FROM capability_requests WHERE request_id = ?", (request_id,))
 
-    def unanswered_capabilities(self) -> list[tuple[str, str | None]]:
-        """(request id, the call that asked or None), oldest first."""
-        rows = self.db.execute("SELECT request_id, call_id FROM capability_requests ORDER BY rowid")
-        return [(str(request_id), call_id) for request_id, call_id in rows]
+    def unanswered_capabilities(self) -> list[tuple[str, str | None, str]]:
+        """(request id, the call that asked or None, its withdrawal's id), oldest first."""
+        rows = self.db.execute(
+            "SELECT request_id, call_id, withdraw_id FROM capability_requests ORDER BY rowid"
+        )
+        return [(str(request_id), call_id, str(withdraw)) for request_id, call_id, withdraw in rows]
 
 
 def _tool_call(row: tuple[Any, ...]) -> dict[str, Any]:

@@ -38,7 +38,8 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
   within the mailbox's dedup window is sent again: the last ones may not have left the
   process, and the runtime keeps a call's first final only. A pending call stays open:
   the app finishes it from what it kept.
-- `app.tool.cancel` ends an open call without a report and cancels its handler.
+- `app.tool.cancel` ends an open call without a report and cancels its handler; the
+  capability requests it asked and the user has not answered are taken back.
 - A `surface_bridge` tool's handler runs first, as the app's gate: it may answer (a dict)
   or refuse (a `ContractError`) itself; `None` hands the call to the app's surface. The
   call is then left pending and pushed to the web host with its arguments
@@ -389,6 +390,8 @@ class ToolsAPI:
                 outcome = await self._outcome(call, handler)
         finally:
             self._running.pop(call.call_id, None)
+        if outcome is not None:  # what its handler asked and did not wait for is taken back
+            await self._app.sdk.capabilities._withdraw(calls=(call.call_id,))
         if isinstance(outcome, Pending):
             self._app._log.leave_tool_call_pending(call.call_id)
             if outcome is TO_SURFACE:

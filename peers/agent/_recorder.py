@@ -179,7 +179,8 @@ class Recorder:
 
     async def final(self, call_id: str) -> AgentMessage:
         """The final outcome of a call made with `call`, once `run()` has recorded it (the
-        first, if the stream brought several: the record has them all)."""
+        first, if the stream brought several: the record has them all). Asked once per
+        call, by one task."""
         if call_id not in self._finals:
             await self._final_seen.setdefault(call_id, trio.Event()).wait()
         return self._finals.pop(call_id)

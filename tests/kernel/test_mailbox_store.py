@@ -122,7 +122,7 @@ def test_seqs_are_not_reused_after_done_rows_are_pruned(tmp_path: Path) -> None:
     store.begin()
     seqs = store.insert_many([_row(i, inflight=True) for i in "ab"]) or []
     store.ack("r", seqs)
-    assert store.prune(done_before_ms=2**62) == 2
+    assert store.prune(done_before_ms=2**62) == (2, None)
     store.commit()
     store.close()
     store = MailboxStore(tmp_path / "m.db")
@@ -203,3 +203,24 @@ def test_the_wal_is_cut_back_once_it_starts_over(tmp_path: Path) -> None:
     assert wal.stat().st_size <= WAL_KEPT_BYTES
     checkpointer.close()
     store.close()
+
+
+def test_a_prune_goes_a_chunk_at_a_time_and_keeps_what_is_not_done(tmp_path: Path) -> None:
+    """Chunk after chunk, every done row goes, a waiting and a dead one stay, and a row
+    too young ends the walk."""
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    seqs = store.insert_many([_row(f"d{i}", inflight=True) for i in range(5)]) or []
+    store.ack("r", seqs)
+    (waiting,) = store.insert_many([_row("waiting")]) or []
+    (dead,) = store.insert_many([_row("dead", inflight=True)]) or []
+    assert store.fail(dead, "boom", max_deliver=1)
+    store.commit()
+    store.begin()
+    assert store.prune(done_before_ms=2**62, limit=2) == (2, seqs[1])
+    assert store.prune(done_before_ms=2**62, after_seq=seqs[1], limit=2) == (2, seqs[3])
+    assert store.prune_all(done_before_ms=2**62) == 1
+    assert store.prune(done_before_ms=0, limit=1) == (0, None)  # every row too young
+    store.commit()
+    assert _states(store) == {"waiting": State.PENDING, "dead": State.DEAD}
+    assert waiting < dead
