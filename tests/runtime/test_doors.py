@@ -14,6 +14,7 @@ SDK_SURFACE = {
     ("app_manager", "app_manager.request"),
     ("tool_router", "tool_router.report"),
     ("capability_gateway", "capability_gateway.request"),
+    ("capability_gateway", "capability_gateway.withdraw"),
     ("tool_router", "tool_router.deadline"),
     ("store", "store.session_data.get"),
     ("store", "store.session_data.replace"),
