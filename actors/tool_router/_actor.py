@@ -435,13 +435,16 @@ class ToolRouterActor(Actor):
         }
         if operation is not None:
             step["deadlines"] = [operation.to_row()]
+        # The previous foreground is asked back before the final is written: the agent's
+        # next call, which it may make once it has the final, is then behind it at the app
+        # manager, and a foreground it takes is not taken away by this call's end.
+        await self.activations.ended(call)
         await self.write(step)
         log.info("call %s %s %s", call.call_id, call.state, call.code or "")
         if operation is not None:
             await self.operations.ended(call)
         if any(h["event"] == "accepted" for h in call.history):  # refused calls never showed
             await self.show(call, call.state, code=call.code, artifact=shown_artifact(call))
-        await self.activations.ended(call)
 
     async def _watch_deadlines(self) -> None:
         while True:
