@@ -6,12 +6,11 @@ to the last byte."""
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+
+from tests.small_disk import fill, small_disk
 
 from .conftest import MakeRuntime
 from .helpers import Runtime, child, wait_until
@@ -30,27 +29,14 @@ def on_small_disk(make_runtime: MakeRuntime) -> Iterator[Runtime]:
         "backoff_max": 0.1,
     }
     rt = make_runtime(config)
-    rt.data_dir.mkdir(parents=True)
-    mount = ["mount", "-t", "tmpfs", "-o", f"size={SIZE_MIB}m", "lineup-test", rt.data_dir]
-    done = subprocess.run(mount, capture_output=True, check=False)
-    assert done.returncode == 0, f"mounting a tmpfs needs root: {done.stderr.decode()}"
-    try:
+    with small_disk(rt.data_dir, SIZE_MIB):
         yield rt
-    finally:
-        subprocess.run(["umount", "-l", rt.data_dir], capture_output=True, check=False)
-
-
-def _fill(ballast: Path) -> None:
-    with open(ballast, "wb") as out, contextlib.suppress(OSError):
-        while True:
-            out.write(b"\0" * (1 << 20))
-            out.flush()
 
 
 def _killed_while_full(rt: Runtime, restarts: int) -> None:
     """Fill the disk, kill the actor, see it gone, make room, see it back."""
     ballast = rt.data_dir / "ballast"
-    _fill(ballast)
+    fill(ballast)
     old = rt.actors()["crashy"]["pid"]
     rt.control({"type": "kill", "name": "crashy"})
     seen: dict[str, object] = {}

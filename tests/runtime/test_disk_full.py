@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,8 @@ import pytest
 import trio
 
 from actors.kernel import ControlError
+from tests.small_disk import fill
+from tests.small_disk import small_disk as on_small_disk
 
 from .helpers import Stack, texts, wait_for
 
@@ -25,24 +26,9 @@ MESSAGES = 20
 
 @pytest.fixture
 def small_disk(stack: Stack) -> Iterator[Path]:
-    """`stack`'s data dir on a tmpfs of its own; unmounted lazily at the end, after which the
-    runtime's own teardown still finds its open files."""
-    stack.data_dir.mkdir(parents=True)
-    mount = ["mount", "-t", "tmpfs", "-o", f"size={SIZE_MIB}m", "lineup-test", stack.data_dir]
-    done = subprocess.run(mount, capture_output=True, check=False)
-    assert done.returncode == 0, f"mounting a tmpfs needs root: {done.stderr.decode()}"
-    try:
-        yield stack.data_dir
-    finally:
-        subprocess.run(["umount", "-l", stack.data_dir], capture_output=True, check=False)
-
-
-def fill(ballast: Path) -> None:
-    """Write until the file system refuses: ENOSPC, as a full laptop disk."""
-    with open(ballast, "wb") as out, contextlib.suppress(OSError):
-        while True:
-            out.write(b"\0" * (1 << 20))
-            out.flush()
+    """`stack`'s data dir on a tmpfs of its own."""
+    with on_small_disk(stack.data_dir, SIZE_MIB) as data_dir:
+        yield data_dir
 
 
 def status(stack: Stack) -> dict[str, object]:
