@@ -33,7 +33,6 @@ import json
 import os
 import platform
 import random
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -62,7 +61,7 @@ from ._chaos_world import (
 from ._procs import BenchError, Processes
 from ._runner import run_bench
 from ._tools_app import lineup
-from .tools import _found, _term_as_ctrl_c
+from ._trio_run import run_measure, term_as_ctrl_c
 
 FAULTS_PER_MINUTE = 60  # planned; the run's length cuts the plan short
 QUIET_S = 180.0  # after the faults: calls to end, messages to arrive
@@ -147,7 +146,7 @@ async def _delivered(workload: Workload, runtime: Runtime, timeout: float) -> No
 async def _soak(
     work: Path, procs: Processes, args: argparse.Namespace, err: Console
 ) -> dict[str, Any]:
-    _term_as_ctrl_c()
+    term_as_ctrl_c()
     load_before = os.getloadavg()[0]
     server = FaultyAppServer(procs, work / "as")
     runtime = Runtime(procs, work / "rt")
@@ -272,18 +271,7 @@ def run(args: argparse.Namespace) -> int:
     records: list[dict[str, Any]] = []
 
     def measure(work: Path, procs: Processes, err: Console) -> dict[str, Any]:
-        on_term = signal.getsignal(signal.SIGTERM)
-        try:
-            record = trio.run(_soak, work, procs, args, err)
-        except BaseExceptionGroup as group:  # what trio's nurseries wrap, unwrapped
-            if _found(group, KeyboardInterrupt) is not None:
-                raise KeyboardInterrupt from None
-            failure = _found(group, BenchError)
-            if failure is not None:
-                raise failure from None
-            raise
-        finally:
-            signal.signal(signal.SIGTERM, on_term)
+        record = run_measure(_soak, work, procs, args, err)
         records.append(record)
         return record
 

@@ -33,11 +33,10 @@ import datetime
 import os
 import platform
 import shutil
-import signal
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 from rich.console import Console
@@ -59,6 +58,7 @@ from ._tools_flow import (
 )
 from ._tools_options import add_arguments, check_arguments
 from ._tools_report import call_steps, print_table, result_record
+from ._trio_run import run_measure, term_as_ctrl_c
 from .toolapp import APP_SCOPE, METHOD
 
 
@@ -182,19 +182,10 @@ async def _runtime(
         server.stop()
 
 
-def _term_as_ctrl_c() -> None:
-    """SIGTERM through trio's own Ctrl-C handler, so it lands where trio can unwind (a
-    KeyboardInterrupt raised anywhere else may land inside trio's scheduler); the runner
-    restores its own handler once the run is over."""
-    ctrl_c = signal.getsignal(signal.SIGINT)
-    if callable(ctrl_c):  # not where SIGINT is ignored (a background job)
-        signal.signal(signal.SIGTERM, lambda _signum, frame: ctrl_c(signal.SIGINT, frame))
-
-
 async def _measure(
     work: Path, procs: Processes, args: argparse.Namespace, err: Console
 ) -> dict[str, Any]:
-    _term_as_ctrl_c()
+    term_as_ctrl_c()
     load_before = os.getloadavg()[0]
     err.print("building and signing the bench's app with `lineup app`", highlight=False)
     app = await trio.to_thread.run_sync(build_signed_app, work)
@@ -218,37 +209,11 @@ async def _measure(
     return result_record(settings=settings, bare=bare, ours=ours)
 
 
-E = TypeVar("E", bound=BaseException)
-
-
-def _found(error: BaseException, kind: type[E]) -> E | None:
-    """The first `kind` in an exception group, however deep."""
-    if isinstance(error, kind):
-        return error
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            found = _found(inner, kind)
-            if found is not None:
-                return found
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     """The `lineup bench tools` command; 0 when it measured, whatever the verdicts."""
 
     def measure(work: Path, procs: Processes, err: Console) -> dict[str, Any]:
-        on_term = signal.getsignal(signal.SIGTERM)
-        try:
-            return trio.run(_measure, work, procs, args, err)
-        except BaseExceptionGroup as group:  # what trio's nurseries wrap, unwrapped
-            if _found(group, KeyboardInterrupt) is not None:
-                raise KeyboardInterrupt from None
-            failure = _found(group, BenchError)
-            if failure is not None:
-                raise failure from None
-            raise
-        finally:
-            signal.signal(signal.SIGTERM, on_term)
+        return run_measure(_measure, work, procs, args, err)
 
     return run_bench(args, problem=check_arguments(args), measure=measure, print_table=print_table)
 

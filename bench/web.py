@@ -27,7 +27,6 @@ import datetime
 import json
 import os
 import platform
-import signal
 import sqlite3
 import sys
 import time
@@ -43,10 +42,10 @@ from ._e2e_flow import CONVERSATION, Arrivals, ChatLog, open_bench_agent, window
 from ._e2e_procs import AppServerProcess, RuntimeProcess, tree_memory, wait_for
 from ._procs import BenchError, Processes
 from ._runner import run_bench
+from ._trio_run import run_measure, term_as_ctrl_c
 from ._web_browser import Browser
 from ._web_options import RATE, add_arguments, check_arguments
 from ._web_report import print_table, result_record
-from .tools import _found, _term_as_ctrl_c
 
 T = TypeVar("T")
 CLOCK_PROBES = 20
@@ -115,7 +114,7 @@ def _page_arrivals(seen: list[tuple[str, float]]) -> Arrivals:
 async def _measure(
     work: Path, procs: Processes, browser: Browser, args: argparse.Namespace, err: Console
 ) -> dict[str, Any]:
-    _term_as_ctrl_c()
+    term_as_ctrl_c()
     load_before = os.getloadavg()[0]
     err.print("starting an AppServer and `lineup run` with its web host", highlight=False)
     server = AppServerProcess(procs, work / "appserver", "appserver")
@@ -189,19 +188,10 @@ def run(args: argparse.Namespace) -> int:
     """The `lineup bench web` command; 0 when it measured, whatever the verdict."""
 
     def measure(work: Path, procs: Processes, err: Console) -> dict[str, Any]:
-        on_term = signal.getsignal(signal.SIGTERM)
         browser = Browser(work)
         try:
-            return trio.run(_measure, work, procs, browser, args, err)
-        except BaseExceptionGroup as group:  # what trio's nurseries wrap, unwrapped
-            if _found(group, KeyboardInterrupt) is not None:
-                raise KeyboardInterrupt from None
-            failure = _found(group, BenchError)
-            if failure is not None:
-                raise failure from None
-            raise
+            return run_measure(_measure, work, procs, browser, args, err)
         finally:
-            signal.signal(signal.SIGTERM, on_term)
             browser.close()  # before the runner stops the runtime and removes the dir
 
     return run_bench(args, problem=check_arguments(args), measure=measure, print_table=print_table)
