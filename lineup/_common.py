@@ -13,9 +13,22 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 DATA_DIR_ENV = "LINEUP_DATA_DIR"
+
+
+# How a timeline item's or a call's state is coloured, in `lineup chat` and the terminal chat.
+STATE_STYLES: Final = {
+    "accepted": "green",
+    "answered": "green",
+    "succeeded": "green",
+    "pending": "yellow",
+    "waiting": "yellow",
+    "running": "yellow",
+    "rejected": "red",
+    "failed": "red",
+}
 
 
 def default_data_dir() -> Path:

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._common import add_data_dir, data_dir_of, print_json
+from ._common import STATE_STYLES, add_data_dir, data_dir_of, print_json
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -170,25 +170,13 @@ def history_lines(view: dict[str, Any], conversation: str, *, running: bool) -> 
         table.add_row(
             Text(_local_time(item)),
             Text(sender, style="cyan" if item["sender"] == "user" else "magenta"),
-            Text(state, style=_STATE_STYLES.get(item.get("state", ""), "")),
+            Text(state, style=STATE_STYLES.get(item.get("state", ""), "")),
             _item_text(item, questions),
         )
     lines.append(table)
     for task_id, task in view["tasks"].items():
         lines.append(_task_text(task_id, task))
     return lines
-
-
-_STATE_STYLES = {
-    "accepted": "green",
-    "answered": "green",
-    "succeeded": "green",
-    "waiting": "yellow",
-    "pending": "yellow",
-    "running": "yellow",
-    "rejected": "red",
-    "failed": "red",
-}
 
 
 def _question_ids(view: dict[str, Any]) -> dict[str, str]:
@@ -241,7 +229,7 @@ def _task_text(task_id: str, task: dict[str, Any]) -> Text:
         line.append(f": {task['percent']} %")
     status = str(task.get("status", "?"))
     line.append(" (")
-    line.append(visible(status, newlines=False), style=_STATE_STYLES.get(status, ""))
+    line.append(visible(status, newlines=False), style=STATE_STYLES.get(status, ""))
     line.append(")")
     return line
 

@@ -43,6 +43,7 @@ from actors.kernel import ControlError, ui_request
 from apps.chat import artifact_label, history, render, visible
 
 from ._capability_lines import dismiss, notification_lines
+from ._common import STATE_STYLES
 from .debug_cmd import runtime_lifecycle
 from .ui_session import UiSession
 
@@ -133,21 +134,9 @@ def open_questions(view: dict[str, Any]) -> list[RenderableType]:
     return lines
 
 
-_STATE_STYLES: Final = {
-    "accepted": "green",
-    "answered": "green",
-    "succeeded": "green",
-    "pending": "yellow",
-    "waiting": "yellow",
-    "running": "yellow",
-    "rejected": "red",
-    "failed": "red",
-}
-
-
 def _state(state: str) -> Text:
     """A state as shown, coloured (colours only on a terminal, and not under NO_COLOR)."""
-    return Text(visible(state, newlines=False), style=_STATE_STYLES.get(state, ""))
+    return Text(visible(state, newlines=False), style=STATE_STYLES.get(state, ""))
 
 
 def _sender(item: dict[str, Any]) -> str:
