@@ -103,7 +103,18 @@ class Stack:
             )
         self.runtime.start(wait=False)
         await self.wait_lifecycle("online")
-        return self.runtime
+        # Online is the transport's word; every other actor has started once the supervisor
+        # says running (or degraded), which a test may compare with later.
+        runtime = self.runtime
+
+        def every_actor_up() -> bool:
+            try:
+                return runtime.status()["state"] in ("running", "degraded")
+            except (ControlError, OSError):  # its control socket not open yet
+                return False
+
+        await wait_for(every_actor_up, 60, "every actor up")
+        return runtime
 
     def lifecycle(self) -> str | None:
         record = read_lifecycle(self.data_dir)
