@@ -15,7 +15,6 @@ timeline and the AppServer's record after the run.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -48,7 +47,7 @@ DEADLINE_S = {"pomodoro.start": 60.0, "game.start_round": 15.0}
 
 @dataclass
 class Tally:
-    """What the workload did, for the report; `delivered_ns` when it learns deliveries."""
+    """What the workload did, for the report."""
 
     messages: int = 0
     typed: int = 0
@@ -57,7 +56,6 @@ class Tally:
     launches: int = 0
     capability: str = "not_asked"  # the save's outcome: allowed, or the final's code
     cards_answered: int = 0
-    sent_ns: dict[str, int] = field(default_factory=dict)  # message id -> accepted at
     problems: list[str] = field(default_factory=list)
 
 
@@ -93,9 +91,8 @@ class Workload:
 
     async def _say(self, conversation: str) -> None:
         text = f"agent {conversation} {self.tally.messages}"
-        message_id = await self.recorder.send_text(conversation, text)
+        await self.recorder.send_text(conversation, text)
         self.tally.messages += 1
-        self.tally.sent_ns[message_id] = time.time_ns()
 
     async def talk(self, conversation: str) -> None:
         while trio.current_time() < self.ends_at:
