@@ -26,6 +26,7 @@ from actors.kernel import (
     DataDirUnusable,
     RuntimeConfig,
     Supervisor,
+    prefork_zygote,
     settle_garbage_collector,
 )
 from apps.app_registry import AppRegistryApp
@@ -158,8 +159,9 @@ def default_config(
 
 
 def run(data_dir: Path, config: RuntimeConfig) -> None:
-    settle_garbage_collector()  # what is imported lives as long as the process
-    trio.run(Supervisor(config, data_dir).run)
+    with prefork_zygote(config) as zygote:
+        settle_garbage_collector()  # what is imported lives as long as the process
+        trio.run(Supervisor(config, data_dir, zygote=zygote).run)
 
 
 def main(argv: list[str] | None = None) -> int:

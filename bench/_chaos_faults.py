@@ -25,6 +25,9 @@ from typing import Any
 
 import trio
 
+from actors.jail import app_zygote
+from actors.kernel import zygote
+
 from ._chaos_world import FaultyAppServer, Runtime, SmallDisk
 
 ACTORS = (
@@ -48,6 +51,7 @@ ROUND = (
     "appserver_faults",
     "disk_full",
 )
+ZYGOTE_NAMES = (zygote.ZYGOTE_NAME, app_zygote.ZYGOTE_NAME)
 GAP_S = (0.3, 0.9)  # between the end of one fault and the next
 STOP_S = (2.0, 4.0)
 SPELL_S = (2.0, 4.0)  # the AppServer's faults, and the disk kept full
@@ -153,8 +157,8 @@ class Injector:
         root = self.runtime.process.pid if self.runtime.process else 0
         zygotes = [
             (f"zygote {pid}", pid)
-            for pid, cmdline in _descendants(root)
-            if b"zygote" in cmdline and pid not in actor_pids
+            for pid, name in _descendants(root)
+            if name in ZYGOTE_NAMES and pid not in actor_pids
         ]
         self._kill("kill_zygote", [(name.split()[0], pid) for name, pid in zygotes])
 
@@ -219,8 +223,8 @@ class Injector:
             disk.free()
 
 
-def _descendants(root: int) -> list[tuple[int, bytes]]:
-    """Every process under `root`, with its command line."""
+def _descendants(root: int) -> list[tuple[int, str]]:
+    """Every process under `root`, with its name (what `ps` shows)."""
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -233,7 +237,7 @@ def _descendants(root: int) -> list[tuple[int, bytes]]:
         pid = todo.pop()
         todo.extend(children.get(pid, []))
         try:
-            found.append((pid, Path(f"/proc/{pid}/cmdline").read_bytes()))
+            found.append((pid, Path(f"/proc/{pid}/comm").read_text().strip()))
         except OSError:
             continue
     return found

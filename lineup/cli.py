@@ -178,7 +178,7 @@ def _run_headless(args: argparse.Namespace) -> int:
     import trio
 
     import supervisor
-    from actors.kernel import RuntimeConfig, Supervisor, settle_garbage_collector
+    from actors.kernel import RuntimeConfig, Supervisor, prefork_zygote, settle_garbage_collector
 
     from ._embedded import embedded_appserver
 
@@ -210,7 +210,7 @@ def _run_headless(args: argparse.Namespace) -> int:
                 nursery.start_soon(
                     partial(trio.to_thread.run_sync, announcing, abandon_on_cancel=True)
                 )
-            await Supervisor(config, data_dir).run()
+            await Supervisor(config, data_dir, zygote=zygote).run()
             nursery.cancel_scope.cancel()
 
     async def main() -> None:
@@ -223,16 +223,18 @@ def _run_headless(args: argparse.Namespace) -> int:
             await supervise(configure(url))
 
     print(f"LineUp Runtime on {data_dir} (Ctrl-C stops it)", file=sys.stderr)
-    settle_garbage_collector()  # what is imported lives as long as the process
-    try:
-        trio.run(main)
-    except BaseException as exc:  # unwrap the nurseries' groups, then decide
-        error = first_error(exc)
-        if isinstance(error, KeyboardInterrupt):
-            raise error from None
-        if not isinstance(error, RuntimeError | OSError):
-            raise
-        return fail(_start_failure(error, data_dir))
+    # The AppServer's URL changes no child's module: the zygote's imports are known now.
+    with prefork_zygote(configure(None)) as zygote:
+        settle_garbage_collector()  # what is imported lives as long as the process
+        try:
+            trio.run(main)
+        except BaseException as exc:  # unwrap the nurseries' groups, then decide
+            error = first_error(exc)
+            if isinstance(error, KeyboardInterrupt):
+                raise error from None
+            if not isinstance(error, RuntimeError | OSError):
+                raise
+            return fail(_start_failure(error, data_dir))
     print("stopped", file=sys.stderr)
     return 0
 

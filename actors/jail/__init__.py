@@ -4,15 +4,15 @@ It lives outside `actors.kernel` so that starting it imports nothing heavy (no t
 pydantic): it runs on every launch and every restart of an installed app. `_launcher`
 confines the process and execs the child; `_env` is what it shares with the supervisor
 (the scrubbed environment, the parent-death signal). The runtime takes what it needs from
-here: `die_with_parent`, `scrubbed_environment`, `level_of` (a report's level of
-confinement). `app_zygote` forks apps into the same jail (`_launcher.jail_app`) from a
+here: `die_with_parent`, `name_process`, `scrubbed_environment`, `level_of` (a report's
+level of confinement). `app_zygote` forks apps into the same jail (`_launcher.jail_app`) from a
 preloaded, secret-free parent. docs/architecture.md, "Isolation".
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._env import die_with_parent, scrubbed_environment
+from ._env import die_with_parent, name_process, scrubbed_environment
 
 if TYPE_CHECKING:
     from ._launcher import level_of
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     # The launcher's steps load only for the supervisor, which reads a report's level: an
-    # actor process takes `die_with_parent` from here and nothing more.
+    # actor process takes `die_with_parent` and `name_process` from here and nothing more.
     if name == "level_of":
         value = importlib.import_module("._launcher", __name__).level_of
         globals()[name] = value
@@ -28,4 +28,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["die_with_parent", "level_of", "scrubbed_environment"]
+__all__ = ["die_with_parent", "level_of", "name_process", "scrubbed_environment"]

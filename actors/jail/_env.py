@@ -15,6 +15,7 @@ from typing import Final
 PASSED_ENV: Final = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LINEUP_LOG_LEVEL")
 PROJECT_ROOT: Final = Path(__file__).resolve().parents[2]  # holds the `actors` package
 _PR_SET_PDEATHSIG: Final = 1
+_PR_SET_NAME: Final = 15
 
 
 def set_death_signal() -> None:
@@ -22,6 +23,14 @@ def set_death_signal() -> None:
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def name_process(name: str) -> None:
+    """The name `ps` and `/proc/PID/comm` show (Linux; 15 bytes at most): a process forked
+    from another shares its command line, so this is what tells them apart."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
 
 
 def die_with_parent(parent_pid: int) -> None:

@@ -49,7 +49,7 @@ from jsonschema import Draft202012Validator
 from actors.kernel import settle_garbage_collector
 from actors.kernel.child import run_actor
 
-from ._env import die_with_parent
+from ._env import die_with_parent, name_process
 from ._launcher import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -70,6 +70,7 @@ PRELOAD: Final = ("apps.sdk._bundled",)
 # The rest of the SDK, imported by name on first use (`apps.sdk.__getattr__`).
 SDK: Final = "apps.sdk"
 MAX_FDS: Final = 3  # a launch's channel, report pipe and log
+ZYGOTE_NAME: Final = "app-zygote"  # what `ps` shows; each app takes its actor class's name
 # A tool's input schema, of the usual shape (`_warm_up`).
 WARM_SCHEMA: Final = {
     "type": "object",
@@ -198,6 +199,7 @@ def _reap(control: socket.socket) -> None:
 
 def serve(supervisor_pid: int, control_fd: int) -> None:
     die_with_parent(supervisor_pid)
+    name_process(ZYGOTE_NAME)
     control = socket.socket(fileno=control_fd)
     hidden = [str(path) for path in json.loads(control.recv(65536) or b"{}").get("hide", [])]
     # Root leaves the host's view below; its children go back to it by this fd.

@@ -3,11 +3,11 @@
 Layers, bottom up: `_frames` (length-prefixed msgpack), `_channel` (one socketpair end,
 one writer task), `_mailbox` (the durable mailbox file), `_switchboard` (group commit and
 delivery with credits), `_process` / `_forked` + `zygote` (actor processes, exec'd or
-forked from a preloaded parent), `_children` and `_supervisor` (OTP restart rules),
-`_preflight` (what the supervisor checks of its data dir before it writes there),
-`_control` (the operator's debug socket), `_ui_socket` (the UI sessions' socket); `child`
-is an actor process's entry point. Actors see only `Actor`, `handles`, `Message`, the call
-errors and `applied_once`.
+forked from a preloaded parent, the first of which `_prefork` forks from the supervisor),
+`_children` and `_supervisor` (OTP restart rules), `_preflight` (what the supervisor
+checks of its data dir before it writes there), `_control` (the operator's debug socket),
+`_ui_socket` (the UI sessions' socket); `child` is an actor process's entry point. Actors
+see only `Actor`, `handles`, `Message`, the call errors and `applied_once`.
 """
 
 import importlib
@@ -70,6 +70,7 @@ _LAZY = {
     "DataDirUnusable": "._preflight",
     "check_data_dir": "._preflight",
     "log_tail": "._process",
+    "prefork_zygote": "._prefork",
 }
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ if TYPE_CHECKING:
     from ._inspect import mailbox_counts, mailbox_listing, mailbox_names, message_path
     from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
     from ._preflight import DataDirUnusable, check_data_dir
+    from ._prefork import prefork_zygote
     from ._process import log_tail
     from ._specs import ArtifactLimits, ChildSpec, Restart, RuntimeConfig
     from ._supervisor import Supervisor
@@ -164,6 +166,7 @@ __all__ = [
     "mailbox_names",
     "message_path",
     "new_id",
+    "prefork_zygote",
     "settle_garbage_collector",
     "supervisor_pid_alive",
     "ui_request",

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -24,38 +25,40 @@ from ._ids import new_id
 from ._process import Incarnation
 from ._specs import ChildSpec
 
+if TYPE_CHECKING:
+    from ._prefork import PreforkedZygote
+
 log = logging.getLogger("lineup.supervisor")
 
 
+class _ZygoteProcess(Protocol):
+    """An exec'd zygote's `Popen`, or the first one's `ForkedZygoteProcess`."""
+
+    def poll(self) -> int | None: ...
+    def kill(self) -> None: ...
+    def wait(self) -> int: ...
+
+
 class Zygote:
-    def __init__(self, preload: list[str]) -> None:
+    def __init__(self, preload: list[str], *, forked: PreforkedZygote | None = None) -> None:
+        """A zygote exec'd by `run`, or, given `forked`, the one forked before trio ran."""
         self.preload = preload
+        self._forked = forked
         self._exits: dict[int, int] = {}
         self._exit_lot = trio.lowlevel.ParkingLot()
         self._spawned: dict[str, tuple[trio.Event, list[int]]] = {}
         self._lock = trio.Lock()
         self._sock: trio.socket.SocketType | None = None
         self.alive = False
-        self.popen: subprocess.Popen[bytes] | None = None
+        self.popen: _ZygoteProcess | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        # In the main thread, like every spawn here: a parent-death signal is tied to the
-        # thread that forked, and trio's worker threads come and go.
-        self.popen = subprocess.Popen(  # noqa: ASYNC220
-            [
-                sys.executable,
-                "-m",
-                "actors.kernel.zygote",
-                str(os.getpid()),
-                str(theirs.fileno()),
-                *self.preload,
-            ],
-            pass_fds=[theirs.fileno()],
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        theirs.close()
+        if self._forked is not None:
+            self.popen, ours = self._forked.process, self._forked.sock
+            self._forked = None  # adopted once: a zygote that dies is replaced by exec
+        else:
+            self.popen, ours = self._exec()
+        popen = self.popen
         ours.setblocking(False)
         self._sock = trio.socket.from_stdlib_socket(ours)
         decoder = FrameDecoder()
@@ -84,13 +87,33 @@ class Zygote:
             for event, _ in self._spawned.values():
                 event.set()
             self._sock.close()
-            if self.popen.poll() is None:
-                self.popen.kill()
+            if popen.poll() is None:
+                popen.kill()
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(self.popen.wait)
+                await trio.to_thread.run_sync(popen.wait)
             if not started:
                 log.warning("the zygote did not start: actors will start as new processes")
                 task_status.started()
+
+    def _exec(self) -> tuple[subprocess.Popen[bytes], socket.socket]:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # In the main thread, like every spawn here: a parent-death signal is tied to the
+        # thread that forked, and trio's worker threads come and go.
+        popen = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "actors.kernel.zygote",
+                str(os.getpid()),
+                str(theirs.fileno()),
+                *self.preload,
+            ],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        theirs.close()
+        return popen, ours
 
     async def spawn(self, spec: ChildSpec, *, log_dir: Path) -> ForkedProcess:
         if not self.alive or self._sock is None:

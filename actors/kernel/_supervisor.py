@@ -36,6 +36,7 @@ from ._gate import Doors, Gate, Refusal
 from ._ids import new_id
 from ._mailbox import MailboxStore, disk_full
 from ._preflight import check_data_dir, check_databases
+from ._prefork import PreforkedZygote, zygote_preload
 from ._process import ChildProcess, Incarnation, describe_exit
 from ._sandbox import JailPlan, log_jail_report, merge_report, plan_jail
 from ._specs import ChildSpec, Restart, RuntimeConfig
@@ -57,7 +58,14 @@ EXIT_GRACE = 1.0
 
 
 class Supervisor:
-    def __init__(self, config: RuntimeConfig, data_dir: str | Path) -> None:
+    def __init__(
+        self,
+        config: RuntimeConfig,
+        data_dir: str | Path,
+        *,
+        zygote: PreforkedZygote | None = None,
+    ) -> None:
+        """`zygote`: the one `prefork_zygote` forked before trio ran, if it did."""
         self.config = config
         self.data_dir = Path(data_dir)
         self.state = "created"
@@ -73,6 +81,7 @@ class Supervisor:
         self.switchboard: Switchboard | None = None
         self.child_env: dict[str, str] | None = None  # None: children inherit ours
         self.zygote: Zygote | None = None
+        self._preforked = zygote
         self._zygote_lock = trio.Lock()
         self.app_zygote: AppZygote | None = None  # started on the first app's launch
         self._app_zygote_lock = trio.Lock()
@@ -171,16 +180,9 @@ class Supervisor:
                     await nursery.start(serve_control, self)
                     await nursery.start(serve_ui, self)
                     if self.config.spawn == "fork":
-                        # Never an isolated app's module: its import would run the app's
-                        # code in the trusted process every actor is forked from.
-                        preload = sorted(
-                            {
-                                c.target.partition(":")[0]
-                                for c in self.config.children
-                                if c.isolation is None
-                            }
-                        )
-                        self.zygote = Zygote(preload)
+                        forked, self._preforked = self._preforked, None
+                        preload = forked.preload if forked else zygote_preload(self.config)
+                        self.zygote = Zygote(preload, forked=forked)
                         await nursery.start(self.zygote.run)
                     for spec in self.config.children:
                         await self.start_child(spec, dynamic=False)

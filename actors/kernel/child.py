@@ -15,7 +15,7 @@ import sys
 
 import trio
 
-from actors.jail import die_with_parent
+from actors.jail import die_with_parent, name_process
 
 from ._actor import Actor, serve
 from ._channel import Channel
@@ -52,6 +52,7 @@ async def _run(actor: Actor, fd: int) -> None:
 def run_actor(target: str, fd: int, parent_pid: int) -> int:
     """Everything an actor process does, whether exec'd or forked from the zygote."""
     _die_with_parent(parent_pid)
+    name_process(target.rpartition(":")[2])  # a forked actor would show its zygote's name
     logging.basicConfig(
         level=os.environ.get("LINEUP_LOG_LEVEL", "WARNING"),
         format=f"%(asctime)s {target.rpartition(':')[2]}[{os.getpid()}] %(levelname)s %(message)s",

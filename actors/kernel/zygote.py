@@ -8,7 +8,9 @@ status, since only the zygote, their parent, can reap them. A fresh interpreter 
 ≈150 ms before an actor can say hello; a fork of this process costs ≈5 ms.
 
 Lifetimes chain: the zygote dies with the supervisor (parent-death signal), and each child
-dies with the zygote, so nothing outlives the supervisor.
+dies with the zygote, so nothing outlives the supervisor. The first zygote of a run is
+forked from the supervisor instead (`_prefork`) and serves the same way; either is named
+`ZYGOTE_NAME` in `ps`.
 """
 
 from __future__ import annotations
@@ -22,9 +24,13 @@ import socket
 import sys
 import traceback
 
+from actors.jail import name_process
+
 from ._collector import settle_garbage_collector
 from ._frames import FrameDecoder, encode
 from .child import _die_with_parent, run_actor
+
+ZYGOTE_NAME = "kernel-zygote"
 
 
 def _fork_actor(
@@ -72,6 +78,7 @@ def _reap(control: socket.socket) -> None:
 
 def serve(supervisor_pid: int, control_fd: int, preload: list[str]) -> None:
     _die_with_parent(supervisor_pid)
+    name_process(ZYGOTE_NAME)
     for module in preload:
         with contextlib.suppress(ImportError):  # a bad target fails later, in its child
             importlib.import_module(module)

@@ -141,7 +141,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         if process.poll() is None:
             process.kill()
             process.wait(10)
-    assert not runtime_processes(process.pid)
+    assert not runtime_processes(process)
 
 
 def test_a_read_only_data_dir_is_refused_and_left_untouched(tmp_path: Path) -> None:

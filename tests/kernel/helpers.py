@@ -81,25 +81,29 @@ def _ppid(pid: int) -> int:
         return 0
 
 
-def runtime_processes(supervisor_pid: int) -> list[int]:
-    """Live processes the supervisor with this pid started, even if re-parented: exec'd
-    actors, the zygote and the actors it forked (which carry the zygote's argv)."""
+def runtime_processes(supervisor: subprocess.Popen[bytes]) -> list[int]:
+    """Live processes this supervisor started, even if re-parented: exec'd actors and
+    zygotes, whose command lines name its pid, and what was forked from it (its first
+    zygote and the actors that zygote forked), which carries its own command line."""
+    own = [str(arg) for arg in supervisor.args] if isinstance(supervisor.args, list) else []
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        argv = _cmdline(int(entry.name))
-        execd = argv[1:3] == ["-m", "actors.kernel.child"] and argv[5:6] == [str(supervisor_pid)]
-        zygote = argv[1:3] == ["-m", "actors.kernel.zygote"] and argv[3:4] == [str(supervisor_pid)]
-        if (execd or zygote) and not _is_zombie(int(entry.name)):
-            found.append(int(entry.name))
+        pid = int(entry.name)
+        argv = _cmdline(pid)
+        execd = argv[1:3] == ["-m", "actors.kernel.child"] and argv[5:6] == [str(supervisor.pid)]
+        zygote = argv[1:3] == ["-m", "actors.kernel.zygote"] and argv[3:4] == [str(supervisor.pid)]
+        forked = argv == own and pid != supervisor.pid
+        if (execd or zygote or forked) and not _is_zombie(pid):
+            found.append(pid)
     return found
 
 
-def actor_processes(supervisor_pid: int) -> list[int]:
+def actor_processes(supervisor: subprocess.Popen[bytes]) -> list[int]:
     """The actor processes among `runtime_processes`: all but the zygote itself (the one
     of them whose parent is not one of them)."""
-    processes = runtime_processes(supervisor_pid)
+    processes = runtime_processes(supervisor)
     return [
         pid
         for pid in processes
@@ -215,7 +219,7 @@ class Runtime:
         self.config = config
         self.log_dir = log_dir
         self.process: subprocess.Popen[bytes] | None = None
-        self.pids: list[int] = []  # every supervisor pid this runtime has had
+        self.started: list[subprocess.Popen[bytes]] = []  # every supervisor it has had
         self.runs = 0
 
     # lifecycle
@@ -258,7 +262,7 @@ class Runtime:
                 stdout=log,
                 stderr=log,
             )
-        self.pids.append(self.process.pid)
+        self.started.append(self.process)
         if wait:
             self.wait_running()
         return self
@@ -317,12 +321,12 @@ class Runtime:
         orphans: list[int] = []
         with contextlib.suppress(AssertionError):
             wait_until(
-                lambda: not any(runtime_processes(pid) for pid in self.pids),
+                lambda: not any(runtime_processes(process) for process in self.started),
                 5.0,
                 "the actor processes to exit",
             )
-        for pid in self.pids:
-            for orphan in runtime_processes(pid):
+        for process in self.started:
+            for orphan in runtime_processes(process):
                 orphans.append(orphan)
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(orphan, signal.SIGKILL)
@@ -378,7 +382,8 @@ class Runtime:
         wait_until(empty, timeout, f"{name}'s mailbox to drain")
 
     def actor_pids(self) -> list[int]:
-        return actor_processes(self.pid)
+        assert self.process is not None
+        return actor_processes(self.process)
 
     # the supervisor's log (stdout and stderr)
 

@@ -134,11 +134,12 @@ def test_supervisor_crash_point(
 ) -> None:
     db = tmp_path / "rec.db"
     rt = make_runtime(_config(db)).start(env={"LINEUP_CRASH": f"{point}@{nth}"})
-    first_pid = rt.pid
+    first = rt.process
+    assert first is not None
     _send_all(rt, tolerate_death=True)
     assert rt.wait_exit(30) == -9, "the supervisor did not die at its crash point"
     assert recorded_count(db) < TOTAL, "the crash came after the work was done"
-    wait_until(lambda: not runtime_processes(first_pid), 2.0, "the actors to die with it")
+    wait_until(lambda: not runtime_processes(first), 2.0, "the actors to die with it")
 
     rt.start()  # same data dir, no crash switch
     _send_all(rt)  # the client retries everything it is not sure of

@@ -110,7 +110,7 @@ class CheckoutRuntime(Runtime):
                 stderr=log,
                 umask=self.umask,
             )
-        self.pids.append(self.process.pid)
+        self.started.append(self.process)
         if wait:
             self.wait_running()
         return self

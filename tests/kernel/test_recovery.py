@@ -141,7 +141,8 @@ def test_kill_9_of_the_supervisor_leaves_no_actor_and_a_restart_redelivers_every
     wait_until(lambda: rt.actors()["frozen"]["inflight"] == 1, 10, "frozen to be frozen")
     pids = rt.actor_pids()
     assert len(pids) == 3
-    everything = runtime_processes(rt.pid)  # the actors and the zygote that forked them
+    assert rt.process is not None
+    everything = runtime_processes(rt.process)  # the actors and the zygote that forked them
     assert set(pids) < set(everything)
 
     killed_at = time.monotonic()

@@ -28,6 +28,18 @@ def _kill(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
 
 
+def _cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+
+
+def _comm(pid: int) -> str:
+    return Path(f"/proc/{pid}/comm").read_text().strip()
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+
 def test_one_for_one_restarts_only_the_dead_child(make_runtime: MakeRuntime) -> None:
     rt = make_runtime({"children": _echoes("a", "b", "c")}).start()
     before = {name: rt.wait_actor(name)["pid"] for name in "abc"}
@@ -50,12 +62,17 @@ def test_actors_are_forked_from_the_zygote_or_execd_by_choice(
     before = rt.wait_actor("a")["pid"]
     _kill(before)
     again = rt.wait_actor("a", restarts=1)["pid"]
-    module = {"fork": "actors.kernel.zygote", "exec": "actors.kernel.child"}[spawn]
-    for pid in (again, rt.wait_actor("b")["pid"]):
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        assert cmdline[2].decode() == module
-    zygotes = [p for p in runtime_processes(rt.pid) if p not in actor_processes(rt.pid)]
+    assert rt.process is not None
+    zygotes = [p for p in runtime_processes(rt.process) if p not in actor_processes(rt.process)]
     assert len(zygotes) == (1 if spawn == "fork" else 0)
+    for pid in (again, rt.wait_actor("b")["pid"]):
+        assert _comm(pid) == "Echo"  # named for its class, however it started
+        if spawn == "fork":  # a copy of the zygote, which is a copy of the supervisor
+            assert _parent(pid) == zygotes[0] and _parent(zygotes[0]) == rt.pid
+            assert _comm(zygotes[0]) == "kernel-zygote"
+            assert _cmdline(pid) == _cmdline(rt.pid)
+        else:
+            assert _cmdline(pid)[2] == "actors.kernel.child"
 
 
 def test_rest_for_one_restarts_the_later_siblings(
@@ -269,11 +286,14 @@ def test_a_child_that_dies_while_the_runtime_stops_is_not_restarted(
 def test_a_new_zygote_forks_the_actors_when_the_old_one_dies(make_runtime: MakeRuntime) -> None:
     rt = make_runtime({"children": _echoes("a", "b")}).start()
     before = {name: rt.wait_actor(name)["pid"] for name in "ab"}
-    (zygote,) = [p for p in runtime_processes(rt.pid) if p not in actor_processes(rt.pid)]
+    assert rt.process is not None
+    (zygote,) = [p for p in runtime_processes(rt.process) if p not in actor_processes(rt.process)]
+    assert _cmdline(zygote) == _cmdline(rt.pid)  # the first is forked from the supervisor
     _kill(zygote)  # its children die with it (parent-death signal)
     after = {name: rt.wait_actor(name, restarts=1)["pid"] for name in "ab"}
     assert set(after.values()).isdisjoint(before.values())
-    (again,) = [p for p in runtime_processes(rt.pid) if p not in actor_processes(rt.pid)]
-    assert again != zygote
+    (again,) = [p for p in runtime_processes(rt.process) if p not in actor_processes(rt.process)]
+    assert again != zygote and _comm(again) == "kernel-zygote"
+    assert _cmdline(again)[2] == "actors.kernel.zygote"  # a later one is exec'd
     for pid in after.values():
-        assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[2] == b"actors.kernel.zygote"
+        assert _cmdline(pid) == _cmdline(again) and _parent(pid) == again

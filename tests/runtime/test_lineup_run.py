@@ -53,7 +53,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(10)
-    assert not runtime_processes(process.pid)
+    assert not runtime_processes(process)
 
 
 async def _one_run(data_dir: Path, log: Path, run: int) -> None:

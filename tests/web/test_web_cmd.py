@@ -44,7 +44,7 @@ def _run(data_dir: Path, log: Path, *flags: str) -> subprocess.Popen[bytes]:
 def _stop(process: subprocess.Popen[bytes]) -> None:
     process.send_signal(signal.SIGTERM)
     process.wait(30)
-    assert not runtime_processes(process.pid)
+    assert not runtime_processes(process)
 
 
 def _free_port() -> int:
