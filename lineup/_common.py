@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import importlib
 import json
 import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -228,24 +227,6 @@ def fail(message: str, code: int = 2) -> int:
         f"[red]error:[/red] {escape(message)}", highlight=False
     )
     return code
-
-
-def lazy_exports(
-    package: str, namespace: MutableMapping[str, Any], exports: Mapping[str, str]
-) -> Callable[[str], Any]:
-    """A module `__getattr__` for `package`: a name in `exports` (name -> relative module) is
-    imported on first use and then kept in `namespace`, the package's `globals()`; any other
-    name is an `AttributeError`. So `lineup --help` loads only what `register` needs."""
-
-    def __getattr__(name: str) -> Any:
-        module = exports.get(name)
-        if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, package), name)
-        namespace[name] = value
-        return value
-
-    return __getattr__
 
 
 def run_subcommand(register: Callable[[Any], None], command: str, argv: list[str] | None) -> int:

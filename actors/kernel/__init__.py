@@ -10,8 +10,9 @@ checks of its data dir before it writes there), `_control` (the operator's debug
 see only `Actor`, `handles`, `Message`, the call errors and `applied_once`.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 # Everything loads on first use: a command that only asks the control socket (`lineup
 # debug status`) imports neither trio nor the contracts, and an actor process imports what
@@ -107,12 +108,7 @@ if TYPE_CHECKING:
     from ._supervisor import Supervisor
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [
@@ -159,6 +155,7 @@ __all__ = [
     "handles",
     "id_timestamp",
     "is_valid_id",
+    "lazy_exports",
     "load_door",
     "log_tail",
     "mailbox_counts",

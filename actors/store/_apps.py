@@ -11,84 +11,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Final
 
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, Message, handles
 
+from ._app_rows import INSTANCE_COLUMNS, OPERATION_COLUMNS, RECORD_COLUMNS, load_apps, row_values
 from ._artifacts import forget_artifacts
 from ._diagnostics import forget_diagnostics
 from ._session_data import forget_scopes
-
-RECORD_COLUMNS: Final = (
-    "app_scope",
-    "kind",
-    "name",
-    "installed_version",
-    "previous_version",
-    "enabled",
-    "install_state",
-    "active_instance_count",
-    "installed_at_ms",
-    "enabled_at_ms",
-    "bundle_digest",
-    "previous_digest",
-    "manifest",
-)
-OPERATION_COLUMNS: Final = (
-    "operation_id",
-    "kind",
-    "app_scope",
-    "state",
-    "step",
-    "progress",
-    "code",
-    "detail",
-    "request",
-    "created_ms",
-    "updated_ms",
-)
-INSTANCE_COLUMNS: Final = (
-    "instance_id",
-    "app_scope",
-    "conversation_id",
-    "state",
-    "mode",
-    "created_ms",
-    "updated_ms",
-)
-# Whole-value JSON columns: the manifest, an operation's request.
-_JSON_COLUMNS: Final = frozenset({"manifest", "request"})
-
-
-def _row_values(columns: tuple[str, ...], row: dict[str, Any]) -> tuple[Any, ...]:
-    values = []
-    for column in columns:
-        value = row.get(column)
-        if column in _JSON_COLUMNS and value is not None:
-            value = json.dumps(value, separators=(",", ":"), sort_keys=True)
-        elif isinstance(value, bool):
-            value = int(value)
-        values.append(value)
-    return tuple(values)
-
-
-def _as_dicts(columns: tuple[str, ...], rows: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
-    out = []
-    for row in rows:
-        item = dict(zip(columns, row, strict=True))
-        for column in _JSON_COLUMNS & item.keys():
-            if item[column] is not None:
-                item[column] = json.loads(item[column])
-        if "enabled" in item:
-            item["enabled"] = bool(item["enabled"])
-        out.append(item)
-    return out
-
-
-def operation_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
-    return _as_dicts(OPERATION_COLUMNS, [row])[0]
 
 
 def _replace(db: sqlite3.Connection, table: str, columns: tuple[str, ...], rows: list[Any]) -> None:
@@ -96,26 +28,8 @@ def _replace(db: sqlite3.Connection, table: str, columns: tuple[str, ...], rows:
         marks = ", ".join("?" * len(columns))
         db.executemany(
             f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) VALUES ({marks})",
-            [_row_values(columns, row) for row in rows],
+            [row_values(columns, row) for row in rows],
         )
-
-
-def load_apps(db: sqlite3.Connection) -> dict[str, Any]:
-    """Everything the app manager rebuilds its state from."""
-    records = db.execute(f"SELECT {', '.join(RECORD_COLUMNS)} FROM app_records ORDER BY app_scope")
-    operations = db.execute(
-        f"SELECT {', '.join(OPERATION_COLUMNS)} FROM app_operations ORDER BY created_ms, rowid"
-    )
-    instances = db.execute(
-        f"SELECT {', '.join(INSTANCE_COLUMNS)} FROM app_instances ORDER BY created_ms, rowid"
-    )
-    settings = db.execute("SELECT name, value FROM app_settings")
-    return {
-        "records": _as_dicts(RECORD_COLUMNS, records),
-        "operations": _as_dicts(OPERATION_COLUMNS, operations),
-        "instances": _as_dicts(INSTANCE_COLUMNS, instances),
-        "settings": {name: json.loads(value) for name, value in settings},
-    }
 
 
 def write_apps(db: sqlite3.Connection, body: dict[str, Any]) -> None:

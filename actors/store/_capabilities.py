@@ -18,8 +18,9 @@ from typing import Any, Final
 
 from actors.kernel import Actor, Message, handles
 
+from ._file import DB_FILE
 from ._rows import RowCodec
-from ._schema import DB_FILE, open_db
+from ._schema import open_db
 
 REQUEST_COLUMNS: Final = (
     "request_id",

@@ -18,7 +18,7 @@ import sqlite_utils
 
 from actors.kernel import ensure_applied_table
 
-DB_FILE: Final = "runtime.db"
+from ._file import DB_FILE, open_readonly
 
 # The connection and the conversations: what the runtime must find again after a crash.
 _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
@@ -270,10 +270,9 @@ def open_db(
     data_dir: str | Path, *, synchronous: str = "FULL", readonly: bool = False
 ) -> sqlite3.Connection:
     """The store's connection: autocommit (so `applied_once` owns each transaction), WAL."""
-    path = Path(data_dir) / DB_FILE
     if readonly:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=10)
-        return db
+        return open_readonly(data_dir)
+    path = Path(data_dir) / DB_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, isolation_level=None, timeout=10)
     db.execute("PRAGMA journal_mode=WAL")

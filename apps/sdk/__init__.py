@@ -35,8 +35,9 @@ surfaces), and nothing else reaches past the supervisor (`door` lists what it ta
 whom).
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from actors.kernel import lazy_exports
 
 # Each name is imported from its module on first use: a reader of an app's log (`read_view`,
 # the chat's history on the command line) needs neither the kernel nor the contracts.
@@ -75,15 +76,7 @@ if TYPE_CHECKING:
     from ._view import ConversationView, ViewModel
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module = _LAZY[name]
-        value = getattr(
-            importlib.import_module(module, None if module[0] != "." else __name__), name
-        )
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [

@@ -4,6 +4,7 @@ rows and files, the chat's reads, the CLI."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -58,11 +59,16 @@ def stored(stack: Stack) -> dict[str, dict[str, Any]]:
 
 
 def files(stack: Stack) -> dict[str, bytes]:
-    """Every file of the artifact directory, by name."""
+    """Every file of the artifact directory, by name (one removed while it is read is
+    gone, as the next reading would find it)."""
     directory = stack.data_dir / "artifacts"
     if not directory.is_dir():
         return {}
-    return {path.name: path.read_bytes() for path in directory.iterdir()}
+    found = {}
+    for path in directory.iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            found[path.name] = path.read_bytes()
+    return found
 
 
 def assert_whole(stack: Stack) -> None:

@@ -1,0 +1,16 @@
+"""Where `runtime.db` is, and how a reader opens it: read-only, without the writer's schema
+tools (sqlite-utils, `_schema`), so that the command line's reads start fast."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Final
+
+DB_FILE: Final = "runtime.db"
+
+
+def open_readonly(data_dir: str | Path) -> sqlite3.Connection:
+    """`runtime.db` for reading only (it must exist), in autocommit."""
+    path = Path(data_dir) / DB_FILE
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=10)

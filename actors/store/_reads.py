@@ -1,0 +1,165 @@
+"""The store's reads for the command line and the web host: `runtime.db` opened read-only,
+runtime up or not. What the app registry's rows need is imported here; the rest, which
+shares its row formats with the store's handlers (and so imports the kernel), only when
+its reader runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ._app_rows import OPERATION_COLUMNS, load_apps, operation_from_row
+from ._file import DB_FILE, open_readonly
+
+
+def _read(data_dir: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if not (Path(data_dir) / DB_FILE).exists():
+        return []
+    db = open_readonly(data_dir)
+    try:
+        return db.execute(query, params).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        db.close()
+
+
+def read_lifecycle(data_dir: Path) -> dict[str, Any] | None:
+    """The last lifecycle state the transport reported, or None."""
+    rows = _read(data_dir, "SELECT state, detail, at_ms FROM lifecycle WHERE name = 'runtime'")
+    return {"state": rows[0][0], "detail": rows[0][1], "at_ms": rows[0][2]} if rows else None
+
+
+def read_outbox(data_dir: Path) -> list[dict[str, Any]]:
+    rows = _read(
+        data_dir, "SELECT local_order, key, state, seq, code FROM outbox ORDER BY local_order"
+    )
+    return [dict(zip(("order", "key", "state", "seq", "code"), row, strict=True)) for row in rows]
+
+
+def read_outbox_envelopes(data_dir: Path) -> list[dict[str, Any]]:
+    """Every outbox item's envelope, in outbox order, with its state."""
+    rows = _read(data_dir, "SELECT envelope, state FROM outbox ORDER BY local_order")
+    return [{**json.loads(envelope), "_state": state} for envelope, state in rows]
+
+
+def read_tool_calls(
+    data_dir: Path, *, state: str | None = None, conversation_id: str | None = None
+) -> list[dict[str, Any]]:
+    """The tool calls, oldest first, each with its history (optionally of one state or
+    conversation)."""
+    from ._tools import CALL_COLUMNS, rows_of
+
+    query = f"SELECT {', '.join(CALL_COLUMNS)} FROM tool_calls WHERE 1"
+    params: list[Any] = []
+    if state is not None:
+        query += " AND state = ?"
+        params.append(state)
+    if conversation_id is not None:
+        query += " AND conversation_id = ?"
+        params.append(conversation_id)
+    return rows_of(
+        CALL_COLUMNS, _read(data_dir, query + " ORDER BY created_ms, rowid", tuple(params))
+    )
+
+
+def read_tool_deadlines(data_dir: Path) -> dict[str, dict[str, Any]]:
+    """The deadline operations of tool calls, by call id."""
+    from ._tools import DEADLINE_COLUMNS, rows_of
+
+    query = f"SELECT {', '.join(DEADLINE_COLUMNS)} FROM tool_deadlines"
+    return {row["call_id"]: row for row in rows_of(DEADLINE_COLUMNS, _read(data_dir, query))}
+
+
+def read_inventories(data_dir: Path) -> list[dict[str, Any]]:
+    """The inventory each conversation was last given, with why each tool is or is not in it."""
+    from ._tools import INVENTORY_COLUMNS, rows_of
+
+    query = f"SELECT {', '.join(INVENTORY_COLUMNS)} FROM tool_inventories ORDER BY conversation_id"
+    return rows_of(INVENTORY_COLUMNS, _read(data_dir, query))
+
+
+def read_audit(data_dir: Path) -> list[dict[str, Any]]:
+    rows = _read(data_dir, "SELECT code, detail, message_id, seq, source FROM audit ORDER BY pos")
+    keys = ("code", "detail", "message_id", "seq", "source")
+    return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def read_session_data(data_dir: Path) -> list[dict[str, Any]]:
+    """Each app instance's session data, without the data: `app_scope`, `instance_id`,
+    `revision`, `size_bytes`, `updated_ms` (by scope and instance)."""
+    from ._session_data import SUMMARY_COLUMNS
+
+    query = (
+        f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM app_session_data ORDER BY app_scope, instance_id"
+    )
+    return [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in _read(data_dir, query)]
+
+
+def read_diagnostics(data_dir: Path, recent: int = 5) -> dict[str, dict[str, Any]]:
+    """What each app reported of itself, by app scope: `health`, `detail`, `health_at_ms`,
+    `events_total` and its `recent` newest events (newest last)."""
+    from ._diagnostics import diagnostics_of
+
+    if not (Path(data_dir) / DB_FILE).exists():
+        return {}
+    db = open_readonly(data_dir)
+    try:
+        return diagnostics_of(db, recent)
+    except sqlite3.OperationalError:  # a runtime.db from before diagnostics existed
+        return {}
+    finally:
+        db.close()
+
+
+def read_apps(data_dir: Path) -> dict[str, Any]:
+    """The app registry as the app manager last wrote it (read-only, runtime up or not)."""
+    if not (Path(data_dir) / DB_FILE).exists():
+        return {"records": [], "operations": [], "instances": [], "settings": {}}
+    db = open_readonly(data_dir)
+    try:
+        return load_apps(db)
+    except sqlite3.OperationalError:  # a runtime.db from before the registry existed
+        return {"records": [], "operations": [], "instances": [], "settings": {}}
+    finally:
+        db.close()
+
+
+def read_operation(data_dir: Path, operation_id: str) -> dict[str, Any] | None:
+    """One app operation's row (what `lineup app ...` follows to its end), or None."""
+    rows = _read(
+        data_dir,
+        f"SELECT {', '.join(OPERATION_COLUMNS)} FROM app_operations WHERE operation_id = ?",
+        (operation_id,),
+    )
+    return operation_from_row(rows[0]) if rows else None
+
+
+def read_artifacts(data_dir: Path, *, conversation_id: str | None = None) -> list[dict[str, Any]]:
+    """Every artifact's row, oldest first (optionally of one conversation)."""
+    if conversation_id is None:
+        return _artifact_rows(data_dir, "1", ())
+    return _artifact_rows(data_dir, "conversation_id = ?", (conversation_id,))
+
+
+def read_artifact(data_dir: Path, artifact_id: str) -> dict[str, Any] | None:
+    """One artifact's row, or None."""
+    rows = _artifact_rows(data_dir, "artifact_id = ?", (artifact_id,))
+    return rows[0] if rows else None
+
+
+def _artifact_rows(data_dir: Path, where: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+    from ._artifacts import artifact_rows
+
+    if not (Path(data_dir) / DB_FILE).exists():
+        return []
+    db = open_readonly(data_dir)
+    try:
+        return artifact_rows(db, where, params)
+    except sqlite3.OperationalError:  # a runtime.db from before artifacts existed
+        return []
+    finally:
+        db.close()
