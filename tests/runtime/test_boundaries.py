@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -46,15 +47,24 @@ def imports_of(path: Path, base: Path = REPO_ROOT) -> Iterator[str]:
     (y may be a module)."""
     parts = path.relative_to(base).with_suffix("").parts
     package = parts[:-1]  # an __init__'s package is its directory, as a module's is
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    yield from _imports_in(path.read_text(encoding="utf-8"), package)
+
+
+@functools.cache
+def _imports_in(source: str, package: tuple[str, ...]) -> tuple[str, ...]:
+    """What `imports_of` yields for this source in this package: each copy of the tree the
+    rule tests make is parsed only where it differs."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
+            found.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             module = node.module.split(".") if node.module else []
             if node.level:
                 module = [*package[: len(package) - node.level + 1], *module]
-            yield ".".join(module)
-            yield from (".".join([*module, alias.name]) for alias in node.names)
+            found.append(".".join(module))
+            found.extend(".".join([*module, alias.name]) for alias in node.names)
+    return tuple(found)
 
 
 def _private_owner(name: str, base: Path) -> tuple[str, ...] | None:
