@@ -14,7 +14,7 @@ The forked zygote shares the supervisor's command line: `ps` tells it by its nam
 from __future__ import annotations
 
 import contextlib
-import importlib
+import logging
 import os
 import signal
 import socket
@@ -26,14 +26,14 @@ from typing import NoReturn
 
 from ._collector import settle_garbage_collector
 from ._specs import RuntimeConfig
-from .zygote import serve
+from .zygote import preload, serve
 
 
 def zygote_preload(config: RuntimeConfig) -> list[str]:
-    """The modules the zygote imports before it forks: the trusted actors' own. Never an
-    isolated app's module: its import would run the app's code in the trusted process
-    every actor is forked from."""
-    return sorted({c.target.partition(":")[0] for c in config.children if c.isolation is None})
+    """What the zygote imports before it forks: the trusted actors (`module:Class`). Never
+    an isolated app's: its import would run the app's code in the trusted process every
+    actor is forked from."""
+    return sorted({c.target for c in config.children if c.isolation is None})
 
 
 class ForkedZygoteProcess:
@@ -85,10 +85,8 @@ def prefork_zygote(config: RuntimeConfig) -> Iterator[PreforkedZygote | None]:
     if config.spawn != "fork":
         yield None
         return
-    preload = zygote_preload(config)
-    for module in preload:
-        with contextlib.suppress(ImportError):  # a bad target fails later, in its child
-            importlib.import_module(module)
+    targets = zygote_preload(config)
+    preload(targets)
     settle_garbage_collector()  # frozen before the fork, so no collection copies them
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     parent = os.getpid()
@@ -98,7 +96,7 @@ def prefork_zygote(config: RuntimeConfig) -> Iterator[PreforkedZygote | None]:
     if pid == 0:
         _become_zygote(parent, ours, theirs)
     theirs.close()
-    zygote = PreforkedZygote(preload, ForkedZygoteProcess(pid), ours)
+    zygote = PreforkedZygote(targets, ForkedZygoteProcess(pid), ours)
     try:
         yield zygote
     finally:
@@ -117,9 +115,13 @@ def _become_zygote(parent: int, ours: socket.socket, theirs: socket.socket) -> N
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
-        fd = theirs.fileno()
-        os.closerange(3, fd)
-        os.closerange(fd + 1, os.sysconf("SC_OPEN_MAX"))
+        fd = theirs.detach()  # the zygote's loop owns it now
+        for entry in os.listdir("/proc/self/fd"):
+            if int(entry) not in (0, 1, 2, fd):
+                with contextlib.suppress(OSError):  # the listing's own fd, closed already
+                    os.close(int(entry))
+        # The supervisor's logging is not an actor's: each configures its own.
+        logging.root.handlers.clear()
         serve(parent, fd, [])
         status = 0
     except BaseException:

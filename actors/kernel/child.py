@@ -54,6 +54,7 @@ def run_actor(target: str, fd: int, parent_pid: int) -> int:
     _die_with_parent(parent_pid)
     name_process(target.rpartition(":")[2])  # a forked actor would show its zygote's name
     logging.basicConfig(
+        force=True,  # a forked actor's parent may have configured its own
         level=os.environ.get("LINEUP_LOG_LEVEL", "WARNING"),
         format=f"%(asctime)s {target.rpartition(':')[2]}[{os.getpid()}] %(levelname)s %(message)s",
     )

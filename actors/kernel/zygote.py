@@ -1,11 +1,11 @@
 """The zygote: a preloaded parent that forks actor processes in a few milliseconds.
 
-`python -m actors.kernel.zygote SUPERVISOR_PID FD MODULE...` imports trio, the kernel and
-the given actor modules once, never starts trio itself, and then serves the supervisor on FD:
-`spawn` (with the actor's channel fd attached) forks a child that runs the actor exactly as
-`actors.kernel.child` would; every child's exit is reported back as `exited` with its wait
-status, since only the zygote, their parent, can reap them. A fresh interpreter costs
-≈150 ms before an actor can say hello; a fork of this process costs ≈5 ms.
+`python -m actors.kernel.zygote SUPERVISOR_PID FD TARGET...` imports trio, the kernel and
+the given actors (`module:Class`) once, never starts trio itself, and then serves the
+supervisor on FD: `spawn` (with the actor's channel fd attached) forks a child that runs the
+actor exactly as `actors.kernel.child` would; every child's exit is reported back as
+`exited` with its wait status, since only the zygote, their parent, can reap them. A fresh
+interpreter costs ≈150 ms before an actor can say hello; a fork of this process costs ≈5 ms.
 
 Lifetimes chain: the zygote dies with the supervisor (parent-death signal), and each child
 dies with the zygote, so nothing outlives the supervisor. The first zygote of a run is
@@ -76,12 +76,23 @@ def _reap(control: socket.socket) -> None:
         control.sendall(encode({"type": "exited", "pid": pid, "status": code}))
 
 
-def serve(supervisor_pid: int, control_fd: int, preload: list[str]) -> None:
+def preload(targets: list[str]) -> None:
+    """Import what the actors forked from here use: each target's class (a package may
+    load its names only on first use) and the whole of the contracts, which every actor
+    reads. A target that fails to load fails again in its own child, which reports it."""
+    for target in targets:
+        module, _, name = target.partition(":")
+        with contextlib.suppress(Exception):
+            getattr(importlib.import_module(module), name)
+    contracts = importlib.import_module("actors.contracts")
+    for name in contracts.__all__:
+        getattr(contracts, name)
+
+
+def serve(supervisor_pid: int, control_fd: int, targets: list[str]) -> None:
     _die_with_parent(supervisor_pid)
     name_process(ZYGOTE_NAME)
-    for module in preload:
-        with contextlib.suppress(ImportError):  # a bad target fails later, in its child
-            importlib.import_module(module)
+    preload(targets)
     # The preloaded modules are permanent: a child's collections never walk them, so
     # they never write to (and copy) the pages the children share with the zygote.
     settle_garbage_collector()
