@@ -50,15 +50,14 @@ class Zygote:
         self._lock = trio.Lock()
         self._sock: trio.socket.SocketType | None = None
         self.alive = False
-        self.popen: _ZygoteProcess | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        popen: _ZygoteProcess
         if self._forked is not None:
-            self.popen, ours = self._forked.process, self._forked.sock
+            popen, ours = self._forked.process, self._forked.sock
             self._forked = None  # adopted once: a zygote that dies is replaced by exec
         else:
-            self.popen, ours = self._exec()
-        popen = self.popen
+            popen, ours = self._exec()
         ours.setblocking(False)
         self._sock = trio.socket.from_stdlib_socket(ours)
         decoder = FrameDecoder()

@@ -73,7 +73,6 @@ class ForkedZygoteProcess:
 class PreforkedZygote:
     """A zygote forked and serving, for the supervisor's `Zygote` to adopt."""
 
-    preload: list[str]
     process: ForkedZygoteProcess
     sock: socket.socket
 
@@ -85,8 +84,7 @@ def prefork_zygote(config: RuntimeConfig) -> Iterator[PreforkedZygote | None]:
     if config.spawn != "fork":
         yield None
         return
-    targets = zygote_preload(config)
-    preload(targets)
+    preload(zygote_preload(config))
     settle_garbage_collector()  # frozen before the fork, so no collection copies them
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     parent = os.getpid()
@@ -96,7 +94,7 @@ def prefork_zygote(config: RuntimeConfig) -> Iterator[PreforkedZygote | None]:
     if pid == 0:
         _become_zygote(parent, ours, theirs)
     theirs.close()
-    zygote = PreforkedZygote(targets, ForkedZygoteProcess(pid), ours)
+    zygote = PreforkedZygote(ForkedZygoteProcess(pid), ours)
     try:
         yield zygote
     finally:

@@ -181,8 +181,7 @@ class Supervisor:
                     await nursery.start(serve_ui, self)
                     if self.config.spawn == "fork":
                         forked, self._preforked = self._preforked, None
-                        preload = forked.preload if forked else zygote_preload(self.config)
-                        self.zygote = Zygote(preload, forked=forked)
+                        self.zygote = Zygote(zygote_preload(self.config), forked=forked)
                         await nursery.start(self.zygote.run)
                     for spec in self.config.children:
                         await self.start_child(spec, dynamic=False)

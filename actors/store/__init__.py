@@ -67,7 +67,7 @@ _LAZY = {
     "read_artifacts": "._reads",
     "read_audit": "._reads",
     "read_diagnostics": "._reads",
-    "read_grants": "._capabilities",
+    "read_grants": "._reads",
     "read_inventories": "._reads",
     "read_lifecycle": "._reads",
     "read_operation": "._reads",
@@ -80,7 +80,6 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from ._actor import StoreActor
-    from ._capabilities import read_grants
     from ._file import DB_FILE
     from ._reads import (
         read_apps,
@@ -88,6 +87,7 @@ if TYPE_CHECKING:
         read_artifacts,
         read_audit,
         read_diagnostics,
+        read_grants,
         read_inventories,
         read_lifecycle,
         read_operation,

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Final
 
 from actors.kernel import Actor, Message, handles
 
-from ._file import DB_FILE
 from ._rows import RowCodec
-from ._schema import open_db
 
 REQUEST_COLUMNS: Final = (
     "request_id",
@@ -64,19 +61,6 @@ def grant_rows(db: sqlite3.Connection) -> list[dict[str, Any]]:
             " ORDER BY app_scope, capability"
         ),
     )
-
-
-def read_grants(data_dir: Path) -> list[dict[str, Any]]:
-    """The grants in force, for the CLI (read-only, runtime up or not)."""
-    if not (Path(data_dir) / DB_FILE).exists():
-        return []
-    db = open_db(data_dir, readonly=True)
-    try:
-        return grant_rows(db)
-    except sqlite3.OperationalError:  # a runtime.db from before capabilities existed
-        return []
-    finally:
-        db.close()
 
 
 class CapabilityTables(Actor):

@@ -8,23 +8,32 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ._app_rows import OPERATION_COLUMNS, load_apps, operation_from_row
 from ._file import DB_FILE, open_readonly
 
+T = TypeVar("T")
 
-def _read(data_dir: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+
+def _reading(data_dir: Path, read: Callable[[sqlite3.Connection], T], empty: T) -> T:
+    """What `read` finds in `runtime.db`, opened read-only; `empty` where there is no file
+    yet, or the file is from before the tables read were added."""
     if not (Path(data_dir) / DB_FILE).exists():
-        return []
+        return empty
     db = open_readonly(data_dir)
     try:
-        return db.execute(query, params).fetchall()
+        return read(db)
     except sqlite3.OperationalError:
-        return []
+        return empty
     finally:
         db.close()
+
+
+def _read(data_dir: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    return _reading(data_dir, lambda db: db.execute(query, params).fetchall(), [])
 
 
 def read_lifecycle(data_dir: Path) -> dict[str, Any] | None:
@@ -104,28 +113,14 @@ def read_diagnostics(data_dir: Path, recent: int = 5) -> dict[str, dict[str, Any
     `events_total` and its `recent` newest events (newest last)."""
     from ._diagnostics import diagnostics_of
 
-    if not (Path(data_dir) / DB_FILE).exists():
-        return {}
-    db = open_readonly(data_dir)
-    try:
-        return diagnostics_of(db, recent)
-    except sqlite3.OperationalError:  # a runtime.db from before diagnostics existed
-        return {}
-    finally:
-        db.close()
+    return _reading(data_dir, lambda db: diagnostics_of(db, recent), {})
 
 
 def read_apps(data_dir: Path) -> dict[str, Any]:
     """The app registry as the app manager last wrote it (read-only, runtime up or not)."""
-    if not (Path(data_dir) / DB_FILE).exists():
-        return {"records": [], "operations": [], "instances": [], "settings": {}}
-    db = open_readonly(data_dir)
-    try:
-        return load_apps(db)
-    except sqlite3.OperationalError:  # a runtime.db from before the registry existed
-        return {"records": [], "operations": [], "instances": [], "settings": {}}
-    finally:
-        db.close()
+    return _reading(
+        data_dir, load_apps, {"records": [], "operations": [], "instances": [], "settings": {}}
+    )
 
 
 def read_operation(data_dir: Path, operation_id: str) -> dict[str, Any] | None:
@@ -154,12 +149,11 @@ def read_artifact(data_dir: Path, artifact_id: str) -> dict[str, Any] | None:
 def _artifact_rows(data_dir: Path, where: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
     from ._artifacts import artifact_rows
 
-    if not (Path(data_dir) / DB_FILE).exists():
-        return []
-    db = open_readonly(data_dir)
-    try:
-        return artifact_rows(db, where, params)
-    except sqlite3.OperationalError:  # a runtime.db from before artifacts existed
-        return []
-    finally:
-        db.close()
+    return _reading(data_dir, lambda db: artifact_rows(db, where, params), [])
+
+
+def read_grants(data_dir: Path) -> list[dict[str, Any]]:
+    """The grants in force."""
+    from ._capabilities import grant_rows
+
+    return _reading(data_dir, grant_rows, [])
