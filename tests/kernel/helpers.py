@@ -58,7 +58,7 @@ def child(name: str, cls: str, **fields: Any) -> dict[str, Any]:
 # -- processes -------------------------------------------------------------------------------
 
 
-def _cmdline(pid: int) -> list[str]:
+def cmdline(pid: int) -> list[str]:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -74,7 +74,7 @@ def _is_zombie(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] in ("Z", "X")
 
 
-def _ppid(pid: int) -> int:
+def parent_pid(pid: int) -> int:
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
     except (OSError, IndexError, ValueError):
@@ -91,7 +91,7 @@ def runtime_processes(supervisor: subprocess.Popen[bytes]) -> list[int]:
         if not entry.name.isdigit():
             continue
         pid = int(entry.name)
-        argv = _cmdline(pid)
+        argv = cmdline(pid)
         execd = argv[1:3] == ["-m", "actors.kernel.child"] and argv[5:6] == [str(supervisor.pid)]
         zygote = argv[1:3] == ["-m", "actors.kernel.zygote"] and argv[3:4] == [str(supervisor.pid)]
         forked = argv == own and pid != supervisor.pid
@@ -107,7 +107,7 @@ def actor_processes(supervisor: subprocess.Popen[bytes]) -> list[int]:
     return [
         pid
         for pid in processes
-        if _cmdline(pid)[1:3] == ["-m", "actors.kernel.child"] or _ppid(pid) in processes
+        if cmdline(pid)[1:3] == ["-m", "actors.kernel.child"] or parent_pid(pid) in processes
     ]
 
 

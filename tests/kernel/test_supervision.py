@@ -13,7 +13,9 @@ from .conftest import MakeRuntime
 from .helpers import (
     actor_processes,
     child,
+    cmdline,
     notices,
+    parent_pid,
     pid_alive,
     runtime_processes,
     wait_until,
@@ -28,16 +30,8 @@ def _kill(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
 
 
-def _cmdline(pid: int) -> list[str]:
-    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-
-
 def _comm(pid: int) -> str:
     return Path(f"/proc/{pid}/comm").read_text().strip()
-
-
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
 
 
 def test_one_for_one_restarts_only_the_dead_child(make_runtime: MakeRuntime) -> None:
@@ -68,11 +62,11 @@ def test_actors_are_forked_from_the_zygote_or_execd_by_choice(
     for pid in (again, rt.wait_actor("b")["pid"]):
         assert _comm(pid) == "Echo"  # named for its class, however it started
         if spawn == "fork":  # a copy of the zygote, which is a copy of the supervisor
-            assert _parent(pid) == zygotes[0] and _parent(zygotes[0]) == rt.pid
+            assert parent_pid(pid) == zygotes[0] and parent_pid(zygotes[0]) == rt.pid
             assert _comm(zygotes[0]) == "kernel-zygote"
-            assert _cmdline(pid) == _cmdline(rt.pid)
+            assert cmdline(pid) == cmdline(rt.pid)
         else:
-            assert _cmdline(pid)[2] == "actors.kernel.child"
+            assert cmdline(pid)[2] == "actors.kernel.child"
 
 
 def test_rest_for_one_restarts_the_later_siblings(
@@ -288,12 +282,12 @@ def test_a_new_zygote_forks_the_actors_when_the_old_one_dies(make_runtime: MakeR
     before = {name: rt.wait_actor(name)["pid"] for name in "ab"}
     assert rt.process is not None
     (zygote,) = [p for p in runtime_processes(rt.process) if p not in actor_processes(rt.process)]
-    assert _cmdline(zygote) == _cmdline(rt.pid)  # the first is forked from the supervisor
+    assert cmdline(zygote) == cmdline(rt.pid)  # the first is forked from the supervisor
     _kill(zygote)  # its children die with it (parent-death signal)
     after = {name: rt.wait_actor(name, restarts=1)["pid"] for name in "ab"}
     assert set(after.values()).isdisjoint(before.values())
     (again,) = [p for p in runtime_processes(rt.process) if p not in actor_processes(rt.process)]
     assert again != zygote and _comm(again) == "kernel-zygote"
-    assert _cmdline(again)[2] == "actors.kernel.zygote"  # a later one is exec'd
+    assert cmdline(again)[2] == "actors.kernel.zygote"  # a later one is exec'd
     for pid in after.values():
-        assert _cmdline(pid) == _cmdline(again) and _parent(pid) == again
+        assert cmdline(pid) == cmdline(again) and parent_pid(pid) == again
