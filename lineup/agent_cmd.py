@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._common import fail, first_error, positive_int, print_json, print_table, run_subcommand
+from ._common import (
+    conversation_id,
+    fail,
+    first_error,
+    positive_int,
+    print_json,
+    print_table,
+    run_subcommand,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +87,13 @@ def register(subparsers: Any) -> None:
         "messages read 'TEXT #1' … 'TEXT #N'.",
     )
     _add_connection(send)
-    send.add_argument("--conversation", required=True, metavar="ID", help="the conversation id")
+    send.add_argument(
+        "--conversation",
+        type=conversation_id,
+        required=True,
+        metavar="ID",
+        help="the conversation id",
+    )
     send.add_argument("--text", required=True, help="the message text")
     send.add_argument(
         "--count", type=positive_int, default=1, metavar="N", help="how many (default 1)"
@@ -127,7 +141,11 @@ def register(subparsers: Any) -> None:
     )
     _add_connection(inventory)
     inventory.add_argument(
-        "--conversation", required=True, metavar="ID", help="the conversation id"
+        "--conversation",
+        type=conversation_id,
+        required=True,
+        metavar="ID",
+        help="the conversation id",
     )
     inventory.add_argument(
         "--timeout",
@@ -152,7 +170,13 @@ def register(subparsers: Any) -> None:
         "status 0 on a result, 1 on an error (its code is in the output), 2 on bad input.",
     )
     _add_connection(call)
-    call.add_argument("--conversation", required=True, metavar="ID", help="the conversation id")
+    call.add_argument(
+        "--conversation",
+        type=conversation_id,
+        required=True,
+        metavar="ID",
+        help="the conversation id",
+    )
     call.add_argument(
         "--tool", required=True, metavar="METHOD", help="the tool's method, e.g. pomodoro.start"
     )
@@ -209,7 +233,13 @@ def _register_history(commands: Any) -> None:
         "sender, call id (for a tool call's receipts and outcome) and timestamp.",
     )
     add_appserver_dir(history, "the AppServer's data dir, whose record is read")
-    history.add_argument("--conversation", required=True, metavar="ID", help="the conversation id")
+    history.add_argument(
+        "--conversation",
+        type=conversation_id,
+        required=True,
+        metavar="ID",
+        help="the conversation id",
+    )
     history.add_argument(
         "--json",
         action="store_true",
