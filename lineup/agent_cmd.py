@@ -20,6 +20,7 @@ from typing import Any
 
 from ._common import (
     conversation_id,
+    data_dir_of,
     fail,
     first_error,
     positive_int,
@@ -583,6 +584,9 @@ def _not_callable(inventory: Any, args: argparse.Namespace) -> str | None:
     if args.app is None and len(offering) > 1:
         return f"{args.tool!r} is offered by several apps ({', '.join(offering)}); pass --app"
     if args.app is None and not offering:
+        hidden = _why_hidden(args)
+        if hidden is not None:
+            return f"cannot call {args.tool!r} in {args.conversation!r}: {hidden}"
         where = (
             "the agent holds no inventory for it"
             if inventory is None
@@ -598,6 +602,35 @@ def _not_callable(inventory: Any, args: argparse.Namespace) -> str | None:
             "for it, so pass --revision as well"
         )
     return None
+
+
+def _why_hidden(args: argparse.Namespace) -> str | None:
+    """Why the runtime on this machine keeps the tool out of the conversation's inventory,
+    with what to do, from the reasons it records beside each revision; None when it has no
+    record of the tool (another machine's runtime, or no app ever offered it)."""
+    import sqlite3
+
+    from actors.store import read_inventories
+
+    try:
+        rows = read_inventories(data_dir_of(args))
+    except (OSError, sqlite3.Error):  # no runtime data here, or not readable: nothing to add
+        return None
+    by_conversation = {row["conversation_id"]: row for row in rows}
+    row = by_conversation.get(args.conversation) or by_conversation.get("runtime:global")
+    entries = [
+        entry
+        for entry in (row or {}).get("visibility") or []
+        if entry.get("method") == args.tool and not entry.get("visible")
+    ]
+    if not entries:
+        return None
+    scope, reason = str(entries[0].get("app_scope")), str(entries[0].get("reason"))
+    if reason == "the app is disabled":
+        return f"the app {scope} is disabled; enable it with `lineup app enable {scope}`"
+    if reason == "the app is not installed":
+        return f"the app {scope} is not installed; install it with `lineup app install BUNDLE`"
+    return f"{scope} keeps it hidden ({reason}); see `lineup tools inventory`"
 
 
 def _call(args: argparse.Namespace) -> int:

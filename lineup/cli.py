@@ -392,10 +392,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `lineup debug actors | head`: the reader left, not an error
-        sys.stderr.close()
-        return 0
-    except Exception as exc:
+    except Exception as raised:
+        exc = first_error(raised)  # a command run in trio raises from inside its nursery
+        if isinstance(exc, BrokenPipeError):  # `lineup debug actors | head`: the reader left
+            sys.stderr.close()
+            return 0
         kernel = sys.modules.get("actors.kernel")
         if kernel is not None and isinstance(exc, kernel.ControlError):
             return fail(str(exc))

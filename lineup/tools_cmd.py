@@ -163,10 +163,11 @@ def _inventory(args: argparse.Namespace) -> int:
     for row in rows:
         visibility = row.get("visibility") or []
         shown = sum(1 for entry in visibility if entry.get("visible"))
+        to = f"agent {row['agent_id']}" if row["agent_id"] else "every agent, for new conversations"
         print(
             f"{row['conversation_id']}: revision {row['revision']}, published "
             f"{_timestamp(row['published_ms'])} ({_age(row['published_ms'], now_ms)} ago) to "
-            f"agent {row['agent_id']}; {shown} of {len(visibility)} installed tools visible"
+            f"{to}; {shown} of {len(visibility)} installed tools visible"
         )
         if not visibility:
             continue
