@@ -68,7 +68,8 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--agent",
         metavar="ID",
-        help="the agent id to speak as (default: the AppServer's default agent, `demo`)",
+        help="the agent id to speak as (default: the AppServer's default agent: `demo` while"
+        " the demo agent runs, else `agent`)",
     )
 
 

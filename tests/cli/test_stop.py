@@ -55,6 +55,35 @@ def test_lineup_stop_stops_a_headless_runtime_and_returns_once_it_has_ended(
             _stop(process)
 
 
+def test_without_the_demo_agent_a_message_sent_as_the_agent_is_not_the_demos(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "data"
+    log = tmp_path / "run.log"
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "lineup.cli", "run", "--headless", "--no-web",
+             "--no-demo-agent", "--data-dir", str(data_dir)],
+            cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    try:
+        _wait_online(process, data_dir, log)
+        where = ("--data-dir", str(data_dir), "--conversation", "solo")
+        sent = _lineup("agent", "send", *where, "--text", "hello from the shell")
+        assert sent.returncode == 0, sent.stderr
+        deadline = time.monotonic() + 30
+        while True:
+            shown = json.loads(_lineup("chat", "history", *where, "--json").stdout)
+            said = [i for i in shown["timeline"] if i["text"] == "hello from the shell"]
+            if said or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert [i["sender"] for i in said] == ["agent:agent"]
+    finally:
+        _stop(process)
+
+
 def test_lineup_stop_ends_the_terminal_chat_that_started_the_runtime(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     log = tmp_path / "chat.log"
