@@ -71,6 +71,8 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
             for option in interaction.get("options", [])
             if isinstance(option, dict)
         ]
+        if isinstance(item.get("answer"), dict):
+            ask["answer"] = _answer_shown(item["answer"], interaction)
         shown["ask"] = ask
     if shown["kind"] == "tool":
         if isinstance(item.get("percent"), int):
@@ -80,6 +82,22 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
         if isinstance(item.get("artifact"), dict):
             shown["artifact"] = artifact_label(item["artifact"])
     return shown
+
+
+def _answer_shown(answer: dict[str, Any], interaction: dict[str, Any]) -> str:
+    """The answer the user gave to a question, in the question's own words: the labels of
+    the options chosen, the confirm or cancel label, or the text typed."""
+    if isinstance(answer.get("selected"), list):
+        labels = {
+            str(option.get("id")): option.get("label", option.get("id"))
+            for option in interaction.get("options", [])
+            if isinstance(option, dict)
+        }
+        return ", ".join(_shown(labels.get(str(key), key)) for key in answer["selected"])
+    if isinstance(answer.get("confirmed"), bool):
+        key, default = ("confirm_label", "Yes") if answer["confirmed"] else ("cancel_label", "No")
+        return _shown(interaction.get(key) or default)
+    return visible(str(answer.get("text", "")))
 
 
 def display_tasks(tasks: dict[str, Any]) -> list[dict[str, Any]]:

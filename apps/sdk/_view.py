@@ -176,9 +176,13 @@ class ConversationView:
             response = action.get("response") or {}
             interaction_id = str(response.get("interaction_id"))
             self.pending_interactions.pop(interaction_id, None)
+            given = {
+                key: response[key] for key in ("selected", "confirmed", "text") if key in response
+            }
             for item in self.timeline:
                 if item.get("interaction", {}).get("interaction_id") == interaction_id:
                     item["state"] = "answered"
+                    item["answer"] = given  # what the user gave, shown on the question
             text = _answer_text(response)
         item = {
             "id": action["id"],

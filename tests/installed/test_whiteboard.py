@@ -44,7 +44,14 @@ from tests.tools.helpers import (
     tools_of,
 )
 from tests.web._png import rgb_rows
-from tests.web.conftest import in_browser, open_page, start_web_runtime, until
+from tests.web.conftest import (
+    default_viewport,
+    in_browser,
+    open_page,
+    stage_in_view,
+    start_web_runtime,
+    until,
+)
 from tests.web.test_surfaces import SURFACE_FRAME, inside, surface_frame
 
 from .helpers import (
@@ -222,6 +229,21 @@ def one_final(stack: Stack, call_id: str) -> dict[str, Any]:
     return final
 
 
+async def _owns_the_stage(browser: WebDriver) -> None:
+    """The board in front owns the stage: its frame lies wholly in the window at a desktop's
+    size and a phone's, and the page itself does not scroll; a desktop docks the chat beside
+    it, a phone shows the board alone."""
+    for width, height, chat_beside in ((1280, 800, True), (390, 844, False)):
+        box = await in_browser(stage_in_view, browser, width, height)
+        assert 0 <= box["left"] < box["right"] <= width, box
+        assert 0 <= box["top"] < box["bottom"] <= height, box
+        assert box["right"] - box["left"] >= width / 2, box
+        assert box["bottom"] - box["top"] >= height / 2, box
+        assert not box["page_scrolls"], box
+        assert box["chat_shown"] is chat_beside, box
+    await in_browser(default_viewport, browser)
+
+
 async def test_whiteboard_from_install_to_removal(
     stack: Stack, browser: WebDriver, whiteboard: SignedApp
 ) -> None:
@@ -233,6 +255,8 @@ async def test_whiteboard_from_install_to_removal(
     assert focus_stack(stack)[-2:] == [chat, instance]
     frame = await in_browser(surface_frame, browser, SCOPE)
     assert await in_browser(inside, browser, frame, "ready") == "true"
+
+    await _owns_the_stage(browser)
 
     # The agent draws two shapes; the user draws a green stroke with the mouse.
     await patch(agent, instance, {"shapes": {"agent-rect": RECT, "agent-text": TEXT}})

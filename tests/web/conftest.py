@@ -8,6 +8,7 @@ deadline (WebDriverWait in the browser, `wait_for` in trio).
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
@@ -157,3 +158,36 @@ def save_screenshot(driver: WebDriver, path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(png)
     return distinct_colours(png)
+
+
+def stage_in_view(driver: WebDriver, width: int, height: int) -> dict[str, Any]:
+    """At a viewport of `width` by `height` CSS pixels (a phone's below 500): the surface
+    frame's box, whether the page itself scrolls, and whether the chat is shown beside it.
+    With LINEUP_SCREENSHOTS set, the page is saved there as PNG for a person to look at."""
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500},
+    )
+    script = """
+      const frame = document.querySelector('#surface-slot iframe');
+      if (!frame) return null;
+      const box = frame.getBoundingClientRect();
+      const page = document.scrollingElement;
+      return {left: box.left, top: box.top, right: box.right, bottom: box.bottom,
+              width: innerWidth, height: innerHeight,
+              page_scrolls: page.scrollHeight > page.clientHeight
+                || page.scrollWidth > page.clientWidth,
+              chat_shown: document.getElementById('chat-view').offsetParent !== null};
+    """
+    shown = until(driver, lambda d: (g := d.execute_script(script)) and g["width"] == width and g)
+    folder = os.environ.get("LINEUP_SCREENSHOTS")
+    if folder:
+        title = str(
+            driver.execute_script("return document.getElementById('stage-title').textContent")
+        )
+        driver.save_screenshot(str(Path(folder) / f"{title or 'chat'}-{width}x{height}.png"))
+    return dict(shown)
+
+
+def default_viewport(driver: WebDriver) -> None:
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

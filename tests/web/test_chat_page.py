@@ -308,59 +308,54 @@ async def test_the_registry_and_the_switcher_in_the_page(stack: Stack, browser: 
         until, browser, lambda d: "opens settings" in d.find_element(By.ID, "apps-default").text
     )
 
-    # Remove asks first; kept, nothing is asked of the runtime; confirmed, a core app is
-    # refused, and the page says why.
-    def operations() -> list[str]:
-        return [op["kind"] for op in read_apps(stack.data_dir)["operations"]]
+    # What a record cannot take is not offered, and the row says why: the chat stays, a
+    # core app may be disabled but not removed.
+    def buttons(d: WebDriver, app: str) -> list[str]:
+        row = d.find_element(By.CSS_SELECTOR, f'#apps-list li[data-app="{app}"]')
+        return [b.text for b in row.find_elements(By.TAG_NAME, "button")]
 
-    before = operations()
-    await in_browser(lambda: until(browser, lambda d: app_button(d, "chat", "Remove…")).click())
-    await in_browser(lambda: browser.find_element(By.ID, "confirm-remove-no").click())
-    await in_browser(lambda: until(browser, lambda d: app_button(d, "chat", "Remove…")).click())
-    await in_browser(lambda: browser.find_element(By.ID, "confirm-remove-yes").click())
-    refusal = await in_browser(
-        until,
-        browser,
-        lambda d: next(
-            (
-                li.text
-                for li in d.find_elements(By.CSS_SELECTOR, "#operations li")
-                if "remove chat" in li.text
-            ),
-            None,
-        ),
+    assert await in_browser(until, browser, lambda d: buttons(d, "chat")) == [
+        "Open",
+        "Set as default",
+    ]
+    assert await in_browser(buttons, browser, "settings") == ["Open", "Disable", "Set as default"]
+    why = await in_browser(
+        lambda: browser.find_element(By.CSS_SELECTOR, '#apps-list li[data-app="chat"]')
     )
-    assert "core_app_protected" in refusal
-    assert operations().count("remove") == before.count("remove") + 1
-    assert "chat" in [r["app_scope"] for r in read_apps(stack.data_dir)["records"]]
+    assert "cannot be disabled or removed" in str(await in_browser(why.get_attribute, "title"))
 
-    # The switcher shows the focus stack, the one in front first; opening an app brings it
-    # to the front, and the switcher brings the chat back.
+    # The switcher shows the focus stack by the apps' titles, the one in front first and
+    # marked; opening an app brings it to the front, and the switcher brings the chat back.
     def stack_shown(d: WebDriver) -> list[str]:
-        return [li.text for li in d.find_elements(By.CSS_SELECTOR, "#focus-stack li")]
+        return [
+            f"{b.text} (in front)" if b.get_attribute("aria-current") == "true" else b.text
+            for b in d.find_elements(By.CSS_SELECTOR, "#focus-stack button.focus")
+        ]
 
     def focus_stack() -> list[str]:
         return list(read_apps(stack.data_dir)["settings"].get("focus_stack", []))
 
-    assert await in_browser(stack_shown, browser) == ["chat:main (in front)"]
+    assert await in_browser(stack_shown, browser) == ["Chat (in front)"]
     await in_browser(lambda: until(browser, lambda d: app_button(d, "settings", "Open")).click())
     await wait_for(lambda: focus_stack()[-1:] == ["settings:main"], 30, "settings in front")
     await in_browser(
         until,
         browser,
-        lambda d: stack_shown(d) == ["settings:main (in front)", "chat:main"],
+        lambda d: stack_shown(d) == ["Settings (in front)", "Chat"],
     )
 
     def focus_chat(d: WebDriver) -> bool:
-        buttons = d.find_elements(By.CSS_SELECTOR, "#focus-stack button")
-        chat = [b for b in buttons if b.text == "chat:main" and b.is_enabled()]
+        buttons = d.find_elements(By.CSS_SELECTOR, "#focus-stack button.focus")
+        chat = [
+            b for b in buttons if b.text == "Chat" and b.get_attribute("aria-current") != "true"
+        ]
         if chat:
             chat[0].click()
         return bool(chat)
 
     await in_browser(until, browser, focus_chat)
     await wait_for(lambda: focus_stack()[-1:] == ["chat:main"], 30, "the chat in front again")
-    await in_browser(until, browser, lambda d: stack_shown(d)[0] == "chat:main (in front)")
+    await in_browser(until, browser, lambda d: stack_shown(d)[0] == "Chat (in front)")
 
 
 def _lineup(*args: str | Path) -> None:
@@ -410,7 +405,7 @@ async def test_an_installed_app_is_enabled_disabled_and_removed_in_the_page(
         wanted = label == "Enable"
         await wait_for(lambda w=wanted: bool((record() or {})["enabled"]) is w, 30, label)
         shown = "enabled" if wanted else "disabled"
-        await in_browser(until, browser, lambda d, s=shown: f"· {s} ·" in facts(d))
+        await in_browser(until, browser, lambda d, s=shown: facts(d) == f"installed · {s}")
 
     await in_browser(press, "Remove…")
     await in_browser(lambda: browser.find_element(By.ID, "confirm-remove-yes").click())

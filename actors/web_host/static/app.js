@@ -14,6 +14,7 @@
     "blockquote", "pre", "hr", "strong", "em", "code", "s", "br", "a"]);
   const SAFE_LINK = /^(https?:|mailto:)/i;
   const READY_MARK = "lineup:ready";
+  const MACHINE_ID = /[0-9A-HJKMNP-TV-Z]{26}/; // a message id (ULID) inside a name
   const conversation = new URLSearchParams(location.search).get("conversation") || "main";
   const queueKey = `lineup.queue.${conversation}`;
   const $ = (id) => document.getElementById(id);
@@ -27,7 +28,13 @@
     queue: load(queueKey), // [{client_id, frame, label}]
     sending: new Set(), // client ids sent on this socket and not yet answered
     retryMs: 250,
+    everOpen: false,
+    downSince: null,
+    stopped: false,
+    titles: new Map(), // app scope -> its title, from the registry
   };
+  // How long a socket may stay down before the page says the runtime has stopped.
+  const GIVE_UP_MS = 20000;
   const page = randomId(16);
 
   function load(key) {
@@ -67,16 +74,28 @@
 
   // -- connection ------------------------------------------------------------------------
 
+  // What the header says of the connection: "reconnecting" only while a socket that was
+  // open is down, "offline" only once the runtime said its AppServer link is down, and
+  // "stopped" once the runtime has not answered for a while (a runtime started again
+  // listens at another address: the page cannot find it by itself).
   function showConnection() {
     const shown = $("connection");
     let mode = "online";
     let text = "online";
-    if (!state.open) {
-      mode = "reconnecting";
-      text = "reconnecting… what you type waits here and goes out when the page is back";
-    } else if (state.link !== "online") {
+    if (state.stopped) {
+      mode = "stopped";
+      text = "the runtime has stopped: start it with `lineup run`, then open the address `lineup web url` prints";
+    } else if (!state.open) {
+      mode = state.everOpen ? "reconnecting" : "connecting";
+      text = state.everOpen
+        ? "reconnecting… what you type waits here and goes out when the page is back"
+        : "connecting…";
+    } else if (state.link === "offline_degraded" || state.link === "reconnecting") {
       mode = "offline";
       text = "offline: the runtime cannot reach the AppServer; your messages wait and go out when it is back";
+    } else if (state.link !== "online") {
+      mode = "connecting";
+      text = "connecting…";
     }
     shown.dataset.state = mode;
     shown.textContent = text;
@@ -88,6 +107,8 @@
     state.socket = socket;
     socket.addEventListener("open", () => {
       state.open = true;
+      state.everOpen = true;
+      state.downSince = null;
       state.retryMs = 250;
       state.sending.clear();
       const stillOpen = [...state.items.values()]
@@ -111,8 +132,11 @@
       if (state.socket !== socket) return;
       state.open = false;
       state.sending.clear();
+      state.downSince = state.downSince || Date.now();
+      state.stopped = Date.now() - state.downSince > GIVE_UP_MS;
       showConnection();
       renderQueue();
+      if (state.stopped) return; // reloading the page (or a new address) starts again
       setTimeout(connect, state.retryMs);
       state.retryMs = Math.min(state.retryMs * 2, 3000);
     });
@@ -207,7 +231,7 @@
       state.items.clear();
       $("timeline").replaceChildren();
     }
-    const page = document.scrollingElement;
+    const page = $("chat-scroll");
     const nearBottom = page.scrollHeight - page.scrollTop - page.clientHeight < 80;
     for (const item of frame.items) {
       state.items.set(item.id, item);
@@ -247,14 +271,43 @@
     timeline.append(node);
   }
 
+  // A state as a person reads it; a state that is the normal end of things (a message
+  // delivered, a question answered) shows nothing. The raw state stays in data-state.
+  const STATE_WORDS = {
+    pending: "waiting to be sent",
+    sending: "sending…",
+    accepted: "",
+    received: "",
+    waiting: "waiting for your answer",
+    answered: "",
+    running: "working…",
+    succeeded: "done",
+    failed: "failed",
+    rejected: "not delivered",
+  };
+
+  function stateWords(item) {
+    const words = Object.prototype.hasOwnProperty.call(STATE_WORDS, item.state)
+      ? STATE_WORDS[item.state] : item.state;
+    return item.code && words ? `${words}: ${item.code.replaceAll("_", " ")}` : words;
+  }
+
+  // Who wrote an item, in words: the user, the agent (by its name), an app's tool call.
+  function sender(item) {
+    if (item.mine) return "you";
+    if (item.kind === "tool") return "tool";
+    const [kind, name] = String(item.from).split(":", 2);
+    return kind === "agent" && name ? `${name} (agent)` : item.from;
+  }
+
   function renderItem(item) {
     const node = el("li", null, `item kind-${item.kind} ${item.mine ? "mine" : "theirs"}`);
     node.dataset.id = item.id;
     node.dataset.order = String(item.order);
     node.dataset.state = item.state;
     const head = el("div", null, "head");
-    head.append(el("span", item.from, "from"));
-    head.append(el("span", item.code ? `${item.state} (${item.code})` : item.state, "state"));
+    head.append(el("span", sender(item), "from"));
+    head.append(el("span", stateWords(item), "state"));
     node.append(head);
     if (item.md) node.append(renderMarkdown(item.md));
     else if (item.kind !== "interaction") node.append(el("p", item.text, "text"));
@@ -320,7 +373,7 @@
     card.append(el("p", item.text, "prompt"));
     const waiting = queuedAnswers().has(ask.interaction_id);
     if (!ask.open) {
-      card.append(el("p", "answered", "closed"));
+      card.append(el("p", ask.answer !== undefined ? `You answered: ${ask.answer}` : "closed", "closed"));
       return card;
     }
     const actions = el("div", null, "actions");
@@ -392,9 +445,14 @@
     list.replaceChildren();
     for (const task of tasks) {
       const row = el("li", null, `task task-${task.status}`);
-      const label = task.label && task.label !== task.title ? ` — ${task.label}` : "";
-      row.append(el("span", `${task.title}${label}`, "title"), el("span", task.status, "state"));
-      if (typeof task.percent === "number") {
+      // A task is named by its title; one whose title is a machine-made id (a message id
+      // in it) by its label alone: ids are not shown where words can be.
+      const named = task.title && !MACHINE_ID.test(task.title) ? task.title : "";
+      const label = task.label && task.label !== named ? task.label : "";
+      const words = [named, label].filter(Boolean).join(" — ") || "a task";
+      const finished = ["succeeded", "failed", "done", "cancelled"].includes(task.status);
+      row.append(el("span", words, "title"), el("span", stateWords({ state: task.status }), "state"));
+      if (typeof task.percent === "number" && !finished) {
         const bar = el("progress");
         bar.max = 100;
         bar.value = task.percent;
@@ -409,6 +467,7 @@
   // -- the app registry and the switcher ---------------------------------------------------
 
   function renderRegistry(registry) {
+    state.titles = new Map(registry.apps.map((app) => [app.app_scope, app.title]));
     $("apps-default").textContent = registry.default_app
       ? `The runtime opens ${registry.default_app} at start.`
       : "No default app is set: the runtime opens the chat at start.";
@@ -419,9 +478,11 @@
       row.dataset.app = app.app_scope;
       const about = el("div", null, "about");
       about.append(el("strong", app.title), el("span", ` ${app.app_scope} ${app.installed_version || ""}`, "muted"));
-      const facts = [app.kind, app.enabled ? "enabled" : "disabled", app.install_state];
-      if (registry.default_app === app.app_scope) facts.push("default");
-      about.append(el("p", facts.filter(Boolean).join(" · "), "facts"));
+      const core = app.kind === "core";
+      const facts = [core ? "comes with LineUp" : "installed", app.enabled ? "enabled" : "disabled"];
+      if (!["installed", "", null, undefined].includes(app.install_state)) facts.push(app.install_state);
+      if (registry.default_app === app.app_scope) facts.push("opens at start");
+      about.append(el("p", facts.join(" · "), "facts"));
       const actions = el("div", null, "actions");
       const toggle = app.enabled ? "disable" : "enable";
       const open = el("button", "Open");
@@ -429,16 +490,28 @@
       open.disabled = !app.enabled;
       open.addEventListener("click", () => enqueue(
         { t: "intent", intent: "open_app", app_scope: app.app_scope }, null));
-      actions.append(
-        open,
-        registryButton(toggle === "enable" ? "Enable" : "Disable", { kind: toggle, app_scope: app.app_scope }),
-        registryButton("Set as default", { kind: "set_default", app_scope: app.app_scope },
-          registry.default_app === app.app_scope || !app.enabled),
-      );
-      const remove = el("button", "Remove…", "danger");
-      remove.type = "button";
-      remove.addEventListener("click", () => confirmRemove(app));
-      actions.append(remove);
+      actions.append(open);
+      // What a record cannot take is not offered, and the row says why: a core app comes
+      // with the runtime and stays; the chat, where the user can always get back to, is
+      // never disabled either.
+      const recovery = app.app_scope === "chat";
+      if (core) {
+        row.title = recovery
+          ? `${app.title} comes with LineUp and is always there to come back to: it cannot be disabled or removed`
+          : `${app.title} comes with LineUp: it can be disabled, not removed`;
+      }
+      if (!recovery) {
+        actions.append(registryButton(toggle === "enable" ? "Enable" : "Disable",
+          { kind: toggle, app_scope: app.app_scope }));
+      }
+      actions.append(registryButton("Set as default", { kind: "set_default", app_scope: app.app_scope },
+        registry.default_app === app.app_scope || !app.enabled));
+      if (!core) {
+        const remove = el("button", "Remove…", "danger");
+        remove.type = "button";
+        remove.addEventListener("click", () => confirmRemove(app));
+        actions.append(remove);
+      }
       row.append(about, actions);
       list.append(row);
     }
@@ -478,31 +551,121 @@
     dialog.showModal();
   }
 
+  // The switcher: the focus stack, the one in front first and marked; a click focuses an
+  // app, its close button closes it (the chat stays: it is where the conversation is).
   function renderSwitcher(stack) {
     const list = $("focus-stack");
     list.replaceChildren();
     const front = [...stack].reverse(); // the registry keeps the foreground instance last
     front.forEach((instance, index) => {
       const row = el("li", null, index === 0 ? "front" : "");
-      const button = el("button", index === 0 ? `${instance.instance_id} (in front)` : instance.instance_id);
+      const name = appName(instance);
+      const button = el("button", name, "focus");
       button.type = "button";
-      button.disabled = index === 0;
-      button.addEventListener("click", () => enqueue(
-        { t: "intent", intent: "focus_app", app_scope: instance.app_scope }, null));
+      if (index === 0) {
+        button.setAttribute("aria-current", "true");
+        button.setAttribute("aria-label", `${name}, in front`);
+      }
+      button.addEventListener("click", () => {
+        showView("main");
+        if (index === 0) return;
+        enqueue({ t: "intent", intent: "focus_app", app_scope: instance.app_scope }, null);
+      });
       row.append(button);
+      if (instance.app_scope !== "chat") {
+        const close = el("button", "×", "close quiet");
+        close.type = "button";
+        close.setAttribute("aria-label", `Close ${name}`);
+        close.addEventListener("click", () => enqueue(
+          { t: "intent", intent: "close_app", app_scope: instance.app_scope }, null));
+        row.append(close);
+      }
       list.append(row);
     });
     if (!front.length) list.append(el("li", "nothing open yet", "muted"));
   }
 
+  // An instance as people name it: its app's title, and the instance's own name when it is
+  // not the app's main one.
+  function appName(instance) {
+    const title = state.titles.get(instance.app_scope) || instance.app_scope;
+    const own = String(instance.instance_id).split(":").slice(1).join(":");
+    return own && own !== "main" ? `${title} (${own})` : title;
+  }
+
   // -- the page's own controls -------------------------------------------------------------
 
   function showView(name) {
-    for (const [tab, view] of [["tab-chat", "chat-view"], ["tab-apps", "apps-view"]]) {
+    for (const [tab, view] of [["tab-chat", "main"], ["tab-apps", "apps-view"]]) {
       const selected = view === name;
       $(tab).setAttribute("aria-selected", String(selected));
       $(view).hidden = !selected;
     }
+  }
+
+  // -- the stage and the dock --------------------------------------------------------------
+  // An installed app in front owns the stage; the chat is docked beside it (a phone shows
+  // one of them at a time). Whether the chat is shown beside the app, and how wide, is the
+  // user's choice, kept in this browser.
+  const phone = matchMedia("(max-width: 720px)");
+  const DOCK_KEY = "lineup.dock";
+  const WIDTH_KEY = "lineup.dock.width";
+
+  function onStage(title) {
+    const main = $("main");
+    const app = Boolean(title);
+    main.dataset.stage = app ? "app" : "chat";
+    $("stage").hidden = !app;
+    $("dock-handle").hidden = !app;
+    $("stage-title").textContent = title || "";
+    if (app) {
+      main.dataset.dock = phone.matches ? "hidden" : localStorage.getItem(DOCK_KEY) || "shown";
+      showView("main");
+    }
+    labelDock();
+  }
+
+  function setDock(shown) {
+    $("main").dataset.dock = shown ? "shown" : "hidden";
+    if (!phone.matches) localStorage.setItem(DOCK_KEY, shown ? "shown" : "hidden");
+    labelDock();
+    if (shown) $("composer-text").focus();
+  }
+
+  function labelDock() {
+    const shown = $("main").dataset.dock === "shown";
+    const title = $("stage-title").textContent;
+    $("dock-toggle").textContent = phone.matches ? "Chat" : shown ? "Hide the chat" : "Show the chat";
+    $("dock-toggle").setAttribute("aria-expanded", String(shown));
+    $("stage-back").textContent = phone.matches ? `Back to ${title}` : "Hide";
+  }
+
+  function dockWidth(px) {
+    const main = $("main").getBoundingClientRect().width;
+    const width = Math.round(Math.min(Math.max(px, 256), main * 0.6));
+    $("main").style.setProperty("--dock", `${width}px`);
+    $("dock-handle").setAttribute("aria-valuenow", String(width));
+    localStorage.setItem(WIDTH_KEY, String(width));
+  }
+
+  function resizable() {
+    const handle = $("dock-handle");
+    const saved = Number(localStorage.getItem(WIDTH_KEY));
+    if (saved) $("main").style.setProperty("--dock", `${saved}px`);
+    handle.addEventListener("pointerdown", (down) => {
+      handle.setPointerCapture(down.pointerId);
+      const right = $("main").getBoundingClientRect().right;
+      const move = (event) => dockWidth(right - event.clientX);
+      handle.addEventListener("pointermove", move);
+      handle.addEventListener("pointerup", () => handle.removeEventListener("pointermove", move), { once: true });
+    });
+    handle.addEventListener("keydown", (event) => {
+      const now = $("chat-view").getBoundingClientRect().width;
+      if (event.key === "ArrowLeft") dockWidth(now + 32);
+      else if (event.key === "ArrowRight") dockWidth(now - 32);
+      else return;
+      event.preventDefault();
+    });
   }
 
   function send(event) {
@@ -516,8 +679,19 @@
   }
 
   document.addEventListener("DOMContentLoaded", () => {
-    $("tab-chat").addEventListener("click", () => showView("chat-view"));
+    $("conversation-name").textContent = conversation;
+    document.title = `${conversation} — LineUp`;
+    $("tab-chat").addEventListener("click", () => {
+      showView("main");
+      if ($("main").dataset.stage === "app") setDock(true);
+    });
     $("tab-apps").addEventListener("click", () => showView("apps-view"));
+    $("dock-toggle").addEventListener("click", () => setDock($("main").dataset.dock !== "shown"));
+    $("stage-back").addEventListener("click", () => setDock(false));
+    document.addEventListener("lineup:stage", (event) => onStage(event.detail.title));
+    phone.addEventListener("change", () => onStage($("stage-title").textContent));
+    resizable();
+    onStage(null);
     $("composer").addEventListener("submit", send);
     $("composer-text").addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) send(event);

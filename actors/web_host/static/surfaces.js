@@ -9,8 +9,7 @@
 //   - a capability is declared by the manifest,
 //   - an answer to a tool call names a call handed to this frame and not answered yet
 //     (of a `surface_bridge` tool of its app), with an object output or an app's code.
-// Anything else is dropped and counted by reason: shown under the frame, reported to the
-// web host's statistics.
+// Anything else is dropped and counted by reason, reported to the web host's statistics.
 (function () {
   "use strict";
   const MAX_BYTES = 64 * 1024;
@@ -42,6 +41,12 @@
   function retire(frame) {
     if (frame.contentWindow) retiredWindows.add(frame.contentWindow);
     frame.remove();
+    stage(null);
+  }
+
+  // The page's layout follows what is framed: an app's surface takes the stage (app.js).
+  function stage(title) {
+    document.dispatchEvent(new CustomEvent("lineup:stage", { detail: { title } }));
   }
   let unreported = {};
   let socket = null;
@@ -152,6 +157,8 @@
   }
 
   // -- counters -----------------------------------------------------------------------------
+  // Kept for `lineup debug` (reported to the web host) and in the page's DOM for its tests,
+  // never shown: they are the machinery's, not the user's.
 
   let reportTimer = null;
   function drop(reason) {
@@ -172,11 +179,9 @@
       debug = document.createElement("p");
       debug.id = "surface-debug";
       debug.className = "surface-debug";
+      debug.hidden = true;
       slot.appendChild(debug);
     }
-    const dropped = Object.keys(counters.dropped).sort().map((k) => k + " " + counters.dropped[k]).join(", ");
-    debug.textContent = "Surface messages relayed " + counters.relayed + "; refused by the host " +
-      counters.refused_by_host + "; dropped " + (dropped || "none");
     debug.dataset.counters = JSON.stringify(counters);
   }
 
@@ -193,8 +198,8 @@
     frame.className = "surface";
     frame.src = opened.src;
     current = { token: opened.token, instanceId: opened.instance_id, declared: opened.declared, frame: frame, calls: new Set() };
-    slot.hidden = false;
     slot.insertBefore(frame, slot.firstChild);
+    stage(opened.title);
     render();
   }
 
