@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from selenium.webdriver.chrome.webdriver import WebDriver
 
 from actors.store import read_apps, read_artifacts, read_session_data
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import Stack, wait_for
+from tests.web.axe import axe_source, page_and_frame_violations
+from tests.web.conftest import default_viewport, in_browser, stage_in_view
 
 PUBLISHER = "sample"
 
@@ -122,3 +125,22 @@ async def killed_and_back(stack: Stack, name: str) -> None:
         30,
         f"{name} restarted",
     )
+
+
+async def owns_the_stage(browser: WebDriver) -> None:
+    """The app in front owns the stage: its frame lies wholly in the window at a desktop's
+    size and a phone's, and the page itself does not scroll; a desktop docks the chat beside
+    it, a phone shows the app alone; neither the page nor the app's surface has a serious or
+    critical accessibility violation at either size."""
+    source = axe_source()
+    for width, height, chat_beside in ((1280, 800, True), (390, 844, False)):
+        box = await in_browser(stage_in_view, browser, width, height)
+        assert 0 <= box["left"] < box["right"] <= width, box
+        assert 0 <= box["top"] < box["bottom"] <= height, box
+        assert box["right"] - box["left"] >= width / 2, box
+        assert box["bottom"] - box["top"] >= height / 2, box
+        assert not box["page_scrolls"], box
+        assert box["chat_shown"] is chat_beside, box
+        found = await in_browser(page_and_frame_violations, browser, source)
+        assert found == {"page": [], "surface": []}, (width, found)
+    await in_browser(default_viewport, browser)

@@ -26,6 +26,7 @@ from tests.installed.helpers import (
     cli,
     focus_stack,
     install_enabled,
+    owns_the_stage,
     remove_confirmed,
     signed_app,
     wait_foreground,
@@ -198,6 +199,7 @@ async def test_draw_and_guess_from_install_to_removal(
     frame, shown = await in_browser(_playing, browser, 1, "user_guesses")
     assert (shown["shapes"], shown["score"], shown["guesses"]) == (str(len(HOUSE)), "0:0", "")
     assert 0 < int(shown["remaining"]) <= 60
+    await owns_the_stage(browser)
 
     # The secret is nowhere the surface can read: not its session data, its state, its page.
     assert "house" not in json.dumps(_session(stack)).lower()

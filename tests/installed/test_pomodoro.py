@@ -44,6 +44,7 @@ from .helpers import (
     focus_stack,
     install_enabled,
     killed_and_back,
+    owns_the_stage,
     remove_confirmed,
     signed_app,
     wait_foreground,
@@ -181,6 +182,7 @@ async def test_pomodoro_from_install_to_removal(
     assert left is not None and 0 < left <= 60
     await surface_shows(browser, "running", left - 1)
     assert shown(stack)["ends_at"] == ends_at(running)
+    await owns_the_stage(browser)
 
     remaining_ms = await paused_by_the_user(stack, browser, frame, call_id)
 

@@ -45,10 +45,8 @@ from tests.tools.helpers import (
 )
 from tests.web._png import rgb_rows
 from tests.web.conftest import (
-    default_viewport,
     in_browser,
     open_page,
-    stage_in_view,
     start_web_runtime,
     until,
 )
@@ -60,6 +58,7 @@ from .helpers import (
     focus_stack,
     install_enabled,
     killed_and_back,
+    owns_the_stage,
     remove_confirmed,
     signed_app,
     wait_foreground,
@@ -229,21 +228,6 @@ def one_final(stack: Stack, call_id: str) -> dict[str, Any]:
     return final
 
 
-async def _owns_the_stage(browser: WebDriver) -> None:
-    """The board in front owns the stage: its frame lies wholly in the window at a desktop's
-    size and a phone's, and the page itself does not scroll; a desktop docks the chat beside
-    it, a phone shows the board alone."""
-    for width, height, chat_beside in ((1280, 800, True), (390, 844, False)):
-        box = await in_browser(stage_in_view, browser, width, height)
-        assert 0 <= box["left"] < box["right"] <= width, box
-        assert 0 <= box["top"] < box["bottom"] <= height, box
-        assert box["right"] - box["left"] >= width / 2, box
-        assert box["bottom"] - box["top"] >= height / 2, box
-        assert not box["page_scrolls"], box
-        assert box["chat_shown"] is chat_beside, box
-    await in_browser(default_viewport, browser)
-
-
 async def test_whiteboard_from_install_to_removal(
     stack: Stack, browser: WebDriver, whiteboard: SignedApp
 ) -> None:
@@ -256,7 +240,7 @@ async def test_whiteboard_from_install_to_removal(
     frame = await in_browser(surface_frame, browser, SCOPE)
     assert await in_browser(inside, browser, frame, "ready") == "true"
 
-    await _owns_the_stage(browser)
+    await owns_the_stage(browser)
 
     # The agent draws two shapes; the user draws a green stroke with the mouse.
     await patch(agent, instance, {"shapes": {"agent-rect": RECT, "agent-text": TEXT}})

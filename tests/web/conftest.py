@@ -168,18 +168,28 @@ def stage_in_view(driver: WebDriver, width: int, height: int) -> dict[str, Any]:
         "Emulation.setDeviceMetricsOverride",
         {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500},
     )
+    # Measured after two animation frames: the page answers a change of size (a media
+    # query's) before the next frame is drawn.
     script = """
-      const frame = document.querySelector('#surface-slot iframe');
-      if (!frame) return null;
-      const box = frame.getBoundingClientRect();
-      const page = document.scrollingElement;
-      return {left: box.left, top: box.top, right: box.right, bottom: box.bottom,
+      const done = arguments[arguments.length - 1];
+      requestAnimationFrame(() => requestAnimationFrame(() => {
+        const frame = document.querySelector('#surface-slot iframe');
+        if (!frame) return done(null);
+        const box = frame.getBoundingClientRect();
+        const page = document.scrollingElement;
+        done({left: box.left, top: box.top, right: box.right, bottom: box.bottom,
               width: innerWidth, height: innerHeight,
               page_scrolls: page.scrollHeight > page.clientHeight
                 || page.scrollWidth > page.clientWidth,
-              chat_shown: document.getElementById('chat-view').offsetParent !== null};
+              chat_shown: document.getElementById('chat-view').offsetParent !== null});
+      }));
     """
-    shown = until(driver, lambda d: (g := d.execute_script(script)) and g["width"] == width and g)
+
+    def measured(d: WebDriver) -> dict[str, Any] | None:
+        shown = d.execute_async_script(script)
+        return shown if shown and shown["width"] == width and shown["right"] > 0 else None
+
+    shown = until(driver, measured)
     folder = os.environ.get("LINEUP_SCREENSHOTS")
     if folder:
         title = str(

@@ -623,6 +623,7 @@
       showView("main");
     }
     labelDock();
+    describeHandle();
   }
 
   function setDock(shown) {
@@ -640,12 +641,23 @@
     $("stage-back").textContent = phone.matches ? `Back to ${title}` : "Hide";
   }
 
+  const DOCK_MIN = 256;
+
   function dockWidth(px) {
     const main = $("main").getBoundingClientRect().width;
-    const width = Math.round(Math.min(Math.max(px, 256), main * 0.6));
+    const width = Math.round(Math.min(Math.max(px, DOCK_MIN), main * 0.6));
     $("main").style.setProperty("--dock", `${width}px`);
-    $("dock-handle").setAttribute("aria-valuenow", String(width));
     localStorage.setItem(WIDTH_KEY, String(width));
+    describeHandle();
+  }
+
+  // The handle says where it is, as a separator a keyboard moves must.
+  function describeHandle() {
+    const handle = $("dock-handle");
+    const main = $("main").getBoundingClientRect().width;
+    handle.setAttribute("aria-valuemin", String(DOCK_MIN));
+    handle.setAttribute("aria-valuemax", String(Math.max(DOCK_MIN, Math.round(main * 0.6))));
+    handle.setAttribute("aria-valuenow", String(Math.round($("chat-view").getBoundingClientRect().width)));
   }
 
   function resizable() {

@@ -1,0 +1,64 @@
+"""The window as axe-core sees it, in real Chromium on a real runtime: the chat with the
+agent's messages, a task and open questions, an answered question, and the app registry
+have no serious or critical accessibility violation, at a desktop's size and a phone's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from selenium.webdriver.chrome.webdriver import WebDriver
+from selenium.webdriver.common.by import By
+
+from tests.runtime.helpers import CONVERSATION, Stack
+
+from .axe import axe_source, blocking_violations
+from .conftest import default_viewport, in_browser, open_page, start_web_runtime, until
+
+
+def _at_sizes(driver: WebDriver, source: str, ready: Callable[[WebDriver], Any]) -> dict[str, Any]:
+    """The blocking violations at 1280 by 800 and at 390 by 844, once `ready` holds."""
+    found = {}
+    for width, height in ((1280, 800), (390, 844)):
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500},
+        )
+        until(driver, ready)
+        found[f"{width}x{height}"] = blocking_violations(driver, source)
+    default_viewport(driver)
+    return found
+
+
+async def test_the_chat_and_the_registry_have_no_serious_violation(
+    stack: Stack, browser: WebDriver
+) -> None:
+    source = axe_source()
+    await start_web_runtime(stack)
+    agent = await stack.start_agent()
+    await agent.send_markdown(CONVERSATION, "**Hello.** Here is [a link](https://example.org).")
+    await agent.send_task_progress(CONVERSATION, "build", "running", percent=40, label="compiling")
+    await agent.ask_choice(CONVERSATION, "Which colour?", {"red": "Red", "green": "Green"})
+    await agent.ask_confirm(CONVERSATION, "Ship it?", confirm_label="Ship", cancel_label="Wait")
+    await agent.ask_input(CONVERSATION, "Release name?", placeholder="Sprint 12")
+    await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
+
+    def chat_ready(d: WebDriver) -> bool:
+        return len(d.find_elements(By.CSS_SELECTOR, "#timeline > li")) == 4 and bool(
+            d.find_elements(By.CSS_SELECTOR, "#task-list li")
+        )
+
+    assert await in_browser(_at_sizes, browser, source, chat_ready) == {
+        "1280x800": [],
+        "390x844": [],
+    }
+
+    await in_browser(lambda: browser.find_element(By.ID, "tab-apps").click())
+
+    def registry_ready(d: WebDriver) -> bool:
+        return len(d.find_elements(By.CSS_SELECTOR, "#apps-list li")) >= 3
+
+    assert await in_browser(_at_sizes, browser, source, registry_ready) == {
+        "1280x800": [],
+        "390x844": [],
+    }
