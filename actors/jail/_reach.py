@@ -104,9 +104,17 @@ def _comes_with(path: str, show: Show) -> bool:
 
 
 def entry_owner(path: str) -> tuple[int, int] | None:
-    """How an entry of a filtered directory is shown: as it is when others may read it,
-    else with its owner shown as the app."""
-    return None if _open_to_others(path) else _owner(path)
+    """How an entry of a filtered directory, or the app's verified code, is shown: as it is
+    when others may read it and, for a directory, every directory and file below it; else
+    with its owner shown as the app. A file closed to others below an open directory (as a
+    umask of 077 leaves one) would fail the app's import, so every one of them counts."""
+    names = [path]
+    if os.path.isdir(path) and not os.path.islink(path):
+        for root, dirs, files in os.walk(path):
+            names += [os.path.join(root, name) for name in dirs + files]
+    if all(os.path.islink(name) or _open_to_others(name) for name in names):
+        return None
+    return _owner(path)
 
 
 def _importable(directory: str) -> tuple[str, ...]:
