@@ -5,9 +5,9 @@ The rule is one list of patterns, the defaults (`LEFT_OUT`) followed by the line
 package's own `.bundleignore`; as in a `.gitignore`, the last pattern that matches a path
 decides: a plain pattern leaves it out, `!pattern` keeps it. A pattern ending in `/`
 matches directories only (and what a directory left out holds is left out with it); one
-holding another `/` is matched against the path from the package's root, any other against
-the name at any depth; `*`, `?` and `[...]` as in `fnmatch`. Blank lines and lines starting
-with `#` are skipped.
+holding another `/` (a leading one too) is matched against the path from the package's
+root, any other against the name at any depth; `*`, `?` and `[...]` as in `fnmatch`.
+Blank lines and lines starting with `#` are skipped.
 
 One thing no pattern brings back: a secret signing key (`lineup app keygen`'s NAME.key) is
 never packed, whatever its name.
@@ -51,9 +51,9 @@ class _Pattern:
             return None
         keep = text.startswith("!")
         text = text.removeprefix("!")
-        dirs_only = text.endswith("/")
-        text = text.strip("/")
-        return cls(text, keep, dirs_only, "/" in text) if text else None
+        body = text.rstrip("/")
+        glob = body.lstrip("/")  # a leading `/` anchors it to the package's root
+        return cls(glob, keep, body != text, "/" in body) if glob else None
 
     def matches(self, relative: str, is_dir: bool) -> bool:
         if self.dirs_only and not is_dir:

@@ -11,11 +11,12 @@ namespace only (nothing on the real file system changes), makes each reachable:
 - a location its uid may read is mounted back as it is (`Show.as_owner` None): its files
   keep the modes they have, and a file closed to others stays closed;
 - a location its uid may not read (owner-only: `umask 077`; for the app's code, any file
-  below it too) is mounted back through an idmapped mount that shows the location's owner as the app's uid, read-only like the rest
-  of its view. Of an import-path directory (the project root) only what Python can import
-  is shown that way (packages with an `__init__`, modules, their metadata), never the rest
-  of it: a key or a data dir beside the code stays out of its view. An installation (a
-  venv, a Python's prefix) is shown whole.
+  below it too) is mounted back through an idmapped mount that shows the location's owner
+  as the app's uid, read-only like the rest of its view. Of an import-path directory (the
+  project root) only what Python can import is shown that way (packages with an
+  `__init__`, modules, their metadata), never the rest of it: a key or a data dir beside
+  the code stays out of its view. An installation (a venv, a Python's prefix) is shown
+  whole.
 
 The data dir is covered afterwards wherever it still shows (`--hide`).
 """

@@ -130,6 +130,7 @@ def _package_with_extras(root: Path) -> Path:
         "test_app.py": "def test_it(): pass\n",
         "timer_test.py": "",
         "conftest.py": "",
+        "ui/conftest.py": "",
         "tests/test_more.py": "",
         "tests/data.json": "{}",
         ".env": "TOKEN=x\n",
@@ -164,14 +165,15 @@ def test_a_bundle_holds_what_the_app_runs_and_says_what_it_left_out(tmp_path: Pa
     assert built["files"] == sorted([*APP_FILES, "app/signing/mine.pub"])
     assert built["left_out"] == [
         ".env", "conftest.py", "notes/me.key", "old.bundle", "signing/mine.key",
-        "signing/renamed.txt", "test_app.py", "tests/", "timer_test.py",
+        "signing/renamed.txt", "test_app.py", "tests/", "timer_test.py", "ui/conftest.py",
     ]  # fmt: skip
     code, out, err = lineup_app("build", package, "--out", bundle)
     assert code == 0, err
     assert (
         "  left out: .env, conftest.py, notes/me.key, old.bundle, signing/mine.key,"
-        " signing/renamed.txt, test_app.py, tests/, timer_test.py (tests, caches, dotfiles,"
-        " keys and bundles are by default; .bundleignore in the package changes that)"
+        " signing/renamed.txt, test_app.py, tests/, timer_test.py, ui/conftest.py (tests,"
+        " caches, dotfiles, keys and bundles are by default; .bundleignore in the package"
+        " changes that)"
     ) in out
 
 
@@ -182,15 +184,22 @@ def test_the_packages_bundleignore_changes_what_is_left_out(tmp_path: Path) -> N
     (package / ".bundleignore").write_text(
         "# the tests ship, but not their data; the signing folder stays home\n"
         "!test_app.py\n!tests/\n!tests/test_*.py\ntests/*.json\n\nsigning/\n!*.key\n"
+        "!/conftest.py\n"
     )
     code, built = lineup_app_json("build", package, "--out", tmp_path / "p.bundle")
     assert code == 0
     assert built["files"] == sorted(
-        [*APP_FILES, "app/notes/me.key", "app/test_app.py", "app/tests/test_more.py"]
+        [
+            *APP_FILES,
+            "app/conftest.py",
+            "app/notes/me.key",
+            "app/test_app.py",
+            "app/tests/test_more.py",
+        ]
     )
     assert built["left_out"] == [
-        ".bundleignore", ".env", "conftest.py", "old.bundle", "signing/", "tests/data.json",
-        "timer_test.py",
+        ".bundleignore", ".env", "old.bundle", "signing/", "tests/data.json", "timer_test.py",
+        "ui/conftest.py",
     ]  # fmt: skip
     (package / ".bundleignore").write_text("!signing/\n!*.key\n!*.txt\n")
     code, built = lineup_app_json("build", package, "--out", tmp_path / "p.bundle")
