@@ -2,8 +2,10 @@
 a running runtime.
 
 new      a new app package to start from: an app, its surface and its test
-keygen   a new Ed25519 signing key pair: NAME.key (secret, 0600) and NAME.pub
-build    pack an app package and the manifest generated from its declarations (unsigned)
+keygen   a new Ed25519 signing key pair: NAME.key (secret, 0600) and NAME.pub; warns when
+         git could commit the secret key
+build    pack an app package and the manifest generated from its declarations (unsigned);
+         its tests, caches, dotfiles, keys and bundles stay out (.bundleignore changes that)
 sign     add or replace a bundle's signature record
 verify   run every check the runtime runs before it admits a bundle
 
@@ -20,14 +22,15 @@ import argparse
 import importlib
 import importlib.util
 import json
-import os
 import re
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ._bundle_files import IGNORE_FILE, package_files
 from ._common import fail, os_error, print_json, run_subcommand
+from ._git import unignored_secret
 
 
 class _UsageError(Exception):
@@ -103,29 +106,6 @@ def _where(exc: Exception) -> str:
     return f"{place}{exc}"
 
 
-def _package_files(root: Path) -> dict[str, bytes]:
-    """The package's files as bundle entries (`app/...`); caches and dotfiles stay out."""
-    from actors.app_manager import BundleError
-    from actors.contracts import Code
-
-    files: dict[str, bytes] = {}
-    for directory, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
-        for name in sorted(names):
-            path = Path(directory) / name
-            relative = path.relative_to(root).as_posix()
-            if name.startswith(".") or path.suffix in (".pyc", ".pyo"):
-                continue
-            if path.is_symlink() or not path.is_file():
-                raise BundleError(Code.BUNDLE_BAD_PATH, f"{relative}: not a regular file")
-            files[f"app/{relative}"] = path.read_bytes()
-        for name in dirs:
-            if (Path(directory) / name).is_symlink():
-                relative = (Path(directory) / name).relative_to(root).as_posix()
-                raise BundleError(Code.BUNDLE_BAD_PATH, f"{relative}: a symlinked directory")
-    return files
-
-
 # --- the subcommands ----------------------------------------------------------------------
 
 
@@ -135,14 +115,21 @@ def _keygen(args: argparse.Namespace) -> int:
     try:
         secret, public = write_keypair(args.out, args.name)
     except FileExistsError as exc:
-        raise _UsageError(f"{exc.filename}: exists; pick another --name") from None
+        raise _UsageError(
+            f"{exc.filename} already exists and was left as it is; sign with the pair you have"
+            f" (--key {args.out / args.name}.key), or pick another --name for a new one"
+        ) from None
     key = key_id(load_public_key(public))
+    warning = unignored_secret(secret)
     if args.json:
-        print_json({"ok": True, "key": str(secret), "public": str(public), "key_id": key})
+        made = {"ok": True, "key": str(secret), "public": str(public), "key_id": key}
+        print_json({**made, "warning": warning} if warning else made)
     else:
         print(f"secret key  {secret}  (mode 0600: keep it private)")
         print(f"public key  {public}  (key id {key})")
         print("trust it:   copy the .pub file into DATA_DIR/trusted_keys/")
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -156,7 +143,8 @@ def _build(args: argparse.Namespace) -> int:
     except LookupError as exc:
         raise _UsageError(str(exc)) from None
     manifest = manifest_of(app_class)
-    files = _package_files(root)
+    packed = package_files(root)
+    files = packed.files
     manifest_text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
     write_bundle(args.out, manifest=manifest_text.encode(), files=files)
     size = Path(args.out).stat().st_size
@@ -169,6 +157,7 @@ def _build(args: argparse.Namespace) -> int:
                 "app_scope": manifest["app_scope"],
                 "version": manifest["version"],
                 "files": sorted(files),
+                "left_out": packed.left_out,
                 "tools": tools,
                 "bytes": size,
                 "signed": False,
@@ -178,6 +167,11 @@ def _build(args: argparse.Namespace) -> int:
         print(f"built {manifest['app_scope']} {manifest['version']} from {app_class.__name__}")
         print(f"  {len(files)} files, {size} bytes -> {args.out} (unsigned)")
         print(f"  tools: {', '.join(tools) or 'none'}")
+        if packed.left_out:
+            print(
+                f"  left out: {', '.join(packed.left_out)} (tests, caches, dotfiles, keys and"
+                f" bundles are by default; {IGNORE_FILE} in the package changes that)"
+            )
     return 0
 
 

@@ -134,7 +134,8 @@ _NEXT_STEPS = {
     "bundle_version_mismatch": "the bundle's version does not match its manifest;"
     " rebuild it with `lineup app build`",
     "invalid_entrypoint": "the app's entry point is wrong; rebuild it with `lineup app build`",
-    "app_start_failed": "see why in {data_dir}/logs/ and `lineup debug actors`",
+    "app_start_failed": "the end of {data_dir}/logs/app.{scope}.log says why"
+    " (`lineup debug actors` shows its last exit)",
     "ownership_mismatch": "that instance belongs to another conversation;"
     " pass that conversation's id",
     "sender_not_allowed": "this operation is not allowed from here",

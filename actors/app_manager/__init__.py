@@ -22,6 +22,7 @@ _LAZY = {
     "AppManagerActor": "._actor",
     "AppRecord": "._registry",
     "BundleError": "._bundle",
+    "is_secret_key": "._bundle",
     "key_id": "._bundle",
     "load_public_key": "._bundle",
     "load_signing_key": "._bundle",
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from ._actor import AppManagerActor
     from ._bundle import (
         BundleError,
+        is_secret_key,
         key_id,
         load_public_key,
         load_signing_key,
@@ -55,6 +57,7 @@ __all__ = [
     "AppManagerActor",
     "AppRecord",
     "BundleError",
+    "is_secret_key",
     "key_id",
     "load_public_key",
     "load_signing_key",

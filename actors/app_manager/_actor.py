@@ -41,6 +41,7 @@ from ._cache import BundleCache, bundle_cache_dir
 from ._focus import Focus, Instance, startup_target
 from ._registry import AppOperation, AppRecord, check_request, core_records
 from ._requests import HOST_NAVIGATION, NAVIGATION, check_requester, request_fields
+from ._start_failure import start_failure
 from ._steps import Outcome, Steps
 from .door import DOOR
 
@@ -403,8 +404,8 @@ class AppManagerActor(Actor):
             # It ended before it was ready, and the supervisor answered at once: why is in
             # the last lines of its log.
             reason = log_tail(self.data_dir / "logs" / f"app.{scope}.log")
-            detail = f"{scope}: its process did not start" + (f": {reason}" if reason else "")
-            raise ContractError(Code.APP_START_FAILED, detail)
+            log.warning("app.%s did not start: %s", scope, reason or "its log is empty")
+            raise ContractError(Code.APP_START_FAILED, start_failure(scope, reason))
 
     async def _stop_process(self, scope: str) -> None:
         if scope in self.core:

@@ -171,6 +171,11 @@ def _read_key_text(path: Path, prefix: str) -> bytes:
     return bytes.fromhex(body)
 
 
+def is_secret_key(data: bytes) -> bool:
+    """The bytes are a secret signing key as `write_keypair` writes one."""
+    return data.startswith(_SECRET_PREFIX.encode())
+
+
 def load_signing_key(path: str | Path) -> nacl.signing.SigningKey:
     return nacl.signing.SigningKey(_read_key_text(Path(path), _SECRET_PREFIX))
 
@@ -180,17 +185,20 @@ def load_public_key(path: str | Path) -> nacl.signing.VerifyKey:
 
 
 def write_keypair(directory: str | Path, name: str) -> tuple[Path, Path]:
-    """A new key pair as `NAME.key` (0600) and `NAME.pub`; refuses to overwrite either."""
+    """A new key pair as `NAME.key` (0600) and `NAME.pub`; refuses to overwrite either
+    (`FileExistsError` naming the first that exists)."""
     if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name) is None:
         raise ValueError(f"{name!r} is not a plain file name")
     target = Path(directory)
-    target.mkdir(parents=True, exist_ok=True)
+    target.mkdir(mode=0o700, parents=True, exist_ok=True)
     secret, public = target / f"{name}.key", target / f"{name}.pub"
-    if public.exists():
-        raise FileExistsError(errno.EEXIST, "exists", str(public))
+    for path in (secret, public):
+        if path.exists():
+            raise FileExistsError(errno.EEXIST, "exists", str(path))
     key = nacl.signing.SigningKey.generate()
-    fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as out:
+        os.fchmod(out.fileno(), 0o600)  # the owner's alone, whatever the umask says
         out.write(f"{_SECRET_PREFIX}{bytes(key).hex()}\n")
     public.write_text(f"{_PUBLIC_PREFIX}{bytes(key.verify_key).hex()}\n", encoding="ascii")
     return secret, public

@@ -84,6 +84,18 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path)
 
 
+def _restore_modes(entry: Path) -> None:
+    """Gives every directory and file of a cache entry its mode (`_DIR_MODE`, `_FILE_MODE`)
+    where it has another, as one written under a umask that cut them has. The bytes are
+    not touched: the modes are what lets the app's own uid read the code it runs."""
+    for root, _, files in os.walk(entry):  # every directory is a `root` once
+        modes = [(root, _DIR_MODE), *((os.path.join(root, f), _FILE_MODE) for f in files)]
+        for name, mode in modes:
+            info = os.lstat(name)
+            if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) != mode:
+                os.chmod(name, mode)
+
+
 def _extract(contents: BundleContents, target: Path) -> None:
     entries = {MANIFEST_NAME: contents.manifest, **contents.files}
     if contents.signature is not None:
@@ -99,9 +111,12 @@ def _extract(contents: BundleContents, target: Path) -> None:
         while parent != target:
             directories.add(parent)
             parent = parent.parent
-        # Created read-only: the mode only governs later opens, not this descriptor.
+        # Created read-only: the mode only governs later opens, not this descriptor. It is
+        # set explicitly too, since the umask cuts the one given to open (077 would leave
+        # the code its owner's alone, which the app's own uid is not).
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _FILE_MODE)
         with os.fdopen(fd, "wb") as out:
+            os.fchmod(out.fileno(), _FILE_MODE)
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
@@ -130,7 +145,8 @@ class BundleCache:
     ) -> VerifiedBundle:
         """The cache entry checked again as a bundle is at install (signature by a key
         trusted *now*, every file's hash, the manifest): before its code runs, since
-        trust may have changed since it was admitted. `BundleError` if it fails."""
+        trust may have changed since it was admitted. `BundleError` if it fails. Its modes
+        are restored where they differ (`_restore_modes`)."""
         entry = self.entry(digest)
         if entry is None:
             raise BundleError(Code.BUNDLE_MISSING_FILE, f"no cache entry {digest[:16]}")
@@ -147,7 +163,9 @@ class BundleCache:
             signature=signature.read_bytes() if signature.is_file() else None,
             files=files,
         )
-        return verify_contents(contents, trusted_keys, digest=digest)
+        verified = verify_contents(contents, trusted_keys, digest=digest)
+        _restore_modes(entry)
+        return verified
 
     def admit(
         self,

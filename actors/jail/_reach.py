@@ -10,12 +10,13 @@ namespace only (nothing on the real file system changes), makes each reachable:
   empty tmpfs (0755), and what is needed below it is mounted back;
 - a location its uid may read is mounted back as it is (`Show.as_owner` None): its files
   keep the modes they have, and a file closed to others stays closed;
-- a location its uid may not read (owner-only: `umask 077`) is mounted back through an
-  idmapped mount that shows the location's owner as the app's uid, read-only like the rest
-  of its view. Of an import-path directory (the project root) only what Python can import
-  is shown that way (packages with an `__init__`, modules, their metadata), never the rest
-  of it: a key or a data dir beside the code stays out of its view. An installation (a
-  venv, a Python's prefix) is shown whole.
+- a location its uid may not read (owner-only: `umask 077`; for the app's code, any file
+  below it too) is mounted back through an idmapped mount that shows the location's owner
+  as the app's uid, read-only like the rest of its view. Of an import-path directory (the
+  project root) only what Python can import is shown that way (packages with an
+  `__init__`, modules, their metadata), never the rest of it: a key or a data dir beside
+  the code stays out of its view. An installation (a venv, a Python's prefix) is shown
+  whole.
 
 The data dir is covered afterwards wherever it still shows (`--hide`).
 """
@@ -104,9 +105,17 @@ def _comes_with(path: str, show: Show) -> bool:
 
 
 def entry_owner(path: str) -> tuple[int, int] | None:
-    """How an entry of a filtered directory is shown: as it is when others may read it,
-    else with its owner shown as the app."""
-    return None if _open_to_others(path) else _owner(path)
+    """How an entry of a filtered directory, or the app's verified code, is shown: as it is
+    when others may read it and, for a directory, every directory and file below it; else
+    with its owner shown as the app. A file closed to others below an open directory (as a
+    umask of 077 leaves one) would fail the app's import, so every one of them counts."""
+    names = [path]
+    if os.path.isdir(path) and not os.path.islink(path):
+        for root, dirs, files in os.walk(path):
+            names += [os.path.join(root, name) for name in dirs + files]
+    if all(os.path.islink(name) or _open_to_others(name) for name in names):
+        return None
+    return _owner(path)
 
 
 def _importable(directory: str) -> tuple[str, ...]:

@@ -16,7 +16,6 @@ from tests.apps.conftest import lineup_app
 GENERATED = [
     "app/__init__.py",
     "app/_app.py",
-    "app/test_app.py",
     "app/ui/app.css",
     "app/ui/app.js",
     "app/ui/index.html",
@@ -36,6 +35,7 @@ def test_a_new_app_builds_signs_verifies_and_passes_its_own_test(tmp_path: Path)
     built = json.loads(out)
     assert (built["app_scope"], built["tools"]) == ("hello-world", ["hello_world.greet"])
     assert built["files"] == GENERATED
+    assert "test_app.py" in built["left_out"]  # its users run the app, not its test
     assert lineup_app("sign", bundle, "--key", tmp_path / "keys" / "dev.key")[0] == 0
     code, out, err = lineup_app("verify", bundle, "--trust", tmp_path / "keys", "--json")
     assert code == 0, err

@@ -132,13 +132,18 @@ def probe_the_jailed_app(
 ) -> dict[str, Any]:
     root = make_checkout(parent, private_files=private_files)
     calls = root / "run" / "caller.db"
-    # An installed app's verified code, as the bundle cache keeps it (owner-only too, when
-    # the runtime runs under umask 077).
+    # An installed app's verified code in the bundle cache's shape. With private files, its
+    # directories are open and its files its owner's alone, as a umask of 077 cuts a
+    # cache's files when it leaves their modes to it: the jail checks every file the app
+    # reads, not only the directory it mounts.
     code_dir = f"bundles/{'c0de' * 16}/app"
     code = root / "data" / code_dir
-    code.mkdir(parents=True, mode=0o700 if private_files else 0o755)
-    (code / "__init__.py").write_text("# the app's code\n")
-    (code / "__init__.py").chmod(0o600 if private_files else 0o644)
+    (code / "ui").mkdir(parents=True)
+    for name in ("__init__.py", "ui/index.html"):
+        (code / name).write_text("# the app's code\n")
+        (code / name).chmod(0o400 if private_files else 0o444)
+    for directory in (code / "ui", code):
+        directory.chmod(0o555)
     isolation = {"private_dir": "apps/probe", "code_dir": code_dir}
     config = {
         "children": [
