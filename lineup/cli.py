@@ -12,6 +12,7 @@ lineup tools ...           agent tools as the runtime sees them: inventories, ca
 lineup capabilities ...    what apps were allowed to do: list the grants, revoke one
 lineup settings ...        grants, the tool policy, the default app, each app's data
 lineup artifacts ...       the artifacts apps made: list them, show one, save one
+lineup open                open the runtime's window in your browser
 lineup web url             the address to open the runtime in a browser (one-time key)
 lineup bench ...           measure the runtime and the command line beside bare baselines
 """
@@ -61,6 +62,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "grants, the tool policy, the default app, each app's data",
     ),
     "artifacts": ("lineup.artifacts_cmd", "the artifacts apps made: list, show, save one"),
+    "open": ("lineup.open_cmd", "open the runtime's window in your browser"),
     "web": ("lineup.web_cmd", "the web host: the address to open the runtime in a browser"),
     "bench": ("bench", "measure the runtime and the command line beside bare baselines"),
 }

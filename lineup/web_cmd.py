@@ -45,27 +45,42 @@ def current_url(data_dir: Path) -> str | None:
     return web_url(endpoint, mint_key(data_dir))
 
 
-def _url(args: argparse.Namespace) -> int:
+class NoAddress(Exception):
+    """The runtime's window has no address to give: the sentence says why and what to do."""
+
+
+def page_address(data_dir: Path, conversation: str | None = None) -> str:
+    """A fresh one-time address of the window of the runtime on `data_dir` (showing
+    `conversation`, when one is named); NoAddress with the reason."""
+    from urllib.parse import urlencode
+
     from actors.kernel import supervisor_pid_alive
     from actors.web_host import read_endpoint
 
-    data_dir = data_dir_of(args)
     if not supervisor_pid_alive(data_dir):
-        return fail(no_runtime(data_dir))
+        raise NoAddress(no_runtime(data_dir))
     url = current_url(data_dir)
     endpoint = read_endpoint(data_dir) or {}
     if url is None and endpoint.get("error"):
-        return fail(
+        raise NoAddress(
             f"the web host of the runtime on {data_dir} cannot listen on 127.0.0.1:"
             f"{endpoint.get('port')} ({endpoint['error']}); restart the runtime with another"
             " --web-port"
         )
     if url is None:
-        return fail(
+        raise NoAddress(
             f"the runtime on {data_dir} has no web host listening (it may have been started"
             " with --no-web, or it is restarting): try again in a moment, or restart it"
             " with `lineup run`"
         )
+    return f"{url}&{urlencode({'conversation': conversation})}" if conversation else url
+
+
+def _url(args: argparse.Namespace) -> int:
+    try:
+        url = page_address(data_dir_of(args))
+    except NoAddress as exc:
+        return fail(str(exc))
     if args.json:
         print_json({"url": url})
     else:

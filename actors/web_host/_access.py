@@ -21,7 +21,9 @@ from __future__ import annotations
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
+
+from actors.contracts import is_conversation_id
 
 from ._state import new_session, session_valid, take_key
 from ._surfaces import BRIDGE_PATH, SURFACE_PREFIX
@@ -113,15 +115,21 @@ class Guard:
             return
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         if scope["path"] == "/" and "key" in query:
-            await self._exchange(scope, query["key"][0], send)
+            await self._exchange(scope, query["key"][0], send, query.get("conversation"))
         elif self._session(scope):
             await self.app(scope, receive, self._with_headers(send))
         else:
             await self._forbidden(send)
 
-    async def _exchange(self, scope: Scope, key: str, send: Send) -> None:
-        """A one-time key for a session cookie, then `/` without the key."""
-        headers = [(b"location", b"/"), *security_headers(self.port or 0)]
+    async def _exchange(
+        self, scope: Scope, key: str, send: Send, conversation: list[str] | None
+    ) -> None:
+        """A one-time key for a session cookie, then `/` without the key (with the
+        conversation the address named, when it is a conversation id)."""
+        location = "/"
+        if conversation and is_conversation_id(conversation[0]):
+            location = "/?" + urlencode({"conversation": conversation[0]})
+        headers = [(b"location", location.encode()), *security_headers(self.port or 0)]
         if not self._session(scope):
             if not take_key(self.data_dir, key):
                 await self._forbidden(send)

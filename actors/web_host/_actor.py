@@ -29,30 +29,46 @@ class WebHostActor(SurfacePushes, Actor):
     door = DOOR
 
     async def on_start(self) -> None:
+        self.data_dir = Path(self.config["data_dir"])
+        self.counters = {"pages": 0, "actions": 0, "refused": 0}
+        kept, last = start_run(self.data_dir, self.boot_id)
+        configured = int(self.config.get("port", 0))
+        wanted = kept if kept is not None else configured
+        # The installed apps' surfaces it frames, and their bridge (`_bridge`).
+        self.surfaces = Surfaces(self, self.data_dir)
+        self.chat_changes = ChatChanges()
+        # With no port asked for, the last run's is tried first, so that the address a
+        # person keeps for this data dir stays the same while that port is free.
+        reuse = kept is None and configured == 0 and last is not None
+        if not (reuse and last is not None and await self._listen(last)):
+            await self._listen(wanted, last_try=True)
+        write_endpoint(self.data_dir, self.port, self.boot_id)
+        log.info("the web host listens on 127.0.0.1:%d", self.port)
+
+    async def _listen(self, port: int, *, last_try: bool = False) -> bool:
+        """Serve on `port`; False if it cannot be had, unless it is the last try: then the
+        reason is written where `lineup web url` reads it, and the actor crashes."""
         # The web server's libraries are loaded here, in this process only: the actors
         # forked beside it do not carry them.
         from ._server import serve  # noqa: PLC0415
 
-        self.data_dir = Path(self.config["data_dir"])
-        self.counters = {"pages": 0, "actions": 0, "refused": 0}
-        kept = start_run(self.data_dir, self.boot_id)
-        wanted = kept if kept is not None else int(self.config.get("port", 0))
-        # The installed apps' surfaces it frames, and their bridge (`_bridge`).
-        self.surfaces = Surfaces(self, self.data_dir)
-        self.chat_changes = ChatChanges()
+        failed: BaseException | None = None
         try:
             self.port, self.guard = await self.nursery.start(
-                serve, self.data_dir, wanted, self.counters, self.surfaces, self.chat_changes
+                serve, self.data_dir, port, self.counters, self.surfaces, self.chat_changes
             )
-        except* OSError as cannot:  # the port is taken, most likely: say so, then crash
-            reason: BaseException = cannot
-            while isinstance(reason, BaseExceptionGroup):  # the server's nurseries nest it
-                reason = reason.exceptions[0]
-            detail = getattr(reason, "strerror", None) or str(reason)
-            write_failure(self.data_dir, wanted, detail, self.boot_id)
-            raise
-        write_endpoint(self.data_dir, self.port, self.boot_id)
-        log.info("the web host listens on 127.0.0.1:%d", self.port)
+        except* OSError as cannot:  # the port is taken, most likely
+            failed = cannot
+        if failed is None:
+            return True
+        if not last_try:
+            return False
+        reason: BaseException = failed
+        while isinstance(reason, BaseExceptionGroup):  # the server's nurseries nest it
+            reason = reason.exceptions[0]
+        detail = getattr(reason, "strerror", None) or str(reason)
+        write_failure(self.data_dir, port, detail, self.boot_id)
+        raise failed
 
     @handles(CHANGED)
     async def _chat_changed(self, msg: Message) -> None:

@@ -53,18 +53,20 @@ def _write_private(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
-def start_run(data_dir: str | Path, boot: str) -> int | None:
-    """Prepare the web dir for run `boot`; the port this run listens on already, if a
-    previous incarnation of the web host chose one. A new run forgets every key and session."""
+def start_run(data_dir: str | Path, boot: str) -> tuple[int | None, int | None]:
+    """Prepare the web dir for run `boot`: (the port this run listens on already, if a
+    previous incarnation of the web host chose one; else the port the last run listened
+    on, to try first). A new run forgets every key and session."""
     root = _private_dir(web_dir(data_dir))
     endpoint = read_endpoint(data_dir)
+    port = endpoint.get("port") if endpoint is not None else None
+    port = port if isinstance(port, int) and not isinstance(port, bool) else None
     if endpoint is not None and endpoint.get("boot") == boot:
-        port = endpoint.get("port")
-        return port if isinstance(port, int) else None
+        return port, None
     for name in ("keys", "sessions"):
         shutil.rmtree(root / name, ignore_errors=True)
     (root / ENDPOINT_FILE).unlink(missing_ok=True)
-    return None
+    return None, port if endpoint is not None and not endpoint.get("error") else None
 
 
 def write_endpoint(data_dir: str | Path, port: int, boot: str) -> None:

@@ -65,6 +65,7 @@ EXPECTED = {
     "lineup debug mailbox store --body": "",
     "lineup debug dead": "",
     "lineup debug kill router": "",
+    "lineup open": "opened the runtime's window in your browser",
     "lineup web url": "http://127.0.0.1:",
     "lineup web url --json": '"url": "http://127.0.0.1:',
     "lineup stop": "stopped the runtime on",
@@ -103,7 +104,12 @@ def home(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
         for key, value in os.environ.items()
         if key not in ("LINEUP_DATA_DIR", "XDG_DATA_HOME", "VIRTUAL_ENV", "PYTHONPATH")
     }
+    # The desktop's browser, as $BROWSER names it: it keeps the address it was given.
+    browser = tmp_path / "browser"
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {tmp_path / "opened.txt"}\n')
+    browser.chmod(0o755)
     env.update(
+        BROWSER=str(browser),
         HOME=str(tmp_path / "home"),
         PATH=os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin),
         NO_COLOR="1",

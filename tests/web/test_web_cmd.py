@@ -14,13 +14,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import trio
+
 from tests.kernel.helpers import REPO_ROOT, runtime_processes
 from tests.runtime.helpers import wait_for
 
 ADDRESS = re.compile(r"Web: (http://127\.0\.0\.1:(\d+)/\?key=([A-Za-z0-9_-]+))")
 
 
-def _lineup(*args: str) -> subprocess.CompletedProcess[str]:
+def _lineup(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lineup.cli", *args],
         cwd=REPO_ROOT,
@@ -28,6 +30,7 @@ def _lineup(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=30,
         check=False,
+        env=env,
     )
 
 
@@ -53,7 +56,8 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _status_of(url: str) -> int:
+def _get(url: str) -> tuple[int, str | None]:
+    """The status of a GET of `url` and where it sends the browser (its Location)."""
     address = url.removeprefix("http://")
     host, _, rest = address.partition("/")
     connection = http.client.HTTPConnection(host, timeout=10)
@@ -61,7 +65,17 @@ def _status_of(url: str) -> int:
     response = connection.getresponse()
     response.read()
     connection.close()
-    return response.status
+    return response.status, response.getheader("location")
+
+
+def _status_of(url: str) -> int:
+    return _get(url)[0]
+
+
+def _address(log: Path, n: int) -> tuple[str, str, str] | None:
+    """The `n`th address `lineup run` printed into `log` (url, port, key), once it has."""
+    found = ADDRESS.findall(log.read_text())
+    return found[n] if len(found) > n else None
 
 
 async def test_lineup_run_prints_the_address_and_lineup_web_url_a_fresh_one(
@@ -130,3 +144,61 @@ async def test_a_port_in_use_is_said_in_one_sentence(tmp_path: Path) -> None:
         f"Web: the web host cannot listen on 127.0.0.1:{port} (Address already in use);"
         " start the runtime again with another --web-port\n"
     )
+
+
+async def test_the_window_keeps_its_address_across_runs_while_the_port_is_free(
+    tmp_path: Path,
+) -> None:
+    data_dir, log = tmp_path / "data", tmp_path / "run.log"
+    ports = []
+    for run in range(2):
+        runtime = _run(data_dir, log)
+        try:
+            printed = await wait_for(lambda n=run: _address(log, n), 60, "the Web: line")
+            ports.append(int(printed[1]))
+        finally:
+            _stop(runtime)
+    assert ports[0] == ports[1]
+    # Its port taken meanwhile, the next run listens on another one, and says where.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", ports[0]))
+        taken.listen()
+        runtime = _run(data_dir, log)
+        try:
+            printed = await wait_for(lambda: _address(log, 2), 60, "the Web: line")
+            assert int(printed[1]) != ports[0]
+            assert _status_of(printed[0]) == 303
+        finally:
+            _stop(runtime)
+
+
+async def test_lineup_open_hands_the_browser_a_one_time_address_of_the_conversation(
+    tmp_path: Path,
+) -> None:
+    data_dir, log = tmp_path / "data", tmp_path / "run.log"
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser"  # the desktop's browser, as $BROWSER names it
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}\n')
+    browser.chmod(0o755)
+    missing = _lineup("open", "--data-dir", str(data_dir))
+    assert missing.returncode == 2 and "no runtime is running on" in missing.stderr
+    runtime = _run(data_dir, log)
+    try:
+        await wait_for(lambda: _address(log, 0), 60, "the Web: line")
+        where = ("--conversation", "c2", "--data-dir", str(data_dir), "--json")
+        done = await trio.to_thread.run_sync(
+            lambda: _lineup("open", *where, env={**os.environ, "BROWSER": str(browser)})
+        )
+        assert done.returncode == 0, done.stderr
+        said = json.loads(done.stdout)
+        assert said["opened"] is True
+        assert opened.read_text() == said["url"]
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?key=[\w-]+&conversation=c2", said["url"])
+        # The first, keyed load keeps the conversation the address names.
+        assert _get(said["url"]) == (303, "/?conversation=c2")
+
+        printed = _lineup("open", "--print", "--data-dir", str(data_dir))
+        assert printed.returncode == 0
+        assert printed.stdout.startswith("http://127.0.0.1:") and printed.stdout != said["url"]
+    finally:
+        _stop(runtime)

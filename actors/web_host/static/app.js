@@ -84,7 +84,7 @@
     let text = "online";
     if (state.stopped) {
       mode = "stopped";
-      text = "the runtime has stopped: start it with `lineup run`, then open the address `lineup web url` prints";
+      text = "the runtime has stopped: start it with `lineup run`, then `lineup open`";
     } else if (!state.open) {
       mode = state.everOpen ? "reconnecting" : "connecting";
       text = state.everOpen
