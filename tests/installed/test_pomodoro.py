@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -163,6 +164,15 @@ async def paused_by_the_user(
     return remaining_ms
 
 
+def _until_line(driver: WebDriver) -> str | None:
+    """The chat's line saying until when the timer runs, once it is there."""
+    for line in driver.find_elements(By.CSS_SELECTOR, "#timeline .tool .detail"):
+        text = str(line.get_attribute("textContent"))
+        if text.startswith("until "):
+            return text
+    return None
+
+
 async def test_pomodoro_from_install_to_removal(
     stack: Stack, browser: WebDriver, tmp_path: Path
 ) -> None:
@@ -183,6 +193,9 @@ async def test_pomodoro_from_install_to_removal(
     await surface_shows(browser, "running", left - 1)
     assert shown(stack)["ends_at"] == ends_at(running)
     await owns_the_stage(browser)
+    # The chat says until when on the wall clock, not as a UTC timestamp.
+    detail = await in_browser(until, browser, _until_line)
+    assert re.fullmatch(r"until (\w{3} \d{1,2} )?\d{1,2}:\d{2}( [AP]M)?", detail), detail
 
     remaining_ms = await paused_by_the_user(stack, browser, frame, call_id)
 

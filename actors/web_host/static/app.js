@@ -316,6 +316,20 @@
     return node;
   }
 
+  // The runtime writes times as UTC timestamps; a person reads them as the clock on the
+  // wall: the local time, with the date only when it is not today.
+  const TIMESTAMP = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z\b/g;
+
+  function localTimes(text) {
+    return String(text).replace(TIMESTAMP, (stamp) => {
+      const at = new Date(stamp);
+      if (Number.isNaN(at.getTime())) return stamp;
+      const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      const today = at.toDateString() === new Date().toDateString();
+      return today ? time : `${at.toLocaleDateString([], { month: "short", day: "numeric" })} ${time}`;
+    });
+  }
+
   function renderMarkdown(nodes) {
     const box = el("div", null, "md");
     for (const node of nodes) box.append(markdownNode(node));
@@ -350,7 +364,7 @@
       bar.setAttribute("aria-label", `${item.text}: ${item.percent} %`);
       box.append(bar);
     }
-    if (item.detail) box.append(el("p", item.detail, "detail"));
+    if (item.detail) box.append(el("p", localTimes(item.detail), "detail"));
     if (item.artifact) box.append(el("p", item.artifact, "artifact"));
     if (!["succeeded", "failed"].includes(item.state)) {
       const stop = el("button", "Stop");
