@@ -6,7 +6,9 @@ the same timeline across that restart."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -407,9 +409,30 @@ async def test_an_installed_app_is_enabled_disabled_and_removed_in_the_page(
         shown = "enabled" if wanted else "disabled"
         await in_browser(until, browser, lambda d, s=shown: facts(d) == f"installed · {s}")
 
-    await in_browser(press, "Remove…")
-    await in_browser(lambda: browser.find_element(By.ID, "confirm-remove-yes").click())
-    await wait_for(lambda: record() is None, 30, "pomodoro removed")
+    # An action the registry refuses is said where the user is: the page still offers the
+    # toggle (its web host held still while the app was removed behind its back).
+    assert stack.runtime is not None
+    toggle = "Disable" if (record() or {})["enabled"] else "Enable"
+    web_host = stack.runtime.actors()["web_host"]["pid"]
+    os.kill(web_host, signal.SIGSTOP)
+    try:
+        await trio.to_thread.run_sync(
+            _lineup, "app", "remove", "pomodoro", "--yes", "--data-dir", stack.data_dir
+        )
+        await in_browser(press, toggle)
+    finally:
+        os.kill(web_host, signal.SIGCONT)
+    said = await in_browser(
+        until,
+        browser,
+        lambda d: (
+            d.find_element(By.ID, "notice").is_displayed() and d.find_element(By.ID, "notice").text
+        ),
+    )
+    assert said == f"Could not {toggle.lower()} Pomodoro: no app 'pomodoro' is installed"
+    await in_browser(lambda: browser.find_element(By.ID, "notice-close").click())
+    assert not await in_browser(lambda: browser.find_element(By.ID, "notice").is_displayed())
+    assert record() is None
     await in_browser(
         until,
         browser,

@@ -32,6 +32,8 @@
     downSince: null,
     stopped: false,
     titles: new Map(), // app scope -> its title, from the registry
+    asked: [], // registry operations asked for in this page, their outcome not seen yet
+    latestOperation: null, // the last operation in the registry as last shown
   };
   // How long a socket may stay down before the page says the runtime has stopped.
   const GIVE_UP_MS = 20000;
@@ -161,9 +163,8 @@
   }
 
   function notice(text) {
-    const shown = $("notice");
-    shown.textContent = text || "";
-    shown.hidden = !text;
+    $("notice").textContent = text || "";
+    $("notice-box").hidden = !text;
   }
 
   // -- the queue of the user's actions -----------------------------------------------------
@@ -481,7 +482,8 @@
   // -- the app registry and the switcher ---------------------------------------------------
 
   function renderRegistry(registry) {
-    state.titles = new Map(registry.apps.map((app) => [app.app_scope, app.title]));
+    // Titles are kept past an app's removal: its last operations still name it.
+    for (const app of registry.apps) state.titles.set(app.app_scope, app.title);
     $("apps-default").textContent = registry.default_app
       ? `The runtime opens ${registry.default_app} at start.`
       : "No default app is set: the runtime opens the chat at start.";
@@ -536,14 +538,38 @@
       operations.append(el("li", `${op.kind.replace("_", " ")} ${op.app_scope}: ${outcome}`));
     }
     renderSwitcher(registry.focus);
+    tellOutcome(registry.operations);
   }
 
   function registryButton(text, input, disabled) {
     const button = el("button", text);
     button.type = "button";
     button.disabled = Boolean(disabled);
-    button.addEventListener("click", () => enqueue({ t: "act", app: "app-registry", input }, null));
+    button.addEventListener("click", () => askRegistry(input));
     return button;
+  }
+
+  // A registry operation the user asked for here, until its outcome is in: a refusal is
+  // said where the user is (the toast), not only in the list of last operations.
+  function askRegistry(input) {
+    state.asked.push({ kind: input.kind, app_scope: input.app_scope, at: Date.now() });
+    enqueue({ t: "act", app: "app-registry", input }, null);
+  }
+
+  function tellOutcome(operations) {
+    const latest = operations.length ? JSON.stringify(operations[operations.length - 1]) : "";
+    const before = state.latestOperation;
+    state.latestOperation = latest;
+    if (before === null || latest === before) return; // the first look, or nothing new
+    state.asked = state.asked.filter((asked) => Date.now() - asked.at < 60000);
+    const op = operations[operations.length - 1];
+    const mine = state.asked.findIndex((a) => a.kind === op.kind && a.app_scope === op.app_scope);
+    if (mine < 0) return;
+    state.asked.splice(mine, 1);
+    if (op.code) {
+      const title = state.titles.get(op.app_scope) || op.app_scope;
+      notice(`Could not ${op.kind.replace("_", " ")} ${title}: ${op.detail || op.code.replaceAll("_", " ")}`);
+    }
   }
 
   function confirmRemove(app) {
@@ -559,7 +585,7 @@
     };
     yes.onclick = () => {
       close();
-      enqueue({ t: "act", app: "app-registry", input: { kind: "remove", app_scope: app.app_scope, confirmed: true } }, null);
+      askRegistry({ kind: "remove", app_scope: app.app_scope, confirmed: true });
     };
     no.onclick = close;
     dialog.showModal();
@@ -719,6 +745,7 @@
     resizable();
     onStage(null);
     $("composer").addEventListener("submit", send);
+    $("notice-close").addEventListener("click", () => notice(""));
     $("composer-text").addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) send(event);
     });
