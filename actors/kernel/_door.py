@@ -29,6 +29,10 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from ._body import INVALID, BodyRefused, read_app_body
+from ._frames import DEFAULT_MAX_FRAME
+from ._specs import DEEPEST_APP_BODY
+
 APPS = "app.*"  # any app process
 OPERATOR = "debug"
 UI = "ui"
@@ -41,11 +45,25 @@ def from_outside(sender: str) -> bool:
 
 
 class PayloadError(Exception):
-    """A body that does not have its type's declared shape; says which field."""
+    """A body that does not have its type's declared shape; says which field. Its code is
+    `invalid_payload`, or `too_deep` / `too_large` for an app's body past the bounds."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, code: str = INVALID) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.code = code
+
+
+def app_body(packed: bytes) -> dict[str, Any]:
+    """An app's body, read by its recipient by the supervisor's rules (`_body`) before its
+    type is checked: the supervisor refused whatever breaks them, and an actor does not
+    count on that. Its bounds are the widest any runtime may set (`AppLimits`)."""
+    try:
+        # Nothing bigger than one frame can arrive, so only the nesting is bounded here.
+        bound = DEFAULT_MAX_FRAME
+        return read_app_body(packed, max_depth=DEEPEST_APP_BODY, max_items=bound, max_len=bound)
+    except BodyRefused as refused:
+        raise PayloadError(refused.detail, refused.code) from None
 
 
 @dataclass(frozen=True)
@@ -68,12 +86,16 @@ def _checker(body: Any) -> Callable[[Any], Any]:
     adapter = TypeAdapter(body)
 
     def check(value: Any) -> Any:
+        """The body as its type has it, or PayloadError: never anything else, whatever
+        the value (a validator that raised otherwise would fail the handler's message)."""
         try:
             return adapter.validate_python(value)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "body"
             raise PayloadError(f"{where}: {first['msg']}") from None
+        except Exception:
+            raise PayloadError("body: its values cannot be read as its type") from None
 
     return check
 

@@ -169,6 +169,11 @@ def _flatten(value: Any, key: str = "") -> list[tuple[str, Any]]:
     return [(key, value)]
 
 
+# The deepest an app's body may nest in any runtime: what its recipient holds it to
+# (`_door.app_body`), whatever the supervisor's own bound below.
+DEEPEST_APP_BODY = 64
+
+
 class AppLimits(BaseModel):
     """What one app process may send: checked by the supervisor before anything is stored."""
 
@@ -182,7 +187,7 @@ class AppLimits(BaseModel):
         description="its messages stored and not yet handled; past it, its channel waits",
     )
     max_body: int = Field(default=256 * 1024, ge=64, description="bytes of one packed body")
-    max_depth: int = Field(default=32, ge=1, description="nesting of a body")
+    max_depth: int = Field(default=32, ge=1, le=DEEPEST_APP_BODY, description="nesting of a body")
     max_items: int = Field(default=65536, ge=1, description="values in one body, all told")
 
 
