@@ -69,7 +69,7 @@ def test_the_supervisor_and_every_recipient_refuse_each_shape(label: str) -> Non
 _plain = st.recursive(
     st.none()
     | st.booleans()
-    | st.integers(min_value=-(2**64), max_value=2**64 - 1)
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
     | st.floats()
     | st.text(max_size=20)
     | st.binary(max_size=20),
