@@ -21,7 +21,7 @@ from actors.kernel._actor import message_from_frame
 from actors.kernel._gate import Refusal, check_body
 from actors.kernel._specs import AppLimits
 from tests.runtime.helpers import CONVERSATION, texts, wait_for
-from tests.tools.helpers import Agent, finals, new_revision, tools_of
+from tests.tools.helpers import Agent, finals, tools_of
 
 from .app._body_attacks import SHAPES
 from .conftest import SCOPE, Hostile
@@ -158,11 +158,7 @@ async def test_an_output_the_agent_cannot_be_given_ends_its_call(hostile: Hostil
     envelope cannot carry: the call ends `handler_failed` at once, as for an output its
     schema refuses, and the tool router handled the report without failing."""
     stack = hostile.stack
-    await stack.start_appserver()
-    await stack.start_runtime()
-    client = await stack.start_agent()
-    await client.send_text(CONVERSATION, "hello")
-    await new_revision(stack, 0)
+    client = await hostile.start_conversation()
     await hostile.install({"attacks": []})
     await wait_for(lambda: "hostile.answer" in tools_of(stack), 30, "its tool in the inventory")
     restarts = hostile.restarts()

@@ -26,7 +26,6 @@ from tests.tools.helpers import (
     final_of,
     finals,
     install_toolbox,
-    new_revision,
     stream_finals,
     tools_of,
 )
@@ -49,11 +48,7 @@ async def _ready(hostile: Hostile, box: tuple[Path, Path], orders: dict[str, Any
     """The runtime with the toolbox and the hostile app installed (this one with its
     orders), both apps' tools in the agent's inventory; the agent's side of calls."""
     stack = hostile.stack
-    await stack.start_appserver()
-    await stack.start_runtime()
-    client = await stack.start_agent()
-    await client.send_text(CONVERSATION, "hello")
-    await new_revision(stack, 0)
+    client = await hostile.start_conversation()
     await trio.to_thread.run_sync(install_toolbox, stack, box)
     await hostile.install(orders)
     await wait_for(
