@@ -91,28 +91,34 @@ def read_app_body(body: bytes, *, max_depth: int, max_items: int, max_len: int) 
 
 
 def _check_values(top: dict[str, Any], max_depth: int, max_items: int) -> None:
-    """Walks the body without recursion: what a body costs once decoded is its count of
-    values, not its bytes (a megabyte of empty lists is a million lists)."""
-    items = 0
+    """Walks the body's containers without recursion, checking their values in place: what
+    a body costs once decoded is its count of values, not its bytes (a megabyte of empty
+    lists is a million lists). A key counts as a value, at its map's values' depth."""
+    items = 1
     stack: list[tuple[Any, int]] = [(top, 1)]
     while stack:
         node, depth = stack.pop()
-        items += 1
+        if type(node) is dict:
+            values: Any = node.values()
+            items += 2 * len(node)
+        else:
+            values = node
+            items += len(node)
         if items > max_items:
             raise BodyRefused(TOO_LARGE, f"the body holds over {max_items} values")
-        if depth > max_depth:
+        if values and depth >= max_depth:
             raise BodyRefused(TOO_DEEP, f"the body nests over {max_depth} levels")
-        kind = type(node)
-        if kind is dict:
-            items += len(node)  # its keys, strings already
-            stack.extend((item, depth + 1) for item in node.values())
-        elif kind is list:
-            stack.extend((item, depth + 1) for item in node)
-        elif kind is int:
-            if not INT_MIN <= node <= INT_MAX:
-                raise BodyRefused(INVALID, "an integer in the body is outside 64 bits")
-        elif kind is float:
-            if not math.isfinite(node):
-                raise BodyRefused(INVALID, "a number in the body is NaN or infinite")
-        elif kind not in (str, bytes, bool, type(None)):
-            raise BodyRefused(INVALID, "the body holds an extension type")
+        for value in values:
+            kind = type(value)
+            if kind is str or kind is bool or kind is bytes or value is None:
+                continue
+            if kind is dict or kind is list:
+                stack.append((value, depth + 1))
+            elif kind is int:
+                if not INT_MIN <= value <= INT_MAX:
+                    raise BodyRefused(INVALID, "an integer in the body is outside 64 bits")
+            elif kind is float:
+                if not math.isfinite(value):
+                    raise BodyRefused(INVALID, "a number in the body is NaN or infinite")
+            else:
+                raise BodyRefused(INVALID, "the body holds an extension type")
