@@ -72,14 +72,17 @@ class Accept:
 
     senders: frozenset[str]
     check: Callable[[Any], Any] | None = None
+    body: Any = None  # the declared type `check` holds a body to
 
 
 def accept(*senders: str, body: Any = None) -> Accept:
     """`accept("router", "transport", body=SomeTypedDict)`: a body type is anything pydantic
-    validates (a TypedDict keeps the body a plain dict for the handler)."""
+    validates (a TypedDict keeps the body a plain dict for the handler). What an app fills
+    in is typed to the last value: free-form content is `JsonValue`, never `Any` (an `Any`
+    would let bytes, which an app's body may carry, reach a JSON encoder)."""
     if not senders:
         raise ValueError("a message type needs at least one allowed sender")
-    return Accept(frozenset(senders), _checker(body) if body is not None else None)
+    return Accept(frozenset(senders), _checker(body) if body is not None else None, body)
 
 
 def _checker(body: Any) -> Callable[[Any], Any]:

@@ -14,16 +14,18 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 import supervisor
 from actors.kernel import PayloadError, load_door
 from actors.kernel._actor import message_from_frame
+from actors.kernel._door import APP_PREFIX
 from actors.kernel._gate import Refusal, check_body
 from actors.kernel._specs import AppLimits
 from tests.runtime.helpers import CONVERSATION, texts, wait_for
 from tests.tools.helpers import Agent, finals, tools_of
 
-from .app._body_attacks import SHAPES
+from .app._body_attacks import BYTES_IN_JSON, SHAPES
 from .conftest import SCOPE, Hostile
 
 SENDER = f"app.{SCOPE}"
@@ -48,7 +50,8 @@ def _delivery(message_type: str, body: bytes) -> dict[str, Any]:
     return {"id": "m1", "type": message_type, "from": SENDER, "seq": 1, "body": body}
 
 
-ALL_DOORS = _doors([child.model_dump() for child in supervisor.default_config(web_port=0).children])
+_CHILDREN = [child.model_dump() for child in supervisor.default_config(web_port=0).children]
+ALL_DOORS = _doors(_CHILDREN)
 EVERY_TYPE = sorted((name, t) for name, door in ALL_DOORS.items() for t in door.types())
 
 
@@ -143,6 +146,10 @@ async def test_no_odd_body_breaks_a_core_actor(hostile: Hostile) -> None:
         answered = "accepted:null" if message_type == "router.action" else "refused:"
         assert outcome.startswith(answered), (message_type, outcome)
 
+    for label in BYTES_IN_JSON:
+        outcome = outcomes[f"bytes in {label}"]
+        assert outcome.startswith("refused:invalid_payload:"), (label, outcome)
+
     # Each refusal, call and cast alike, counted against the app, by its code.
     refused = runtime.actors()[SENDER]["refused"]
     for code in ("invalid_payload", "too_deep"):
@@ -174,3 +181,37 @@ async def test_an_output_the_agent_cannot_be_given_ends_its_call(hostile: Hostil
     ) == [(0,)]
     now = hostile.restarts()
     assert {name: now[name] for name in restarts} == restarts
+
+
+def _untyped(schema: Any, where: str) -> list[str]:
+    """Where a pydantic core schema takes any value at all (a JSON value's own schema takes
+    any value only when it reads JSON text, never Python values)."""
+    if isinstance(schema, list):
+        return [found for item in schema for found in _untyped(item, where)]
+    if not isinstance(schema, dict):
+        return []
+    if schema.get("type") == "any":
+        return [where]
+    if schema.get("type") == "json-or-python":
+        return _untyped(schema["python_schema"], where)
+    return [
+        found
+        for key, value in schema.items()
+        if key not in ("metadata", "serialization")
+        for found in _untyped(value, f"{where}.{key}" if key == "fields" else where)
+    ]
+
+
+def test_what_an_app_fills_in_is_typed_to_the_last_value() -> None:
+    """Every type an app may send (any app: the chat's and the settings' own included)
+    declares each value an app fills in; free-form content is JSON, never `Any`."""
+    from_apps = 0
+    for name, door in ALL_DOORS.items():
+        for message_type, rule in door.accepts.items():
+            if not any(sender.startswith(APP_PREFIX) for sender in rule.senders):
+                continue
+            from_apps += 1
+            assert rule.body is not None, (name, message_type)
+            schema = TypeAdapter(rule.body).core_schema
+            assert _untyped(schema, "body") == [], (name, message_type)
+    assert from_apps >= len(_targets(_CHILDREN))

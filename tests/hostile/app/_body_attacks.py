@@ -66,6 +66,44 @@ SHAPES: dict[str, tuple[bytes, str]] = {
 }
 
 
+# Well-formed bodies, each with bytes (which msgpack carries and an artifact's data is) in
+# a field of free-form JSON content: each type's door refuses them.
+BYTES_IN_JSON: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "diagnostics fields": (
+        "store",
+        "store.diagnostics.report",
+        {"events": [{"level": "info", "name": "x", "fields": {"b": b"x"}}]},
+    ),
+    "session data": (
+        "store",
+        "store.session_data.replace",
+        {"data": {"b": b"x"}, "expected_revision": 0},
+    ),
+    "an action": ("router", "router.action", {"action": "send_text", "b": b"x"}),
+    "a request": ("app_manager", "app_manager.request", {"kind": "list", "b": b"x"}),
+    "a report's display": (
+        "tool_router",
+        "tool_router.report",
+        {"call_id": "call_nobody_made", "kind": "deadline", "display": {"b": b"x"}},
+    ),
+    "a report's output": (
+        "tool_router",
+        "tool_router.report",
+        {"call_id": "call_nobody_made", "kind": "result", "output": {"b": b"x"}},
+    ),
+    "a deadline's output": (
+        "tool_router",
+        "tool_router.deadline",
+        {"call_id": "call_nobody_made", "action": "finish", "output": {"b": b"x"}},
+    ),
+    "a capability's input": (
+        "capability_gateway",
+        "capability_gateway.request",
+        {"request_id": "r1", "capability": "file.save", "purpose": "x", "input": {"b": b"x"}},
+    ),
+}
+
+
 async def odd_bodies(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]:
     """Each shape to each target, as a call (what comes back) and as a cast (nothing does,
     nothing may break); then a well-formed map of fields no type declares, which only its
@@ -76,4 +114,7 @@ async def odd_bodies(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]
             outcomes[f"{type} {label}"] = await app.raw(to, type, body)
             await app.raw(to, type, body, call=False)
         outcomes[f"{type} unknown fields"] = await app.raw(to, type, _packed({"odd": 1}))
+    for label, (to, type, body) in BYTES_IN_JSON.items():
+        outcomes[f"bytes in {label}"] = await app.raw(to, type, _packed(body))
+        await app.raw(to, type, _packed(body), call=False)
     return {"outcomes": outcomes}
