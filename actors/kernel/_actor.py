@@ -32,7 +32,7 @@ import trio
 from actors.contracts import ContractError
 
 from ._channel import Channel, ChannelClosed
-from ._door import APP_PREFIX, Door, PayloadError, app_body, from_outside
+from ._door import APP_PREFIX, Door, PayloadError, app_answer, app_body, from_outside
 from ._faults import crash_point
 from ._frames import Frame, pack_body, unpack_body
 from ._ids import DerivedIds, new_id
@@ -280,7 +280,14 @@ class Actor:
         if "error" in reply:
             error = reply["error"]
             raise CallFailed(str(error.get("code")), str(error.get("detail", "")))
-        return unpack_body(reply["body"]) if "body" in reply else None
+        if "body" not in reply:
+            return None
+        if to.startswith(APP_PREFIX):  # an app's answer is bytes of its own making too
+            try:
+                return app_answer(reply["body"])
+            except PayloadError as exc:
+                raise CallFailed(exc.code, f"the app's answer: {exc.detail}") from None
+        return unpack_body(reply["body"])
 
     def statistics(self) -> ActorStatistics:
         return ActorStatistics(

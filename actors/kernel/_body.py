@@ -58,6 +58,14 @@ def _no_extension(code: int, data: bytes) -> NoReturn:
 def read_app_body(body: bytes, *, max_depth: int, max_items: int, max_len: int) -> dict[str, Any]:
     """The map `body` holds, or BodyRefused; `max_len` bounds each string, bytes and
     container, `max_items` the values all told, `max_depth` the nesting (the top map is 1)."""
+    value = read_app_value(body, max_depth=max_depth, max_items=max_items, max_len=max_len)
+    if type(value) is not dict:
+        raise BodyRefused(INVALID, "the body is not a map")
+    return value
+
+
+def read_app_value(body: bytes, *, max_depth: int, max_items: int, max_len: int) -> Any:
+    """`read_app_body` for a value of any kind at the top: an app's answer to a call."""
     try:
         value = msgpack.unpackb(
             body,
@@ -84,18 +92,16 @@ def read_app_body(body: bytes, *, max_depth: int, max_items: int, max_len: int) 
         raise BodyRefused(INVALID, "the body is not exactly one msgpack value") from None
     except Exception:  # msgpack raises several unrelated types for garbage
         raise BodyRefused(INVALID, "the body is not exactly one msgpack value") from None
-    if type(value) is not dict:
-        raise BodyRefused(INVALID, "the body is not a map")
     _check_values(value, max_depth, max_items)
     return value
 
 
-def _check_values(top: dict[str, Any], max_depth: int, max_items: int) -> None:
+def _check_values(top: Any, max_depth: int, max_items: int) -> None:
     """Walks the body's containers without recursion, checking their values in place: what
     a body costs once decoded is its count of values, not its bytes (a megabyte of empty
     lists is a million lists). A key counts as a value, at its map's values' depth."""
-    items = 1
-    stack: list[tuple[Any, int]] = [(top, 1)]
+    items = 0
+    stack: list[tuple[Any, int]] = [([top], 0)]  # the top value, in a list of its own
     while stack:
         node, depth = stack.pop()
         if type(node) is dict:

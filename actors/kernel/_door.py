@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ._body import INVALID, BodyRefused, read_app_body
+from ._body import INVALID, BodyRefused, read_app_body, read_app_value
 from ._frames import DEFAULT_MAX_FRAME
 from ._specs import DEEPEST_APP_BODY
 
@@ -58,10 +58,20 @@ def app_body(packed: bytes) -> dict[str, Any]:
     """An app's body, read by its recipient by the supervisor's rules (`_body`) before its
     type is checked: the supervisor refused whatever breaks them, and an actor does not
     count on that. Its bounds are the widest any runtime may set (`AppLimits`)."""
+    body: dict[str, Any] = _read_from_app(read_app_body, packed)
+    return body
+
+
+def app_answer(packed: bytes) -> Any:
+    """An app's answer to a call, read by the same rules; any value may be at its top."""
+    return _read_from_app(read_app_value, packed)
+
+
+def _read_from_app(reader: Callable[..., Any], packed: bytes) -> Any:
     try:
         # Nothing bigger than one frame can arrive, so only the nesting is bounded here.
         bound = DEFAULT_MAX_FRAME
-        return read_app_body(packed, max_depth=DEEPEST_APP_BODY, max_items=bound, max_len=bound)
+        return reader(packed, max_depth=DEEPEST_APP_BODY, max_items=bound, max_len=bound)
     except BodyRefused as refused:
         raise PayloadError(refused.detail, refused.code) from None
 
