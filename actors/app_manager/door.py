@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import JsonValue
+
 from actors.kernel import APPS, Door, accept
 
 DOOR = Door(
     {
-        "app_manager.request": accept("host", "tool_router", APPS, body=dict[str, Any]),
+        "app_manager.request": accept("host", "tool_router", APPS, body=dict[str, JsonValue]),
         "app_manager.host_intent": accept("host", body=dict[str, Any]),
         "kernel.actor_failed": accept("supervisor", body=dict[str, Any]),
     }

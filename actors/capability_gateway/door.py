@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
 
 from actors.contracts import SCOPE_CHAT, SCOPE_SETTINGS
@@ -29,7 +29,7 @@ class Request(TypedDict):
     request_id: _REQUEST_ID
     capability: _NAME
     purpose: Annotated[str, Field(min_length=1, max_length=500)]
-    input: NotRequired[Any]
+    input: NotRequired[JsonValue]
     timeout_ms: NotRequired[Annotated[int, Field(ge=1_000, le=600_000)]]
 
 

@@ -32,7 +32,7 @@ import trio
 from actors.contracts import ContractError
 
 from ._channel import Channel, ChannelClosed
-from ._door import Door, PayloadError, from_outside
+from ._door import APP_PREFIX, Door, PayloadError, app_answer, app_body, from_outside
 from ._faults import crash_point
 from ._frames import Frame, pack_body, unpack_body
 from ._ids import DerivedIds, new_id
@@ -280,7 +280,14 @@ class Actor:
         if "error" in reply:
             error = reply["error"]
             raise CallFailed(str(error.get("code")), str(error.get("detail", "")))
-        return unpack_body(reply["body"]) if "body" in reply else None
+        if "body" not in reply:
+            return None
+        if to.startswith(APP_PREFIX):  # an app's answer is bytes of its own making too
+            try:
+                return app_answer(reply["body"])
+            except PayloadError as exc:
+                raise CallFailed(exc.code, f"the app's answer: {exc.detail}") from None
+        return unpack_body(reply["body"])
 
     def statistics(self) -> ActorStatistics:
         return ActorStatistics(
@@ -327,9 +334,13 @@ def message_from_frame(
     # Built for every delivery: positionally through tuple.__new__, at half the cost
     # of NamedTuple's keyword constructor. The order is Message's fields'.
     get = frame.get
-    body = unpack_body(frame["body"]) if "body" in frame else None
     kind = frame["type"]
     sender = get("from", "")
+    body: Any
+    if sender.startswith(APP_PREFIX):  # bytes of its own making (`_body`)
+        body = app_body(frame.get("body", b""))
+    else:
+        body = unpack_body(frame["body"]) if "body" in frame else None
     if checks and from_outside(sender):
         check = checks.get(kind)
         if check is not None:
@@ -459,7 +470,10 @@ class _Session:
         when it was a call, and done either way: redelivering it would change nothing."""
         actor = self.actor
         actor._refused += 1
-        detail = exc.detail if isinstance(exc, PayloadError) else "the body is not msgpack"
+        if isinstance(exc, PayloadError):
+            code, detail = exc.code, exc.detail
+        else:
+            code, detail = "invalid_payload", "the body is not msgpack"
         log.warning(
             "%s: refused %s %s from %s: %s",
             actor.name,
@@ -474,7 +488,7 @@ class _Session:
                     "type": "kernel.reply",
                     "corr": frame["id"],
                     "to": frame.get("from"),
-                    "error": {"code": "invalid_payload", "detail": detail[:1000]},
+                    "error": {"code": code, "detail": detail[:1000]},
                 }
             )
         self.acks.append(frame["seq"])

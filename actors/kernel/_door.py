@@ -29,6 +29,10 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from ._body import INVALID, BodyRefused, read_app_body, read_app_value
+from ._frames import DEFAULT_MAX_FRAME
+from ._specs import DEEPEST_APP_BODY
+
 APPS = "app.*"  # any app process
 OPERATOR = "debug"
 UI = "ui"
@@ -41,11 +45,35 @@ def from_outside(sender: str) -> bool:
 
 
 class PayloadError(Exception):
-    """A body that does not have its type's declared shape; says which field."""
+    """A body that does not have its type's declared shape; says which field. Its code is
+    `invalid_payload`, or `too_deep` / `too_large` for an app's body past the bounds."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, code: str = INVALID) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.code = code
+
+
+def app_body(packed: bytes) -> dict[str, Any]:
+    """An app's body, read by its recipient by the supervisor's rules (`_body`) before its
+    type is checked: the supervisor refused whatever breaks them, and an actor does not
+    count on that. Its bounds are the widest any runtime may set (`AppLimits`)."""
+    body: dict[str, Any] = _read_from_app(read_app_body, packed)
+    return body
+
+
+def app_answer(packed: bytes) -> Any:
+    """An app's answer to a call, read by the same rules; any value may be at its top."""
+    return _read_from_app(read_app_value, packed)
+
+
+def _read_from_app(reader: Callable[..., Any], packed: bytes) -> Any:
+    try:
+        # Nothing bigger than one frame can arrive, so only the nesting is bounded here.
+        bound = DEFAULT_MAX_FRAME
+        return reader(packed, max_depth=DEEPEST_APP_BODY, max_items=bound, max_len=bound)
+    except BodyRefused as refused:
+        raise PayloadError(refused.detail, refused.code) from None
 
 
 @dataclass(frozen=True)
@@ -54,26 +82,33 @@ class Accept:
 
     senders: frozenset[str]
     check: Callable[[Any], Any] | None = None
+    body: Any = None  # the declared type `check` holds a body to
 
 
 def accept(*senders: str, body: Any = None) -> Accept:
     """`accept("router", "transport", body=SomeTypedDict)`: a body type is anything pydantic
-    validates (a TypedDict keeps the body a plain dict for the handler)."""
+    validates (a TypedDict keeps the body a plain dict for the handler). What an app fills
+    in is typed to the last value: free-form content is `JsonValue`, never `Any` (an `Any`
+    would let bytes, which an app's body may carry, reach a JSON encoder)."""
     if not senders:
         raise ValueError("a message type needs at least one allowed sender")
-    return Accept(frozenset(senders), _checker(body) if body is not None else None)
+    return Accept(frozenset(senders), _checker(body) if body is not None else None, body)
 
 
 def _checker(body: Any) -> Callable[[Any], Any]:
     adapter = TypeAdapter(body)
 
     def check(value: Any) -> Any:
+        """The body as its type has it, or PayloadError: never anything else, whatever
+        the value (a validator that raised otherwise would fail the handler's message)."""
         try:
             return adapter.validate_python(value)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "body"
             raise PayloadError(f"{where}: {first['msg']}") from None
+        except Exception:
+            raise PayloadError("body: its values cannot be read as its type") from None
 
     return check
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from typing import Any
 
-import msgpack
 import trio
 
+from ._body import BodyRefused, read_app_body
 from ._door import APP_PREFIX, OPEN_DOOR, Door
 from ._frames import Frame
 from ._specs import AppLimits
@@ -66,45 +65,15 @@ class Refusal(Exception):
 
 
 def check_body(body: bytes, limits: AppLimits) -> None:
-    """Raise Refusal unless `body` is one msgpack value within `limits`."""
+    """Raise Refusal unless `body` is a map of plain values within `limits` (`_body`)."""
     if len(body) > limits.max_body:
         raise Refusal("too_large", f"a body of {len(body)} bytes (at most {limits.max_body})")
     try:
-        value = msgpack.unpackb(
-            body,
-            raw=False,
-            strict_map_key=False,
-            max_str_len=limits.max_body,
-            max_bin_len=limits.max_body,
-            max_array_len=limits.max_items,
-            max_map_len=limits.max_items,
-            max_ext_len=0,
+        read_app_body(
+            body, max_depth=limits.max_depth, max_items=limits.max_items, max_len=limits.max_body
         )
-    except msgpack.StackError:
-        raise Refusal("too_deep", "the body nests deeper than msgpack allows") from None
-    except ValueError as exc:
-        if "exceeds max" in str(exc):  # a string, bytes or container over its limit
-            raise Refusal("too_large", str(exc)) from None
-        raise Refusal("invalid_payload", "the body is not one msgpack value") from None
-    except Exception:  # msgpack raises several unrelated types for garbage
-        raise Refusal("invalid_payload", "the body is not one msgpack value") from None
-    # What a body costs once decoded is its count of values, not its bytes: a megabyte
-    # of empty arrays is a million lists.
-    items = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        items += 1
-        if items > limits.max_items:
-            raise Refusal("too_large", f"the body holds over {limits.max_items} values")
-        if depth > limits.max_depth:
-            raise Refusal("too_deep", f"the body nests over {limits.max_depth} levels")
-        if type(node) is dict:
-            for key, item in node.items():
-                stack.append((key, depth + 1))
-                stack.append((item, depth + 1))
-        elif type(node) is list:
-            stack.extend((item, depth + 1) for item in node)
+    except BodyRefused as refused:
+        raise Refusal(refused.code, refused.detail) from None
 
 
 class Gate:
@@ -136,8 +105,8 @@ class Gate:
                 self._verdicts[key] = verdict
         if verdict:
             raise Refusal("sender_not_allowed", verdict)
-        if self.limits is not None and "body" in frame:
-            check_body(frame["body"], self.limits)
+        if self.limits is not None:  # an app's message without a body has no map either
+            check_body(frame.get("body", b""), self.limits)
 
     def _decide(self, to: str, message_type: str) -> str:
         """'' when allowed, else why not."""

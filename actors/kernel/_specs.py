@@ -169,6 +169,12 @@ def _flatten(value: Any, key: str = "") -> list[tuple[str, Any]]:
     return [(key, value)]
 
 
+# The deepest an app's body may nest in any runtime, as deep as an envelope may (the
+# contracts' JSON depth): its recipient holds it to this too (`_door.app_body`), so the
+# supervisor's bound below may be lowered, never raised.
+DEEPEST_APP_BODY = 32
+
+
 class AppLimits(BaseModel):
     """What one app process may send: checked by the supervisor before anything is stored."""
 
@@ -182,7 +188,9 @@ class AppLimits(BaseModel):
         description="its messages stored and not yet handled; past it, its channel waits",
     )
     max_body: int = Field(default=256 * 1024, ge=64, description="bytes of one packed body")
-    max_depth: int = Field(default=32, ge=1, description="nesting of a body")
+    max_depth: int = Field(
+        default=DEEPEST_APP_BODY, ge=1, le=DEEPEST_APP_BODY, description="nesting of a body"
+    )
     max_items: int = Field(default=65536, ge=1, description="values in one body, all told")
 
 

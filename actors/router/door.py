@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, JsonValue
 from typing_extensions import TypedDict
 
 from actors.kernel import APPS, Door, accept
@@ -36,6 +36,6 @@ DOOR = Door(
         "router.inbound.duplicates": accept("store", body=Duplicates),
         "router.apps": accept("app_manager", body=Apps),
         # The action's own fields are the contract's (`user_envelope` names a bad one).
-        "router.action": accept(APPS, body=dict[str, Any]),
+        "router.action": accept(APPS, body=dict[str, JsonValue]),
     }
 )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
 
 from actors.contracts import SCOPE_SETTINGS, OutboxVerdict
@@ -122,7 +122,7 @@ class SessionDataGet(TypedDict, total=False):
 
 
 class _SessionDataReplaceRequired(TypedDict):
-    data: dict[str, Any]
+    data: dict[str, JsonValue]
     expected_revision: Annotated[int, Field(strict=True, ge=0)]
 
 
@@ -147,7 +147,7 @@ class _DiagnosticEventRequired(TypedDict):
 
 class DiagnosticEvent(_DiagnosticEventRequired, total=False):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    fields: dict[str, Any]
+    fields: dict[str, JsonValue]
 
 
 class DiagnosticsReport(TypedDict, total=False):

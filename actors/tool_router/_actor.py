@@ -424,6 +424,22 @@ class ToolRouterActor(Actor):
         """The call's one final outcome: recorded with its envelope in one transaction."""
         if call.done:
             return
+        env: dict[str, Any] | None = None
+        if error is None:
+            try:
+                env = envelope(
+                    call,
+                    "lineup.tool.result",
+                    {"output": output or {}},
+                    id=call.slot_id(SLOT_FINAL),
+                    from_app=from_app,
+                )
+            except ContractError as exc:
+                # An output the agent's envelope cannot carry (it sits two levels deeper
+                # there than in the app's report, beside the envelope's own fields): the
+                # app's failure, as an output its schema refuses.
+                error = ContractError(Code.HANDLER_FAILED, "the app's output cannot be relayed")
+                audit_detail, from_app = f"its output: {exc.detail}", False
         if error is None:
             call.state, call.output = "succeeded", output or {}
         else:
@@ -433,7 +449,8 @@ class ToolRouterActor(Actor):
         operation = call.operation
         if operation is not None and operation.open:  # ended by the runtime's own verdict
             operation.interrupt(now_ms(), f"the runtime ({call.code})")
-        env = final_envelope(call, id=call.slot_id(SLOT_FINAL))
+        if env is None:
+            env = final_envelope(call, id=call.slot_id(SLOT_FINAL))
         audit = []
         if error is not None and error.code in (Code.HANDLER_FAILED, Code.OPERATION_EXPIRED):
             detail = f"{call.call_id}: {audit_detail or error.detail}"

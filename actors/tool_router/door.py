@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
 
 from actors.contracts import SCOPE_SETTINGS
@@ -31,11 +31,11 @@ class Report(TypedDict):
     stage: NotRequired[Annotated[str, Field(max_length=200)] | None]
     percent: NotRequired[Annotated[int, Field(ge=0, le=100)] | None]
     message: NotRequired[Annotated[str, Field(max_length=4096)] | None]
-    output: NotRequired[dict[str, Any]]
+    output: NotRequired[dict[str, JsonValue]]
     code: NotRequired[Annotated[str, Field(max_length=64)]]
     # A deadline: the call is the runtime's until `duration_ms` after it started.
     duration_ms: NotRequired[Annotated[int, Field(ge=1, le=86_400_000)]]
-    display: NotRequired[dict[str, Any]]
+    display: NotRequired[dict[str, JsonValue]]
 
 
 class DeadlineRequest(TypedDict):
@@ -48,7 +48,7 @@ class DeadlineRequest(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     call_id: Annotated[str, Field(max_length=70)]
     action: Literal["list", "interrupt", "finish", "pause", "resume", "user_stop"]
-    output: NotRequired[dict[str, Any]]
+    output: NotRequired[dict[str, JsonValue]]
 
 
 class Interrupt(TypedDict):
@@ -62,7 +62,7 @@ class NoFields(TypedDict):
 
 class PolicyReplace(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    policy: dict[str, Any]
+    policy: dict[str, JsonValue]
 
 
 DOOR = Door(

@@ -5,9 +5,9 @@ terminal chat."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired
+from typing import Literal, NotRequired
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, JsonValue
 from typing_extensions import TypedDict
 
 from actors.kernel import Door, accept
@@ -21,12 +21,12 @@ class SurfacePush(TypedDict):
     __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
     instance_id: str
     kind: Literal["state", "session", "tool_call"]
-    patch: NotRequired[dict[str, Any]]
-    data: NotRequired[dict[str, Any] | None]
+    patch: NotRequired[dict[str, JsonValue]]
+    data: NotRequired[dict[str, JsonValue] | None]
     revision: NotRequired[int]
     call_id: NotRequired[str]
     method: NotRequired[str]
-    arguments: NotRequired[dict[str, Any]]
+    arguments: NotRequired[dict[str, JsonValue]]
 
 
 class ChatChanged(TypedDict):

@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 import trio
 
+from peers.agent import AgentClient
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime import helpers as runtime_helpers
 from tests.runtime.conftest import stack  # noqa: F401 - the runtime tests' stack
-from tests.runtime.helpers import Stack, runtime_config, wait_for
+from tests.runtime.helpers import CONVERSATION, Stack, runtime_config, wait_for
+from tests.tools.helpers import new_revision
 
 SCOPE = "hostile"
 
@@ -47,6 +49,16 @@ class Hostile:
         self.key = key
         self.data_dir = runtime_stack.data_dir
         self.app_dir = self.data_dir / "apps" / SCOPE
+
+    async def start_conversation(self) -> AgentClient:
+        """The AppServer, the runtime and the agent, whose first message in the conversation
+        has been given the first inventory revision: where an app's tools are offered."""
+        await self.stack.start_appserver()
+        await self.stack.start_runtime()
+        client = await self.stack.start_agent()
+        await client.send_text(CONVERSATION, "hello")
+        await new_revision(self.stack, 0)
+        return client
 
     async def app(self, *args: str | Path) -> dict[str, Any]:
         """`lineup app ARGS --json` on a worker thread (the AppServer runs meanwhile)."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from actors.store import read_outbox_envelopes, read_tool_deadlines
 from tests.runtime.helpers import CONVERSATION, wait_for
-from tests.tools.helpers import Agent, call_row, final_of, finals, new_revision, tools_of
+from tests.tools.helpers import Agent, call_row, final_of, finals, tools_of
 
 from .app._deadline_attacks import HELD_MS
 from .conftest import Hostile
@@ -32,11 +32,7 @@ def _order(hostile: Hostile, name: str, options: dict[str, Any]) -> None:
 
 async def test_a_call_the_runtime_holds_is_not_the_apps_to_end(hostile: Hostile) -> None:
     stack = hostile.stack
-    await stack.start_appserver()
-    await stack.start_runtime()
-    client = await stack.start_agent()
-    await client.send_text(CONVERSATION, "hello")
-    await new_revision(stack, 0)
+    client = await hostile.start_conversation()
     await hostile.install({"attacks": ["seize_deadline"]})
     await wait_for(lambda: "hostile.hold" in tools_of(stack), 30, "its tool in the inventory")
     agent = Agent(stack, client, "hostile")

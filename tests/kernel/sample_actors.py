@@ -115,6 +115,17 @@ class Echo(Actor):
         return self.ticks
 
 
+class RawAnswers(Actor):
+    """Answers `answer` with the bytes its body's `raw` holds, as they are: an answer no
+    packer made, as an app's process could send it."""
+
+    @handles("answer")
+    async def answer(self, msg: Message) -> Any:
+        reply = {"type": "kernel.reply", "corr": msg.id, "to": msg.sender, "body": msg.body["raw"]}
+        await self._connected().send(reply)
+        return REPLY_LATER
+
+
 class Deferring(Actor):
     """Answers `hold` later: the call is held (its handler returns `REPLY_LATER`, so the
     mailbox goes on), and each `release` answers the held calls with its body."""

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import struct
 from pathlib import Path
+
+import msgpack
 
 from actors.kernel import new_id
 
@@ -99,3 +103,36 @@ def test_a_call_from_on_start_gets_its_reply(make_runtime: MakeRuntime, tmp_path
     rt.send("caller", "do_call", {"key": "k", "to": "starter", "type": "started"})
     got = wait_until(lambda: outcomes(calls_db).get("k"), 20, "the starter's answer")
     assert got == ("ok", "hello from on_start", None)
+
+
+def test_an_apps_answer_is_read_by_the_rules_of_its_bodies(
+    make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    """What an app process answers a call with is bytes of its own making: its caller reads
+    them as the door reads an app's bodies, and a refused answer is a definite CallFailed,
+    never an exception out of `call` (any value may be at its top, though)."""
+    calls_db = tmp_path / "caller.db"
+    config = {
+        "children": [
+            child("caller", "Caller", config={"db": str(calls_db)}),
+            child("app.rogue", "RawAnswers"),
+        ]
+    }
+    rt = make_runtime(config).start()
+    answers = {
+        "a list": (msgpack.packb([1, "two"]), ("ok", [1, "two"], None)),
+        "nil": (b"\xc0", ("ok", None, None)),
+        "trailing bytes": (b"\x90\x90", ("failed", None, "invalid_payload")),
+        "an extension type": (b"\xd4\x05\x00", ("failed", None, "invalid_payload")),
+        "NaN": (b"\xcb" + struct.pack(">d", math.nan), ("failed", None, "invalid_payload")),
+        "a duplicate key": (b"\x82\xa1k\x01\xa1k\x02", ("failed", None, "invalid_payload")),
+        "nested 40 deep": (b"\x91" * 39 + b"\x90", ("failed", None, "too_deep")),
+        "not msgpack": (b"\xc1", ("failed", None, "invalid_payload")),
+    }
+    for key, (raw, _) in answers.items():
+        call = {"key": key, "to": "app.rogue", "type": "answer", "body": {"raw": raw}}
+        rt.send("caller", "do_call", call)
+    for key, (_, expected) in answers.items():
+        outcome = wait_until(lambda k=key: outcomes(calls_db).get(k), 20, f"the outcome of {key}")
+        assert outcome == expected, key
+    assert rt.actors()["caller"]["restarts"] == 0

@@ -34,7 +34,7 @@ STOLEN_PATH = "/tmp/app/../../artifacts/stolen"
 REPORT = "report.json"
 _COUNTED = {
     "type": "object",
-    "properties": {"n": {"type": "integer"}},
+    "properties": {"n": {"type": "integer"}, "more": {"type": "object"}},
     "required": ["n"],
     "additionalProperties": False,
 }

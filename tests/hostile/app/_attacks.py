@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from actors.kernel import CallFailed, derive_id, new_id
 
 from ._artifact_attacks import steal_artifact
+from ._body_attacks import odd_bodies
 from ._capability_attacks import flood_requests, forge_consent
 from ._deadline_attacks import seize_deadline
 from ._diagnostic_attacks import speak_for_others
@@ -412,6 +413,14 @@ async def flood_reports(app: HostileApp, options: dict[str, Any]) -> dict[str, A
     return {"sent": count, "last": last}
 
 
+def _nested(maps: int) -> dict[str, Any]:
+    """`maps` maps, each the only value of the one before."""
+    value: dict[str, Any] = {}
+    for _ in range(maps - 1):
+        value = {"x": value}
+    return value
+
+
 ANSWERS: dict[str, Callable[[str], list[dict[str, Any]]]] = {
     # An error code only the runtime may use, then a result: the first final counts.
     "stale_inventory_revision": lambda call_id: [
@@ -430,7 +439,13 @@ ANSWERS: dict[str, Callable[[str], list[dict[str, Any]]]] = {
         {"call_id": call_id, "kind": "result", "output": {"n": 1}},
     ],
     "hold": lambda call_id: [],  # open until the agent cancels it
+    # An output its schema takes, nested as deep as the door lets a body be: one level too
+    # deep for the agent's envelope, which holds it one level further down.
+    "deep_output": lambda call_id: [
+        {"call_id": call_id, "kind": "result", "output": {"n": 1, "more": _nested(30)}},
+    ],
 }
+
 
 ATTACKS: dict[str, Attack] = {
     attack.__name__: attack
@@ -441,6 +456,7 @@ ATTACKS: dict[str, Attack] = {
         cut_stream,
         forge_state,
         bad_bodies,
+        odd_bodies,
         large_bodies,
         request_spam,
         flood,
