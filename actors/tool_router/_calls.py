@@ -87,10 +87,10 @@ class Call:
         values["arguments"] = values.get("arguments") or {}
         values["history"] = values.get("history") or []
         call = cls(**values)
-        # What the call put behind it in front is in its history, so a restarted router
-        # still gives it back when the call ends.
+        # What the call put behind it in front (or inherited from a call that ended before
+        # it) is in its history, so a restarted router still gives it back when it ends.
         for step in call.history:
-            if step.get("event") == "activation_ready" and step.get("restores"):
+            if step.get("restores"):
                 call.previous_foreground = str(step["restores"])
         return call
 

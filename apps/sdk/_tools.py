@@ -6,7 +6,7 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
 `tool_router.report`, closed bodies of four kinds: {`call_id`, `kind`: `progress`,
 `stage`?, `percent`?, `message`?}, {`call_id`, `kind`: `result`, `output`}, {`call_id`,
 `kind`: `error`, `code`, `message`?} and {`call_id`, `kind`: `deadline`, `duration_ms`,
-`display`}.
+`display`, `alone`?}.
 
 - A call is recorded in the app's log (`tool_calls`, running) before its handler runs, and
   the invoke is acked once that is on disk. An invoke of a call already recorded never
@@ -108,14 +108,18 @@ class Deadline:
 
     duration_ms: int
     display: dict[str, Any]
+    alone: bool = False
 
     def report(self, call_id: str) -> dict[str, Any]:
-        return {
+        report = {
             "call_id": call_id,
             "kind": "deadline",
             "duration_ms": self.duration_ms,
             "display": self.display,
         }
+        if self.alone:
+            report["alone"] = True
+        return report
 
 
 @dataclass(frozen=True)
@@ -231,17 +235,23 @@ class ToolsAPI:
         if not await self._finish(call_id, _result(call_id, output)):
             raise _not_open(call_id)
 
-    def deadline(self, seconds: float, display: dict[str, Any] | None = None) -> Deadline:
+    def deadline(
+        self, seconds: float, display: dict[str, Any] | None = None, *, alone: bool = False
+    ) -> Deadline:
         """What a handler returns to hand its call to the runtime until `seconds` after the
         runtime starts it (in front, for a foreground tool). `display` (JSON, at most 4 KiB)
-        is kept with the operation for the app's own view of it (`call.deadlines()`)."""
+        is kept with the operation for the app's own view of it (`call.deadlines()`).
+        `alone`: the tool runs one operation at a time in a conversation; while one is
+        open, the runtime refuses this one (`already_running`, saying until when the open
+        one runs) and the open one goes on. The runtime decides it as it takes the
+        handover, so two calls racing to start one cannot both start."""
         duration_ms = round(seconds * 1000)
         if not 1 <= duration_ms <= 86_400_000:
             raise ValueError("a deadline is 1 ms to a day away")
         shown = dict(display or {})
         if len(_encode(shown).encode()) > MAX_DISPLAY_BYTES:
             raise ValueError(f"a deadline's display is at most {MAX_DISPLAY_BYTES} bytes")
-        return Deadline(duration_ms, shown)
+        return Deadline(duration_ms, shown, alone)
 
     async def fail(self, call_id: str, code: Code | str, message: str | None = None) -> None:
         """End an open call of this app with an error of `APP_TOOL_ERROR_CODES`."""
