@@ -80,6 +80,22 @@ class TimersApp(RuntimeApp):
         return self.sdk.tools.deadline(arguments["seconds"])
 
     @tool(
+        "timer.replace",
+        input_schema=_SECONDS,
+        output_schema=_FINISHED,
+        call_model="operation",
+        handling="runtime_operation",
+        timeout_ms=20_000,
+        activation_requirement="foreground_required",
+        launch_policy={"launch": "if_needed", "focus": "foreground"},
+    )
+    async def replace(self, arguments: dict[str, Any], call: ToolCall) -> Any:
+        """Stops the app's open timers in this conversation, then runs for `seconds` from
+        when the app is in front."""
+        await call.interrupt_deadlines()
+        return self.sdk.tools.deadline(arguments["seconds"])
+
+    @tool(
         "timer.stop",
         input_schema=_NOTHING,
         output_schema={"type": "object"},
