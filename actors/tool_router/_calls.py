@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from actors.contracts import utc_timestamp, validate_envelope
+from actors.contracts import DEFAULT_TOOL_TIMEOUT_MS, utc_timestamp, validate_envelope
 from actors.kernel import derive_id
 
 from ._deadlines import Deadline
@@ -112,7 +112,7 @@ class Call:
 
     def arm(self) -> None:
         """The call showed life: it may take its timeout again, up to its absolute cap."""
-        timeout = int(self.tool.get("timeout_ms", 30_000))
+        timeout = int(self.tool.get("timeout_ms", DEFAULT_TOOL_TIMEOUT_MS))
         cap = self.created_ms + min(timeout * ABSOLUTE_CAP_FACTOR, MAX_ABSOLUTE_MS)
         self.deadline_ms = min(now_ms() + timeout, cap)
 

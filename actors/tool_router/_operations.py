@@ -36,7 +36,6 @@ from actors.kernel import Message, derive_id
 from ._artifacts import ArtifactRefused, with_artifact_reference
 from ._calls import (
     FINAL_STATES,
-    SLOT_DISPATCH,
     SLOT_OPERATION,
     SLOT_SHOWN,
     SLOT_STARTED,
@@ -270,12 +269,7 @@ class DeadlineOperations:
         else:
             detail = f"cancelled by {by}"
         await self.router.finish(call, error=ContractError(Code.CANCELLED_BY_USER, detail))
-        await self.router.cast(
-            f"app.{call.app_scope}",
-            "app.tool.cancel",
-            {"call_id": call.call_id},
-            id=derive_id(call.envelope_id, SLOT_DISPATCH + 1),
-        )
+        await self.router.tell_app_ended(call)
         return False
 
     # -- an app's questions, the user's stop ---------------------------------------------
