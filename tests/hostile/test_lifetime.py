@@ -8,13 +8,11 @@ the outbox, the audit) and the app's own report."""
 
 from __future__ import annotations
 
-import json
 import time
-from typing import Any
 
 from tests.installed.helpers import killed_and_back
-from tests.runtime.helpers import CONVERSATION, wait_for
-from tests.tools.helpers import Agent, call_row, final_of, finals, new_revision, tools_of
+from tests.runtime.helpers import wait_for
+from tests.tools.helpers import call_row, final_of, finals
 
 from .app._late_attacks import SILENT_TIMEOUT_MS
 from .conftest import Hostile
@@ -22,16 +20,6 @@ from .conftest import Hostile
 CORE = ("store", "router", "app_manager", "transport", "host", "app.chat")
 # What the tool router may take beyond the declared timeout to notice it passed and say so.
 NOTICED_WITHIN_S = 2.0
-
-
-def _order(hostile: Hostile, name: str, options: dict[str, Any]) -> None:
-    path = hostile.app_dir / "orders.json"
-    orders = json.loads(path.read_text())
-    orders[name] = options
-    partial = path.with_suffix(".tmp")
-    partial.write_text(json.dumps(orders))
-    partial.chmod(0o644)
-    partial.replace(path)
 
 
 def _final_codes(hostile: Hostile, call_id: str) -> list[str]:
@@ -48,14 +36,8 @@ async def _running(hostile: Hostile, call_id: str) -> None:
 
 async def test_a_handler_that_never_answers_has_a_bounded_life(hostile: Hostile) -> None:
     stack = hostile.stack
-    await stack.start_appserver()
-    await stack.start_runtime()
-    client = await stack.start_agent()
-    await client.send_text(CONVERSATION, "hello")
-    await new_revision(stack, 0)
-    await hostile.install({"attacks": ["answer_late"]})
-    await wait_for(lambda: "hostile.silent" in tools_of(stack), 30, "its tool in the inventory")
-    agent = Agent(stack, client, "hostile")
+    agent = await hostile.started({"attacks": ["answer_late"]}, "hostile.silent")
+    client = agent.client
     await hostile.launch()
     restarts = hostile.restarts()
 
@@ -79,7 +61,7 @@ async def test_a_handler_that_never_answers_has_a_bounded_life(hostile: Hostile)
 
     # It answers anyway, every way a report can: each is ignored, the call keeps its one
     # final, and the tool router audits that it refused a late report.
-    _order(hostile, "answer_late", {"call": "call_silent"})
+    hostile.order("answer_late", {"call": "call_silent"})
     replies = (await hostile.wait_report(30))["results"]["answer_late"]["replies"]
     assert set(replies.values()) == {"accepted:null"}, replies
     assert call_row(stack, "call_silent") == row

@@ -71,21 +71,22 @@ async def refused_at_once(agent: Agent, call_id: str, method: str, args: dict[st
     return str(row["detail"])
 
 
-async def one_runs(
-    stack: Stack, rows: list[dict[str, Any]], opened: tuple[str, str]
-) -> tuple[str, str]:
-    """Of two starts at once, one runs and the other was refused: (running, refused)."""
-    running = await wait_for(
-        lambda: next((c for c in opened if operation(stack, c).get("state") == "running"), None),
-        30,
-        "one of the two started",
+async def two_starts(agent: Agent, method: str, ids: tuple[str, str], args: dict[str, Any]) -> str:
+    """Two starts at once: one runs, the other is refused (`already_running`) and never
+    had an operation. The one that runs."""
+    stack = agent.stack
+    for call_id in ids:
+        await agent.client.submit(agent.invoke(call_id, method, args))
+    refused = await wait_for(
+        lambda: next((c for c in ids if _row_if_final(stack, c)), None), 30, "one start refused"
     )
-    refused = next(c for c in opened if c != running)
-    by_id = {row["call_id"]: row for row in rows if row["call_id"] == refused}
-    assert (by_id[refused]["state"], by_id[refused]["code"]) == ("failed", "already_running")
-    assert "already has an operation running until " in by_id[refused]["detail"]
-    assert operation(stack, refused) == {}  # no operation was ever made for it
-    return running, refused
+    row = call_row(stack, refused) or {}
+    assert (row["state"], row["code"]) == ("failed", "already_running"), row
+    assert "already has an operation running until " in row["detail"], row["detail"]
+    assert operation(stack, refused) == {}
+    (running,) = [c for c in ids if c != refused]
+    await wait_for(lambda: operation(stack, running).get("state") == "running", 30, "the other")
+    return running
 
 
 async def test_each_sample_tool_called_twice_at_once(
@@ -112,21 +113,7 @@ async def pomodoro_twice(agent: Agent) -> None:
     stack = agent.stack
     minutes = {"minutes": 25}
     # Two starts at once, the app not yet launched: one timer runs, the other is refused.
-    for call_id in ("call_start_a", "call_start_b"):
-        await agent.client.submit(agent.invoke(call_id, "pomodoro.start", minutes))
-    refused = await wait_for(
-        lambda: next(
-            (
-                row
-                for call_id in ("call_start_a", "call_start_b")
-                if (row := _row_if_final(stack, call_id))
-            ),
-            None,
-        ),
-        30,
-        "one start refused",
-    )
-    first, _ = await one_runs(stack, [refused], ("call_start_a", "call_start_b"))
+    first = await two_starts(agent, "pomodoro.start", ("call_start_a", "call_start_b"), minutes)
     running = operation(stack, first)
 
     # A third start while it runs: refused at once, saying until when it runs and how to
@@ -167,17 +154,7 @@ async def pomodoro_twice(agent: Agent) -> None:
 async def rounds_twice(agent: Agent) -> None:
     stack = agent.stack
     round_of = {"mode": "user_draws", "word": "house", "seconds": 120}
-    for call_id in ("call_round_a", "call_round_b"):
-        await agent.client.submit(agent.invoke(call_id, "game.start_round", round_of))
-    refused = await wait_for(
-        lambda: next(
-            (r for c in ("call_round_a", "call_round_b") if (r := _row_if_final(stack, c))),
-            None,
-        ),
-        30,
-        "one round refused",
-    )
-    first, _ = await one_runs(stack, [refused], ("call_round_a", "call_round_b"))
+    first = await two_starts(agent, "game.start_round", ("call_round_a", "call_round_b"), round_of)
     running = operation(stack, first)
     detail = await refused_at_once(agent, "call_round_c", "game.start_round", round_of)
     assert f"(call {first})" in detail, detail
@@ -193,15 +170,7 @@ async def rounds_twice(agent: Agent) -> None:
     shown = _session(stack, "draw-and-guess")
     assert (shown["round"], shown["state"], shown["word"]) == (1, "playing", "house")
     # The agent cancels it: one final, the round shown stopped.
-    cancel = agent.client.envelope(
-        "lineup.tool.cancel",
-        CONVERSATION,
-        {"reason": "done"},
-        app_scope="draw-and-guess",
-        target_kind="runtime",
-        call_id=first,
-    )
-    await agent.client.submit(cancel)
+    await agent.client.submit(agent.cancel(first))
     row = await final_of(stack, first)
     assert (row["state"], row["code"]) == ("failed", "cancelled_by_user")
     for call_id in ("call_round_a", "call_round_b", "call_round_c"):
