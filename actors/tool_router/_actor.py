@@ -21,6 +21,7 @@ resumes where its row says.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from pathlib import Path
@@ -433,7 +434,10 @@ class ToolRouterActor(Actor):
             detail = f"{call.call_id}: {audit_detail or error.detail}"
             audit = [_audit(str(error.code), detail, call.envelope_id)]
         self.calls.pop(call.call_id, None)
-        self.ended[call.call_id] = call
+        # Kept light (what a late report's audit names), whatever the call carried.
+        self.ended[call.call_id] = dataclasses.replace(
+            call, arguments={}, output=None, history=[], tool={}, operation=None
+        )
         if len(self.ended) > ENDED_KEPT:
             del self.ended[next(iter(self.ended))]
         self.counts[call.state] += 1
