@@ -18,7 +18,9 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
   `sdk.tools.deadline(seconds, display)` hands the call to the runtime, which ends it at
   that deadline (its result is the runtime's: when it started, was to end, ended) or when
   the agent or the user interrupts it; the app can no longer end it (`complete`, `fail`
-  and `progress` are refused). A running call can ask the runtime about the app's
+  and `progress` are refused). With `alone=True` the runtime refuses it
+  (`already_running`) while the same tool has an open operation in the conversation: one
+  at a time, decided as the runtime takes it. A running call can ask the runtime about the app's
   deadline operations in its conversation (`call.deadlines()`) or interrupt them for the
   agent (`call.interrupt_deadlines()`, a stop tool's way). For the user in its surface, the
   app acts on an open one of its own by its call id: `finish_deadline` (its own output as
@@ -38,8 +40,9 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
   within the mailbox's dedup window is sent again: the last ones may not have left the
   process, and the runtime keeps a call's first final only. A pending call stays open:
   the app finishes it from what it kept.
-- `app.tool.cancel` ends an open call without a report and cancels its handler; the
-  capability requests it asked and the user has not answered are taken back.
+- `app.tool.cancel` (the runtime ended the call: a cancel, a stop, or its timeout passed)
+  ends an open call without a report and cancels its handler; the capability requests it
+  asked and the user has not answered are taken back.
 - A `surface_bridge` tool's handler runs first, as the app's gate: it may answer (a dict)
   or refuse (a `ContractError`) itself; `None` hands the call to the app's surface. The
   call is then left pending and pushed to the web host with its arguments
