@@ -68,18 +68,19 @@ class Rounds:
     def of_call(self, instance_id: str, call_id: str) -> dict[str, Any] | None:
         """The instance's round if it is the one of `call_id` (an older call's is gone),
         or the round of that call handed over, which becomes the instance's current one:
-        the runtime's news of a call says it took its round."""
+        the runtime's news of a call says it took its round. The other rounds handed over
+        for the instance by then were refused (that round was open: one at a time), and
+        are dropped."""
         found = self.get(instance_id)
-        if found is not None and found["call_id"] == call_id:
-            return found
         handed = self._pending.pop(call_id, None)
-        if handed is None:
+        if handed is not None:
+            found = dict(handed["round"])
+        elif found is None or found["call_id"] != call_id:
             return None
-        # The others handed over for the instance meanwhile were refused: one round at a time.
         for other in [c for c, r in self._pending.items() if r["instance_id"] == instance_id]:
             del self._pending[other]
-        self.put(instance_id, handed["round"])
-        return dict(handed["round"])
+        self.put(instance_id, found)
+        return found
 
     def hand_over(self, instance_id: str, record: dict[str, Any]) -> None:
         """A round its call hands to the runtime: kept aside until the runtime takes it."""

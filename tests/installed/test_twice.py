@@ -175,6 +175,16 @@ async def rounds_twice(agent: Agent) -> None:
     assert (row["state"], row["code"]) == ("failed", "cancelled_by_user")
     for call_id in ("call_round_a", "call_round_b", "call_round_c"):
         assert len(final_codes(stack, call_id)) == 1, (call_id, finals(stack, call_id))
+    shown = await wait_for(
+        lambda: (s := _session(stack, "draw-and-guess")).get("state") == "ended" and s,
+        30,
+        "the round shown ended",
+    )
+    assert (shown["round"], shown["outcome"]) == (1, "stopped"), shown
+    # The refused rounds were never the game's, and none waits aside any more.
+    kept = json.loads(rounds.read_text())
+    assert [r["call_id"] for r in kept["rounds"].values()] == [first]
+    assert kept["pending"] == {}, kept["pending"]
 
 
 async def whiteboard_twice(agent: Agent) -> None:
