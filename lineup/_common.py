@@ -171,6 +171,20 @@ def lock_holder(path: Path) -> int | None:
     return None
 
 
+def conversation_id(text: str) -> str:
+    """An argparse `type`: a conversation id as the contracts define it (`main`, `demo-2`);
+    a blank or malformed one is refused before anything runs."""
+    from actors.contracts import CONVERSATION_ID_PATTERN
+
+    if not re.fullmatch(CONVERSATION_ID_PATTERN, text):
+        shown = repr(text) if text.strip() else "a blank id"
+        raise argparse.ArgumentTypeError(
+            f"{shown} is not a conversation id: use letters, digits, '.', '_' or '-' (at most"
+            " 128, starting with a letter or digit), e.g. main"
+        )
+    return text
+
+
 def positive_int(text: str) -> int:
     """An argparse `type`: an integer of at least 1."""
     try:

@@ -27,10 +27,10 @@ async def embedded_appserver(data_dir: Path, *, demo_agent: bool = True) -> Asyn
     import supervisor
     from actors.transport import write_token
     from peers.agent import run_demo_agent
-    from peers.appserver import AppServer, write_endpoint
+    from peers.appserver import DEFAULT_AGENT_ID, OWN_AGENT_ID, AppServer, write_endpoint
 
     appserver_dir = data_dir / "appserver"
-    server = AppServer(appserver_dir)
+    server = AppServer(appserver_dir, agents=(DEFAULT_AGENT_ID if demo_agent else OWN_AGENT_ID,))
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)
         endpoint = write_endpoint(appserver_dir, server.url)

@@ -18,7 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._common import fail, first_error, positive_int, print_json, print_table, run_subcommand
+from ._common import (
+    conversation_id,
+    data_dir_of,
+    fail,
+    first_error,
+    positive_int,
+    print_json,
+    print_table,
+    run_subcommand,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +68,8 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--agent",
         metavar="ID",
-        help="the agent id to speak as (default: the AppServer's default agent, `demo`)",
+        help="the agent id to speak as (default: the AppServer's default agent: `demo` while"
+        " the demo agent runs, else `agent`)",
     )
 
 
@@ -79,7 +89,13 @@ def register(subparsers: Any) -> None:
         "messages read 'TEXT #1' … 'TEXT #N'.",
     )
     _add_connection(send)
-    send.add_argument("--conversation", required=True, metavar="ID", help="the conversation id")
+    send.add_argument(
+        "--conversation",
+        type=conversation_id,
+        required=True,
+        metavar="ID",
+        help="the conversation id",
+    )
     send.add_argument("--text", required=True, help="the message text")
     send.add_argument(
         "--count", type=positive_int, default=1, metavar="N", help="how many (default 1)"
@@ -127,7 +143,11 @@ def register(subparsers: Any) -> None:
     )
     _add_connection(inventory)
     inventory.add_argument(
-        "--conversation", required=True, metavar="ID", help="the conversation id"
+        "--conversation",
+        type=conversation_id,
+        required=True,
+        metavar="ID",
+        help="the conversation id",
     )
     inventory.add_argument(
         "--timeout",
@@ -152,7 +172,13 @@ def register(subparsers: Any) -> None:
         "status 0 on a result, 1 on an error (its code is in the output), 2 on bad input.",
     )
     _add_connection(call)
-    call.add_argument("--conversation", required=True, metavar="ID", help="the conversation id")
+    call.add_argument(
+        "--conversation",
+        type=conversation_id,
+        required=True,
+        metavar="ID",
+        help="the conversation id",
+    )
     call.add_argument(
         "--tool", required=True, metavar="METHOD", help="the tool's method, e.g. pomodoro.start"
     )
@@ -209,7 +235,13 @@ def _register_history(commands: Any) -> None:
         "sender, call id (for a tool call's receipts and outcome) and timestamp.",
     )
     add_appserver_dir(history, "the AppServer's data dir, whose record is read")
-    history.add_argument("--conversation", required=True, metavar="ID", help="the conversation id")
+    history.add_argument(
+        "--conversation",
+        type=conversation_id,
+        required=True,
+        metavar="ID",
+        help="the conversation id",
+    )
     history.add_argument(
         "--json",
         action="store_true",
@@ -553,6 +585,9 @@ def _not_callable(inventory: Any, args: argparse.Namespace) -> str | None:
     if args.app is None and len(offering) > 1:
         return f"{args.tool!r} is offered by several apps ({', '.join(offering)}); pass --app"
     if args.app is None and not offering:
+        hidden = _why_hidden(args)
+        if hidden is not None:
+            return f"cannot call {args.tool!r} in {args.conversation!r}: {hidden}"
         where = (
             "the agent holds no inventory for it"
             if inventory is None
@@ -568,6 +603,35 @@ def _not_callable(inventory: Any, args: argparse.Namespace) -> str | None:
             "for it, so pass --revision as well"
         )
     return None
+
+
+def _why_hidden(args: argparse.Namespace) -> str | None:
+    """Why the runtime on this machine keeps the tool out of the conversation's inventory,
+    with what to do, from the reasons it records beside each revision; None when it has no
+    record of the tool (another machine's runtime, or no app ever offered it)."""
+    import sqlite3
+
+    from actors.store import read_inventories
+
+    try:
+        rows = read_inventories(data_dir_of(args))
+    except (OSError, sqlite3.Error):  # no runtime data here, or not readable: nothing to add
+        return None
+    by_conversation = {row["conversation_id"]: row for row in rows}
+    row = by_conversation.get(args.conversation) or by_conversation.get("runtime:global")
+    entries = [
+        entry
+        for entry in (row or {}).get("visibility") or []
+        if entry.get("method") == args.tool and not entry.get("visible")
+    ]
+    if not entries:
+        return None
+    scope, reason = str(entries[0].get("app_scope")), str(entries[0].get("reason"))
+    if reason == "the app is disabled":
+        return f"the app {scope} is disabled; enable it with `lineup app enable {scope}`"
+    if reason == "the app is not installed":
+        return f"the app {scope} is not installed; install it with `lineup app install BUNDLE`"
+    return f"{scope} keeps it hidden ({reason}); see `lineup tools inventory`"
 
 
 def _call(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 from ._common import (
     DATA_DIR_ENV,
     add_data_dir,
+    conversation_id,
     data_dir_of,
     did_you_mean,
     fail,
@@ -316,6 +317,7 @@ def add_runtime_commands(commands: Any) -> None:
     launch.add_argument("app_scope", metavar="APP", help=APP_HELP)
     launch.add_argument(
         "--conversation",
+        type=conversation_id,
         dest="conversation_id",
         metavar="ID",
         help="the conversation the instance serves",

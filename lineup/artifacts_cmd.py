@@ -25,6 +25,7 @@ from ._common import (
     Unreached,
     add_data_dir,
     ask_actor,
+    conversation_id,
     data_dir_of,
     fail,
     print_json,
@@ -50,7 +51,9 @@ def register(subparsers: Any) -> None:
         "title, media type, size and age.",
     )
     add_data_dir(listing)
-    listing.add_argument("--conversation", metavar="ID", help="only this conversation's")
+    listing.add_argument(
+        "--conversation", type=conversation_id, metavar="ID", help="only this conversation's"
+    )
     listing.add_argument("--json", action="store_true", help="print the rows as JSON")
     listing.set_defaults(func=_list)
     show = commands.add_parser(

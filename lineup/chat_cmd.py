@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._common import STATE_STYLES, add_data_dir, data_dir_of, print_json
+from ._common import STATE_STYLES, add_data_dir, conversation_id, data_dir_of, print_json
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -44,14 +44,22 @@ def register(subparsers: Any) -> None:
     history = commands.add_parser("history", help="the chat timeline of one conversation")
     add_data_dir(history)
     history.add_argument(
-        "--conversation", default=DEFAULT_CONVERSATION, metavar="ID", help=_CONVERSATION_HELP
+        "--conversation",
+        type=conversation_id,
+        default=DEFAULT_CONVERSATION,
+        metavar="ID",
+        help=_CONVERSATION_HELP,
     )
     history.add_argument("--json", action="store_true", help="print JSON, not a table")
     history.set_defaults(func=_history)
     send = commands.add_parser("send", help="type a message into the chat (runtime running)")
     add_data_dir(send)
     send.add_argument(
-        "--conversation", default=DEFAULT_CONVERSATION, metavar="ID", help=_CONVERSATION_HELP
+        "--conversation",
+        type=conversation_id,
+        default=DEFAULT_CONVERSATION,
+        metavar="ID",
+        help=_CONVERSATION_HELP,
     )
     send.add_argument("--text", required=True, help="the message")
     send.set_defaults(func=_send)
@@ -60,7 +68,11 @@ def register(subparsers: Any) -> None:
     )
     add_data_dir(attach)
     attach.add_argument(
-        "--conversation", default=DEFAULT_CONVERSATION, metavar="ID", help=_CONVERSATION_HELP
+        "--conversation",
+        type=conversation_id,
+        default=DEFAULT_CONVERSATION,
+        metavar="ID",
+        help=_CONVERSATION_HELP,
     )
     attach.set_defaults(func=_attach)
 

@@ -1,6 +1,7 @@
 """`lineup`: the LineUp Runtime's command line.
 
 lineup run                 run the runtime in the foreground (Ctrl-C stops it)
+lineup stop                stop the runtime on the data dir and wait until it has stopped
 lineup chat ...            the chat app's timeline; type into it from the shell
 lineup debug ...           inspect actors, mailboxes, dead letters; kill, redrive, trace
 lineup protocol ...        validate messages against the contracts, export JSON Schemas
@@ -18,16 +19,19 @@ lineup bench ...           measure the runtime and the command line beside bare 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._common import (
     Parser,
     add_data_dir,
+    conversation_id,
     data_dir_of,
+    default_data_dir,
     fail,
     first_error,
     lock_holder,
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
 # Each command's module and one-line help. Only the module of the command that runs is
 # imported (`lineup --help` imports none), so every command starts as fast as Python does.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "stop": ("lineup.stop_cmd", "stop the runtime on the data dir and wait until it has stopped"),
     "chat": ("lineup.chat_cmd", "the chat app: history, send, attach"),
     "debug": ("lineup.debug_cmd", "inspect actors, mailboxes, dead letters; kill, redrive, trace"),
     "protocol": ("lineup.protocol_cmd", "validate messages, export JSON Schemas"),
@@ -120,11 +125,39 @@ def _run_with_terminal_chat(args: argparse.Namespace) -> int:
             from .web_cmd import announce
 
             announce(data_dir, started)
-        return attach(data_dir, args.conversation)
+        with _ends_with(runtime):
+            return attach(data_dir, args.conversation, quit_stops=True)
+    except RuntimeEnded:
+        print(f"the runtime stopped (exit status {runtime.returncode})", file=sys.stderr)
+        return 0 if runtime.returncode == 0 else 1
     finally:
         runtime.send_signal(signal.SIGTERM)
         runtime.wait()
         print("stopped", file=sys.stderr)
+
+
+class RuntimeEnded(Exception):
+    """The runtime the terminal chat was started with has ended (`lineup stop`, or it
+    failed): the chat ends with it instead of waiting for a line nobody will take."""
+
+
+@contextlib.contextmanager
+def _ends_with(runtime: subprocess.Popen[bytes]) -> Iterator[None]:
+    """Raise `RuntimeEnded` in this (main) thread as soon as `runtime` exits, even while it
+    waits for the user's next line: SIGCHLD interrupts the read."""
+    import signal
+
+    def ended(_signum: int, _frame: object) -> None:
+        if runtime.poll() is not None:
+            raise RuntimeEnded
+
+    previous = signal.signal(signal.SIGCHLD, ended)
+    try:
+        if runtime.poll() is not None:  # it ended before the handler was in place
+            raise RuntimeEnded
+        yield
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
 
 
 def _comes_up(runtime: subprocess.Popen[bytes], data_dir: Path, timeout: float) -> bool:
@@ -251,18 +284,15 @@ def _start_failure(error: BaseException, data_dir: Path) -> str:
 
 
 def _in_use(data_dir: Path) -> str:
-    """A data dir another runtime holds, in one sentence naming that runtime's pid."""
-    lock = data_dir / "supervisor.lock"
-    pid = lock_holder(lock) or lock_holder(data_dir / "appserver" / "appserver.lock")
-    if pid is None:  # the runtime writes its pid into its lock file
-        try:
-            written = lock.read_text().strip()
-        except OSError:
-            written = ""
-        pid = int(written) if written.isdigit() else None
+    """A data dir another runtime holds, in one sentence naming that runtime's pid and the
+    command that stops it."""
+    from .stop_cmd import runtime_pid
+
+    pid = runtime_pid(data_dir) or lock_holder(data_dir / "appserver" / "appserver.lock")
     holder = f" (pid {pid})" if pid else ""
+    stop = "lineup stop" if data_dir == default_data_dir() else f"lineup stop --data-dir {data_dir}"
     return (
-        f"another runtime{holder} is already using {data_dir}; stop it first, or pass "
+        f"another runtime{holder} is already using {data_dir}; stop it with `{stop}`, or pass "
         "--data-dir for another folder"
     )
 
@@ -305,6 +335,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--conversation",
+        type=conversation_id,
         default="main",
         metavar="ID",
         help="the conversation the terminal chat shows (default main)",
@@ -361,10 +392,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `lineup debug actors | head`: the reader left, not an error
-        sys.stderr.close()
-        return 0
-    except Exception as exc:
+    except Exception as raised:
+        exc = first_error(raised)  # a command run in trio raises from inside its nursery
+        if isinstance(exc, BrokenPipeError):  # `lineup debug actors | head`: the reader left
+            sys.stderr.close()
+            return 0
         kernel = sys.modules.get("actors.kernel")
         if kernel is not None and isinstance(exc, kernel.ControlError):
             return fail(str(exc))

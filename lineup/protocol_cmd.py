@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._common import Parser, fail, os_error
+from ._common import Parser, conversation_id, fail, os_error
 
 
 def _emit(value: dict[str, Any]) -> None:
@@ -112,6 +112,7 @@ def register(subparsers: Any) -> None:
     )
     validate.add_argument(
         "--conversation",
+        type=conversation_id,
         metavar="ID",
         help="the current conversation, used for legacy messages that name none",
     )

@@ -59,8 +59,11 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/dismiss [QN]", "close an app's permission request without deciding"),
     ("/stop [CALL]", "stop the agent's running tool call (name it when several run)"),
     ("/help", "this list"),
-    ("/quit", "leave (the runtime keeps running)"),
 )
+# What /quit does depends on who started the runtime: `lineup run` stops it with the chat,
+# `lineup chat attach` leaves it running.
+QUIT_LEAVES: Final = ("/quit", "leave the chat (the runtime keeps running)")
+QUIT_STOPS: Final = ("/quit", "stop the runtime and leave (Ctrl-C too)")
 _WORDS: Final = ("help", "questions", "quit", "yes", "no", "say", "stop", "dismiss")
 
 
@@ -74,9 +77,10 @@ class TaskLine:
     status_changed: bool
 
 
-def help_text() -> Text:
-    width = max(len(name) for name, _ in COMMANDS)
-    return Text("\n".join(f"  {name.ljust(width)}  {what}" for name, what in COMMANDS))
+def help_text(*, quit_stops: bool = False) -> Text:
+    commands = (*COMMANDS, QUIT_STOPS if quit_stops else QUIT_LEAVES)
+    width = max(len(name) for name, _ in commands)
+    return Text("\n".join(f"  {name.ljust(width)}  {what}" for name, what in commands))
 
 
 def question_ids(view: dict[str, Any]) -> dict[str, str]:
@@ -221,9 +225,12 @@ def catch_up(
     return lines + render_new(view, seen)
 
 
-def parse_line(line: str, view: dict[str, Any], conversation: str) -> dict[str, Any] | str:
+def parse_line(
+    line: str, view: dict[str, Any], conversation: str, *, quit_stops: bool = False
+) -> dict[str, Any] | str:
     """The `app.input` body for a typed line, or what to tell the user instead (a hint,
-    the open questions, the help); nothing is sent then."""
+    the open questions, the help); nothing is sent then. `quit_stops`: the chat's /quit
+    stops the runtime (it was started with the chat), which the help says."""
     text = line.strip()
     if not text:
         return "nothing to send: type a message, or /help"
@@ -232,7 +239,7 @@ def parse_line(line: str, view: dict[str, Any], conversation: str) -> dict[str, 
     command, _, rest = text[1:].partition(" ")
     command, rest = command.lower(), rest.strip()
     if command == "help":
-        return help_text().plain
+        return help_text(quit_stops=quit_stops).plain
     if command == "questions":
         return "\n".join(_plain(line) for line in open_questions(view))
     if command == "stop":
@@ -259,9 +266,10 @@ def parse_line(line: str, view: dict[str, Any], conversation: str) -> dict[str, 
     if not waiting:
         return "no question is waiting for an answer"
     if len(waiting) > 1:
-        listing = "\n".join(_plain(line) for line in open_questions(view))
-        first = ids[str(waiting[0]["interaction_id"])]
-        return f"{len(waiting)} questions are open; say which, e.g. /{first} {command}\n{listing}"
+        taking = [w for w in waiting if _takes(w, command)]
+        if len(taking) != 1:
+            return _which(view, taking, command)
+        waiting = taking
     request = waiting[0]
     if command == "say":
         if request["kind"] != "input":
@@ -274,6 +282,28 @@ def parse_line(line: str, view: dict[str, Any], conversation: str) -> dict[str, 
     if request["kind"] == "input":
         return f"{ids[str(request['interaction_id'])]} is answered with {_hint(request)}"
     return _answer(request, command, conversation, "/", ids[str(request["interaction_id"])])
+
+
+def _takes(request: dict[str, Any], command: str) -> bool:
+    """Whether an open question can be answered with `/command` (`/2`, `/yes`, `/say`)."""
+    kind = str(request["kind"])
+    if command.isdigit():
+        return kind == "choice" and 1 <= int(command) <= len(request.get("options", []))
+    if command in ("yes", "no"):
+        return kind == "confirm"
+    return kind == "input"
+
+
+def _which(view: dict[str, Any], taking: list[dict[str, Any]], command: str) -> str:
+    """What to say when `/command` fits none or several of the open questions: which, and
+    how to name one."""
+    ids = question_ids(view)
+    listing = "\n".join(_plain(line) for line in open_questions(view))
+    if not taking:
+        return f"none of the open questions takes /{command}; answer one as shown:\n{listing}"
+    short = ids[str(taking[0]["interaction_id"])]
+    example = f"/{short} TEXT" if command == "say" else f"/{short} {command}"
+    return f"{len(taking)} open questions take /{command}; say which, e.g. {example}\n{listing}"
 
 
 def _stop(view: dict[str, Any], conversation: str, named: str) -> dict[str, Any] | str:
@@ -324,8 +354,16 @@ def _answer(
     return body
 
 
-def attach(data_dir: Path, conversation: str, *, stop: threading.Event | None = None) -> int:
-    """Run the terminal chat until /quit, end of input, or `stop`."""
+def attach(
+    data_dir: Path,
+    conversation: str,
+    *,
+    stop: threading.Event | None = None,
+    quit_stops: bool = False,
+) -> int:
+    """Run the terminal chat until /quit, end of input, or `stop`. `quit_stops`: the
+    runtime was started with this chat and stops when it ends (the help and the greeting
+    say so)."""
     console = Console(highlight=False, emoji=False)
     stop = stop or threading.Event()
     seen: dict[str, str] = {}
@@ -343,7 +381,7 @@ def attach(data_dir: Path, conversation: str, *, stop: threading.Event | None = 
         return 1
     console.print(
         f"chat {visible(conversation, newlines=False)} — type a message; /help lists the"
-        " commands; /quit leaves",
+        f" commands; /quit {'stops the runtime' if quit_stops else 'leaves'}",
         style="bold",
         markup=False,
     )
@@ -370,7 +408,8 @@ def attach(data_dir: Path, conversation: str, *, stop: threading.Event | None = 
             screen.typed()
             if line.strip().lower() == "/quit":
                 break
-            body = parse_line(line, history(data_dir, conversation), conversation)
+            view = history(data_dir, conversation)
+            body = parse_line(line, view, conversation, quit_stops=quit_stops)
             if isinstance(body, str):
                 screen.print(Text(body, style="yellow"))
                 continue

@@ -23,6 +23,7 @@ from typing import Any, Final
 from ._common import (
     DATA_DIR_ENV,
     add_data_dir,
+    conversation_id,
     data_dir_of,
     fail,
     positive_int,
@@ -59,7 +60,10 @@ def register(subparsers: Any) -> None:
     )
     add_data_dir(inventory)
     inventory.add_argument(
-        "--conversation", metavar="ID", help="only this conversation (default: every one)"
+        "--conversation",
+        type=conversation_id,
+        metavar="ID",
+        help="only this conversation (default: every one)",
     )
     inventory.add_argument(
         "--json", action="store_true", help="print the stored rows as JSON, not tables"
@@ -78,7 +82,9 @@ def register(subparsers: Any) -> None:
         choices=CALL_STATES,
         help="only calls in this state (succeeded and failed are final)",
     )
-    calls.add_argument("--conversation", metavar="ID", help="only calls of this conversation")
+    calls.add_argument(
+        "--conversation", type=conversation_id, metavar="ID", help="only calls of this conversation"
+    )
     calls.add_argument(
         "--limit",
         type=positive_int,
@@ -157,10 +163,11 @@ def _inventory(args: argparse.Namespace) -> int:
     for row in rows:
         visibility = row.get("visibility") or []
         shown = sum(1 for entry in visibility if entry.get("visible"))
+        to = f"agent {row['agent_id']}" if row["agent_id"] else "every agent, for new conversations"
         print(
             f"{row['conversation_id']}: revision {row['revision']}, published "
             f"{_timestamp(row['published_ms'])} ({_age(row['published_ms'], now_ms)} ago) to "
-            f"agent {row['agent_id']}; {shown} of {len(visibility)} installed tools visible"
+            f"{to}; {shown} of {len(visibility)} installed tools visible"
         )
         if not visibility:
             continue

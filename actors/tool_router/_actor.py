@@ -32,6 +32,7 @@ import trio
 from actors.contracts import (
     APP_TOOL_ERROR_CODES,
     DEFAULT_TOOL_TIMEOUT_MS,
+    RUNTIME_GLOBAL_CONVERSATION,
     SCOPE_CHAT,
     Code,
     ContractError,
@@ -166,9 +167,15 @@ class ToolRouterActor(Actor):
         return compute(self.apps, agent, conversation_id, self.policy, self.host_capabilities)
 
     async def publish(self, conversations: Iterable[str]) -> None:
-        """A new revision for each conversation whose visible tools changed, and only then."""
+        """A new revision for each conversation whose visible tools changed, and only then.
+
+        The `runtime:global` inventory, what any agent may use in a conversation the
+        runtime has not heard of yet, is published with every change too: an agent holds it
+        before the first message of a new conversation, so it acts on what it was last
+        told from that first message on. A new conversation whose tools are the global ones
+        takes the global revision, so a call made from it is current."""
         rows, outbox = [], []
-        for conversation in sorted(conversations):
+        for conversation in [RUNTIME_GLOBAL_CONVERSATION, *sorted(set(conversations))]:
             computed = self.compute(conversation)
             current = self.inventories.get(conversation)
             visibility = [v.to_row() for v in computed.visibility]
@@ -177,12 +184,17 @@ class ToolRouterActor(Actor):
                     current["visibility"] = visibility
                     rows.append(current)
                 continue
-            self.revision += 1
-            payload = computed.payload(self.revision)
+            known = self.inventories.get(RUNTIME_GLOBAL_CONVERSATION)
+            if current is None and known is not None and known["hash"] == computed.hash:
+                revision = int(known["revision"])  # what the agent holds for it already
+            else:
+                self.revision += 1
+                revision = self.revision
+            payload = computed.payload(revision)
             row = {
                 "conversation_id": conversation,
                 "agent_id": self.conversations.get(conversation, ""),
-                "revision": self.revision,
+                "revision": revision,
                 "hash": computed.hash,
                 "payload": payload,
                 "visibility": visibility,

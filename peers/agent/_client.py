@@ -553,17 +553,12 @@ class AgentClient:
         self._processed_upto(message.seq)
 
     def inventory(self, conversation_id: str) -> Inventory | None:
-        """The latest inventory the runtime published for the conversation, or for all of
-        them (`runtime:global`), whichever has the higher revision; None before any."""
-        candidates = [
-            inventory
-            for inventory in (
-                self._inventories.get(conversation_id),
-                self._inventories.get(RUNTIME_GLOBAL_CONVERSATION),
-            )
-            if inventory is not None
-        ]
-        return max(candidates, key=lambda inventory: int(inventory.revision), default=None)
+        """The latest inventory the runtime published for the conversation; before it has
+        published one, the one for conversations not yet begun (`runtime:global`); None
+        before either. The global one does not override a conversation's own: it can change
+        where the conversation's does not (a policy naming the agent or the conversation)."""
+        own = self._inventories.get(conversation_id)
+        return own if own is not None else self._inventories.get(RUNTIME_GLOBAL_CONVERSATION)
 
     def _finish_current(self) -> None:
         if self._current is not None:

@@ -17,6 +17,7 @@ as the baseline. How the pieces fit:
 from ._credentials import (
     CREDENTIALS_FILE,
     DEFAULT_AGENT_ID,
+    OWN_AGENT_ID,
     Credentials,
     CredentialsError,
     ensure_credentials,
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_AGENT_ID",
     "ENDPOINT_FILE",
     "ENDPOINT_PATH",
+    "OWN_AGENT_ID",
     "STORE_FILE",
     "AppServer",
     "AppServerStatistics",

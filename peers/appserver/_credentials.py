@@ -25,6 +25,9 @@ from actors.contracts import Sender
 CREDENTIALS_FILE: Final = "credentials.json"
 CREDENTIALS_FORMAT: Final = "lineup.appserver.credentials.v1"
 DEFAULT_AGENT_ID: Final = "demo"
+# The default agent of an AppServer with no demo agent: whoever holds its token speaks as it
+# (`lineup agent send`, an agent of the user's own), so it is not called the demo.
+OWN_AGENT_ID: Final = "agent"
 
 
 class CredentialsError(Exception):
@@ -146,7 +149,9 @@ def ensure_credentials(
     """The credentials in `data_dir`, created (mode 0600) on first use.
 
     Agents named in `agents` that the file does not know yet get a token; existing tokens
-    are never changed, so a runtime or agent configured earlier keeps working.
+    are never changed, so a runtime or agent configured earlier keeps working. The agents
+    named come first, in their order: the first is the default agent of the AppServer
+    started with them, and the one `lineup agent …` speaks as without `--agent`.
     """
     wanted = [check_agent_id(agent) for agent in agents]
     data_dir = Path(data_dir)
@@ -163,10 +168,12 @@ def ensure_credentials(
         missing = wanted
     else:
         missing = [agent for agent in wanted if agent not in current.agent_tokens]
-        if not missing and path.stat().st_mode & 0o077 == 0:
+        leading = list(current.agent_tokens)[: len(wanted)] == wanted
+        if not missing and leading and path.stat().st_mode & 0o077 == 0:
             return current
-    tokens = dict(current.agent_tokens)
-    tokens.update((agent, _new_token()) for agent in missing)
+    known = dict(current.agent_tokens)
+    known.update((agent, _new_token()) for agent in missing)
+    tokens = {agent: known[agent] for agent in wanted} | known
     updated = Credentials(current.runtime_token, tokens)
     _write(path, updated)
     return updated

@@ -368,3 +368,42 @@ async def test_the_real_sample_apps_and_a_restarted_agent_that_hears_how_a_round
         "board.export": 1,
         "game.start_round": 1,
     }
+
+
+async def test_the_first_message_of_a_new_conversation_finds_the_tools_installed_before_it(
+    stack: Stack, tmp_path: Path, bundles: tuple[SignedApp, SignedApp]
+) -> None:
+    """The agent acts on what it was last told from a conversation's first message on: the
+    runtime's inventory for conversations not yet begun lists what was enabled before."""
+    await stack.start_appserver()
+    await stack.start_runtime()
+    demo = Demo(stack, tmp_path / "demo")
+    client = await demo.start()
+    pomodoro, boardgame = bundles
+    await install_enabled(stack, pomodoro)
+    await install_enabled(stack, boardgame)
+    fresh = "conv-first"
+
+    def held() -> bool:
+        inventory = client.inventory(fresh)
+        return inventory is not None and "board.create" in {t.method for t in inventory.tools}
+
+    await wait_for(held, 30, "board.create in the inventory for new conversations")
+    global_revision = {row["conversation_id"]: row for row in read_inventories(stack.data_dir)}[
+        "runtime:global"
+    ]["revision"]
+
+    stack.user_says("draw a house", fresh)
+
+    def answered() -> str | None:
+        said = [i for i in stack.timeline(fresh) if i["sender"].startswith("agent:")]
+        return str(said[0]["text"]) if said else None
+
+    assert await wait_for(answered, 30, "the agent's answer") == (
+        "I drew a house on the whiteboard: 6 shapes on the board **a house**."
+    )
+    (call,) = read_tool_calls(stack.data_dir)
+    assert (call["conversation_id"], call["state"]) == (fresh, "succeeded")
+    # The conversation took the revision the agent held: nothing was refused as stale.
+    rows = {row["conversation_id"]: row for row in read_inventories(stack.data_dir)}
+    assert rows[fresh]["revision"] == global_revision

@@ -172,6 +172,21 @@ async def test_tokens_can_be_made_before_the_server_starts(appserver_dir: Path) 
             assert isinstance(welcome, Welcome)
 
 
+def test_the_agents_a_server_is_started_with_come_first_and_keep_their_tokens(
+    appserver_dir: Path,
+) -> None:
+    demo = ensure_credentials(appserver_dir, agents=("demo",))
+    own = ensure_credentials(appserver_dir, agents=("agent",))
+    assert own.agent_id == "agent"  # the default agent of a server started with it
+    assert own.token_for_agent("demo") == demo.agent_token
+    assert own.runtime_token == demo.runtime_token
+    again = ensure_credentials(appserver_dir, agents=("demo",))
+    assert again.agent_id == "demo"
+    assert list(again.agent_tokens) == ["demo", "agent"]
+    assert again.token_for_agent("agent") == own.agent_token
+    assert read_credentials(appserver_dir) == again
+
+
 async def test_one_server_per_data_dir(
     start_appserver: StartAppServer, appserver_dir: Path, nursery: trio.Nursery
 ) -> None:

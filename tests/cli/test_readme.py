@@ -1,9 +1,13 @@
-"""The README's commands, exactly as written, on a fresh home folder: the runtime runs on
-the default data dir and every other command finds it there without `--data-dir`.
+"""The README's commands, exactly as written, as a new user runs them: each in a fresh shell
+under `umask 077`, on a fresh home folder, with nothing on the PATH but what the README's
+activation line puts there. The runtime runs on the default data dir and every other
+command finds it there without `--data-dir`.
 
 The commands are read from the README's shell blocks (all but the set-up block at its top);
 the interactive or endless ones (`chat attach`, `debug trace`) and the line listing the other
-app commands are left out; `lineup run --headless` runs in the background for the rest.
+app commands are left out; `lineup run --headless` runs in the background for the rest, and
+`lineup stop` stops it last. A line that sources a file (the venv's activation) is run
+before every command after it, as a shell kept open would have it.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ EXPECTED = {
     "lineup debug kill router": "",
     "lineup web url": "http://127.0.0.1:",
     "lineup web url --json": '"url": "http://127.0.0.1:',
+    "lineup stop": "stopped the runtime on",
 }
 
 
@@ -85,35 +90,47 @@ def readme_commands() -> list[str]:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
-    """A fresh home folder (the default data dir in it), `lineup` on the PATH, and a work
-    folder where `apps/` is the repository's."""
+    """A fresh home folder (the default data dir in it) and a work folder laid out as the
+    repository's: its `apps/`, and the venv the README's set-up made as `.venv`. The
+    environment is the test's, less the venv on the PATH and any data dir setting."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "apps").symlink_to(REPO / "apps")
+    (work / ".venv").symlink_to(Path(sys.prefix))
+    venv_bin = str(Path(sys.prefix) / "bin")
     env = {
         key: value
         for key, value in os.environ.items()
-        if key not in ("LINEUP_DATA_DIR", "XDG_DATA_HOME")
+        if key not in ("LINEUP_DATA_DIR", "XDG_DATA_HOME", "VIRTUAL_ENV", "PYTHONPATH")
     }
     env.update(
         HOME=str(tmp_path / "home"),
-        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        PATH=os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin),
         NO_COLOR="1",
         COLUMNS="200",
-        PYTHONPATH=str(REPO),
     )
     yield work, env
+
+
+def _in_a_new_shell(command: str, sourced: list[str]) -> list[str]:
+    """`command` as a user types it in a fresh shell: umask 077, what was sourced before."""
+    return ["bash", "-c", "; ".join(["umask 077", *sourced, command])]
 
 
 def test_the_readme_commands_work_as_written(home: tuple[Path, dict[str, str]]) -> None:
     work, env = home
     commands = readme_commands()
     assert "lineup run --headless" in commands
+    assert "lineup stop" in commands
+    sourced = [c for c in commands if c.startswith((". ", "source "))]
+    assert sourced == [". .venv/bin/activate"]
+    assert commands.index(sourced[0]) < commands.index("lineup run --headless")
+    assert subprocess.run(["bash", "-c", "command -v lineup"], env=env, check=False).returncode
     data_dir = Path(env["HOME"]) / ".local" / "share" / "lineup"
     log = work.parent / "run.log"
     with open(log, "wb") as out:
         runtime = subprocess.Popen(
-            ["bash", "-c", "exec lineup run --headless"],
+            _in_a_new_shell("exec lineup run --headless", sourced),
             cwd=work,
             env=env,
             stdout=out,
@@ -127,11 +144,11 @@ def test_the_readme_commands_work_as_written(home: tuple[Path, dict[str, str]]) 
             assert runtime.poll() is None, log.read_text()[-3000:]
             assert time.monotonic() < deadline, "the runtime did not come online"
             time.sleep(0.1)
-        for command in commands:
-            if command == "lineup run --headless":
+        for command in [c for c in commands if c != "lineup stop"] + ["lineup stop"]:
+            if command == "lineup run --headless" or command in sourced:
                 continue
             done = subprocess.run(
-                ["bash", "-c", command],
+                _in_a_new_shell(command, sourced),
                 cwd=work,
                 env=env,
                 capture_output=True,
@@ -142,6 +159,8 @@ def test_the_readme_commands_work_as_written(home: tuple[Path, dict[str, str]]) 
             assert "Traceback" not in output, (command, output)
             assert done.returncode == 0, (command, output)
             assert EXPECTED.get(command, "") in " ".join(output.split()), (command, output)
+        # `lineup stop` returned once the runtime had stopped, as Ctrl-C stops it.
+        assert runtime.poll() == 0, log.read_text()[-3000:]
     finally:
         runtime.terminate()
         runtime.wait(timeout=30)

@@ -369,7 +369,7 @@ def test_every_tools_command_and_option_has_help() -> None:
 # --- the agent client -----------------------------------------------------------------------
 
 
-async def test_the_agent_holds_the_highest_revision_per_conversation(
+async def test_the_agent_holds_each_conversations_highest_revision_and_the_global_one_beside(
     start_appserver: StartAppServer,
 ) -> None:
     server = await start_appserver()
@@ -379,6 +379,7 @@ async def test_the_agent_holds_the_highest_revision_per_conversation(
             inventory(5, [START, BOARD]),
             inventory(4, []),  # late and older: not taken
             inventory(2, [BOARD], conversation="runtime:global"),
+            inventory(6, [], conversation="runtime:global"),  # not the conversation's
         ):
             assert (await runtime.submit(message)).status == "accepted"
     async with agent_of(server, inbox=False) as agent:
@@ -390,8 +391,8 @@ async def test_the_agent_holds_the_highest_revision_per_conversation(
             ("whiteboard", "board.create"),
         ]
         other = agent.inventory("conv-9")  # only the global one applies there
-        assert other is not None and other.revision == "2"
-        assert agent.cursor == 4  # nothing waits in an inbox it does not keep
+        assert other is not None and other.revision == "6"
+        assert agent.cursor == 5  # nothing waits in an inbox it does not keep
         with pytest.raises(AgentError, match="no inbox"):
             await agent.receive()
 

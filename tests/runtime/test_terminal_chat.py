@@ -182,7 +182,18 @@ def test_help_lists_every_command() -> None:
     assert isinstance(shown, str)
     for command in ("/1", "/yes", "/no", "/say TEXT", "/q2 ANSWER", "/questions", "/quit"):
         assert command in shown
-    assert shown.count("\n") == len(COMMANDS) - 1
+    assert shown.count("\n") == len(COMMANDS)  # and /quit
+
+
+def test_help_says_what_quit_does_for_who_started_the_runtime() -> None:
+    attached = parse_line("/help", _view(), "c")
+    started = parse_line("/help", _view(), "c", quit_stops=True)
+    assert isinstance(attached, str)
+    assert isinstance(started, str)
+    assert "/quit" in attached.splitlines()[-1]
+    assert "runtime keeps running" in attached.splitlines()[-1]
+    assert "stop the runtime" in started.splitlines()[-1]
+    assert "keeps running" not in started
 
 
 def test_extra_words_and_empty_answers_are_refused_with_a_hint() -> None:
@@ -208,11 +219,11 @@ def test_extra_words_and_empty_answers_are_refused_with_a_hint() -> None:
 
 
 def test_several_open_questions_are_answered_by_id() -> None:
-    view = _asked(CHOICE, CONFIRM, INPUT)
+    view = _asked(CHOICE, CONFIRM, INPUT, {**CHOICE, "interaction_id": "c.2", "message_id": "M4"})
     asked = parse_line("/1", view, "c")
     assert isinstance(asked, str)
     assert asked.splitlines() == [
-        "3 questions are open; say which, e.g. /q1 1",
+        "2 open questions take /1; say which, e.g. /q1 1",
         "  ? q1 Which colour?",
         "     /q1 1 Red",
         "     /q1 2 Green",
@@ -220,8 +231,31 @@ def test_several_open_questions_are_answered_by_id() -> None:
         "     /q2 yes or /q2 no",
         "  ? q3 Name?",
         "     /q3 TEXT",
+        "  ? q4 Which colour?",
+        "     /q4 1 Red",
+        "     /q4 2 Green",
     ]
     assert parse_line("/questions", view, "c") == "\n".join(asked.splitlines()[1:])
+    # An answer that fits one open question only answers that one.
+    assert parse_line("/yes", view, "c") == {
+        "kind": "answer",
+        "conversation_id": "c",
+        "interaction_id": "ok.1",
+        "confirmed": True,
+    }
+    assert parse_line("/say the blue one", view, "c") == parse_line("/q3 the blue one", view, "c")
+    assert parse_line("/3", view, "c") == (
+        "none of the open questions takes /3; answer one as shown:\n"
+        + "\n".join(asked.splitlines()[1:])
+    )
+    assert parse_line("/yes please", view, "c") == (
+        "/yes takes nothing after it; to send a message, type it without /"
+    )
+    two_inputs = _asked(INPUT, {**INPUT, "interaction_id": "n.2", "message_id": "M5"})
+    said = parse_line("/say hi", two_inputs, "c")
+    assert isinstance(said, str)
+    assert said.splitlines()[0] == "2 open questions take /say; say which, e.g. /q1 TEXT"
+    assert isinstance(parse_line("/q1 hi", two_inputs, "c"), dict)
     assert parse_line("/q2 no", view, "c") == {
         "kind": "answer",
         "conversation_id": "c",
@@ -235,8 +269,8 @@ def test_several_open_questions_are_answered_by_id() -> None:
         "text": "the blue one",
     }
     assert parse_line("/q2 1", view, "c") == "q2 is answered with /q2 yes or /q2 no"
-    assert parse_line("/q9 1", view, "c") == "q9 is not open; open now: q1, q2, q3"
-    # q1 answered: the others keep their ids, and a bare answer is still ambiguous.
+    assert parse_line("/q9 1", view, "c") == "q9 is not open; open now: q1, q2, q3, q4"
+    # q1 and q4 answered: the others keep their ids.
     answered = {**view, "pending_interactions": [CONFIRM, INPUT]}
     assert parse_line("/q2 yes", answered, "c") == parse_line("/q2 yes", view, "c")
     assert parse_line("/q1 1", answered, "c") == "q1 is not open; open now: q2, q3"

@@ -23,11 +23,15 @@ async def test_user_messages_sent_while_the_appserver_is_down(stack: Stack) -> N
     agent = await stack.start_agent()
     await agent.send_text(CONVERSATION, "hello")  # opens the conversation
     await wait_for(lambda: len(stack.timeline()) == 1, 30, "the greeting in the chat")
-    # The conversation's tool inventory is published and accepted before the server goes.
+    # The tool inventories (for new conversations, then this one's) are published and
+    # accepted before the server goes.
     await wait_for(
-        lambda: [e["_state"] for e in read_outbox_envelopes(stack.data_dir)] == ["accepted"],
+        lambda: (
+            [(e["type"], e["_state"]) for e in read_outbox_envelopes(stack.data_dir)]
+            == [("lineup.inventory", "accepted")] * 2
+        ),
         30,
-        "the inventory accepted",
+        "the inventories accepted",
     )
 
     await stack.stop_appserver()

@@ -98,8 +98,8 @@ async def test_each_view_shows_what_the_owners_hold(
     # The tool policy: no file, every tool allowed; the keeper's tool visible, and why.
     policy = shown["policy"]
     assert (policy["exists"], policy["broken"]) == (False, None)
-    [inventory] = policy["inventories"]
-    assert inventory["conversation_id"] == CONVERSATION
+    assert [i["conversation_id"] for i in policy["inventories"]] == [CONVERSATION, "runtime:global"]
+    inventory = policy["inventories"][0]
     note = next(e for e in inventory["visibility"] if e["method"] == "keeper.note")
     assert note["visible"] is True and note["app_scope"] == KEEPER
 

@@ -18,7 +18,7 @@ import pytest
 from actors.store import read_inventories, read_tool_deadlines
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
-from tests.runtime.helpers import Stack, wait_for
+from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 
 from .helpers import (
     Agent,
@@ -79,7 +79,10 @@ async def _ready(stack: Stack, clocks: tuple[Path, Path, Path]) -> tuple[Agent, 
 
 
 def _published(stack: Stack, methods: set[str], above: int) -> bool:
-    (row,) = read_inventories(stack.data_dir)
+    rows = [r for r in read_inventories(stack.data_dir) if r["conversation_id"] == CONVERSATION]
+    if not rows:
+        return False
+    (row,) = rows
     scopes = {(t["app_scope"], t["method"]) for t in row["payload"]["tools"]}
     wanted = {(s, m) for s in ("clocks", "rival") for m in methods}
     return int(row["revision"]) > above and wanted <= scopes

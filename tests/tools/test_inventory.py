@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import trio
+
 from actors.store import read_inventories
 from peers.agent import AgentClient
+from tests.app_manager.conftest import lineup
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 
 from .helpers import (
@@ -82,6 +85,17 @@ async def test_revisions_follow_the_registry_and_calls_are_checked_in_order(
     assert await refused(stack, agent, "call_off", "pomodoro.status", {}, disabled) == (
         "app_disabled"
     )
+    # The person playing the agent is told why the tool is gone, and what to do.
+    call = ("--conversation", CONVERSATION, "--tool", "pomodoro.status", "--args", "{}")
+    where = ("--data-dir", stack.data_dir, "--appserver-dir", stack.appserver_dir)
+    code, _, err = await trio.to_thread.run_sync(
+        lambda: lineup("agent", "call", *where, "--appserver", stack.url, *call)
+    )
+    assert code == 2
+    assert " ".join(err.split()) == (
+        f"error: cannot call 'pomodoro.status' in '{CONVERSATION}': the app pomodoro is"
+        " disabled; enable it with `lineup app enable pomodoro`"
+    )
     app(stack, "enable", "pomodoro")
     again = await new_revision(stack, disabled)
     assert tools_of(stack) == ["pomodoro.start", "pomodoro.status"]
@@ -110,7 +124,8 @@ async def test_policy_changes_and_restarts_move_the_revision_forward(
     policy.write_text(json.dumps({"deny": ["pomodoro/pomodoro.status"]}))
     denied = await new_revision(stack, listed)
     assert tools_of(stack) == ["pomodoro.start"]
-    reasons = {v["method"]: v["reason"] for v in read_inventories(stack.data_dir)[0]["visibility"]}
+    (row,) = [r for r in read_inventories(stack.data_dir) if r["conversation_id"] == CONVERSATION]
+    reasons = {v["method"]: v["reason"] for v in row["visibility"]}
     assert reasons["pomodoro.status"].startswith("denied by tool policy")
 
     # An allow list that the deny rule overrides: deny beats allow.
