@@ -68,6 +68,7 @@ async def refused_at_once(agent: Agent, call_id: str, method: str, args: dict[st
     took = time.monotonic() - submitted
     assert (row["state"], row["code"]) == ("failed", "already_running"), row
     assert took < REFUSED_WITHIN_S, f"refused after {took:.2f} s"
+    print(f"{method} while one runs: refused after {took * 1000:.0f} ms")
     return str(row["detail"])
 
 
