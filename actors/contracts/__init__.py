@@ -143,6 +143,7 @@ _LAZY = {
     "ToolAnnotations": "._tools",
     "ToolCancel": "._tools",
     "ToolDescriptor": "._tools",
+    "DEFAULT_TOOL_TIMEOUT_MS": "._tools",
     "ToolError": "._tools",
     "ToolInvoke": "._tools",
     "ToolProgress": "._tools",
@@ -304,6 +305,7 @@ if TYPE_CHECKING:
         check_event_payload,
     )
     from ._tools import (
+        DEFAULT_TOOL_TIMEOUT_MS,
         Inventory,
         InventoryApp,
         InventoryTool,
@@ -371,6 +373,7 @@ __all__ = [
     "CLIENT_FRAMES",
     "CONVERSATION_ID_PATTERN",
     "CORE_APP_SCOPES",
+    "DEFAULT_TOOL_TIMEOUT_MS",
     "ENTRY_TYPES",
     "ENVELOPE_VERSION",
     "INSTANCE_ID_PATTERN",

@@ -61,6 +61,9 @@ class Code(StrEnum):
     CANCELLED_BY_USER = "cancelled_by_user"
     OPERATION_EXPIRED = "operation_expired"
     HANDLER_FAILED = "handler_failed"
+    # A call that would start an operation its app runs one at a time (a focus timer, a
+    # round of a game) while one is open in the conversation: refused, the open one goes on.
+    ALREADY_RUNNING = "already_running"
     EXPIRED = "expired"
     FAILED = "failed"
     # A capability effect that cannot be repeated safely was started and its end was never

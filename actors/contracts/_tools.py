@@ -173,6 +173,11 @@ def _check_json_schema(schema: JsonObject) -> JsonObject:
 ToolSchema = Annotated[JsonObject, AfterValidator(_check_json_schema)]
 
 
+# A call's life when its tool declares no `timeout_ms`: the runtime ends it
+# `operation_expired` then (progress extends it, up to ten times that in all).
+DEFAULT_TOOL_TIMEOUT_MS: Final = 30_000
+
+
 class LaunchPolicy(ContractModel):
     """Whether the runtime may start the app for a call, where it puts it, and after.
 
@@ -203,7 +208,7 @@ class ToolDescriptor(ContractModel):
     input_schema: ToolSchema
     output_schema: ToolSchema
     call_model: CallModel = "command"
-    timeout_ms: Annotated[int, Field(ge=100, le=86_400_000)] = 30_000
+    timeout_ms: Annotated[int, Field(ge=100, le=86_400_000)] = DEFAULT_TOOL_TIMEOUT_MS
     idempotent: bool = False
     risk: RiskLevel = "medium"
     activation_requirement: ActivationRequirement = "app_ready"

@@ -152,16 +152,31 @@ class Activations:
             await self.router.finish(call, error=error)
 
     async def ended(self, call: Call) -> None:
-        """The previous foreground comes back once the call that took its place ends."""
+        """The previous foreground comes back once the call that took its place ends, and
+        no other open call of the instance still wants it in front. One that does (a call
+        that ran on it while it was in front) inherits the duty if its tool restores the
+        focus (the previous foreground comes back when that one ends), or keeps its app in
+        front if its tool says so: a call's end never takes the front from a call still
+        running there."""
         previous = call.previous_foreground
         if previous is None or self.router.foreground != call.instance_id:
             return
-        busy = any(
-            c.instance_id == call.instance_id and c.previous_foreground
+        others = [
+            c
             for c in self.router.calls.values()
-        )
-        if not busy:
+            if c is not call and not c.done and c.instance_id == call.instance_id
+        ]
+        if any(c.previous_foreground for c in others):
+            return  # that one gives it back
+        heir = next((c for c in others if _focus(c) == "foreground"), None)
+        if heir is None:
             self.router.nursery.start_soon(self._refocus, previous)
+            return
+        if not _restores(heir):
+            return  # it keeps its app in front after it, as its tool says
+        heir.previous_foreground = previous
+        heir.note("front_inherited", restores=previous, from_call=call.call_id)
+        await self.router.write({"calls": [heir.to_row()]})
 
     async def _refocus(self, instance_id: str) -> None:
         try:

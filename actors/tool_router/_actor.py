@@ -21,6 +21,7 @@ resumes where its row says.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from pathlib import Path
@@ -30,6 +31,7 @@ import trio
 
 from actors.contracts import (
     APP_TOOL_ERROR_CODES,
+    DEFAULT_TOOL_TIMEOUT_MS,
     RUNTIME_GLOBAL_CONVERSATION,
     SCOPE_CHAT,
     Code,
@@ -69,6 +71,9 @@ log = logging.getLogger("lineup.tool_router")
 POLICY_POLL_S: Final = 1.0
 TIMER_POLL_S: Final = 0.1
 FOREIGN_AUDIT_S: Final = 10.0
+LATE_REPORT: Final = "tool_report.late"  # the audit code of a report on a call ended
+# The calls ended last, kept to tell a late report on one from a report on no call.
+ENDED_KEPT: Final = 1024
 
 
 class ToolRouterActor(Actor):
@@ -86,6 +91,7 @@ class ToolRouterActor(Actor):
         self.inventories: dict[str, dict[str, Any]] = {}
         self.revision = 0
         self.calls: dict[str, Call] = {}
+        self.ended: dict[str, Call] = {}  # the last ENDED_KEPT calls ended, oldest first
         self.policy = Policy()
         self.stamp = policy_stamp(self.data_dir)
         self.counts = {
@@ -95,6 +101,7 @@ class ToolRouterActor(Actor):
             "failed": 0,
             "foreign_reports": 0,
             "owned_reports": 0,
+            "late_reports": 0,
         }
         # (sender, why) → (refused since, audited at)
         self.refused_reports: dict[tuple[str, str], tuple[int, float]] = {}
@@ -456,6 +463,12 @@ class ToolRouterActor(Actor):
             detail = f"{call.call_id}: {audit_detail or error.detail}"
             audit = [_audit(str(error.code), detail, call.envelope_id)]
         self.calls.pop(call.call_id, None)
+        # Kept light (what a late report's audit names), whatever the call carried.
+        self.ended[call.call_id] = dataclasses.replace(
+            call, arguments={}, output=None, history=[], tool={}, operation=None
+        )
+        if len(self.ended) > ENDED_KEPT:
+            del self.ended[next(iter(self.ended))]
         self.counts[call.state] += 1
         step: dict[str, Any] = {
             "calls": [call.to_row()],
@@ -481,13 +494,27 @@ class ToolRouterActor(Actor):
             now = now_ms()
             await self.operations.reached(now)
             for call in [c for c in self.calls.values() if c.deadline_ms and c.deadline_ms <= now]:
-                await self.finish(
-                    call,
-                    error=ContractError(
-                        Code.OPERATION_EXPIRED,
-                        f"no outcome within {call.tool.get('timeout_ms', 30_000)} ms",
-                    ),
-                )
+                await self._expire(call)
+
+    async def _expire(self, call: Call) -> None:
+        """The call's time is up (its tool's `timeout_ms`, `DEFAULT_TOOL_TIMEOUT_MS` unless it
+        declares one): `operation_expired`, and its app is told to stop what it still runs
+        for it. Whatever its handler says later is a late report, ignored."""
+        timeout = call.tool.get("timeout_ms", DEFAULT_TOOL_TIMEOUT_MS)
+        await self.finish(
+            call, error=ContractError(Code.OPERATION_EXPIRED, f"no outcome within {timeout} ms")
+        )
+        await self.tell_app_ended(call)
+
+    async def tell_app_ended(self, call: Call) -> None:
+        """The runtime ended the call: its app stops its handler and takes back what that
+        asked (`app.tool.cancel`)."""
+        await self.cast(
+            f"app.{call.app_scope}",
+            "app.tool.cancel",
+            {"call_id": call.call_id},
+            id=derive_id(call.envelope_id, SLOT_DISPATCH + 1),
+        )
 
     # -- from the app manager and the apps ------------------------------------------------------
 
@@ -511,7 +538,13 @@ class ToolRouterActor(Actor):
         body = msg.body
         call = self.calls.get(str(body["call_id"]))
         if call is None:
-            return  # finished already (a late or repeated report): the first final stands
+            # Finished already (a late or repeated report): the first final stands. A late
+            # one from the call's own app is counted and audited; one on a call never made
+            # (or another app's) is answered the same, and nothing says the call exists.
+            ended = self.ended.get(str(body["call_id"]))
+            if ended is not None and msg.sender == f"app.{ended.app_scope}":
+                await self.refuse_report(msg, ended, "late")
+            return
         if msg.sender != f"app.{call.app_scope}":
             await self.refuse_report(msg, call, "foreign")
             return
@@ -611,11 +644,12 @@ class ToolRouterActor(Actor):
         return {"revisions": revisions}
 
     async def refuse_report(self, msg: Message, call: Call | None, why: str) -> None:
-        """A report on another app's call (`foreign`), or on one of its own calls that the
-        runtime owns (`owned`): dropped, counted, and audited at most once per sender and
+        """A report on another app's call (`foreign`), on one of its own calls that the
+        runtime owns (`owned`), or on one of its own that has ended (`late`: its time ran
+        out, or it was cancelled): dropped, counted, and audited at most once per sender and
         reason every `FOREIGN_AUDIT_S` (without waiting for the store), so an app that sends
         thousands costs every other app's calls nothing."""
-        self.counts["foreign_reports" if why == "foreign" else "owned_reports"] += 1
+        self.counts[f"{why}_reports"] += 1
         if call is None:
             return  # no call of that id: nothing to audit, as for any report on none
         key = (msg.sender, why)
@@ -626,13 +660,17 @@ class ToolRouterActor(Actor):
             self.refused_reports[key] = (count, last)
             return
         self.refused_reports[key] = (0, now)
+        code = str(Code.OWNERSHIP_MISMATCH)
         if why == "foreign":
             what = f"{call.call_id} of {call.app_scope}"
-        else:
+        elif why == "owned":
             what = f"{call.call_id}, which the runtime owns until its deadline"
+        else:
+            code = LATE_REPORT
+            what = f"{call.call_id}, which had ended {call.code or call.state}"
         detail = f"{msg.sender} reported on {what} ({count} refused)"
         log.warning("refused report: %s", detail)
-        audit = {"code": str(Code.OWNERSHIP_MISMATCH), "detail": detail, "message_id": msg.id}
+        audit = {"code": code, "detail": detail, "message_id": msg.id}
         await self.cast("store", "store.audit", audit, id=new_id())
 
     async def _progress(self, call: Call, body: dict[str, Any], report_id: str) -> None:

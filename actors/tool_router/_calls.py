@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from actors.contracts import utc_timestamp, validate_envelope
+from actors.contracts import DEFAULT_TOOL_TIMEOUT_MS, utc_timestamp, validate_envelope
 from actors.kernel import derive_id
 
 from ._deadlines import Deadline
@@ -87,10 +87,10 @@ class Call:
         values["arguments"] = values.get("arguments") or {}
         values["history"] = values.get("history") or []
         call = cls(**values)
-        # What the call put behind it in front is in its history, so a restarted router
-        # still gives it back when the call ends.
+        # What the call put behind it in front (or inherited from a call that ended before
+        # it) is in its history, so a restarted router still gives it back when it ends.
         for step in call.history:
-            if step.get("event") == "activation_ready" and step.get("restores"):
+            if step.get("restores"):
                 call.previous_foreground = str(step["restores"])
         return call
 
@@ -112,7 +112,7 @@ class Call:
 
     def arm(self) -> None:
         """The call showed life: it may take its timeout again, up to its absolute cap."""
-        timeout = int(self.tool.get("timeout_ms", 30_000))
+        timeout = int(self.tool.get("timeout_ms", DEFAULT_TOOL_TIMEOUT_MS))
         cap = self.created_ms + min(timeout * ABSOLUTE_CAP_FACTOR, MAX_ABSOLUTE_MS)
         self.deadline_ms = min(now_ms() + timeout, cap)
 

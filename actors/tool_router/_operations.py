@@ -36,7 +36,6 @@ from actors.kernel import Message, derive_id
 from ._artifacts import ArtifactRefused, with_artifact_reference
 from ._calls import (
     FINAL_STATES,
-    SLOT_DISPATCH,
     SLOT_OPERATION,
     SLOT_SHOWN,
     SLOT_STARTED,
@@ -90,6 +89,10 @@ class DeadlineOperations:
         if refusal is not None:
             failed = ContractError(Code.HANDLER_FAILED, "the app's deadline cannot be taken")
             await self.router.finish(call, error=failed, audit_detail=refusal)
+            return
+        running = self._same_tool_open(call) if body.get("alone") else None
+        if running is not None:
+            await self.router.finish(call, error=_already_running(call, running))
             return
         assert isinstance(duration, int)
         call.operation = Deadline(
@@ -266,12 +269,7 @@ class DeadlineOperations:
         else:
             detail = f"cancelled by {by}"
         await self.router.finish(call, error=ContractError(Code.CANCELLED_BY_USER, detail))
-        await self.router.cast(
-            f"app.{call.app_scope}",
-            "app.tool.cancel",
-            {"call_id": call.call_id},
-            id=derive_id(call.envelope_id, SLOT_DISPATCH + 1),
-        )
+        await self.router.tell_app_ended(call)
         return False
 
     # -- an app's questions, the user's stop ---------------------------------------------
@@ -414,6 +412,15 @@ class DeadlineOperations:
         log.info("call %s: deadline operation %s", call.call_id, operation.state)
         await self.tell_app(operation, news)
 
+    def _same_tool_open(self, call: Call) -> Call | None:
+        """The open operation of the call's tool in its conversation, if one is: the tool
+        router takes handovers one at a time, so two calls racing to start one cannot both
+        see none."""
+        for other in self._open(call.app_scope, call.conversation_id):
+            if other.method == call.method and other is not call:
+                return other
+        return None
+
     def _open(self, app_scope: str, conversation_id: str) -> list[Call]:
         return [
             c
@@ -434,6 +441,25 @@ class DeadlineOperations:
         if row is None:
             return None
         return {"call_id": call_id, "state": row["state"], "code": row["code"]}
+
+
+def _already_running(call: Call, running: Call) -> ContractError:
+    """The refusal of a handover while `running` is open: until when it runs, and how to
+    end it first."""
+    operation = running.operation
+    assert operation is not None
+    if operation.state == PAUSED:
+        until = f"paused with {round((operation.remaining_ms or 0) / 1000)} s left"
+    elif operation.ends_ms is not None:
+        until = f"running until {timestamp(operation.ends_ms)}"
+    else:
+        until = "waiting for its app in front"
+    return ContractError(
+        Code.ALREADY_RUNNING,
+        f"{call.method} already has an operation {until} in this conversation (call"
+        f" {running.call_id}): wait for it to end, or stop it first (cancel that call, or"
+        " use the app's stop tool)",
+    )
 
 
 def _not_yours(call_id: object) -> ContractError:

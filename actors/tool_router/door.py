@@ -36,6 +36,9 @@ class Report(TypedDict):
     # A deadline: the call is the runtime's until `duration_ms` after it started.
     duration_ms: NotRequired[Annotated[int, Field(ge=1, le=86_400_000)]]
     display: NotRequired[dict[str, JsonValue]]
+    # Refused (`already_running`) while another open operation of the same tool runs in
+    # the conversation: the app runs that tool's operations one at a time.
+    alone: NotRequired[bool]
 
 
 class DeadlineRequest(TypedDict):

@@ -4,7 +4,10 @@ A round is a deadline operation: `game.start_round` hands its call to the runtim
 starts it once the game is in front and ends it when its `seconds` have run out (the
 runtime's time-up result), even if the app, the tool router or the whole runtime was
 killed meanwhile. The app ends it earlier with its own result when the user guesses the
-word, presses Done on their drawing or gives up (`sdk.tools.finish_deadline`).
+word, presses Done on their drawing or gives up (`sdk.tools.finish_deadline`). One round
+at a time per conversation: a new one while one is open is refused by the runtime as it
+takes the handover (`already_running`), and the open one goes on; the new round becomes the
+instance's only once the runtime's news shows it took it.
 
 The surface shows the instance's session data, which the app writes from its private
 record of the round (`_rounds`) each time the round changes: {`round`, `mode`, `word`
@@ -184,7 +187,9 @@ class DrawAndGuessApp(RuntimeApp):
         launch_policy={"launch": "if_needed", "focus": "foreground", "restore_focus": True},
     )
     async def start_round(self, arguments: dict[str, Any], call: ToolCall) -> Any:
-        """Starts a round of `seconds` (default 90), ending any round still open. In
+        """Starts a round of `seconds` (default 90). One round at a time: while one is
+        open this is refused (`already_running`, saying until when it runs) and that round
+        goes on; it ends when the user guesses, draws or gives up, or time runs out. In
         `user_draws` the user draws `word` and presses Done (outcome `drawn`, with what they
         drew); in `user_guesses` the user guesses `word` from the agent's `shapes` (outcome
         `guessed`). They may give up (`gave_up`). When time runs out the result is the
@@ -195,7 +200,6 @@ class DrawAndGuessApp(RuntimeApp):
         shapes = list(arguments.get("shapes") or [])
         if _points(shapes) > MAX_POINTS:
             raise ContractError(Code.INVALID_ARGUMENTS, f"shapes: over {MAX_POINTS} points")
-        await call.interrupt_deadlines()
         previous = self._rounds.get(call.instance_id) or {}
         seconds = int(arguments.get("seconds", DEFAULT_SECONDS))
         record = {
@@ -210,9 +214,8 @@ class DrawAndGuessApp(RuntimeApp):
             "score": previous.get("score") or {"user": 0, "agent": 0},
             "state": "playing",
         }
-        self._rounds.put(call.instance_id, record)
-        await self._show(call.instance_id)
-        return self.sdk.tools.deadline(seconds, display={"round": record["round"]})
+        self._rounds.hand_over(call.instance_id, record)
+        return self.sdk.tools.deadline(seconds, display={"round": record["round"]}, alone=True)
 
     # -- the runtime's news of the round -------------------------------------------------
 

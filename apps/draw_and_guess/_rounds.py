@@ -3,8 +3,9 @@
 The secret word of a round the user guesses must never reach the surface, and the surface
 reads the instance's session data: so the round's truth (its call, word, the guesses and
 strokes taken, the score before it, and the app's own end once decided) lives here, in
-`rounds.json`, written whole to a new file then renamed, so a kill leaves either the old or
-the new file. Session data holds only what the user may see.
+`rounds.json` (`{rounds: {instance: round}, pending: {call: {instance_id, round}}}`),
+written whole to a new file then renamed, so a kill leaves either the old or the new file.
+Session data holds only what the user may see.
 
 Scoring: the user scores when they do their part (guess the word, or draw it and press
 Done); the agent scores when time runs out or the user gives up. A round stopped by the
@@ -49,28 +50,51 @@ def seconds_between(start: str | None, end: float, most: int) -> int:
 
 
 class Rounds:
-    """The current round of each instance, kept in the app's private directory."""
+    """The current round of each instance, and the rounds handed to the runtime that it has
+    not yet said it took (`pending`, by call): the runtime refuses a round while another
+    is open, so a new round replaces the current one only once the runtime's news of it
+    shows it was taken. All kept in the app's private directory."""
 
     def __init__(self, folder: Path) -> None:
         self._path = folder / FILE
-        self._rounds: dict[str, dict[str, Any]] = (
-            json.loads(self._path.read_text(encoding="utf-8")) if self._path.exists() else {}
-        )
+        kept = json.loads(self._path.read_text(encoding="utf-8")) if self._path.exists() else {}
+        self._rounds: dict[str, dict[str, Any]] = kept.get("rounds", {})
+        self._pending: dict[str, dict[str, Any]] = kept.get("pending", {})
 
     def get(self, instance_id: str) -> dict[str, Any] | None:
         found = self._rounds.get(instance_id)
         return dict(found) if found is not None else None
 
     def of_call(self, instance_id: str, call_id: str) -> dict[str, Any] | None:
-        """The instance's round if it is the one of `call_id` (an older call's is gone)."""
+        """The instance's round if it is the one of `call_id` (an older call's is gone),
+        or the round of that call handed over, which becomes the instance's current one:
+        the runtime's news of a call says it took its round. The other rounds handed over
+        for the instance by then were refused (that round was open: one at a time), and
+        are dropped."""
         found = self.get(instance_id)
-        return found if found is not None and found["call_id"] == call_id else None
+        handed = self._pending.pop(call_id, None)
+        if handed is not None:
+            found = dict(handed["round"])
+        elif found is None or found["call_id"] != call_id:
+            return None
+        for other in [c for c, r in self._pending.items() if r["instance_id"] == instance_id]:
+            del self._pending[other]
+        self.put(instance_id, found)
+        return found
+
+    def hand_over(self, instance_id: str, record: dict[str, Any]) -> None:
+        """A round its call hands to the runtime: kept aside until the runtime takes it."""
+        self._pending[record["call_id"]] = {"instance_id": instance_id, "round": dict(record)}
+        self._save()
 
     def put(self, instance_id: str, record: dict[str, Any]) -> None:
         self._rounds[instance_id] = dict(record)
+        self._save()
+
+    def _save(self) -> None:
         fresh = self._path.with_suffix(".new")
         with open(fresh, "w", encoding="utf-8") as out:
-            json.dump(self._rounds, out, ensure_ascii=False)
+            json.dump({"rounds": self._rounds, "pending": self._pending}, out, ensure_ascii=False)
             out.flush()
             os.fsync(out.fileno())
         fresh.replace(self._path)

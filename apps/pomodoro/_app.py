@@ -3,7 +3,9 @@
 A timer is a deadline operation: `pomodoro.start` hands its call to the runtime, which
 starts it once the timer's app is in front (the agent then gets `started`, with when it
 ends), ends it at that moment with the one result, and stops it early when the agent or the
-user interrupts it. The app never counts the time itself, so a timer outlives the app's
+user interrupts it. One timer at a time per conversation: a start while one is open is
+refused by the runtime as it takes the handover (`already_running`), and the open one goes
+on. The app never counts the time itself, so a timer outlives the app's
 process, the runtime's restarts and its own end while nothing ran.
 
 The `timer` entrypoint's surface (`ui/`) shows the countdown and has the user's buttons:
@@ -13,8 +15,8 @@ shows. The surface names no call: it can act only on its own instance's timer.
 
 What the app keeps is only what it shows, in its instance's session data: the timer's
 state, minutes, when it ends and ended, and what is left while it is paused (`{state,
-minutes, call_id, ends_at?, ended_at?, remaining_ms?}`), written when the call hands the
-timer over and each time the runtime says it started, paused, resumed or ended.
+minutes, call_id, ends_at?, ended_at?, remaining_ms?}`), written each time the runtime says
+it started, paused, resumed or ended.
 """
 
 from __future__ import annotations
@@ -143,11 +145,15 @@ class PomodoroApp(RuntimeApp):
 
     async def _timer_changed(self, operation: dict[str, Any]) -> None:
         """The runtime started, paused, resumed or ended a timer: what the instance shows
-        follows. News of an older timer than the one shown changes nothing."""
+        follows. The runtime runs one timer at a time in a conversation and tells its news
+        in order, so news of a start, pause or resume is of the current timer; the end of
+        another timer than the one shown (an older one) changes nothing."""
         shown = _display(operation)
         instance_id = operation.get("instance_id")
-        if instance_id is not None:
-            await self._show(str(instance_id), shown, only_call=operation["call_id"])
+        if instance_id is None:
+            return
+        ended = operation["state"] not in ("running", "paused")
+        await self._show(str(instance_id), shown, only_call=operation["call_id"] if ended else "")
 
     async def _show(self, instance_id: str, shown: dict[str, Any], only_call: str = "") -> None:
         """Write the display state of the instance; with `only_call`, only while it shows
@@ -204,16 +210,14 @@ class PomodoroApp(RuntimeApp):
         activation_requirement="foreground_required",
         launch_policy={"launch": "if_needed", "focus": "foreground"},
     )
-    async def start(self, arguments: dict[str, Any], call: ToolCall) -> Any:
-        """Starts a timer of `minutes`, stopping any running one. Progress `started` (with
-        `ends_at`) says it runs; the result comes when it has run out. The user may pause
-        and resume it on the timer's surface, or interrupt it there (`cancelled_by_user`)."""
-        await call.interrupt_deadlines()
+    async def start(self, arguments: dict[str, Any]) -> Any:
+        """Starts a timer of `minutes`. Progress `started` (with `ends_at`) says it runs;
+        the result comes when it has run out. One timer at a time: while one is waiting,
+        running or paused, this is refused (`already_running`, saying until when it runs)
+        and that timer goes on; stop it first with `pomodoro.stop`. The user may pause and
+        resume it on the timer's surface, or interrupt it there (`cancelled_by_user`)."""
         minutes = int(arguments["minutes"])
-        if call.instance_id is not None:
-            shown = {"state": "waiting", "minutes": minutes, "call_id": call.call_id}
-            await self._show(call.instance_id, shown)
-        return self.sdk.tools.deadline(60 * minutes, display={"minutes": minutes})
+        return self.sdk.tools.deadline(60 * minutes, display={"minutes": minutes}, alone=True)
 
     @tool(
         "pomodoro.status",

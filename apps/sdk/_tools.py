@@ -6,7 +6,7 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
 `tool_router.report`, closed bodies of four kinds: {`call_id`, `kind`: `progress`,
 `stage`?, `percent`?, `message`?}, {`call_id`, `kind`: `result`, `output`}, {`call_id`,
 `kind`: `error`, `code`, `message`?} and {`call_id`, `kind`: `deadline`, `duration_ms`,
-`display`}.
+`display`, `alone`?}.
 
 - A call is recorded in the app's log (`tool_calls`, running) before its handler runs, and
   the invoke is acked once that is on disk. An invoke of a call already recorded never
@@ -18,7 +18,9 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
   `sdk.tools.deadline(seconds, display)` hands the call to the runtime, which ends it at
   that deadline (its result is the runtime's: when it started, was to end, ended) or when
   the agent or the user interrupts it; the app can no longer end it (`complete`, `fail`
-  and `progress` are refused). A running call can ask the runtime about the app's
+  and `progress` are refused). With `alone=True` the runtime refuses it
+  (`already_running`) while the same tool has an open operation in the conversation: one
+  at a time, decided as the runtime takes it. A running call can ask the runtime about the app's
   deadline operations in its conversation (`call.deadlines()`) or interrupt them for the
   agent (`call.interrupt_deadlines()`, a stop tool's way). For the user in its surface, the
   app acts on an open one of its own by its call id: `finish_deadline` (its own output as
@@ -38,8 +40,9 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
   within the mailbox's dedup window is sent again: the last ones may not have left the
   process, and the runtime keeps a call's first final only. A pending call stays open:
   the app finishes it from what it kept.
-- `app.tool.cancel` ends an open call without a report and cancels its handler; the
-  capability requests it asked and the user has not answered are taken back.
+- `app.tool.cancel` (the runtime ended the call: a cancel, a stop, or its timeout passed)
+  ends an open call without a report and cancels its handler; the capability requests it
+  asked and the user has not answered are taken back.
 - A `surface_bridge` tool's handler runs first, as the app's gate: it may answer (a dict)
   or refuse (a `ContractError`) itself; `None` hands the call to the app's surface. The
   call is then left pending and pushed to the web host with its arguments
@@ -108,14 +111,18 @@ class Deadline:
 
     duration_ms: int
     display: dict[str, Any]
+    alone: bool = False
 
     def report(self, call_id: str) -> dict[str, Any]:
-        return {
+        report = {
             "call_id": call_id,
             "kind": "deadline",
             "duration_ms": self.duration_ms,
             "display": self.display,
         }
+        if self.alone:
+            report["alone"] = True
+        return report
 
 
 @dataclass(frozen=True)
@@ -231,17 +238,23 @@ class ToolsAPI:
         if not await self._finish(call_id, _result(call_id, output)):
             raise _not_open(call_id)
 
-    def deadline(self, seconds: float, display: dict[str, Any] | None = None) -> Deadline:
+    def deadline(
+        self, seconds: float, display: dict[str, Any] | None = None, *, alone: bool = False
+    ) -> Deadline:
         """What a handler returns to hand its call to the runtime until `seconds` after the
         runtime starts it (in front, for a foreground tool). `display` (JSON, at most 4 KiB)
-        is kept with the operation for the app's own view of it (`call.deadlines()`)."""
+        is kept with the operation for the app's own view of it (`call.deadlines()`).
+        `alone`: the tool runs one operation at a time in a conversation; while one is
+        open, the runtime refuses this one (`already_running`, saying until when the open
+        one runs) and the open one goes on. The runtime decides it as it takes the
+        handover, so two calls racing to start one cannot both start."""
         duration_ms = round(seconds * 1000)
         if not 1 <= duration_ms <= 86_400_000:
             raise ValueError("a deadline is 1 ms to a day away")
         shown = dict(display or {})
         if len(_encode(shown).encode()) > MAX_DISPLAY_BYTES:
             raise ValueError(f"a deadline's display is at most {MAX_DISPLAY_BYTES} bytes")
-        return Deadline(duration_ms, shown)
+        return Deadline(duration_ms, shown, alone)
 
     async def fail(self, call_id: str, code: Code | str, message: str | None = None) -> None:
         """End an open call of this app with an error of `APP_TOOL_ERROR_CODES`."""

@@ -64,6 +64,7 @@ _FOCUS_FAILURES: Final = {
     "cancelled_by_user": "it was cancelled",
     "rate_limited": "too many requests came at once, so please try again shortly",
     "operation_expired": "it took too long",
+    "already_running": "a focus timer is already running, and it goes on until its end",
     "handler_failed": "the Pomodoro app ran into a problem",
 }
 

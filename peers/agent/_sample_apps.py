@@ -75,6 +75,7 @@ _FAILURES: Final = {
     "cancelled_by_user": "it was cancelled",
     "rate_limited": "too many requests came at once, so please try again shortly",
     "operation_expired": "it took too long",
+    "already_running": "one is already running, and it goes on until its end",
     "handler_failed": "the app ran into a problem",
 }
 _OUTCOMES: Final = {

@@ -21,7 +21,7 @@ from tests.kernel.helpers import REPO_ROOT
 from tests.runtime import helpers as runtime_helpers
 from tests.runtime.conftest import stack  # noqa: F401 - the runtime tests' stack
 from tests.runtime.helpers import CONVERSATION, Stack, runtime_config, wait_for
-from tests.tools.helpers import new_revision
+from tests.tools.helpers import Agent, new_revision, tools_of
 
 SCOPE = "hostile"
 
@@ -80,6 +80,29 @@ class Hostile:
 
     async def launch(self) -> None:
         await self.app("launch", SCOPE, "--conversation", "conv-1")
+
+    async def started(self, orders: dict[str, Any], tool: str) -> Agent:
+        """The runtime on its AppServer, the agent in the conversation, and the hostile app
+        installed with `orders`, its `tool` in the agent's inventory: the agent's side of
+        its calls."""
+        await self.stack.start_appserver()
+        await self.stack.start_runtime()
+        client = await self.stack.start_agent()
+        await client.send_text(CONVERSATION, "hello")
+        await new_revision(self.stack, 0)
+        await self.install(orders)
+        await wait_for(lambda: tool in tools_of(self.stack), 30, "its tool in the inventory")
+        return Agent(self.stack, client, SCOPE)
+
+    def order(self, name: str, options: dict[str, Any]) -> None:
+        """An order the running app waits for, added whole (readable by its uid)."""
+        path = self.app_dir / "orders.json"
+        orders = json.loads(path.read_text())
+        orders[name] = options
+        partial = path.with_suffix(".tmp")
+        partial.write_text(json.dumps(orders))
+        partial.chmod(0o644)
+        partial.replace(path)
 
     def report(self) -> dict[str, Any] | None:
         path = self.app_dir / "report.json"

@@ -17,7 +17,7 @@ from tests.tools.helpers import Agent, finals, new_revision
 
 from .app._app import STOLEN_PATH
 from .conftest import Hostile
-from .test_tools import _order, _ready, _result
+from .test_tools import _ready, _result
 
 FLOOD = 1_000  # creates the store refuses, sent as fast as the channel takes them
 ELSEWHERE = "conv-2"  # a conversation the toolbox is in and the hostile app is not
@@ -42,7 +42,7 @@ async def test_an_app_cannot_read_hand_or_make_another_apps_artifacts(
     await hostile.launch()
     restarts = hostile.restarts()
 
-    _order(hostile, "steal_artifact", {"victim": victim, "conversation": ELSEWHERE, "flood": FLOOD})
+    hostile.order("steal_artifact", {"victim": victim, "conversation": ELSEWHERE, "flood": FLOOD})
     result = await wait_for(
         lambda: _result(hostile, "steal_artifact"), 60, "the hostile app's artifact attacks"
     )

@@ -8,7 +8,6 @@ the chat's own log."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from tests.capabilities.conftest import keeper  # noqa: F401 - the signed keeper bundle
@@ -19,17 +18,6 @@ from tests.runtime.helpers import wait_for
 from .conftest import Hostile
 
 FLOOD = 2_000  # refused requests, each under an id of its own
-
-
-def _order(hostile: Hostile, name: str, options: dict[str, object]) -> None:
-    """An order the running hostile app waits for, added whole (readable by its uid)."""
-    path = hostile.app_dir / "orders.json"
-    orders = json.loads(path.read_text())
-    orders[name] = options
-    partial = path.with_suffix(".tmp")
-    partial.write_text(json.dumps(orders))
-    partial.chmod(0o644)
-    os.replace(partial, path)
 
 
 async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
@@ -43,7 +31,7 @@ async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
     await ask(agent, "h-1", "notification.show", {"text": "from the keeper"})
     victim = await card_for(stack, "notification.show")
 
-    _order(hostile, "forge_consent", {"request_id": victim})
+    hostile.order("forge_consent", {"request_id": victim})
     result = await wait_for(
         lambda: (hostile.report() or {}).get("results", {}).get("forge_consent"),
         60,

@@ -11,8 +11,8 @@ import json
 from typing import Any
 
 from actors.store import read_outbox_envelopes, read_tool_deadlines
-from tests.runtime.helpers import CONVERSATION, wait_for
-from tests.tools.helpers import Agent, call_row, final_of, finals, tools_of
+from tests.runtime.helpers import wait_for
+from tests.tools.helpers import call_row, final_of, finals
 
 from .app._deadline_attacks import HELD_MS
 from .conftest import Hostile
@@ -20,22 +20,10 @@ from .conftest import Hostile
 CORE = ("store", "router", "app_manager", "transport", "host", "tool_router", "app.chat")
 
 
-def _order(hostile: Hostile, name: str, options: dict[str, Any]) -> None:
-    path = hostile.app_dir / "orders.json"
-    orders = json.loads(path.read_text())
-    orders[name] = options
-    partial = path.with_suffix(".tmp")
-    partial.write_text(json.dumps(orders))
-    partial.chmod(0o644)
-    partial.replace(path)
-
-
 async def test_a_call_the_runtime_holds_is_not_the_apps_to_end(hostile: Hostile) -> None:
     stack = hostile.stack
-    client = await hostile.start_conversation()
-    await hostile.install({"attacks": ["seize_deadline"]})
-    await wait_for(lambda: "hostile.hold" in tools_of(stack), 30, "its tool in the inventory")
-    agent = Agent(stack, client, "hostile")
+    agent = await hostile.started({"attacks": ["seize_deadline"]}, "hostile.hold")
+    client = agent.client
 
     # Its tool hands the call to the runtime: the runtime starts the deadline and says so.
     await client.submit(agent.invoke("call_seized", "hostile.hold"))
@@ -46,7 +34,7 @@ async def test_a_call_the_runtime_holds_is_not_the_apps_to_end(hostile: Hostile)
 
     operation = await wait_for(held, 30, "the runtime holding the call")
     restarts = hostile.restarts()
-    _order(hostile, "seize_deadline", {"own_call": "call_seized"})
+    hostile.order("seize_deadline", {"own_call": "call_seized"})
     replies = (await hostile.wait_report(60))["results"]["seize_deadline"]["replies"]
 
     # Past the SDK: every way to end the call or move its deadline is refused, by code.
@@ -88,15 +76,7 @@ async def test_a_call_the_runtime_holds_is_not_the_apps_to_end(hostile: Hostile)
     assert not [a for a in stack.audit() if a["source"] == "app.hostile"]
 
     # It ends as the agent wants: once.
-    cancel = client.envelope(
-        "lineup.tool.cancel",
-        CONVERSATION,
-        {"reason": "done"},
-        app_scope="hostile",
-        target_kind="runtime",
-        call_id="call_seized",
-    )
-    await client.submit(cancel)
+    await client.submit(agent.cancel("call_seized"))
     row = await final_of(stack, "call_seized")
     assert (row["state"], row["code"]) == ("failed", "cancelled_by_user")
     assert row["detail"].startswith("interrupted by the agent; it was to end at ")

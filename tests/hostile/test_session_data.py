@@ -7,8 +7,6 @@ app got back, runtime.db, the supervisor's refusal counts."""
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
 from actors.store import read_outbox, read_session_data
@@ -20,17 +18,6 @@ from .conftest import Hostile
 
 CORE = ("store", "router", "app_manager", "transport", "host", "tool_router", "app.chat")
 OWN = "hostile:conv-1"
-
-
-def _order(hostile: Hostile, name: str, options: dict[str, Any]) -> None:
-    """An order the running hostile app waits for, added whole (readable by its uid)."""
-    path = hostile.app_dir / "orders.json"
-    orders = json.loads(path.read_text())
-    orders[name] = options
-    partial = path.with_suffix(".tmp")
-    partial.write_text(json.dumps(orders))
-    partial.chmod(0o644)
-    os.replace(partial, path)
 
 
 def _expected_refusals() -> dict[str, str]:
@@ -117,7 +104,7 @@ async def test_session_data_is_the_apps_own_and_only_data(hostile: Hostile) -> N
     )
     untouched = _runtime_facts(hostile)
     outbox = {item["key"] for item in read_outbox(stack.data_dir)}
-    _order(hostile, "dress_session_data", {"victim": "call_held"})
+    hostile.order("dress_session_data", {"victim": "call_held"})
     dressed = (await hostile.wait_report(60))["results"]["dress_session_data"]
     assert dressed["revisions"] == {
         "report": 2,

@@ -8,7 +8,6 @@ AppServer's store (what the agent is given), mailbox.db, `lineup debug actors`."
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -57,17 +56,6 @@ async def _ready(hostile: Hostile, box: tuple[Path, Path], orders: dict[str, Any
         "both apps' tools in the inventory",
     )
     return Agent(stack, client, "toolbox")
-
-
-def _order(hostile: Hostile, name: str, options: dict[str, Any]) -> None:
-    """An order the running hostile app waits for, added whole (readable by its uid)."""
-    path = hostile.app_dir / "orders.json"
-    orders = json.loads(path.read_text())
-    orders[name] = options
-    partial = path.with_suffix(".tmp")
-    partial.write_text(json.dumps(orders))
-    partial.chmod(0o644)
-    os.replace(partial, path)
 
 
 def _result(hostile: Hostile, attack: str) -> dict[str, Any] | None:
@@ -191,7 +179,7 @@ async def test_another_apps_call_is_not_its_to_end_or_hide(
 
     # It learns the toolbox call's id and reports on it: a result, an error, progress; then
     # a flood of the same.
-    _order(hostile, "steal_call", {"victim": "call_victim", "flood": FOREIGN_FLOOD})
+    hostile.order("steal_call", {"victim": "call_victim", "flood": FOREIGN_FLOOD})
     backlog = await _backlog_while(hostile, "steal_call", 60)
     stolen = _result(hostile, "steal_call")
     assert stolen is not None
@@ -231,7 +219,7 @@ async def test_another_apps_call_is_not_its_to_end_or_hide(
     # It squats the message ids the toolbox's reports on a call will have (derived from
     # the call id) with progress on its own call: the toolbox's progress reaches the agent
     # and the chat all the same.
-    _order(hostile, "squat", {"own_call": "call_hold", "victim": "call_slow"})
+    hostile.order("squat", {"own_call": "call_hold", "victim": "call_slow"})
     squatted = (await hostile.wait_report(30))["results"]["squat"]
     assert squatted["last"] == "accepted:null", squatted
     assert len(await _stored_progress(stack, "call_hold", len(squatted["ids"]) + 1)) == (

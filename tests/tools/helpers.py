@@ -97,6 +97,17 @@ class Agent:
         await self.client.submit(self.invoke(call_id, method, **options))
         return await final_of(self.stack, call_id)
 
+    def cancel(self, call_id: str, reason: str = "done") -> dict[str, Any]:
+        """The agent's `lineup.tool.cancel` of one of its calls."""
+        return self.client.envelope(
+            "lineup.tool.cancel",
+            CONVERSATION,
+            {"reason": reason},
+            app_scope=self.app_scope,
+            target_kind="runtime",
+            call_id=call_id,
+        )
+
 
 def install_toolbox(stack: Stack, toolbox: tuple[Path, Path]) -> None:
     bundle, key = toolbox

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from actors.contracts import utc_timestamp
-from actors.store import read_outbox_envelopes, read_tool_deadlines
+from actors.store import read_apps, read_outbox_envelopes, read_tool_deadlines
 from apps.chat import history
 from lineup.terminal_chat import parse_line
 from lineup.ui_session import UiSession
@@ -392,3 +392,34 @@ def test_the_terminal_chat_stops_the_running_call_or_the_one_named() -> None:
     assert parse_line("/stpo", two, CONVERSATION) == (
         "unknown command /stpo (did you mean /stop?); /help lists the commands"
     )
+
+
+async def test_a_call_that_ends_leaves_the_front_to_a_call_still_running_there(
+    stack: Stack, timers: tuple[Path, Path]
+) -> None:
+    agent = await _timers_ready(stack, timers)
+    instance = f"timers:{CONVERSATION}"
+
+    def front() -> str:
+        return str((read_apps(stack.data_dir)["settings"].get("focus_stack") or [""])[-1])
+
+    # A foreground timer brings its app in front of the chat, which it gives back at its end.
+    await agent.client.submit(agent.invoke("call_first", "timer.front", {"seconds": 60}))
+    await _started(stack, "call_first")
+    assert front() == instance
+    # A call that runs on that instance, in front, stops the first and starts its own: the
+    # first one's end leaves the front to it, so it starts at once instead of waiting for a
+    # front it would never get back.
+    await agent.client.submit(agent.invoke("call_second", "timer.replace", {"seconds": 60}))
+    row = await final_of(stack, "call_first")
+    assert row["code"] == "cancelled_by_user"
+    assert row["detail"].startswith("interrupted by the agent (timer.replace, call call_second)")
+    await _started(stack, "call_second")
+    assert front() == instance
+    handed = [h for h in (call_row(stack, "call_second") or {})["history"] if h.get("restores")]
+    assert [(h["restores"], h["from_call"]) for h in handed] == [("chat:main", "call_first")]
+    # Its end gives the chat back.
+    await agent.client.submit(_cancel(agent, "call_second"))
+    row = await final_of(stack, "call_second")
+    assert row["code"] == "cancelled_by_user"
+    await wait_for(lambda: front() == "chat:main", 30, "the chat back in front")

@@ -8,7 +8,6 @@
   const ALLOWED = {
     running: ["pause", "interrupt"],
     paused: ["resume", "interrupt"],
-    waiting: ["interrupt"],
   };
   const body = document.body;
   let shown = { state: "idle" };
@@ -20,7 +19,6 @@
     if (shown.state === "paused" && typeof shown.remaining_ms === "number") {
       return Math.ceil(shown.remaining_ms / 1000);
     }
-    if (shown.state === "waiting" && shown.minutes) return shown.minutes * 60;
     if (shown.state === "finished") return 0;
     return null;
   }

@@ -8,7 +8,8 @@ that from independent records too. An attack that needs what only the runtime kn
 
 Its tool `hostile.answer` answers its calls by hand, past the SDK, as its argument `how` says
 (`ANSWERS`): with an error code only the runtime may use, an output that breaks its schema,
-or not at all; `hostile.hold` hands its call to the runtime until a deadline, by hand;
+or not at all; `hostile.silent` never answers (its handler waits forever, until the
+runtime ends the call); `hostile.hold` hands its call to the runtime until a deadline, by hand;
 `hostile.hand_artifact` hands the agent a reference to any artifact it is
 told, with a path of its own.
 """
@@ -28,6 +29,7 @@ from apps.sdk import PENDING, RuntimeApp, ToolCall, declare_app, tool
 
 from ._attacks import ANSWERS, ATTACKS
 from ._deadline_attacks import HELD_MS
+from ._late_attacks import SILENT_TIMEOUT_MS
 
 ORDERS = "orders.json"
 STOLEN_PATH = "/tmp/app/../../artifacts/stolen"
@@ -78,6 +80,22 @@ class HostileApp(RuntimeApp):
         for report in ANSWERS[arguments["how"]](call.call_id):
             await self.cast("tool_router", "tool_router.report", report, id=new_id())
         return PENDING
+
+    @tool(
+        "hostile.silent",
+        input_schema={"type": "object", "additionalProperties": False},
+        output_schema=_COUNTED,
+        timeout_ms=SILENT_TIMEOUT_MS,
+        launch_policy={"launch": "if_needed", "focus": "background"},
+    )
+    async def silent(self, arguments: dict[str, Any], call: ToolCall) -> Any:
+        """Never answers: its handler waits until the runtime tells it the call ended, and
+        writes down that it was told (`silenced` in its report)."""
+        try:
+            await trio.sleep_forever()
+        finally:
+            self.report.setdefault("silenced", []).append(call.call_id)
+            self._write_report()
 
     @tool(
         "hostile.hand_artifact",

@@ -33,6 +33,16 @@ _SECONDS = {
 _NOTHING = {"type": "object", "additionalProperties": False}
 _BACKGROUND = {"launch": "if_needed", "focus": "background"}
 TOLD = "told.log"
+# A timer that runs from when the app is in front.
+_IN_FRONT: dict[str, Any] = {
+    "input_schema": _SECONDS,
+    "output_schema": _FINISHED,
+    "call_model": "operation",
+    "handling": "runtime_operation",
+    "timeout_ms": 20_000,
+    "activation_requirement": "foreground_required",
+    "launch_policy": {"launch": "if_needed", "focus": "foreground"},
+}
 
 
 @declare_app(
@@ -65,18 +75,16 @@ class TimersApp(RuntimeApp):
         seconds = arguments["seconds"]
         return self.sdk.tools.deadline(seconds, display={"seconds": seconds})
 
-    @tool(
-        "timer.front",
-        input_schema=_SECONDS,
-        output_schema=_FINISHED,
-        call_model="operation",
-        handling="runtime_operation",
-        timeout_ms=20_000,
-        activation_requirement="foreground_required",
-        launch_policy={"launch": "if_needed", "focus": "foreground"},
-    )
+    @tool("timer.front", **_IN_FRONT)
     async def front(self, arguments: dict[str, Any]) -> Any:
         """Runs for `seconds` from when the app is in front."""
+        return self.sdk.tools.deadline(arguments["seconds"])
+
+    @tool("timer.replace", **_IN_FRONT)
+    async def replace(self, arguments: dict[str, Any], call: ToolCall) -> Any:
+        """Stops the app's open timers in this conversation, then runs for `seconds` from
+        when the app is in front."""
+        await call.interrupt_deadlines()
         return self.sdk.tools.deadline(arguments["seconds"])
 
     @tool(
