@@ -1,8 +1,10 @@
 """The demo agent: a fixed, deterministic conversation script on `AgentClient`.
 
-When a user says something in a conversation, it answers in Markdown, runs a small task
-with progress steps, then asks a choice (a colour), a confirm (create the board?) and an
-input (its name), and reacts to each answer. "focus N" instead starts an N-minute focus
+When a user asks what it can do, or says something it does not understand, it answers from
+the conversation's live inventory: each tool's title and description, and three things to
+try (`_offer`). "ask me something" answers in Markdown, runs a small task with progress
+steps, then asks a choice (a colour), a confirm (create the board?) and an input (its
+name), and reacts to each answer. "focus N" instead starts an N-minute focus
 timer (25 without N) through the `pomodoro.start` tool, if the conversation's inventory
 lists it, and says how that went: started (the call's `started` progress, with when it
 ends) or why not. "draw X", "what's on the board", "export the board", "let's play" and
@@ -34,6 +36,7 @@ from ._client import (
     TaskStatus,
     ToolCall,
 )
+from ._offer import ASK_ME, what_i_can_do
 from ._sample_apps import SampleApps, intent_of
 
 COLOURS: Final = {"red": "Red", "green": "Green", "blue": "Blue"}
@@ -69,6 +72,18 @@ _FOCUS_FAILURES: Final = {
 }
 
 
+# What asks the agent what it can do (anything else it does not understand is answered
+# the same way, saying so first).
+_HELP: Final = frozenset(
+    {"help", "hi", "hello", "hey", "what can you do", "what can you do for me", "what now"}
+)
+
+
+def _said(text: str) -> str:
+    """A message as the agent matches it: lowercase, one space, no closing punctuation."""
+    return " ".join(text.lower().replace("\u2019", "'").split()).rstrip(".!?").strip()
+
+
 def _quote(text: str) -> str:
     return "\n".join(f"> {line}" for line in text.splitlines() or [""])
 
@@ -102,12 +117,20 @@ class DemoAgent:
                 calls.start_soon(self._focus, message, minutes)
             elif intent is not None:
                 await apps.handle(message, *intent)
-            else:
+            elif _said(text) == ASK_ME:
                 await self._start(message)
+            else:
+                await self._offer(message, understood=_said(text) in _HELP)
         elif message.type == "lineup.interaction.response":
             await self._answer(message)
         elif message.type in TOOL_FINAL_TYPES:  # a call made before a restart has ended
             await apps.finished(message)
+
+    async def _offer(self, message: AgentMessage, *, understood: bool) -> None:
+        """What it can do here, from the conversation's live inventory."""
+        inventory = self.client.inventory(message.conversation_id)
+        self._log(f"{message.conversation_id}: said what it can do")
+        await self._say(message, what_i_can_do(inventory, understood=understood))
 
     async def _start(self, message: AgentMessage) -> None:
         client, conversation, trigger = self.client, message.conversation_id, message.id

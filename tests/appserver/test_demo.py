@@ -59,11 +59,14 @@ async def test_the_demo_answers_shows_a_task_asks_three_questions_and_reacts(
 ) -> None:
     server = await start_appserver()
     async with _demo(server), runtime_link(server) as user:
-        hello = user_text("Hi there", conversation="conv-demo")
+        hello = user_text("Ask me something!", conversation="conv-demo")
         await user.submit(hello)
         trigger = hello["id"]
         assert await _from_agent(user, 5) == [
-            ("say", "**Hello!** You wrote:\n\n> Hi there\n\nLet me show you what I can do."),
+            (
+                "say",
+                "**Hello!** You wrote:\n\n> Ask me something!\n\nLet me show you what I can do.",
+            ),
             ("task", "running", 0, "Reading your message"),
             ("task", "running", 50, "Thinking it over"),
             ("task", "succeeded", 100, "Done"),
@@ -102,7 +105,7 @@ async def test_the_demo_answers_shows_a_task_asks_three_questions_and_reacts(
 async def test_the_demo_takes_no_for_an_answer(start_appserver: StartAppServer) -> None:
     server = await start_appserver()
     async with _demo(server), runtime_link(server) as user:
-        hello = user_text("Hello")
+        hello = user_text("ask me something")
         await user.submit(hello)
         trigger = hello["id"]
         await _from_agent(user, 5)
@@ -126,17 +129,56 @@ async def test_a_restarted_demo_repeats_nothing(
     state = tmp_path / "demo-state"
     async with runtime_link(server) as user:
         async with _demo(server, state):
-            await user.submit(user_text("Hi"))
+            await user.submit(user_text("ask me something"))
             first = await _from_agent(user, 5)
         accepted = server.statistics().accepted
-        # As if the demo had crashed before saving its cursor: it handles "Hi" again.
+        # As if the demo had crashed before saving its cursor: it handles the first again.
         (state / "cursor.json").unlink()
         async with _demo(server, state):
-            await user.submit(user_text("Again"))
+            await user.submit(user_text("Ask me something."))
             again = await _from_agent(user, 5)
         stats = server.statistics()
-    assert first[0][1].endswith("> Hi\n\nLet me show you what I can do.")
-    assert again[0][1].endswith("> Again\n\nLet me show you what I can do.")
-    # The replayed reactions to "Hi" were the same ids: recognised, not accepted again.
+    assert first[0][1].endswith("> ask me something\n\nLet me show you what I can do.")
+    assert again[0][1].endswith("> Ask me something.\n\nLet me show you what I can do.")
+    # The replayed reactions to the first were the same ids: recognised, not accepted again.
     assert stats.accepted == accepted + 1 + 5
     assert stats.duplicates >= 5
+
+
+async def test_the_demo_says_what_it_can_do_from_the_live_inventory(
+    start_appserver: StartAppServer,
+) -> None:
+    from tests.runtime.test_agent_tools_cli import START, inventory
+
+    server = await start_appserver()
+    async with _demo(server), runtime_link(server) as runtime:
+        await runtime.submit(user_text("What can you do?", conversation="conv-none"))
+        ((_, said),) = await _from_agent(runtime, 1)
+        assert said.startswith("Here is what I can do here. No app gives me tools in this")
+        assert "`ask me something`" in said
+
+        # The runtime publishes what the agent may use here: the answer lists it.
+        board = {
+            "app_scope": "whiteboard",
+            "method": "board.create",
+            "contract_version": "1",
+            "title": "Open the *whiteboard*",
+            "description": "A board the agent draws on",
+            "input_schema": {"type": "object"},
+            "output_schema": {"type": "object"},
+        }
+        published = inventory(4, [START, board], conversation="conv-tools")
+        published["payload"]["apps"] = [
+            {"app_scope": "pomodoro", "version": "1.0.0", "title": "Pomodoro"},
+            {"app_scope": "whiteboard", "version": "1.0.0", "title": "Whiteboard"},
+        ]
+        assert (await runtime.submit(published)).status == "accepted"
+        await runtime.submit(user_text("bake me a cake", conversation="conv-tools"))
+        ((_, said),) = await _from_agent(runtime, 1)
+    assert said == (
+        "I don't know how to help with that yet. Here is what I can do here.\n\n"
+        "- **Start a focus timer** (Pomodoro)\n"
+        "- **Open the \\*whiteboard\\*** (Whiteboard): A board the agent draws on\n\n"
+        "Things to try: `draw a house`, `focus 25`.\n\n"
+        "Say `ask me something` to see how I ask you questions."
+    )

@@ -57,7 +57,7 @@ async def test_demo_agent_choice_confirm_input_through_the_chat(tmp_path: Path) 
             return record is not None and record["state"] == "online"
 
         await wait_for(online, 30, "the runtime to be online")
-        _input(data_dir, {"kind": "send", "text": "make me a board"})
+        _input(data_dir, {"kind": "send", "text": "ask me something"})
 
         colour = await _asked(data_dir, "colour.")
         assert colour["kind"] == "choice"
@@ -91,7 +91,7 @@ async def test_demo_agent_choice_confirm_input_through_the_chat(tmp_path: Path) 
     timeline = view["timeline"]
     assert len({item["id"] for item in timeline}) == len(timeline)  # each once
     assert [(item["sender"], item["text"]) for item in timeline if item["sender"] == "user"] == [
-        ("user", "make me a board"),
+        ("user", "ask me something"),
         ("user", "chose green"),
         ("user", "confirmed"),
         ("user", "Sprint 12"),

@@ -319,10 +319,10 @@ async def test_a_session_in_lineup_chat_attach(tmp_path: Path) -> None:
         reader = threading.Thread(target=lambda: screen.extend(chat.stdout or []), daemon=True)
         reader.start()
         assert chat.stdin is not None
-        chat.stdin.write("hello from the terminal\n")
+        chat.stdin.write("ask me something\n")
         chat.stdin.flush()
         await wait_for(lambda: any("/2 Green" in line for line in screen), 30, "the choice")
-        assert any(line.startswith("[you] hello from the terminal") for line in screen)
+        assert any(line.startswith("[you] ask me something") for line in screen)
         chat.stdin.write("/2 please\n/help\n")  # refused with a hint; the help
         chat.stdin.flush()
         await wait_for(lambda: any("/questions" in line for line in screen), 30, "the help")
@@ -334,7 +334,7 @@ async def test_a_session_in_lineup_chat_attach(tmp_path: Path) -> None:
         chat.stdin.flush()
         assert chat.wait(10) == 0
         reader.join(5)
-        assert sum("[you] hello from the terminal" in line for line in screen) == 1
+        assert sum("[you] ask me something" in line for line in screen) == 1
         assert sum(line.startswith("[you] chose ") for line in screen) == 1  # only /2
         tasks = [line for line in screen if line.startswith("  [task] demo.")]
         assert tasks and tasks[-1].rstrip().endswith("(succeeded)"), screen
