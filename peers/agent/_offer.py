@@ -1,7 +1,7 @@
 """What the demo agent says it can do: read from the conversation's live inventory (each
-tool's title and description, by app), with three things to try among those its tools make
-possible. Every word of a tool's title and description is the app's: it is quoted as text,
-never as Markdown."""
+tool's title and the first sentence of its description, by app), with three things to try
+among those its tools make possible. Every word of a tool's title and description is the
+app's: it is quoted as text, never as Markdown."""
 
 from __future__ import annotations
 
@@ -19,6 +19,15 @@ TRY: Final = (
 )
 ASK_ME: Final = "ask me something"
 _MARKDOWN: Final = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>#|~"})
+
+
+def _first_sentence(text: str, most: int = 140) -> str:
+    """The first sentence of a tool's description (written for agents: the rest is detail
+    a person asking what the agent can do does not need), at most `most` characters."""
+    said = " ".join(text.split())
+    end = said.find(". ")
+    first = said if end < 0 else said[: end + 1]
+    return first if len(first) <= most else first[: most - 1].rstrip() + "…"
 
 
 def _plain(text: str) -> str:
@@ -47,7 +56,8 @@ def what_i_can_do(inventory: Inventory | None, *, understood: bool) -> str:
     for tool in sorted(tools, key=lambda t: (t.app_scope, t.method)):
         app = _plain(titles.get(tool.app_scope, tool.app_scope))
         what = f"- **{_plain(tool.title or tool.method)}** ({app})"
-        listed.append(f"{what}: {_plain(tool.description)}" if tool.description else what)
+        about = _first_sentence(tool.description)
+        listed.append(f"{what}: {_plain(about)}" if about else what)
     offered = {tool.method for tool in tools}
     tries = [f"`{said}`" for method, said in TRY if method in offered][:3]
     parts = [opening, "\n".join(listed)]

@@ -34,6 +34,8 @@
     titles: new Map(), // app scope -> its title, from the registry
     asked: [], // registry operations asked for in this page, their outcome not seen yet
     latestOperation: null, // the last operation in the registry as last shown
+    framed: null, // the app surface framed now: {title, instanceId}
+    front: null, // the instance in front, from the registry's focus stack
   };
   // How long a socket may stay down before the page says the runtime has stopped.
   const GIVE_UP_MS = 20000;
@@ -597,6 +599,8 @@
     const list = $("focus-stack");
     list.replaceChildren();
     const front = [...stack].reverse(); // the registry keeps the foreground instance last
+    state.front = front.length ? front[0].instance_id : null;
+    layoutStage();
     front.forEach((instance, index) => {
       const row = el("li", null, index === 0 ? "front" : "");
       const name = appName(instance);
@@ -651,14 +655,22 @@
   const DOCK_KEY = "lineup.dock";
   const WIDTH_KEY = "lineup.dock.width";
 
+  // The stage shows the framed app while its instance is in front; with the chat (or an
+  // app without a surface) in front, the chat has the main area.
+  function layoutStage() {
+    const framed = state.framed;
+    onStage(framed && framed.instanceId === state.front ? framed.title : null);
+  }
+
   function onStage(title) {
     const main = $("main");
     const app = Boolean(title);
+    const was = main.dataset.stage === "app" && $("stage-title").textContent === title;
     main.dataset.stage = app ? "app" : "chat";
     $("stage").hidden = !app;
     $("dock-handle").hidden = !app;
     $("stage-title").textContent = title || "";
-    if (app) {
+    if (app && !was) { // an app newly in front: the user's last choice of the dock
       main.dataset.dock = phone.matches ? "hidden" : localStorage.getItem(DOCK_KEY) || "shown";
       showView("main");
     }
@@ -740,8 +752,14 @@
     $("tab-apps").addEventListener("click", () => showView("apps-view"));
     $("dock-toggle").addEventListener("click", () => setDock($("main").dataset.dock !== "shown"));
     $("stage-back").addEventListener("click", () => setDock(false));
-    document.addEventListener("lineup:stage", (event) => onStage(event.detail.title));
-    phone.addEventListener("change", () => onStage($("stage-title").textContent));
+    document.addEventListener("lineup:stage", (event) => {
+      state.framed = event.detail;
+      layoutStage();
+    });
+    phone.addEventListener("change", () => {
+      $("main").dataset.stage = "chat"; // laid out anew for the new size
+      layoutStage();
+    });
     resizable();
     onStage(null);
     $("composer").addEventListener("submit", send);

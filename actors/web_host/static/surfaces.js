@@ -44,9 +44,11 @@
     stage(null);
   }
 
-  // The page's layout follows what is framed: an app's surface takes the stage (app.js).
-  function stage(title) {
-    document.dispatchEvent(new CustomEvent("lineup:stage", { detail: { title } }));
+  // The page's layout follows what is framed: an app's surface takes the stage while its
+  // instance is in front (app.js decides).
+  function stage(opened) {
+    const detail = opened ? { title: opened.title, instanceId: opened.instance_id } : null;
+    document.dispatchEvent(new CustomEvent("lineup:stage", { detail }));
   }
   let unreported = {};
   let socket = null;
@@ -199,7 +201,7 @@
     frame.src = opened.src;
     current = { token: opened.token, instanceId: opened.instance_id, declared: opened.declared, frame: frame, calls: new Set() };
     slot.insertBefore(frame, slot.firstChild);
-    stage(opened.title);
+    stage(opened);
     render();
   }
 
