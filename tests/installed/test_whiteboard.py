@@ -240,7 +240,6 @@ async def test_whiteboard_from_install_to_removal(
     frame = await in_browser(surface_frame, browser, SCOPE)
     assert await in_browser(inside, browser, frame, "ready") == "true"
 
-    await owns_the_stage(browser)
 
     # The agent draws two shapes; the user draws a green stroke with the mouse.
     await patch(agent, instance, {"shapes": {"agent-rect": RECT, "agent-text": TEXT}})
@@ -262,6 +261,7 @@ async def test_whiteboard_from_install_to_removal(
     ):
         assert abs(drawn[0] - meant[0]) <= 4 and abs(drawn[1] - meant[1]) <= 4, stroke
 
+    await owns_the_stage(browser)  # with the agent's shapes and the user's stroke on it
     row = await agent.call("call_summary", "board.summary")
     assert row["state"] == "succeeded", row
     summary = row["output"]
