@@ -389,7 +389,11 @@ class ToolRouterActor(Actor):
             await self.activations.request(call)
 
     async def show(self, call: Call, state: str, id: str | None = None, **facts: Any) -> None:
-        """Tell the interaction app how the call goes (its timeline shows each call)."""
+        """Tell the interaction app how the call goes (its timeline shows each call, by the
+        tool's title and the app's, the words a person reads)."""
+        app = self.apps.get(call.app_scope)
+        facts.setdefault("title", call.tool.get("title"))
+        facts.setdefault("app_title", app.manifest.get("title") if app is not None else None)
         await self.cast(
             f"app.{SCOPE_CHAT}",
             "app.tool.event",

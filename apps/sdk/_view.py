@@ -98,7 +98,9 @@ class ConversationView:
     def _tool(self, step: dict[str, Any]) -> None:
         """An agent's tool call as a timeline item updated in place and as a task."""
         call_id, state = step["call_id"], step["state"]
-        label = f"{step['app_scope']} · {step['method']}"
+        # The tool's title and the app's where the router gave them, else their ids.
+        tool, app = step.get("title") or step["method"], step.get("app_title") or step["app_scope"]
+        label = f"{tool} · {app}"
         task = self.tasks.setdefault(call_id, {"label": label, "status": "pending"})
         task["status"] = _TASK_STATUS.get(state, "running")
         if step.get("code") == "cancelled_by_user":

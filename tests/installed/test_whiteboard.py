@@ -240,7 +240,6 @@ async def test_whiteboard_from_install_to_removal(
     frame = await in_browser(surface_frame, browser, SCOPE)
     assert await in_browser(inside, browser, frame, "ready") == "true"
 
-
     # The agent draws two shapes; the user draws a green stroke with the mouse.
     await patch(agent, instance, {"shapes": {"agent-rect": RECT, "agent-text": TEXT}})
     assert await in_browser(shown, browser, frame, "shapes", "2")

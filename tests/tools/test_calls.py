@@ -71,7 +71,7 @@ async def test_every_way_a_call_ends(stack: Stack, toolbox: tuple[Path, Path]) -
 
     await wait_for(lambda: task("call_slow").get("status") == "succeeded", 30, "the chat's task")
     assert task("call_slow") == {
-        "label": "toolbox · box.slow",
+        "label": "box.slow · Toolbox",  # no title of its own: its method, and the app's title
         "status": "succeeded",
         "percent": 100,
     }

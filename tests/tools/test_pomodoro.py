@@ -130,7 +130,7 @@ async def _the_user_stops_it(data_dir: Path, call_id: str, running: dict[str, An
     view = await wait_for(lambda: shown("failed"), 30, "the stopped call in the chat")
     tool = next(i for i in view["timeline"] if i["id"] == call_id)
     assert (tool["kind"], tool["text"], tool["code"]) == (
-        "tool", "pomodoro · pomodoro.start", "cancelled_by_user",
+        "tool", "Start a focus timer · Pomodoro", "cancelled_by_user",
     )  # fmt: skip
     assert view["tasks"][call_id]["status"] == "cancelled"
     row = next(c for c in read_tool_calls(data_dir) if c["call_id"] == call_id)
