@@ -4,6 +4,7 @@ have no serious or critical accessibility violation, at a desktop's size and a p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,8 @@ from tests.runtime.helpers import CONVERSATION, Stack
 
 from .axe import axe_source, blocking_violations
 from .conftest import default_viewport, in_browser, open_page, start_web_runtime, until
+
+MESSAGE_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 
 
 def _at_sizes(driver: WebDriver, source: str, ready: Callable[[WebDriver], Any]) -> dict[str, Any]:
@@ -52,6 +55,10 @@ async def test_the_chat_and_the_registry_have_no_serious_violation(
         "1280x800": [],
         "390x844": [],
     }
+    # Nothing of the machinery is on screen: no message id, no counter line.
+    shown = str(await in_browser(browser.execute_script, "return document.body.innerText"))
+    assert MESSAGE_ID.search(shown) is None, shown
+    assert "relayed" not in shown and "received" not in shown and "accepted" not in shown
 
     await in_browser(lambda: browser.find_element(By.ID, "tab-apps").click())
 
