@@ -8,6 +8,7 @@ from pathlib import Path
 RATE = 50.0  # agent messages a second while the page is timed
 DEFAULT_MESSAGES = 500
 DEFAULT_LOADS = 10
+DEFAULT_LAUNCHES = 5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +30,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f" conversation the messages made (default {DEFAULT_LOADS})",
     )
     parser.add_argument(
+        "--launches",
+        metavar="N",
+        type=int,
+        default=DEFAULT_LAUNCHES,
+        help="times the agent brings the pomodoro in front, each timed onto the page's stage"
+        f" beside the runtime's launch (default {DEFAULT_LAUNCHES})",
+    )
+    parser.add_argument(
         "--work-dir",
         metavar="DIR",
         type=Path,
@@ -38,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_arguments(args: argparse.Namespace) -> str | None:
-    for name in ("messages", "loads"):
+    for name in ("messages", "loads", "launches"):
         if getattr(args, name) < 1:
             return f"--{name} must be at least 1"
     return None

@@ -13,7 +13,9 @@ has the time the chat app applied it (its log's `at_ns`, as `lineup bench e2e` r
 the runtime's own latency) and the time it entered the page's DOM; the target is the page
 within one frame (16 ms) of the runtime at the median. Then `--loads` page loads are timed
 from navigation start to the page's ready mark (its first view drawn on an open socket),
-on the conversation the messages made, and the web host process's memory is read.
+on the conversation the messages made, and the web host process's memory is read. Last,
+`--launches` times the agent bringing an installed app in front: its call → the app's frame
+on the page's stage, beside the runtime's own launch of it (`_web_stage`).
 
 Everything lives in one fresh temp dir, removed at the end; every process the bench starts
 (the AppServer, the runtime, chromedriver and Chromium) is stopped at the end, on Ctrl-C
@@ -46,6 +48,7 @@ from ._trio_run import run_measure, term_as_ctrl_c
 from ._web_browser import Browser
 from ._web_options import RATE, add_arguments, check_arguments
 from ._web_report import print_table, result_record
+from ._web_stage import install_pomodoro, measure_stage
 
 T = TypeVar("T")
 CLOCK_PROBES = 20
@@ -160,11 +163,23 @@ async def _measure(
 
     err.print(f"{args.loads} page loads on that conversation", highlight=False)
     ready = [await _ready(browser, page_url) for _ in range(args.loads)]
+
+    err.print(f"{args.launches} launches of the pomodoro onto the page's stage", highlight=False)
+    await install_pomodoro(runtime.data_dir, work)
+    from peers.agent import open_agent
+
+    agent_id = credentials.agent_id
+    token = credentials.token_for_agent(agent_id)
+    async with open_agent(server.url, agent_id=agent_id, token=token, inbox=False) as client:
+        stage = await measure_stage(
+            runtime.data_dir, client, browser, args.launches, clock["offset_ms"]
+        )
     memory = tree_memory(int(endpoint["pid"]))
     settings = {
         "messages": args.messages,
         "rate": RATE,
         "loads": args.loads,
+        "launches": args.launches,
         "date": datetime.date.today().isoformat(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
@@ -181,6 +196,7 @@ async def _measure(
         ready_ms=ready,
         memory=memory,
         clock=clock,
+        stage=stage,
     )
 
 
