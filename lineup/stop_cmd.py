@@ -78,7 +78,7 @@ def _stop(args: argparse.Namespace) -> int:
     pid = runtime_pid(data_dir)
     asked = "control socket"
     try:
-        control_request(data_dir, {"type": "stop"}, timeout=5)
+        control_request(data_dir, {"type": "stop"}, timeout=min(5, args.timeout))
     except ControlError:  # a runtime still starting, or one that does not answer: the signal
         if pid is None:
             return fail(

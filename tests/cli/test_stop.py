@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import signal
 import subprocess
 import sys
 import time
@@ -117,3 +118,28 @@ def test_lineup_stop_ends_the_terminal_chat_that_started_the_runtime(tmp_path: P
             chat.kill()
             chat.wait(10)
         os.close(primary)
+
+
+def test_a_runtime_that_does_not_answer_is_sent_sigterm_and_a_stop_that_takes_too_long_says_so(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "data"
+    log = tmp_path / "run.log"
+    process = _start(data_dir, log)
+    try:
+        _wait_online(process, data_dir, log)
+        os.kill(process.pid, signal.SIGSTOP)  # it holds its lock, and answers nothing
+        try:
+            late = _lineup("stop", "--data-dir", str(data_dir), "--timeout", "1")
+        finally:
+            os.kill(process.pid, signal.SIGCONT)  # the SIGTERM it was sent now stops it
+        assert late.returncode == 2
+        said = " ".join(late.stderr.split())
+        assert f"(pid {process.pid}) did not stop within 1 s" in said, said
+        assert f"kill -9 {process.pid}" in said
+        assert "Traceback" not in late.stderr
+        assert process.wait(timeout=30) == 0
+        assert not runtime_processes(process)
+    finally:
+        if process.poll() is None:
+            _stop(process)
