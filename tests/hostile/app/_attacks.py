@@ -15,6 +15,7 @@ from ._artifact_attacks import steal_artifact
 from ._capability_attacks import flood_requests, forge_consent
 from ._deadline_attacks import seize_deadline
 from ._diagnostic_attacks import speak_for_others
+from ._flood_attacks import big_reports
 from ._session_attacks import dress_session_data, reach_session_data
 from ._settings_attacks import reach_settings
 
@@ -450,6 +451,7 @@ ATTACKS: dict[str, Attack] = {
         forbidden_tool_messages,
         bad_reports,
         flood_reports,
+        big_reports,
         seize_deadline,
         speak_for_others,
         steal_artifact,
