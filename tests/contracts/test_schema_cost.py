@@ -124,7 +124,8 @@ def test_additional_properties_beside_pattern_properties_run_on_re2() -> None:
         check_tool_arguments(tool, {"a" * 5_000 + "!": 1})
     assert "additional properties are not allowed" in caught.value.detail
     check_tool_arguments(tool, {"a" * 5_000: 1})
-    assert time.monotonic() - started < 1.0
+    # Milliseconds on RE2; a backtracking engine would not end (2**5000 ways to split).
+    assert time.monotonic() - started < 10.0
 
 
 def test_unique_items_take_linear_time() -> None:
@@ -138,7 +139,8 @@ def test_unique_items_take_linear_time() -> None:
         check_tool_arguments(tool, {"xs": [*items, {"s": [7, "7"], "n": 7.0}]})
     assert "non-unique" in caught.value.detail
     check_tool_arguments(tool, {"xs": [1, True, "1", [1], {"1": 1}]})  # JSON's equality
-    assert time.monotonic() - started < 2.0
+    # ≈0.3 s on a quiet machine; comparing every pair would be 2·10^8 comparisons (minutes).
+    assert time.monotonic() - started < 20.0
 
 
 def _costly_tool() -> ToolDescriptor:
@@ -160,12 +162,12 @@ def test_a_check_past_its_budget_ends_with_the_calls_code_in_bounded_time(
     check(tool, {"xs": [{"k": 1}] * 10})  # a small value is checked in full
     started = time.monotonic()
     with pytest.raises(ContractError) as caught:
-        check(tool, {"xs": [{"k": 1}] * 50_000})  # ≈ 5 million keywords, unbudgeted
+        check(tool, {"xs": [{"k": 1}] * 200_000})  # ≈ 6 million keywords, unbudgeted
     spent = time.monotonic() - started
     assert caught.value.code is code
     assert "cost more than the runtime spends" in caught.value.detail
     # The whole budget is ≈0.1 s; 3 s leaves room for a loaded 2-core machine, and the
-    # value unbudgeted takes over ten.
+    # value unbudgeted takes over ten on a quiet one.
     assert spent < 3.0, f"{spent:.2f} s for a budget of {CHECK_BUDGET} units"
 
 
@@ -179,7 +181,7 @@ def test_a_pattern_is_charged_for_its_text_before_it_runs() -> None:
     with pytest.raises(ContractError) as caught:
         check_tool_arguments(tool, {"x": "ab" * 125_000})
     assert "cost more than the runtime spends" in caught.value.detail
-    assert time.monotonic() - started < 0.2
+    assert time.monotonic() - started < 0.5  # running it would take ≈1 s on a quiet machine
     with pytest.raises(ContractError) as caught:
         check_tool_arguments(tool, {"x": "ab" * 100})
     assert "does not match the pattern" in caught.value.detail
