@@ -178,9 +178,12 @@ class Gate:
         if verdict:
             raise Refusal("sender_not_allowed", verdict)
         if self.limits is not None and "body" in frame:
-            # Charged before it is decoded: what is refused for its bytes costs nothing more.
-            self._charge(frame["to"], len(frame["body"]), self.limits)
-            check_body(frame["body"], self.limits)
+            body = frame["body"]
+            # Charged before it is decoded, so that what is refused for its bytes costs
+            # nothing more; one over the size of any body is refused for that, uncharged.
+            if len(body) <= self.limits.max_body:
+                self._charge(frame["to"], len(body), self.limits)
+            check_body(body, self.limits)
 
     def _charge(self, to: str, size: int, limits: AppLimits) -> None:
         bucket = self._queued_bytes.get(to)
