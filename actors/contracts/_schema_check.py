@@ -279,6 +279,7 @@ def _reference_problem(schema: Any) -> Problem | None:
         if isinstance(node, Mapping) and isinstance(node.get("$anchor"), str)
     }
     targets: dict[int, Any] = {}  # id of a subschema with a $ref -> what it refers to
+    refs: dict[int, str] = {}  # and -> where its $ref is
     for node, path in _nodes(schema):
         if isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
             ref = node["$ref"]
@@ -289,7 +290,8 @@ def _reference_problem(schema: Any) -> Problem | None:
             if target is None:
                 return f"{path}/$ref", f"{ref!r} refers to nothing in the schema"
             targets[id(node)] = target
-    return _expansion_problem(schema, targets)
+            refs[id(node)] = f"{path}/$ref"
+    return _expansion_problem(schema, targets, refs)
 
 
 def _resolve(schema: Any, anchors: Mapping[str, Any], fragment: str) -> Any:
@@ -307,7 +309,9 @@ def _resolve(schema: Any, anchors: Mapping[str, Any], fragment: str) -> Any:
     return node
 
 
-def _expansion_problem(schema: Any, targets: Mapping[int, Any]) -> Problem | None:
+def _expansion_problem(
+    schema: Any, targets: Mapping[int, Any], refs: Mapping[int, str]
+) -> Problem | None:
     """Counts subschemas and their nesting as a validator walks them, each reference
     followed, without recursion: (size, depth) of each node once all its parts are known."""
     done: dict[int, tuple[int, int]] = {}
@@ -326,8 +330,8 @@ def _expansion_problem(schema: Any, targets: Mapping[int, Any]) -> Problem | Non
         node, todo = stack[-1]
         if todo:
             part = todo.pop()
-            if id(part) in on_path:
-                return "", "a $ref leads back to itself: the schema would be infinite"
+            if id(part) in on_path:  # only a reference can lead back up its own path
+                return refs[id(node)], "it leads back to itself: the schema would be infinite"
             if id(part) not in done:
                 on_path.add(id(part))
                 stack.append((part, parts(part)))
