@@ -465,3 +465,5 @@ def test_the_build_refuses_a_tool_schema_not_checkable_in_bounded_time(tmp_path:
     assert not out.exists()
     assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
     assert "invalid_tool_descriptor" in stderr and "leads back to itself" in stderr, stderr
+    # Where: the app's own line that declared the tool, and the reference in its schema.
+    assert f"{app}:" in stderr and "output_schema.$defs.a.$ref" in stderr, stderr
