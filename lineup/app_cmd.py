@@ -84,7 +84,7 @@ def _import_package(target: str) -> tuple[Path, ModuleType]:
         try:
             spec.loader.exec_module(module)
         except Exception as exc:  # the app's own code: where it broke, for its author
-            raise _UsageError(f"importing {path} failed: {_where(exc)}") from None
+            raise _UsageError(f"importing {path} failed: {_where(exc, path)}") from None
         return path, module
     try:
         module = importlib.import_module(target)
@@ -95,14 +95,17 @@ def _import_package(target: str) -> tuple[Path, ModuleType]:
     return Path(module.__file__).parent, module
 
 
-def _where(exc: Exception) -> str:
-    """An error in an app's code as `file:line: message`."""
+def _where(exc: Exception, root: Path) -> str:
+    """An error in an app's code as `file:line: message`, at the app's own line that led to
+    it (a declaration the SDK refused names the app's line, not the SDK's)."""
     import traceback
 
     frames = traceback.extract_tb(exc.__traceback__)
     if isinstance(exc, SyntaxError):
         return f"{exc.filename}:{exc.lineno}: {exc.msg}"
-    place = f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+    own = [f for f in frames if Path(f.filename).resolve().is_relative_to(root.resolve())]
+    frame = (own or frames)[-1] if frames else None
+    place = f"{frame.filename}:{frame.lineno}: " if frame is not None else ""
     return f"{place}{exc}"
 
 

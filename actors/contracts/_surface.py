@@ -31,7 +31,8 @@ from actors.contracts._model import (
     rule,
 )
 from actors.contracts._payloads import Percent
-from actors.contracts._tools import ToolSchema, _schema_validator
+from actors.contracts._schema_check import SchemaTooCostly, first_error
+from actors.contracts._tools import ToolSchema
 
 BRIDGE_VERSION: Final = 1
 # Bytes of one bridge message as UTF-8 JSON text: what the page and the web host take.
@@ -123,7 +124,12 @@ def check_surface(entrypoint_id: str, surface: str | None, events: list[SurfaceE
 
 def check_event_payload(event: SurfaceEvent, payload: object) -> None:
     """Raises `ContractError(invalid_payload)` unless `payload` fits the event's schema."""
-    error = next(iter(_schema_validator(event.payload_schema).iter_errors(payload)), None)
+    try:
+        error = first_error(event.payload_schema, payload, best=False)
+    except SchemaTooCostly:
+        raise ContractError(
+            Code.INVALID_PAYLOAD, f"payload of {event.name!r} costs too much to check; send less"
+        ) from None
     if error is not None:
         pointer = "".join(f"/{part}" for part in error.absolute_path)
         raise ContractError(

@@ -10,23 +10,16 @@ JSON Schema validation is ~50 µs per document, so it happens only at trust boun
 when a descriptor is accepted and when a call's arguments or a handler's output cross into
 or out of an app. Validators are compiled once per distinct schema and reused.
 
-An app writes its own schemas, so a schema is hostile input too. Its regular expressions
-(`pattern`, `patternProperties`) run on RE2, whose time is linear in the text: a pattern
-built to backtrack for hours costs what any other does. A pattern RE2 cannot run
-(lookaround, back-references: outside the portable subset JSON Schema recommends) makes
-the descriptor invalid.
+An app writes its own schemas, so a schema is hostile input too: one that cannot be
+checked in bounded time makes the descriptor invalid, its regular expressions run on RE2,
+and every check has a budget (`_schema_check`).
 """
 
 from __future__ import annotations
 
-import functools
-import json
-from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, Final, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-import re2
-from jsonschema import Draft202012Validator, SchemaError, ValidationError, validators
-from jsonschema.exceptions import best_match
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 from pydantic import ValidationError as ModelError
 
@@ -47,10 +40,10 @@ from actors.contracts._model import (
     Label,
     Text,
     first_violation,
-    format_loc,
     rule,
 )
 from actors.contracts._payloads import Percent
+from actors.contracts._schema_check import SchemaTooCostly, first_error, schema_problem
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 ContractVersion = Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]{0,5}$")]
@@ -62,111 +55,18 @@ Delivery = Literal["miniapp_sdk", "surface_bridge", "runtime"]
 CodeField = Annotated[Code, Field(strict=False)]  # strict enums would refuse plain strings
 
 
-_RE2_OPTIONS: Final = re2.Options()
-_RE2_OPTIONS.log_errors = False
-
-
-@functools.lru_cache(maxsize=4096)
-def _regex(pattern: str) -> Any:
-    """A compiled RE2 expression; raises `re2.error` for one RE2 cannot run."""
-    return re2.compile(pattern, _RE2_OPTIONS)
-
-
-def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
-    if validator.is_type(instance, "string") and _regex(pattern).search(instance) is None:
-        yield ValidationError(f"does not match the pattern {pattern!r}")
-
-
-def _pattern_properties(
-    validator: Any, patterns: Mapping[str, Any], instance: Any, schema: Any
-) -> Iterator[ValidationError]:
-    if not validator.is_type(instance, "object"):
-        return
-    for pattern, subschema in patterns.items():
-        for key, value in instance.items():
-            if _regex(pattern).search(key) is not None:
-                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
-
-
-# Draft 2020-12, with its regular expressions on RE2.
-_ToolSchemaValidator: Final = validators.extend(
-    Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties}
-)
-
-
-def _unrunnable_pattern(schema: Mapping[str, Any]) -> tuple[str, str] | None:
-    """Where a regular expression RE2 cannot run is, and why; None if there is none."""
-    stack: list[tuple[object, str]] = [(schema, "")]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, Mapping):
-            patterns: list[tuple[str, object]] = []
-            if isinstance(node.get("pattern"), str):
-                patterns.append((f"{path}/pattern", node["pattern"]))
-            if isinstance(node.get("patternProperties"), Mapping):
-                patterns += [
-                    (f"{path}/patternProperties", key) for key in node["patternProperties"]
-                ]
-            for where, pattern in patterns:
-                try:
-                    _regex(str(pattern))
-                except re2.error as exc:
-                    return where, str(exc.args[0] if exc.args else exc)
-            stack.extend((value, f"{path}/{key}") for key, value in node.items())
-        elif isinstance(node, list):
-            stack.extend((value, f"{path}/{i}") for i, value in enumerate(node))
-    return None
-
-
-def _remote_refs(schema: Mapping[str, Any]) -> str | None:
-    stack: list[tuple[object, str]] = [(schema, "")]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, Mapping):
-            for key, value in node.items():
-                here = f"{path}/{key}"
-                is_ref = key in {"$ref", "$dynamicRef"} and isinstance(value, str)
-                if is_ref and not str(value).startswith("#"):
-                    return here
-                stack.append((value, here))
-        elif isinstance(node, list):
-            stack.extend((value, f"{path}/{i}") for i, value in enumerate(node))
-    return None
-
-
-@functools.lru_cache(maxsize=1024)
-def _metaschema_error(schema_text: str) -> tuple[str, str] | None:
-    """Where and why a schema breaks the draft 2020-12 metaschema, or None. Remembered by
-    its text: checking is ≈0.7 ms a schema, and the same tools are checked again at every
-    install and launch of their app."""
-    try:
-        Draft202012Validator.check_schema(json.loads(schema_text))
-    except SchemaError as exc:
-        return format_loc(list(exc.path)) or "(root)", exc.message
-    return None
-
-
 def _check_json_schema(schema: JsonObject) -> JsonObject:
-    """A tool's input or output schema: a valid draft 2020-12 schema of a JSON object."""
+    """A tool's input or output schema: a valid draft 2020-12 schema of a JSON object that
+    can be checked in bounded time (`_schema_check`)."""
     dialect: object = schema.get("$schema", JSON_SCHEMA_DIALECT)
     if dialect != JSON_SCHEMA_DIALECT:
         raise rule("$schema", f"must be {JSON_SCHEMA_DIALECT}")
-    error = _metaschema_error(json.dumps(schema, sort_keys=True, separators=(",", ":")))
-    if error is not None:
-        raise rule(error[0], f"not a valid JSON Schema: {error[1]}")
+    problem = schema_problem(schema)
+    if problem is not None:
+        where, why = problem
+        raise rule(where.lstrip("/").replace("/", ".") or "(root)", why)
     if schema.get("type") != "object":
         raise rule("type", "the root of a tool schema must be {'type': 'object'}")
-    where = _remote_refs(schema)
-    if where is not None:
-        # A schema must be self-contained: resolving a remote $ref would be network access.
-        raise rule(where.lstrip("/").replace("/", "."), "only local '#...' references")
-    unrunnable = _unrunnable_pattern(schema)
-    if unrunnable is not None:
-        raise rule(
-            unrunnable[0].lstrip("/").replace("/", "."),
-            "a regular expression must keep to the portable subset"
-            f" (no lookaround or back-references): {unrunnable[1]}",
-        )
     return schema
 
 
@@ -265,18 +165,16 @@ def validate_tool_descriptor(
         raise ContractError(Code.INVALID_TOOL_DESCRIPTOR, first_violation(exc)) from None
 
 
-@functools.lru_cache(maxsize=1024)
-def _compiled(schema_text: str) -> Any:
-    return _ToolSchemaValidator(json.loads(schema_text))
-
-
-def _schema_validator(schema: JsonObject) -> Any:
-    return _compiled(json.dumps(schema, sort_keys=True, separators=(",", ":")))
-
-
 def _check_against(schema: JsonObject, value: object, code: Code, what: str) -> None:
     """The first violation, located by its JSON pointer (RFC 6901; "" is the whole value)."""
-    error = best_match(_schema_validator(schema).iter_errors(value))
+    try:
+        error = first_error(schema, value)
+    except SchemaTooCostly:
+        raise ContractError(
+            code,
+            f"{what} cost more than the runtime spends on checking one against its schema;"
+            " send a smaller value or declare a simpler schema",
+        ) from None
     if error is not None:
         pointer = "".join(
             "/" + str(part).replace("~", "~0").replace("/", "~1") for part in error.absolute_path

@@ -4,11 +4,20 @@ here before the switchboard stores it.
 A `Gate` belongs to one sender (a child, or an injecting control client) and decides from
 what the supervisor knows, never from what the message claims: the recipient must exist
 and its door must let this sender send this type. An app process (`app.*`) is held to
-more, because its code is not the runtime's: its bodies are decoded here, bounded (size,
-nesting, values), its pace is limited (a token bucket: its channel waits, nothing is
-dropped) and so is what it has stored and not yet handled (its sending credits). A refused
-message is never stored: a `call` gets a `kernel.reply` error with the code, a cast is
-dropped; both are counted against the sender and logged, at most once in ten seconds.
+more, because its code is not the runtime's and what it sends costs the shared actors
+work:
+
+- the bytes of bodies it may put on each recipient's queue (a token bucket per
+  recipient): past them a message is refused (`rate_limited`), so one app's big bodies
+  cannot fill the queue of an actor every app shares, and what they cost is its own;
+- its bodies are decoded here and bounded (size, nesting, values);
+- its pace, in messages and in bytes of frames whatever their fate (token buckets: its
+  channel waits, nothing is dropped), and what it has stored and not yet handled (its
+  sending credits).
+
+A refused message is never stored: a `call` gets a `kernel.reply` error with the code, a
+cast is dropped; both are counted against the sender and logged, at most once in ten
+seconds.
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ log = logging.getLogger("lineup.supervisor")
 
 _VERDICTS_MAX = 4096  # (recipient, type) pairs remembered per sender: an app inventing
 # names or types cannot grow it
+_BUCKETS_MAX = 256  # recipients with a byte budget of their own per sender; past it, the
+# rest share one
 _LOG_EVERY_S = 10.0
 
 
@@ -55,6 +66,35 @@ class Doors:
         if door is None and name.startswith(APP_PREFIX):
             return self.app_door
         return door
+
+
+class TokenBucket:
+    """`rate` tokens a second, at most `burst` saved up; full at the start."""
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.tokens = burst
+        self.filled = time.monotonic()
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.filled) * self.rate)
+        self.filled = now
+
+    def take(self, amount: float) -> float:
+        """Take `amount`, in debt if need be: the seconds until the debt is paid."""
+        self._refill()
+        self.tokens -= amount
+        return max(0.0, -self.tokens / self.rate)
+
+    def take_if_held(self, amount: float) -> bool:
+        """Take `amount` only if it is there."""
+        self._refill()
+        if self.tokens < amount:
+            return False
+        self.tokens -= amount
+        return True
 
 
 class Refusal(Exception):
@@ -87,8 +127,9 @@ class Gate:
         self._verdicts: dict[tuple[str, str], str] = {}
         self._generation = doors.generation
         self.refused: Counter[str] = Counter()
-        self._tokens = float(limits.burst)
-        self._filled = time.monotonic()
+        self._messages = TokenBucket(limits.rate, limits.burst)
+        self._bytes = TokenBucket(limits.bytes_rate, limits.bytes_burst)
+        self._queued_bytes: dict[str, TokenBucket] = {}
         self._logged = 0.0
         self._unlogged = 0
 
@@ -106,7 +147,26 @@ class Gate:
         if verdict:
             raise Refusal("sender_not_allowed", verdict)
         if self.limits is not None:  # an app's message without a body has no map either
-            check_body(frame.get("body", b""), self.limits)
+            body = frame.get("body", b"")
+            # Charged before it is decoded, so that what is refused for its bytes costs
+            # nothing more; one over the size of any body is refused for that, uncharged.
+            if len(body) <= self.limits.max_body:
+                self._charge(frame["to"], len(body), self.limits)
+            check_body(body, self.limits)
+
+    def _charge(self, to: str, size: int, limits: AppLimits) -> None:
+        bucket = self._queued_bytes.get(to)
+        if bucket is None:
+            key = to if len(self._queued_bytes) < _BUCKETS_MAX else ""
+            bucket = self._queued_bytes.setdefault(
+                key, TokenBucket(limits.recipient_bytes_rate, limits.recipient_bytes_burst)
+            )
+        if not bucket.take_if_held(size):
+            raise Refusal(
+                "rate_limited",
+                f"over {limits.recipient_bytes_rate} bytes a second of bodies to {to!r};"
+                " send less, or wait",
+            )
 
     def _decide(self, to: str, message_type: str) -> str:
         """'' when allowed, else why not."""
@@ -142,19 +202,16 @@ class Gate:
             "error": {"code": refusal.code, "detail": refusal.detail},
         }
 
-    async def pace(self, count: float) -> None:
-        """Wait until an app may send `count` more messages (its token bucket). What the
-        door refused costs a tenth: it is never stored, only decoded and counted."""
-        limits = self.limits
-        if limits is None:
+    async def pace(self, count: float, size: int) -> None:
+        """Wait until an app may send `count` more messages and `size` more bytes of frames
+        (its token buckets). A message the door refused costs a tenth: it is never stored,
+        only decoded and counted; its bytes cost in full, for they were read."""
+        if self.limits is None:
             return
-        now = time.monotonic()
-        self._tokens = min(float(limits.burst), self._tokens + (now - self._filled) * limits.rate)
-        self._filled = now
-        self._tokens -= count
-        if self._tokens < 0:
+        wait = max(self._messages.take(count), self._bytes.take(size))
+        if wait:
             # Its channel is not read meanwhile: the app's own sends block, nothing is lost.
-            await trio.sleep(-self._tokens / limits.rate)
+            await trio.sleep(wait)
 
     def statistics(self) -> dict[str, int]:
         return dict(self.refused)

@@ -187,11 +187,38 @@ class AppLimits(BaseModel):
         ge=1,
         description="its messages stored and not yet handled; past it, its channel waits",
     )
+    bytes_rate: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1,
+        description="bytes of frames a second, sustained, whatever their fate (the"
+        " supervisor reads them all); past it, its channel waits",
+    )
+    bytes_burst: int = Field(
+        default=32 * 1024 * 1024, ge=1, description="bytes of frames at once above `bytes_rate`"
+    )
+    recipient_bytes_rate: int = Field(
+        default=1024 * 1024,
+        ge=1,
+        description="bytes of bodies a second, sustained, it may put on one actor's queue;"
+        " past it, a message is refused (`rate_limited`)",
+    )
+    recipient_bytes_burst: int = Field(
+        default=4 * 1024 * 1024,
+        ge=1,
+        description="bytes of bodies at once above `recipient_bytes_rate` (at least `max_body`)",
+    )
     max_body: int = Field(default=256 * 1024, ge=64, description="bytes of one packed body")
     max_depth: int = Field(
         default=DEEPEST_APP_BODY, ge=1, le=DEEPEST_APP_BODY, description="nesting of a body"
     )
     max_items: int = Field(default=65536, ge=1, description="values in one body, all told")
+
+    @model_validator(mode="after")
+    def _bursts_hold_a_body(self) -> AppLimits:
+        # A burst smaller than one body would refuse, or hold forever, the largest body.
+        if min(self.bytes_burst, self.recipient_bytes_burst) < self.max_body:
+            raise ValueError("`bytes_burst` and `recipient_bytes_burst` must hold `max_body`")
+        return self
 
 
 class ArtifactLimits(BaseModel):

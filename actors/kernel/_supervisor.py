@@ -622,7 +622,8 @@ class Supervisor:
             if limits is not None:
                 # An app's pace and its sending credits: while either is spent, its
                 # channel is not read and its own sends block; nothing is dropped.
-                await gate.pace(len(ops) + (len(batch) - len(ops)) / 10)
+                size = sum(len(packed) for _, packed in batch)
+                await gate.pace(len(ops) + (len(batch) - len(ops)) / 10, size)
                 await switchboard.wait_for_room(name, limits.outstanding)
             await switchboard.submit_many(ops)
             next_batch = await anext(batches, None)

@@ -4,6 +4,7 @@ the file or feature, and the cache left exactly as it was."""
 from __future__ import annotations
 
 import json
+import shutil
 import stat
 import warnings
 import zipfile
@@ -28,7 +29,9 @@ from actors.app_manager._bundle import (
 )
 from actors.app_manager._cache import BundleCache
 from actors.contracts import Code
+from tests.app_manager.conftest import lineup
 from tests.apps.conftest import Signed
+from tests.kernel.helpers import REPO_ROOT
 
 APP_FILE = "app/_app.py"
 
@@ -418,3 +421,49 @@ def test_a_name_with_a_nul_byte(cache: BundleCache, signed: Signed, tmp_path: Pa
     error = _refused(cache, signed, bundle)
     assert error.code is Code.BUNDLE_BAD_PATH
     assert "NUL" in error.detail
+
+
+# A tool schema whose check would not be bounded in time: references that lead back to
+# themselves, and a keyword that re-walks the value for every subschema.
+_UNBOUNDED_SCHEMAS = {
+    "a reference cycle": (
+        {"type": "object", "$defs": {"a": {"$ref": "#/$defs/a"}}, "properties": {"x": {}}},
+        "leads back to itself",
+    ),
+    "unevaluatedProperties": (
+        {"type": "object", "unevaluatedProperties": False},
+        "not bounded in time",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_UNBOUNDED_SCHEMAS))
+def test_a_tool_schema_not_checkable_in_bounded_time(
+    cache: BundleCache, signed: Signed, tmp_path: Path, name: str
+) -> None:
+    schema, why = _UNBOUNDED_SCHEMAS[name]
+
+    def costly(manifest: dict[str, Any]) -> None:
+        manifest["tools"][0]["output_schema"] = schema
+
+    error = _refused(cache, signed, _with_manifest(signed, tmp_path / "b", costly))
+    assert error.code is Code.INVALID_MANIFEST
+    assert error.detail.startswith("manifest.json: tools[0].output_schema"), error.detail
+    assert why in error.detail
+
+
+def test_the_build_refuses_a_tool_schema_not_checkable_in_bounded_time(tmp_path: Path) -> None:
+    """`lineup app build` says which tool's schema and why, in one line, and writes nothing."""
+    source = tmp_path / "pomodoro"
+    shutil.copytree(REPO_ROOT / "apps" / "pomodoro", source)
+    app = source / "_app.py"
+    cycle = '{"type": "object", "$defs": {"a": {"$ref": "#/$defs/a"}}, "properties": {}}'
+    app.write_text(app.read_text().replace("output_schema=_FINISHED,", f"output_schema={cycle},"))
+    out = tmp_path / "pomodoro.bundle"
+    code, _, stderr = lineup("app", "build", source, "--out", out)
+    assert code != 0
+    assert not out.exists()
+    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    assert "invalid_tool_descriptor" in stderr and "leads back to itself" in stderr, stderr
+    # Where: the app's own line that declared the tool, and the reference in its schema.
+    assert f"{app}:" in stderr and "output_schema.$defs.a.$ref" in stderr, stderr

@@ -11,7 +11,8 @@ Its tool `hostile.answer` answers its calls by hand, past the SDK, as its argume
 or not at all; `hostile.silent` never answers (its handler waits forever, until the
 runtime ends the call); `hostile.hold` hands its call to the runtime until a deadline, by hand;
 `hostile.hand_artifact` hands the agent a reference to any artifact it is
-told, with a path of its own.
+told, with a path of its own; `hostile.costly` answers with an output that costs its
+schema's check more than the runtime spends on one.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from apps.sdk import PENDING, RuntimeApp, ToolCall, declare_app, tool
 
 from ._attacks import ANSWERS, ATTACKS
 from ._deadline_attacks import HELD_MS
+from ._flood_attacks import COSTLY_SCHEMA, costly_output
 from ._late_attacks import SILENT_TIMEOUT_MS
 
 ORDERS = "orders.json"
@@ -123,6 +125,16 @@ class HostileApp(RuntimeApp):
         deadline["display"] = {}
         await self.cast("tool_router", "tool_router.report", deadline, id=new_id())
         return PENDING
+
+    @tool(
+        "hostile.costly",
+        input_schema={"type": "object", "additionalProperties": False},
+        output_schema=COSTLY_SCHEMA,
+        launch_policy={"launch": "if_needed", "focus": "background"},
+    )
+    async def costly(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """An output that costs its schema's check more than the runtime spends on one."""
+        return costly_output()
 
     async def on_app_start(self) -> None:
         orders = _read_orders()

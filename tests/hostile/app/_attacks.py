@@ -16,6 +16,7 @@ from ._body_attacks import odd_bodies
 from ._capability_attacks import flood_requests, forge_consent
 from ._deadline_attacks import seize_deadline
 from ._diagnostic_attacks import speak_for_others
+from ._flood_attacks import big_reports
 from ._late_attacks import answer_late
 from ._session_attacks import dress_session_data, reach_session_data
 from ._settings_attacks import reach_settings
@@ -467,6 +468,7 @@ ATTACKS: dict[str, Attack] = {
         forbidden_tool_messages,
         bad_reports,
         flood_reports,
+        big_reports,
         seize_deadline,
         answer_late,
         speak_for_others,
