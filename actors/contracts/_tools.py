@@ -18,7 +18,7 @@ and every check has a budget (`_schema_check`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 from pydantic import ValidationError as ModelError
