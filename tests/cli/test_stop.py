@@ -11,7 +11,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.kernel.helpers import REPO_ROOT, runtime_processes
 from tests.runtime.test_lineup_run import _lineup, _start, _status, _stop
@@ -25,35 +28,42 @@ def _wait_online(process: subprocess.Popen[bytes], data_dir: Path, log: Path) ->
         time.sleep(0.1)
 
 
-def test_lineup_stop_stops_a_headless_runtime_and_returns_once_it_has_ended(
-    tmp_path: Path,
-) -> None:
-    data_dir = tmp_path / "data"
-    log = tmp_path / "run.log"
+@pytest.fixture
+def headless(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, Path]]:
+    """`lineup run --headless` on a data dir of its own, up: (its process, the data dir,
+    its log); stopped at the end if the test left it running."""
+    data_dir, log = tmp_path / "data", tmp_path / "run.log"
     process = _start(data_dir, log)
     try:
         _wait_online(process, data_dir, log)
-        second = _lineup("run", "--headless", "--data-dir", str(data_dir))
-        assert second.returncode != 0
-        assert f"stop it with `lineup stop --data-dir {data_dir}`" in second.stderr, second.stderr
-
-        done = _lineup("stop", "--data-dir", str(data_dir), "--json")
-        assert done.returncode == 0, done.stderr
-        record = json.loads(done.stdout)
-        assert record["stopped"] is True
-        assert record["pid"] == process.pid
-        assert record["asked_by"] == "control socket"
-        # It returned once the process had ended: nothing is left to wait for.
-        assert process.poll() == 0, log.read_text()[-3000:]
-        assert not runtime_processes(process)
-        assert "stopped" in log.read_text()
-
-        again = _lineup("stop", "--data-dir", str(data_dir))
-        assert again.returncode == 0
-        assert again.stdout.strip() == f"no runtime is running on {data_dir}; nothing to stop"
+        yield process, data_dir, log
     finally:
         if process.poll() is None:
             _stop(process)
+
+
+def test_lineup_stop_stops_a_headless_runtime_and_returns_once_it_has_ended(
+    headless: tuple[subprocess.Popen[bytes], Path, Path],
+) -> None:
+    process, data_dir, log = headless
+    second = _lineup("run", "--headless", "--data-dir", str(data_dir))
+    assert second.returncode != 0
+    assert f"stop it with `lineup stop --data-dir {data_dir}`" in second.stderr, second.stderr
+
+    done = _lineup("stop", "--data-dir", str(data_dir), "--json")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["stopped"] is True
+    assert record["pid"] == process.pid
+    assert record["asked_by"] == "control socket"
+    # It returned once the process had ended: nothing is left to wait for.
+    assert process.poll() == 0, log.read_text()[-3000:]
+    assert not runtime_processes(process)
+    assert "stopped" in log.read_text()
+
+    again = _lineup("stop", "--data-dir", str(data_dir))
+    assert again.returncode == 0
+    assert again.stdout.strip() == f"no runtime is running on {data_dir}; nothing to stop"
 
 
 def test_without_the_demo_agent_a_message_sent_as_the_agent_is_not_the_demos(
@@ -121,25 +131,18 @@ def test_lineup_stop_ends_the_terminal_chat_that_started_the_runtime(tmp_path: P
 
 
 def test_a_runtime_that_does_not_answer_is_sent_sigterm_and_a_stop_that_takes_too_long_says_so(
-    tmp_path: Path,
+    headless: tuple[subprocess.Popen[bytes], Path, Path],
 ) -> None:
-    data_dir = tmp_path / "data"
-    log = tmp_path / "run.log"
-    process = _start(data_dir, log)
+    process, data_dir, _ = headless
+    os.kill(process.pid, signal.SIGSTOP)  # it holds its lock, and answers nothing
     try:
-        _wait_online(process, data_dir, log)
-        os.kill(process.pid, signal.SIGSTOP)  # it holds its lock, and answers nothing
-        try:
-            late = _lineup("stop", "--data-dir", str(data_dir), "--timeout", "1")
-        finally:
-            os.kill(process.pid, signal.SIGCONT)  # the SIGTERM it was sent now stops it
-        assert late.returncode == 2
-        said = " ".join(late.stderr.split())
-        assert f"(pid {process.pid}) did not stop within 1 s" in said, said
-        assert f"kill -9 {process.pid}" in said
-        assert "Traceback" not in late.stderr
-        assert process.wait(timeout=30) == 0
-        assert not runtime_processes(process)
+        late = _lineup("stop", "--data-dir", str(data_dir), "--timeout", "1")
     finally:
-        if process.poll() is None:
-            _stop(process)
+        os.kill(process.pid, signal.SIGCONT)  # the SIGTERM it was sent now stops it
+    assert late.returncode == 2
+    said = " ".join(late.stderr.split())
+    assert f"(pid {process.pid}) did not stop within 1 s" in said, said
+    assert f"kill -9 {process.pid}" in said
+    assert "Traceback" not in late.stderr
+    assert process.wait(timeout=30) == 0
+    assert not runtime_processes(process)
