@@ -142,10 +142,12 @@ async def test_the_demo_agent_runs_in_the_foreground(tmp_path: Path) -> None:
             )
             async with trio.open_nursery() as nursery:
                 await nursery.start(link.run)
-                await link.submit(user_text("Hi from the terminal"))
-                replies = await collect(link, 5, keep=lambda m: m["sender"]["kind"] == "agent")
+                await link.submit(user_text("What can you do?"))
+                await link.submit(user_text("Ask me something"))
+                replies = await collect(link, 6, keep=lambda m: m["sender"]["kind"] == "agent")
                 nursery.cancel_scope.cancel()
-            assert "> Hi from the terminal" in text_of(replies[0].message)
+            assert text_of(replies[0].message).startswith("Here is what I can do here.")
+            assert "> Ask me something" in text_of(replies[1].message)
             assert replies[-1].message["payload"]["kind"] == "choice"
             code = await _terminate(demo, signal.SIGINT)
             assert demo.stderr is not None
