@@ -161,14 +161,17 @@ async def paused_by_the_user(
     await wait_for(lambda: shown(stack) == expected, 30, "the paused timer shown")
     frame, _ = await surface_shows(driver, "paused", math.ceil(remaining_ms / 1000))
     await held(driver, frame, math.ceil(remaining_ms / 1000))
+    # The chat's line for the call says it is paused, and how long is left.
+    line = await in_browser(until, driver, lambda d: _tool_line(d, "paused, "))
+    assert re.fullmatch(r"paused, \d{1,2} s left", line), line
     return remaining_ms
 
 
-def _until_line(driver: WebDriver) -> str | None:
-    """The chat's line saying until when the timer runs, once it is there."""
+def _tool_line(driver: WebDriver, start: str) -> str | None:
+    """The chat's line for the timer's call once it starts with `start`."""
     for line in driver.find_elements(By.CSS_SELECTOR, "#timeline .tool .detail"):
         text = str(line.get_attribute("textContent"))
-        if text.startswith("until "):
+        if text.startswith(start):
             return text
     return None
 
@@ -194,7 +197,7 @@ async def test_pomodoro_from_install_to_removal(
     assert shown(stack)["ends_at"] == ends_at(running)
     await owns_the_stage(browser)
     # The chat says until when on the wall clock, not as a UTC timestamp.
-    detail = await in_browser(until, browser, _until_line)
+    detail = await in_browser(until, browser, lambda d: _tool_line(d, "until "))
     assert re.fullmatch(r"until (\w{3} \d{1,2} )?\d{1,2}:\d{2}( [AP]M)?", detail), detail
 
     remaining_ms = await paused_by_the_user(stack, browser, frame, call_id)
@@ -205,6 +208,8 @@ async def test_pomodoro_from_install_to_removal(
     assert resumed["ends_ms"] > running["ends_ms"]
     assert resumed["ends_ms"] - remaining_ms >= running["ends_ms"] - 60_000
     frame, _ = await surface_shows(browser, "running")
+    # Running again, the chat's line says until when once more.
+    await in_browser(until, browser, lambda d: _tool_line(d, "until "))
 
     await in_browser(press, browser, frame, "interrupt")
     row = await final_of(stack, call_id)
