@@ -123,6 +123,7 @@ _LAZY = {
     "fixtures_dir": "._schemas",
     "schemas_dir": "._schemas",
     "write_schemas": "._schemas",
+    "DEFAULT_DISPLAY_MODES": "._surface",
     "MAX_BRIDGE_BYTES": "._surface",
     "BridgeMessage": "._surface",
     "CapabilityAsk": "._surface",
@@ -294,6 +295,7 @@ if TYPE_CHECKING:
         write_schemas,
     )
     from ._surface import (
+        DEFAULT_DISPLAY_MODES,
         MAX_BRIDGE_BYTES,
         BridgeMessage,
         CapabilityAsk,
@@ -373,6 +375,7 @@ __all__ = [
     "CLIENT_FRAMES",
     "CONVERSATION_ID_PATTERN",
     "CORE_APP_SCOPES",
+    "DEFAULT_DISPLAY_MODES",
     "DEFAULT_TOOL_TIMEOUT_MS",
     "ENTRY_TYPES",
     "ENVELOPE_VERSION",

@@ -20,7 +20,7 @@ from actors.contracts._codes import Code, ContractError
 from actors.contracts._ids import AppScope, CapabilityName, EntrypointId, SdkFeature, SemVer
 from actors.contracts._json import decode_json
 from actors.contracts._model import ContractModel, Label, first_violation, rule
-from actors.contracts._surface import SurfaceEvent, SurfacePath, check_surface
+from actors.contracts._surface import DisplayMode, SurfaceEvent, SurfacePath, check_surface
 from actors.contracts._tools import ToolDescriptor
 
 MANIFEST_FORMAT: Final = "lineup.app.v1"
@@ -102,12 +102,20 @@ class Entrypoint(ContractModel):
     # events it may emit through the surface bridge (`_surface`).
     surface: SurfacePath | None = None
     surface_events: Annotated[list[SurfaceEvent], Field(max_length=64)] | None = None
+    # How its surface may be shown (`stage` when it says nothing): the host picks the one in
+    # force among these (an app that may float, `pip`, does so while another is in front).
+    display_modes: Annotated[list[DisplayMode], Field(min_length=1, max_length=4)] | None = None
 
     @model_validator(mode="after")
     def _default(self) -> Entrypoint:
         if self.default_eligible and self.kind != "primary":
             raise rule("default_eligible", "only a primary entrypoint can be the default app")
-        check_surface(self.id, self.surface, self.surface_events or [])
+        check_surface(
+            self.id,
+            self.surface,
+            self.surface_events or [],
+            list(self.display_modes) if self.display_modes is not None else None,
+        )
         return self
 
 

@@ -112,14 +112,32 @@ class SurfaceEvent(ContractModel):
     payload_schema: PayloadSchema
 
 
-def check_surface(entrypoint_id: str, surface: str | None, events: list[SurfaceEvent]) -> None:
-    """The entrypoint's surface fields agree: events only with a surface, none twice."""
+# How a surface may be shown, as agents and hosts know them: in the conversation's timeline,
+# on the stage beside the chat, over the whole window, or small and afloat while another app
+# is in front. The host decides which one is in force, among those an entrypoint declares.
+DisplayMode = Literal["inline", "stage", "fullscreen", "pip"]
+DEFAULT_DISPLAY_MODES: Final = ("stage",)
+
+
+def check_surface(
+    entrypoint_id: str,
+    surface: str | None,
+    events: list[SurfaceEvent],
+    modes: list[str] | None = None,
+) -> None:
+    """The entrypoint's surface fields agree: events and display modes only with a surface,
+    none twice."""
     if events and surface is None:
         raise rule("surface_events", f"entrypoint {entrypoint_id!r} has no surface to emit them")
     names = [event.name for event in events]
     twice = next((name for name in names if names.count(name) > 1), None)
     if twice is not None:
         raise rule("surface_events", f"{twice!r} is declared twice")
+    if modes is not None and surface is None:
+        raise rule("display_modes", f"entrypoint {entrypoint_id!r} has no surface to show")
+    twice = next((mode for mode in modes or [] if (modes or []).count(mode) > 1), None)
+    if twice is not None:
+        raise rule("display_modes", f"{twice!r} is declared twice")
 
 
 def check_event_payload(event: SurfaceEvent, payload: object) -> None:

@@ -37,9 +37,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from actors.contracts import (
+    DEFAULT_DISPLAY_MODES,
     AppManifest,
     Code,
     ContractError,
+    Entrypoint,
     SurfaceEvent,
     validate_manifest,
 )
@@ -76,6 +78,7 @@ class Surface:
     capabilities: frozenset[str]
     tools: frozenset[str]  # the app's `surface_bridge` tools: the calls it may answer
     hashes: dict[str, str] = field(repr=False)  # `app/...` -> the signed SHA-256
+    modes: tuple[str, ...] = DEFAULT_DISPLAY_MODES  # how it may be shown (`display_modes`)
 
     def declared(self) -> dict[str, Any]:
         """What the page checks a message against: the events' schemas, the capabilities,
@@ -84,14 +87,13 @@ class Surface:
             "events": {name: event.payload_schema for name, event in self.events.items()},
             "capabilities": sorted(self.capabilities),
             "tools": sorted(self.tools),
+            "modes": list(self.modes),
         }
 
 
-def _surface_entry(manifest: AppManifest) -> tuple[str, dict[str, SurfaceEvent]] | None:
-    for entry in manifest.entrypoints:
-        if entry.surface is not None:
-            return entry.surface, {event.name: event for event in entry.surface_events or ()}
-    return None
+def _surface_entry(manifest: AppManifest) -> Entrypoint | None:
+    """The entrypoint with the app's surface (an app has one at most)."""
+    return next((entry for entry in manifest.entrypoints if entry.surface is not None), None)
 
 
 def _signed_hashes(entry: Path) -> dict[str, str]:
@@ -118,14 +120,15 @@ def find_surface(data_dir: Path, instance_id: str) -> Surface:
     found = _surface_entry(manifest)
     if found is None:
         raise ContractError(Code.INVALID_ENTRYPOINT, f"{scope!r} declares no surface")
-    path, events = found
+    assert found.surface is not None
     return Surface(
         instance_id=instance_id,
         app_scope=scope,
         title=manifest.title or scope,
         entry=entry,
-        path=path,
-        events=events,
+        path=found.surface,
+        events={event.name: event for event in found.surface_events or ()},
+        modes=tuple(found.display_modes or DEFAULT_DISPLAY_MODES),
         capabilities=frozenset(manifest.capabilities),
         tools=frozenset(t.method for t in manifest.tools if t.delivery == "surface_bridge"),
         hashes=_signed_hashes(entry),

@@ -108,6 +108,8 @@ def _display(operation: dict[str, Any]) -> dict[str, Any]:
             "kind": "contextual",
             "surface": "ui/index.html",
             "surface_events": _TIMER_EVENTS,
+            # On the stage while the agent brings it in front; afloat over the chat after.
+            "display_modes": ["stage", "pip"],
         }
     ],
     required_features=["app.lifecycle.v1", "app.tools.v1", "app.session-data.v1"],

@@ -167,6 +167,37 @@ async def paused_by_the_user(
     return remaining_ms
 
 
+def _afloat(driver: WebDriver) -> bool:
+    """Whether the timer is shown picture-in-picture: the chat in front, its frame small
+    and wholly in the window, nothing of it to scroll."""
+    return bool(
+        driver.execute_script(
+            """
+            const main = document.getElementById('main');
+            const frame = document.querySelector('#surface-slot iframe');
+            if (!frame || main.dataset.stage !== 'chat' || main.dataset.pip !== 'on') return false;
+            const box = frame.getBoundingClientRect();
+            return box.left >= 0 && box.top >= 0 && box.right <= innerWidth
+              && box.bottom <= innerHeight && box.width > 0 && box.width < innerWidth / 2;
+            """
+        )
+    )
+
+
+def _fits(driver: WebDriver) -> bool:
+    """Whether the framed surface's document fits its frame: no control scrolled away."""
+    driver.switch_to.frame(driver.find_element(By.CSS_SELECTOR, "#surface-slot iframe"))
+    try:
+        page = "const p = document.scrollingElement;"
+        return bool(
+            driver.execute_script(
+                page + "return p.scrollHeight <= innerHeight && p.scrollWidth <= innerWidth;"
+            )
+        )
+    finally:
+        driver.switch_to.default_content()
+
+
 def _tool_line(driver: WebDriver, start: str) -> str | None:
     """The chat's line for the timer's call once it starts with `start`."""
     for line in driver.find_elements(By.CSS_SELECTOR, "#timeline .tool .detail"):
@@ -218,6 +249,10 @@ async def test_pomodoro_from_install_to_removal(
     assert operation(stack, call_id)["ended_by"] == "app"
     await wait_foreground(stack, "chat:")
     await wait_for(lambda: shown(stack).get("state") == "stopped", 30, "the timer stopped")
+    # With the chat in front the timer, which may float, stays in view: small, in the
+    # window, its controls inside its frame; the chat has the main area.
+    await in_browser(until, browser, _afloat)
+    assert await in_browser(until, browser, _fits)
 
     # Disabled: its tools leave the inventory, and a late call is refused.
     enabled = revision_of(stack)

@@ -657,19 +657,26 @@
 
   // The stage shows the framed app while its instance is in front; with the chat (or an
   // app without a surface) in front, the chat has the main area.
+  // An app that may float (its entrypoint declares `pip`) stays in view, small, while
+  // another is in front: the host's choice of its display mode.
   function layoutStage() {
     const framed = state.framed;
-    onStage(framed && framed.instanceId === state.front ? framed.title : null);
+    const front = Boolean(framed) && framed.instanceId === state.front;
+    const floats = Boolean(framed) && !front && framed.modes.includes("pip");
+    onStage(front ? framed.title : null, floats ? framed : null);
   }
 
-  function onStage(title) {
+  function onStage(title, floating = null) {
     const main = $("main");
     const app = Boolean(title);
     const was = main.dataset.stage === "app" && $("stage-title").textContent === title;
     main.dataset.stage = app ? "app" : "chat";
-    $("stage").hidden = !app;
+    main.dataset.pip = floating ? "on" : "";
+    $("stage").hidden = !app && !floating;
+    $("stage-front").hidden = !floating;
+    if (floating) $("stage-title").textContent = floating.title;
     $("dock-handle").hidden = !app;
-    $("stage-title").textContent = title || "";
+    if (!floating) $("stage-title").textContent = title || "";
     if (app && !was) { // an app newly in front: the user's last choice of the dock
       main.dataset.dock = phone.matches ? "hidden" : localStorage.getItem(DOCK_KEY) || "shown";
       showView("main");
@@ -752,6 +759,10 @@
     $("tab-apps").addEventListener("click", () => showView("apps-view"));
     $("dock-toggle").addEventListener("click", () => setDock($("main").dataset.dock !== "shown"));
     $("stage-back").addEventListener("click", () => setDock(false));
+    $("stage-front").addEventListener("click", () => {
+      const scope = String(state.framed && state.framed.instanceId).split(":")[0];
+      enqueue({ t: "intent", intent: "focus_app", app_scope: scope }, null);
+    });
     document.addEventListener("lineup:stage", (event) => {
       state.framed = event.detail;
       layoutStage();

@@ -47,7 +47,9 @@
   // The page's layout follows what is framed: an app's surface takes the stage while its
   // instance is in front (app.js decides).
   function stage(opened) {
-    const detail = opened ? { title: opened.title, instanceId: opened.instance_id } : null;
+    const detail = opened
+      ? { title: opened.title, instanceId: opened.instance_id, modes: opened.declared.modes || ["stage"] }
+      : null;
     document.dispatchEvent(new CustomEvent("lineup:stage", { detail }));
   }
   let unreported = {};
