@@ -159,6 +159,7 @@ def _view(record: dict[str, Any]) -> dict[str, Any]:
             "kind": "contextual",
             "surface": "ui/index.html",
             "surface_events": SURFACE_EVENTS,
+            "display_modes": ["stage", "fullscreen"],
         }
     ],
     required_features=["app.lifecycle.v1", "app.tools.v1", "app.session-data.v1"],

@@ -63,7 +63,15 @@ def _printable(title: str) -> str:
     app_scope="whiteboard",
     version="1.0.0",
     title="Whiteboard",
-    entrypoints=[{"id": "board", "kind": "contextual", "surface": "ui/index.html"}],
+    entrypoints=[
+        {
+            "id": "board",
+            "kind": "contextual",
+            "surface": "ui/index.html",
+            # On the stage, or the whole window when the user wants room to draw.
+            "display_modes": ["stage", "fullscreen"],
+        }
+    ],
     required_features=[
         "app.lifecycle.v1",
         "app.tools.v1",

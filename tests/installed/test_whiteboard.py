@@ -228,6 +228,46 @@ def one_final(stack: Stack, call_id: str) -> dict[str, Any]:
     return final
 
 
+async def _full_screen_and_back(browser: WebDriver, frame: WebElement) -> None:
+    """The board asks for the whole window: the page gives it and says so; the page's
+    button gives the window back, and the board hears it is on the stage again."""
+    asked = await in_browser(_ask_display, browser, frame, "fullscreen")
+    assert asked == {"mode": "fullscreen"}
+    box = await in_browser(
+        browser.execute_script,
+        "const b = document.querySelector('#surface-slot iframe').getBoundingClientRect();"
+        "return [b.left, b.width, innerWidth, document.querySelector('.side').offsetParent];",
+    )
+    assert box[0] == 0 and box[1] == box[2] and box[3] is None, box
+    await in_browser(lambda: browser.find_element(By.ID, "stage-leave").click())
+    assert await in_browser(
+        until,
+        browser,
+        lambda d: _in_frame_script(d, frame, "return lineup.display.mode();") == "stage",
+    )
+    assert await in_browser(browser.execute_script, "return document.body.dataset.display") == ""
+
+
+def _ask_display(driver: WebDriver, frame: WebElement, mode: str) -> Any:
+    driver.switch_to.frame(frame)
+    try:
+        return driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "lineup.display.request(arguments[0]).then(done, (e) => done({error: e.code}));",
+            mode,
+        )
+    finally:
+        driver.switch_to.default_content()
+
+
+def _in_frame_script(driver: WebDriver, frame: WebElement, script: str) -> Any:
+    driver.switch_to.frame(frame)
+    try:
+        return driver.execute_script(script)
+    finally:
+        driver.switch_to.default_content()
+
+
 async def test_whiteboard_from_install_to_removal(
     stack: Stack, browser: WebDriver, whiteboard: SignedApp
 ) -> None:
@@ -261,6 +301,7 @@ async def test_whiteboard_from_install_to_removal(
         assert abs(drawn[0] - meant[0]) <= 4 and abs(drawn[1] - meant[1]) <= 4, stroke
 
     await owns_the_stage(browser)  # with the agent's shapes and the user's stroke on it
+    await _full_screen_and_back(browser, frame)
     row = await agent.call("call_summary", "board.summary")
     assert row["state"] == "succeeded", row
     summary = row["output"]

@@ -666,8 +666,49 @@
     onStage(front ? framed.title : null, floats ? framed : null);
   }
 
+  // How the framed app is shown now, as its surface hears it.
+  function displayMode() {
+    const main = $("main");
+    if (main.dataset.pip === "on") return "pip";
+    if (main.dataset.stage !== "app") return "hidden";
+    return document.body.dataset.display === "fullscreen" ? "fullscreen" : "stage";
+  }
+
+  let toldMode = null;
+  function tellMode() {
+    const mode = displayMode();
+    if (mode === toldMode) return;
+    toldMode = mode;
+    document.dispatchEvent(new CustomEvent("lineup:display-mode", { detail: { mode } }));
+  }
+
+  // A surface asks to be shown another way; the page decides among what it serves
+  // (`inline` it does not) and answers with the mode in force.
+  function onDisplayRequest(mode, answer) {
+    const front = displayMode() === "stage" || displayMode() === "fullscreen";
+    if (mode === "fullscreen" && front) {
+      document.body.dataset.display = "fullscreen";
+    } else if (mode === "stage") {
+      document.body.dataset.display = "";
+      if (!front && state.framed) {
+        const scope = String(state.framed.instanceId).split(":")[0];
+        enqueue({ t: "intent", intent: "focus_app", app_scope: scope }, null);
+        answer("stage");  // it comes to the front as the registry moves it
+        return;
+      }
+    } else if (mode === "pip" && front) {
+      document.body.dataset.display = "";
+      enqueue({ t: "intent", intent: "focus_app", app_scope: "chat" }, null);
+      answer("pip");
+      return;
+    }
+    layoutStage();
+    answer(displayMode());
+  }
+
   function onStage(title, floating = null) {
     const main = $("main");
+    if (!title) document.body.dataset.display = ""; // full screen ends with its app in front
     const app = Boolean(title);
     const was = main.dataset.stage === "app" && $("stage-title").textContent === title;
     main.dataset.stage = app ? "app" : "chat";
@@ -683,6 +724,8 @@
     }
     labelDock();
     describeHandle();
+    $("stage-leave").hidden = document.body.dataset.display !== "fullscreen";
+    tellMode();
   }
 
   function setDock(shown) {
@@ -762,6 +805,15 @@
     $("stage-front").addEventListener("click", () => {
       const scope = String(state.framed && state.framed.instanceId).split(":")[0];
       enqueue({ t: "intent", intent: "focus_app", app_scope: scope }, null);
+    });
+    document.addEventListener("lineup:display", (event) => {
+      onDisplayRequest(event.detail.mode, event.detail.answer);
+    });
+    $("stage-leave").addEventListener("click", () => onDisplayRequest("stage", () => {}));
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && document.body.dataset.display === "fullscreen") {
+        onDisplayRequest("stage", () => {});
+      }
     });
     document.addEventListener("lineup:stage", (event) => {
       state.framed = event.detail;

@@ -18,6 +18,9 @@
 //     what it throws ends the call with the error's `code` (one an app may use, or
 //     handler_failed). A call offered again (a reload, a restarted web host) keeps its
 //     call id: a call id already taken in this frame is not run twice.
+//   lineup.display.request(mode)      asks to be shown another way ("stage", "fullscreen",
+//     "pip"; one its entrypoint declares): {mode}, the one the host put in force
+//   lineup.display.mode() / onChange(fn)  how it is shown now, and each change of it
 // A refused request rejects with an Error whose `code` is the runtime's code.
 (function () {
   "use strict";
@@ -30,6 +33,8 @@
   const callsWaiting = []; // offered before their method's handler was set
   const APP_TOOL_CODES = ["cancelled_by_user", "permission_denied", "invalid_arguments",
     "foreground_required", "operation_expired", "handler_failed"];
+  const displayListeners = [];
+  let displayMode = "stage";
   let counter = 0;
   let state = {};
   let markReady;
@@ -128,6 +133,9 @@
       onSession(message);
     } else if (message.type === "tool_call") {
       onToolCallOffered(message);
+    } else if (message.type === "display" && typeof message.mode === "string") {
+      displayMode = message.mode;
+      for (const listener of displayListeners.slice()) listener(displayMode);
     }
   });
 
@@ -160,6 +168,11 @@
         return request("capability", fields);
       },
     },
+    display: {
+      request(mode) { return request("display.request", { mode: mode }); },
+      mode: () => displayMode,
+      onChange(listener) { displayListeners.push(listener); },
+    },
     onToolCall(method, handler) {
       toolHandlers.set(method, handler);
       for (const offer of callsWaiting.splice(0)) {
@@ -170,6 +183,7 @@
   };
   Object.freeze(api.session);
   Object.freeze(api.capabilities);
+  Object.freeze(api.display);
   window.lineup = Object.freeze(api);
   post({ v: 1, id: "ready", instance_id: instanceId, type: "ready" });
 })();

@@ -24,10 +24,12 @@
     "tool.result": ["call_id", "output"],
     "tool.error": ["call_id", "code", "message"],
     "tool.progress": ["call_id", "stage", "percent", "message"],
+    "display.request": ["mode"],
   };
   const REQUIRED = {
     event: ["name", "payload"], "session.replace": ["data", "expected_revision"], capability: ["capability", "purpose"],
     "tool.result": ["call_id", "output"], "tool.error": ["call_id", "code"], "tool.progress": ["call_id"],
+    "display.request": ["mode"],
   };
   // The codes an app may end a call with; the others are the runtime's to give.
   const APP_TOOL_CODES = ["cancelled_by_user", "permission_denied", "invalid_arguments",
@@ -43,6 +45,13 @@
     frame.remove();
     stage(null);
   }
+
+  // The surface hears how it is shown whenever that changes (app.js says so).
+  document.addEventListener("lineup:display-mode", (event) => {
+    if (current && current.frame.contentWindow) {
+      current.frame.contentWindow.postMessage(JSON.stringify({ v: 1, type: "display", mode: event.detail.mode }), "*");
+    }
+  });
 
   // The page's layout follows what is framed: an app's surface takes the stage while its
   // instance is in front (app.js decides).
@@ -152,6 +161,9 @@
     } else if (message.type === "capability") {
       if (!declared.capabilities.includes(message.capability)) return "undeclared_capability";
       if (typeof message.purpose !== "string" || message.purpose.length < 1 || message.purpose.length > 200) return "invalid_payload";
+    } else if (message.type === "display.request") {
+      if (typeof message.mode !== "string") return "invalid_payload";
+      if (!(declared.modes || ["stage"]).includes(message.mode)) return "undeclared_mode";
     } else if (message.type.startsWith("tool.")) {
       if (!current.calls.has(message.call_id)) return "unknown_call";
       if (message.type === "tool.result" && !isObject(message.output)) return "invalid_payload";
@@ -219,6 +231,15 @@
       return;
     }
     const message = JSON.parse(event.data);
+    if (message.type === "display.request") {
+      // The page's to decide, not the runtime's: asked of the layout (app.js), answered
+      // with the mode in force, nothing relayed.
+      const frame = current.frame;
+      const answer = (mode) => frame.contentWindow && frame.contentWindow.postMessage(
+        JSON.stringify({ v: 1, type: "reply", id: message.id, ok: true, result: { mode } }), "*");
+      document.dispatchEvent(new CustomEvent("lineup:display", { detail: { mode: message.mode, answer } }));
+      return;
+    }
     if (message.type === "tool.result" || message.type === "tool.error") {
       current.calls.delete(message.call_id);  // one answer per call: a second is dropped
     }
