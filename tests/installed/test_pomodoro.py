@@ -163,7 +163,7 @@ async def paused_by_the_user(
     await held(driver, frame, math.ceil(remaining_ms / 1000))
     # The chat's line for the call says it is paused, and how long is left.
     line = await in_browser(until, driver, lambda d: _tool_line(d, "paused, "))
-    assert re.fullmatch(r"paused, \d{1,2} s left", line), line
+    assert re.fullmatch(r"paused, (\d{1,2} s|1 min) left", line), line
     return remaining_ms
 
 

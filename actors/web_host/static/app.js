@@ -599,7 +599,10 @@
     const list = $("focus-stack");
     list.replaceChildren();
     const front = [...stack].reverse(); // the registry keeps the foreground instance last
+    const before = state.front;
     state.front = front.length ? front[0].instance_id : null;
+    // Another app in front: the surfaces' side asks for its frame now, not at its next look.
+    if (state.front !== before) document.dispatchEvent(new CustomEvent("lineup:front"));
     layoutStage();
     front.forEach((instance, index) => {
       const row = el("li", null, index === 0 ? "front" : "");

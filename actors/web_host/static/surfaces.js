@@ -307,5 +307,6 @@
   if (slot) {
     connect();
     setInterval(() => send({ t: "list" }), 1000);
+    document.addEventListener("lineup:front", () => send({ t: "list" }));
   }
 })();
