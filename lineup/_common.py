@@ -174,9 +174,9 @@ def lock_holder(path: Path) -> int | None:
 def conversation_id(text: str) -> str:
     """An argparse `type`: a conversation id as the contracts define it (`main`, `demo-2`);
     a blank or malformed one is refused before anything runs."""
-    from actors.contracts import CONVERSATION_ID_PATTERN
+    from actors.contracts import is_conversation_id
 
-    if not re.fullmatch(CONVERSATION_ID_PATTERN, text):
+    if not is_conversation_id(text):
         shown = repr(text) if text.strip() else "a blank id"
         raise argparse.ArgumentTypeError(
             f"{shown} is not a conversation id: use letters, digits, '.', '_' or '-' (at most"

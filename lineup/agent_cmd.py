@@ -274,16 +274,12 @@ def _token(args: argparse.Namespace, data_dir: Path) -> tuple[str, str]:
 
 
 def _resolve(args: argparse.Namespace) -> _Target:
-    """The URL, agent id and token from the options, and a well-formed `--conversation` where
-    the command has one; `ValueError` with a definite reason."""
-    from actors.contracts import is_conversation_id
+    """The URL, agent id and token from the options (a `--conversation` was checked by its
+    option's type); `ValueError` with a definite reason."""
     from peers.appserver import CREDENTIALS_FILE, CredentialsError, read_endpoint
 
     from .appserver_cmd import DEFAULT_PORT, appserver_dir_of
 
-    conversation = getattr(args, "conversation", None)
-    if conversation is not None and not is_conversation_id(conversation):
-        raise ValueError(f"--conversation: {conversation!r} is not a conversation id")
     data_dir = appserver_dir_of(args)
     try:
         agent_id, token = _token(args, data_dir)
@@ -635,7 +631,7 @@ def _why_hidden(args: argparse.Namespace) -> str | None:
 
 
 def _call(args: argparse.Namespace) -> int:
-    from actors.contracts import is_app_scope, is_conversation_id
+    from actors.contracts import is_app_scope
 
     try:
         arguments = json.loads(args.args)
@@ -646,8 +642,6 @@ def _call(args: argparse.Namespace) -> int:
         )
     if not isinstance(arguments, dict):
         return fail("--args must be a JSON object, e.g. '{\"minutes\": 25}'")
-    if not is_conversation_id(args.conversation):
-        return fail(f"--conversation: {args.conversation!r} is not a conversation id")
     if args.app is not None and not is_app_scope(args.app):
         return fail(f"--app: {args.app!r} is not an app scope (lower case, e.g. pomodoro)")
     try:
@@ -729,13 +723,9 @@ def _call(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from actors.contracts import is_conversation_id
-
     from ._agent_history import read_agent_history
     from .appserver_cmd import appserver_dir_of
 
-    if not is_conversation_id(args.conversation):
-        return fail(f"--conversation: {args.conversation!r} is not a conversation id")
     try:
         messages = read_agent_history(appserver_dir_of(args), args.conversation)
     except ValueError as exc:
