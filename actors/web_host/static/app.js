@@ -36,6 +36,8 @@
     latestOperation: null, // the last operation in the registry as last shown
     framed: null, // the app surface framed now: {title, instanceId}
     front: null, // the instance in front, from the registry's focus stack
+    saves: new Map(), // artifact id -> how its Save went: {text, busy, failed, href, name}
+    saving: new Map(), // client id of a save under way -> its artifact id
   };
   // How long a socket may stay down before the page says the runtime has stopped.
   const GIVE_UP_MS = 20000;
@@ -136,6 +138,10 @@
       if (state.socket !== socket) return;
       state.open = false;
       state.sending.clear();
+      for (const artifactId of state.saving.values()) {
+        setSave(artifactId, { text: "The connection was lost before the save finished: try again.", failed: true });
+      }
+      state.saving.clear();
       state.downSince = state.downSince || Date.now();
       state.stopped = Date.now() - state.downSince > GIVE_UP_MS;
       showConnection();
@@ -158,6 +164,8 @@
     } else if (frame.t === "retry") {
       state.sending.delete(frame.client_id);
       setTimeout(flush, 1000);
+    } else if (frame.t === "saved" || (frame.t === "refused" && state.saving.has(frame.client_id))) {
+      saveAnswered(frame);
     } else if (frame.t === "refused") {
       if (frame.client_id) settle(frame.client_id);
       notice(frame.error);
@@ -368,7 +376,7 @@
       box.append(bar);
     }
     if (item.detail) box.append(el("p", localTimes(item.detail), "detail"));
-    if (item.artifact) box.append(el("p", item.artifact, "artifact"));
+    if (item.artifact) box.append(renderArtifact(item.artifact));
     if (!["succeeded", "failed"].includes(item.state)) {
       const stop = el("button", "Stop");
       stop.type = "button";
@@ -377,6 +385,83 @@
       box.append(stop);
     }
     return box;
+  }
+
+  // -- artifacts: a picture's preview, and Save ---------------------------------------------
+  // The web host answers a preview only for a picture its bytes show to be one, and only
+  // in the conversation whose tool call handed it over; anything else is no picture here.
+  const PREVIEWED = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"]);
+
+  function renderArtifact(artifact) {
+    const box = el("div", null, "artifact");
+    box.dataset.artifact = artifact.id;
+    if (PREVIEWED.has(artifact.media_type)) {
+      const picture = el("img", null, "thumb");
+      picture.alt = artifact.title;
+      picture.addEventListener("error", () => picture.remove());
+      picture.src = `/artifact/${encodeURIComponent(conversation)}/${encodeURIComponent(artifact.id)}`;
+      box.append(picture);
+    }
+    box.append(el("p", artifact.label, "artifact-label"));
+    const row = el("div", null, "save-row");
+    const button = el("button", "Save");
+    button.type = "button";
+    button.setAttribute("aria-label", `Save ${artifact.title}`);
+    button.addEventListener("click", () => saveArtifact(artifact.id));
+    row.append(button, el("span", null, "save-status"));
+    row.lastChild.setAttribute("role", "status");
+    box.append(row);
+    showSave(box, state.saves.get(artifact.id));
+    return box;
+  }
+
+  // The user's Save: the runtime saves it into its downloads, then the page hands the
+  // browser the same file (an <a download> to the web host's copy of that save).
+  function saveArtifact(artifactId) {
+    if (!state.open) {
+      setSave(artifactId, { text: "The page is not connected: try again once it is back.", failed: true });
+      return;
+    }
+    const clientId = messageId();
+    state.saving.set(clientId, artifactId);
+    setSave(artifactId, { text: "Saving…", busy: true });
+    state.socket.send(JSON.stringify({ t: "save", client_id: clientId, artifact_id: artifactId }));
+  }
+
+  function saveAnswered(frame) {
+    const artifactId = state.saving.get(frame.client_id);
+    state.saving.delete(frame.client_id);
+    if (!artifactId) return;
+    if (frame.t !== "saved") {
+      setSave(artifactId, { text: frame.error, failed: true });
+      return;
+    }
+    setSave(artifactId, { text: `Saved as “${frame.name}”.`, href: frame.href, name: frame.name });
+    const link = document.querySelector(`[data-artifact="${CSS.escape(artifactId)}"] .save-row a`);
+    if (link) link.click();
+  }
+
+  function setSave(artifactId, save) {
+    state.saves.set(artifactId, save);
+    for (const box of document.querySelectorAll(`[data-artifact="${CSS.escape(artifactId)}"]`)) {
+      showSave(box, save);
+    }
+  }
+
+  function showSave(box, save) {
+    const row = box.querySelector(".save-row");
+    const status = row.querySelector(".save-status");
+    row.querySelector("button").disabled = Boolean(save && save.busy);
+    row.classList.toggle("failed", Boolean(save && save.failed));
+    status.textContent = save ? save.text : "";
+    const old = row.querySelector("a");
+    if (old) old.remove();
+    if (save && save.href) {
+      const link = el("a", "Download again");
+      link.href = save.href;
+      link.download = save.name;
+      row.append(link);
+    }
   }
 
   function answer(ask, fields, label) {
