@@ -56,7 +56,7 @@ from tests.web.conftest import (
     start_web_runtime,
     until,
 )
-from tests.web.test_surfaces import SURFACE_FRAME, fetch, inside, surface_frame
+from tests.web.test_surfaces import SURFACE_FRAME, ask_display, fetch, inside, surface_frame
 
 from .helpers import (
     SignedApp,
@@ -322,7 +322,7 @@ def one_final(stack: Stack, call_id: str) -> dict[str, Any]:
 async def _full_screen_and_back(browser: WebDriver, frame: WebElement) -> None:
     """The board asks for the whole window: the page gives it and says so; the page's
     button gives the window back, and the board hears it is on the stage again."""
-    asked = await in_browser(_ask_display, browser, frame, "fullscreen")
+    asked = await in_browser(ask_display, browser, frame, "fullscreen")
     assert asked == {"mode": "fullscreen"}
     box = await in_browser(
         browser.execute_script,
@@ -337,18 +337,6 @@ async def _full_screen_and_back(browser: WebDriver, frame: WebElement) -> None:
         lambda d: _in_frame_script(d, frame, "return lineup.display.mode();") == "stage",
     )
     assert await in_browser(browser.execute_script, "return document.body.dataset.display") == ""
-
-
-def _ask_display(driver: WebDriver, frame: WebElement, mode: str) -> Any:
-    driver.switch_to.frame(frame)
-    try:
-        return driver.execute_async_script(
-            "const done = arguments[arguments.length - 1];"
-            "lineup.display.request(arguments[0]).then(done, (e) => done({error: e.code}));",
-            mode,
-        )
-    finally:
-        driver.switch_to.default_content()
 
 
 def _in_frame_script(driver: WebDriver, frame: WebElement, script: str) -> Any:
