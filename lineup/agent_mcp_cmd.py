@@ -91,6 +91,12 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
 
 def _mcp(args: argparse.Namespace) -> int:
     if args.print_config:
+        if args.http is not None:
+            return fail(
+                "--print-config prints the entry of a bridge a host starts over stdio; for "
+                "--http, start it yourself and give the host its URL and the key of its "
+                "http.key file"
+            )
         print_json(_config(args))
         return 0
     try:

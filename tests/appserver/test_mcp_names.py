@@ -46,8 +46,8 @@ def test_two_tools_never_share_a_name(tools: list[tuple[str, str]]) -> None:
 
 def test_names_read_as_the_tool() -> None:
     assert tool_name("whiteboard", "board.create") == "whiteboard_board-create"
-    assert tool_name("draw-and-guess", "round.start_now") == "draw-and-guess_round-start_now"
-    assert natural_tool("draw-and-guess_round-start_now") == ("draw-and-guess", "round.start_now")
+    assert tool_name("draw-and-guess", "game.start_round") == "draw-and-guess_game-start_round"
+    assert natural_tool("draw-and-guess_game-start_round") == ("draw-and-guess", "game.start_round")
     assert natural_tool("whiteboard") is None and natural_tool("Whiteboard_x") is None
     assert set(BRIDGE_TOOLS) == {"runtime_send_message", "runtime_read_messages"}
     long_scope, long_method = "a" * 40, "b" * 30

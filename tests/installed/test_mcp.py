@@ -39,11 +39,12 @@ from actors.store import read_tool_calls
 from peers.agent.mcp import IDEMPOTENCY_KEY, KEY_FILE, LEDGER_FILE, META_CODE
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
-from tests.runtime.helpers import CONVERSATION, Stack, wait_for
+from tests.runtime.helpers import CONVERSATION, Stack, texts, wait_for
 
 from .helpers import PUBLISHER, SignedApp, cli, install_enabled
 
 LIMIT_S = 60  # a hang guard for one step, never a speed check
+HELLO = {"text": "Hello from an MCP host"}
 
 
 def bridge_options(stack: Stack, state_dir: Path) -> list[str]:
@@ -244,7 +245,7 @@ async def test_an_mcp_host_drives_the_sample_apps_through_the_bridge(
             await stack.start_runtime()
             entry = await host_entry(stack, state_dir)
             async with open_host(entry, "legacy") as host:
-                said = await host.call("runtime_send_message", {"text": "Hello from an MCP host"})
+                said = await host.call("runtime_send_message", HELLO, key="hello")
                 assert said.structured_content == {"sent": True, "duplicate": False}
                 apps = (await wait_for(lambda: built, 300, "the apps built"))[0]
                 await tools_and_calls(stack, host, apps)
@@ -254,13 +255,16 @@ async def test_an_mcp_host_drives_the_sample_apps_through_the_bridge(
             assert row is not None and row["state"] == "deadline", row
             async with open_host(entry, "auto") as host:
                 assert host.client.protocol_version == "2026-07-28"
+                again = await host.call("runtime_send_message", HELLO, key="hello")
+                assert again.structured_content == said.structured_content
+                assert texts(stack.timeline(), "agent:demo") == [HELLO["text"]]
                 await the_retry_gets_that_calls_final(stack, host, first_call)
                 await a_withdrawn_call_is_cancelled(stack, host, state_dir, first_call)
                 await a_disabled_app_is_announced_and_refused(stack, host)
                 stack.user_says("Thanks, that is all")
                 read = await host.call("runtime_read_messages", {"wait_seconds": LIMIT_S})
-                texts = [m["text"] for m in read.structured_content["messages"]]
-                assert texts == ["Thanks, that is all"]
+                read_texts = [m["text"] for m in read.structured_content["messages"]]
+                assert read_texts == ["Thanks, that is all"]
             await refuses_without_its_key(http)
 
 
@@ -327,6 +331,8 @@ async def the_retry_gets_that_calls_final(stack: Stack, host: Host, first_call: 
     assert code_of(retried[0]) == "cancelled_by_user"
     assert runtime_row(stack, first_call)["code"] == "cancelled_by_user"  # type: ignore[index]
     assert app_ran(stack, "pomodoro", "pomodoro.start") == [first_call]
+    reused = await host.call("pomodoro_pomodoro-start", {"minutes": 2}, key="t1")
+    assert code_of(reused) == "duplicate", text_of(reused)
 
 
 async def a_withdrawn_call_is_cancelled(
