@@ -30,7 +30,6 @@ import trio
 from actors.contracts import Inventory, InventoryTool
 
 from .. import AgentClient, AgentError, AgentMessage, LinkFailed, SubmitRejected
-from .._client import TOOL_FINAL_TYPES
 from ._ledger import Ledger, Request, canonical
 from ._names import natural_tool, tool_name
 
@@ -43,13 +42,11 @@ STALE: Final = "stale_inventory_revision"
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """What a tool name calls: the app, the method, the contract version, and the
-    descriptor the bridge listed (None for a name it never listed)."""
+    """What a tool name calls: the app, the method and the contract version."""
 
     app_scope: str
     method: str
     contract_version: str
-    tool: InventoryTool | None
 
 
 def error_final(code: str, message: str) -> dict[str, Any]:
@@ -155,12 +152,12 @@ class Calls:
     def target(self, name: str) -> Target | None:
         for tool in self.tools():
             if tool_name(tool.app_scope, tool.method) == name:
-                return Target(tool.app_scope, tool.method, tool.contract_version, tool)
+                return Target(tool.app_scope, tool.method, tool.contract_version)
         spelled = natural_tool(name)
         if spelled is None:
             return None
         known = self._listed.get(name)
-        return Target(*spelled, known.contract_version if known is not None else "1", None)
+        return Target(*spelled, known.contract_version if known is not None else "1")
 
     def note_inventory(self) -> None:
         """A newer inventory may have arrived: wake the calls waiting for one."""
@@ -183,7 +180,13 @@ class Calls:
         self, name: str, arguments: dict[str, Any], key: str | None
     ) -> Follower | dict[str, Any]:
         """The follower of the request (started, or joined when it runs already), or its
-        outcome when it has one: recorded, or the bridge's own refusal."""
+        outcome when it has one: recorded, or the bridge's own refusal (which keeps
+        nothing: nothing was sent)."""
+        if self.inventory() is None:
+            return error_final(
+                "tool_not_visible",
+                "the runtime has published no tools for this conversation yet; try again",
+            )
         target = self.target(name)
         if target is None:
             return error_final(
@@ -210,6 +213,9 @@ class Calls:
     async def _follow(self, follower: Follower) -> None:
         try:
             final = await self._outcome(follower)
+        except SubmitRejected as refused:  # the AppServer took nothing: nothing ran, or is kept
+            follower.end(error_final(refused.code, refused.detail))
+            return
         except (AgentError, LinkFailed) as exc:  # the bridge's link to the AppServer is over
             log.warning("call %s not followed to its end: %s", follower.request.call_id, exc)
             follower.end(None, f"the bridge lost the AppServer before the call ended: {exc}")
@@ -221,11 +227,7 @@ class Calls:
 
     async def _outcome(self, follower: Follower) -> dict[str, Any]:
         held = self.inventory()
-        if held is None:
-            return error_final(
-                "tool_not_visible",
-                "the runtime has published no tools for this conversation yet; try again",
-            )
+        assert held is not None  # `begin` saw one, and an inventory is never taken back
         final = await self._one_attempt(follower, held.revision)
         if final["type"] != "lineup.tool.error" or final["payload"]["code"] != STALE:
             return final
@@ -249,13 +251,10 @@ class Calls:
             contract_version=target.contract_version,
         )
         title = self.app_title(target.app_scope)
-        try:
-            async for event in call:
-                line = progress_line(event, title)
-                if line is not None and event.type not in TOOL_FINAL_TYPES:
-                    follower.tell(line)
-        except SubmitRejected as refused:
-            return error_final(refused.code, refused.detail)
+        async for event in call:
+            line = progress_line(event, title)
+            if line is not None:
+                follower.tell(line)
         assert call.final is not None
         return {"type": call.final.type, "payload": payload_of(call.final)}
 
