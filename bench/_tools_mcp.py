@@ -28,6 +28,17 @@ from ._procs import BenchError
 from ._tools_flow import CONVERSATION, Caller
 
 
+def require_mcp() -> None:
+    """BenchError before anything is measured when the MCP SDK is not installed."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise BenchError(
+            "(c) and (d) need the MCP SDK: install it with `pip install 'lineup-runtime[mcp]'`"
+            " (in a checkout: `.venv/bin/pip install -e '.[mcp]'`)"
+        ) from None
+
+
 @contextlib.asynccontextmanager
 async def _client(params: Any, tool: str, errlog: TextIO, name: str) -> AsyncIterator[Any]:
     """An MCP client on the server `params` starts, its tools listed and `tool` among them."""
@@ -54,13 +65,8 @@ async def measure_mcp(
 ) -> dict[str, Any]:
     """(c), (d) and (b)'s own call, `count` of each one at a time, taken in turn (so a
     loaded machine weighs on the three alike): their round trips (ms)."""
-    try:
-        from mcp import StdioServerParameters
-    except ImportError:
-        raise BenchError(
-            "(c) and (d) need the MCP SDK: install it with `pip install 'lineup-runtime[mcp]'`"
-            " (in a checkout: `.venv/bin/pip install -e '.[mcp]'`)"
-        ) from None
+    from mcp import StdioServerParameters
+
     from peers.agent.mcp import tool_name
 
     from .toolapp import APP_SCOPE, METHOD

@@ -56,7 +56,7 @@ from ._tools_flow import (
     wait_until,
     within,
 )
-from ._tools_mcp import measure_mcp
+from ._tools_mcp import measure_mcp, require_mcp
 from ._tools_options import add_arguments, check_arguments
 from ._tools_report import call_steps, print_table, result_record
 from ._trio_run import run_measure, term_as_ctrl_c
@@ -202,6 +202,7 @@ async def _measure(
     work: Path, procs: Processes, args: argparse.Namespace, err: Console
 ) -> dict[str, Any]:
     term_as_ctrl_c()
+    require_mcp()
     load_before = os.getloadavg()[0]
     err.print("building and signing the bench's app with `lineup app`", highlight=False)
     app = await trio.to_thread.run_sync(build_signed_app, work)

@@ -18,35 +18,22 @@ It needs the official MCP SDK (`pip install 'lineup-runtime[mcp]'`), which nothi
 imports: `peers.agent` does not import this package.
 """
 
-from ._bridge import IDEMPOTENCY_KEY, Bridge
-from ._ledger import LEDGER_FILE, Ledger
+from ._bridge import IDEMPOTENCY_KEY
+from ._ledger import LEDGER_FILE
 from ._names import natural_tool, tool_name
-from ._serve import (
-    HTTP_PATH,
-    KEY_FILE,
-    BridgeBusy,
-    BridgeSettings,
-    http_key,
-    running,
-    serve_http,
-    serve_stdio,
-)
-from ._tools import BRIDGE_TOOLS, META_CODE
+from ._serve import KEY_FILE, BridgeBusy, BridgeSettings, serve_http, serve_stdio
+from ._tools import BRIDGE_TOOLS, META_CODE, mcp_tool
 
 __all__ = [
     "BRIDGE_TOOLS",
-    "HTTP_PATH",
     "IDEMPOTENCY_KEY",
     "KEY_FILE",
     "LEDGER_FILE",
     "META_CODE",
-    "Bridge",
     "BridgeBusy",
     "BridgeSettings",
-    "Ledger",
-    "http_key",
+    "mcp_tool",
     "natural_tool",
-    "running",
     "serve_http",
     "serve_stdio",
     "tool_name",
