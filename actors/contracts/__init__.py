@@ -106,6 +106,7 @@ _LAZY = {
     "validate_manifest": "._manifest",
     "ChatMessage": "._payloads",
     "HostIntent": "._payloads",
+    "InteractionWithdraw": "._payloads",
     "RuntimeState": "._payloads",
     "RuntimeStatus": "._payloads",
     "StatePatch": "._payloads",
@@ -272,6 +273,7 @@ if TYPE_CHECKING:
     from ._payloads import (
         ChatMessage,
         HostIntent,
+        InteractionWithdraw,
         RuntimeState,
         RuntimeStatus,
         StatePatch,
@@ -438,6 +440,7 @@ __all__ = [
     "Hello",
     "HostIntent",
     "InstanceId",
+    "InteractionWithdraw",
     "Inventory",
     "InventoryApp",
     "InventoryRevision",
