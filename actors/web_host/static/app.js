@@ -283,6 +283,8 @@
     received: "",
     waiting: "waiting for your answer",
     answered: "",
+    withdrawn: "",
+    refused: "not sent",
     running: "working…",
     succeeded: "done",
     failed: "failed",
@@ -314,6 +316,7 @@
     node.append(head);
     if (item.md) node.append(renderMarkdown(item.md));
     else if (item.kind !== "interaction") node.append(el("p", item.text, "text"));
+    if (item.kind === "message" && item.detail) node.append(el("p", item.detail, "detail"));
     if (item.kind === "tool") node.append(renderTool(item));
     if (item.ask) node.append(renderAsk(item));
     return node;
@@ -390,7 +393,10 @@
     card.append(el("p", item.text, "prompt"));
     const waiting = queuedAnswers().has(ask.interaction_id);
     if (!ask.open) {
-      card.append(el("p", ask.answer !== undefined ? `You answered: ${ask.answer}` : "closed", "closed"));
+      // A question the agent withdrew says so, with its reason: it takes no answer now.
+      const withdrawn = ask.reason ? `No longer asked: ${ask.reason}` : "No longer asked";
+      const closed = ask.answer !== undefined ? `You answered: ${ask.answer}` : ask.withdrawn ? withdrawn : "closed";
+      card.append(el("p", closed, "closed"));
       return card;
     }
     const actions = el("div", null, "actions");
