@@ -297,11 +297,13 @@
     return item.code && words ? `${words}: ${item.code.replaceAll("_", " ")}` : words;
   }
 
-  // Who wrote an item, in words: the user, the agent (by its name), an app's tool call.
+  // Who wrote an item, in words: the user, the agent (by its name), an app's tool call, the
+  // runtime itself (a permission an app asks for) by the product's name.
   function sender(item) {
     if (item.mine) return "you";
     if (item.kind === "tool") return "tool";
     const [kind, name] = String(item.from).split(":", 2);
+    if (kind === "runtime") return "LineUp";
     return kind === "agent" && name ? `${name} (agent)` : item.from;
   }
 
