@@ -80,8 +80,8 @@
 
   // What the header says of the connection: "reconnecting" only while a socket that was
   // open is down, "offline" only once the runtime said its AppServer link is down, and
-  // "stopped" once the runtime has not answered for a while (a runtime started again
-  // listens at another address: the page cannot find it by itself).
+  // "stopped" once the web host said the runtime stops, or the runtime has not answered for
+  // a while (killed: nobody said goodbye; a runtime started again needs a new address).
   function showConnection() {
     const shown = $("connection");
     let mode = "online";
@@ -137,7 +137,7 @@
       state.open = false;
       state.sending.clear();
       state.downSince = state.downSince || Date.now();
-      state.stopped = Date.now() - state.downSince > GIVE_UP_MS;
+      state.stopped = state.stopped || Date.now() - state.downSince > GIVE_UP_MS;
       showConnection();
       renderQueue();
       if (state.stopped) return; // reloading the page (or a new address) starts again
@@ -161,6 +161,9 @@
     } else if (frame.t === "refused") {
       if (frame.client_id) settle(frame.client_id);
       notice(frame.error);
+    } else if (frame.t === "stopped") {
+      state.stopped = true;
+      showConnection();
     }
   }
 
