@@ -40,20 +40,25 @@ def axe_source() -> str:
     return SOURCE.read_text(encoding="utf-8")
 
 
-def blocking_violations(driver: WebDriver, source: str) -> list[dict[str, Any]]:
+def blocking_violations(
+    driver: WebDriver, source: str, within: str | None = None
+) -> list[dict[str, Any]]:
     """The serious and critical violations axe finds in the document the driver is on (a
-    frame's, after `switch_to.frame`): rule id, impact, and the elements it names."""
+    frame's, after `switch_to.frame`), or in the part `within` selects: rule id, impact,
+    and the elements it names."""
     if not driver.execute_script("return typeof window.axe === 'object'"):
         driver.execute_script(source)
     found = driver.execute_async_script(
         """
+        const within = arguments[0];
         const done = arguments[arguments.length - 1];
-        axe.run(document, {resultTypes: ['violations']})
+        axe.run(within ? document.querySelector(within) : document, {resultTypes: ['violations']})
           .then((r) => done(r.violations.map((v) => ({
             id: v.id, impact: v.impact, help: v.help,
             nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5)}))))
           .catch((e) => done([{id: 'axe-error', impact: 'critical', help: String(e), nodes: []}]));
-        """
+        """,
+        within,
     )
     return [v for v in found if v["impact"] in BLOCKING]
 
@@ -72,11 +77,15 @@ def page_and_frame_violations(driver: WebDriver, source: str) -> dict[str, list[
 
 
 def violations_at_sizes(
-    driver: WebDriver, source: str, ready: Callable[[WebDriver], Any], name: str
+    driver: WebDriver,
+    source: str,
+    ready: Callable[[WebDriver], Any],
+    name: str,
+    within: str | None = None,
 ) -> dict[str, Any]:
-    """The blocking violations at each of `SIZES`, once `ready` holds there (it may act to
-    bring what is checked into view). With LINEUP_SCREENSHOTS set, each is saved there as
-    `NAME-WxH.png` for a person to look at."""
+    """The blocking violations at each of `SIZES` (in the part `within` selects, if given),
+    once `ready` holds there (it may act to bring what is checked into view). With
+    LINEUP_SCREENSHOTS set, each is saved there as `NAME-WxH.png` for a person to look at."""
     found = {}
     folder = os.environ.get("LINEUP_SCREENSHOTS")
     for width, height in SIZES:
@@ -85,7 +94,7 @@ def violations_at_sizes(
             {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500},
         )
         until(driver, ready)
-        found[f"{width}x{height}"] = blocking_violations(driver, source)
+        found[f"{width}x{height}"] = blocking_violations(driver, source, within)
         if folder:
             Path(folder).mkdir(parents=True, exist_ok=True)
             driver.save_screenshot(str(Path(folder) / f"{name}-{width}x{height}.png"))
