@@ -14,6 +14,9 @@ Out: after the page's `hello`, the chat items that differ from what it holds, th
 change as it happens (`view`), the app registry (`registry`) and the runtime's link state
 (`status`). The chat's view is read again at each notice of the chat app (`_changes`) that
 finds its log changed (SQLite's `data_version`); `runtime.db` is looked at every `POLL_S`.
+
+Last, `stopped` when the web host is stopped because the runtime stops (`lineup stop`,
+Ctrl-C): the page then says so at once instead of reconnecting to nothing.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ POLL_S: Final = 0.05
 SAFETY_S: Final = 1.0
 HELLO_TIMEOUT_S: Final = 10.0
 UI_TIMEOUT_S: Final = 5.0
+# How long a page's goodbye may hold the web host's stop (the runtime waits 5 s for it).
+GOODBYE_S: Final = 1.0
 # A page sends a handful of frames a second at most; past this it is not a person.
 RATE_PER_S: Final = 20.0
 BURST: Final = 60.0
@@ -145,10 +150,27 @@ class PageSocket:
                 nursery.cancel_scope.cancel()
             if broke_the_rules:  # too fast, or too many refusals in a row
                 await self.ws.close(code=1008)
+        except* trio.Cancelled:  # this process is being stopped
+            with trio.CancelScope(shield=True), trio.move_on_after(GOODBYE_S):
+                await self._goodbye()
+            raise
         finally:
             self.counters["pages"] -= 1
             with contextlib.suppress(ControlError), trio.CancelScope(shield=True):
                 await self._ui("host.session.close", {"session_id": session})
+
+    async def _goodbye(self) -> None:
+        """The page hears `stopped` if the runtime is stopping (its supervisor says so on
+        the UI socket); a web host stopped alone, or killed, says nothing, and the page
+        reconnects until it gives up."""
+        call = partial(ui_request, self.data_dir, {"type": "status"}, timeout=GOODBYE_S)
+        try:
+            status = await trio.to_thread.run_sync(call)
+        except ControlError:
+            return
+        if status.get("state") == "stopping":
+            with contextlib.suppress(Exception):  # the page may be gone already
+                await self.send({"t": "stopped"})
 
     async def _hello(self, raw: str | None) -> Hello | None:
         if raw is None:
