@@ -133,7 +133,7 @@ def default_config(
         # The tool router offers agents the tools whose capabilities this host serves.
         "tool_router": {
             "data_dir": str(root),
-            "host_capabilities": sorted(served_capabilities(os.environ)),
+            "host_capabilities": sorted(served_capabilities(os.environ, pages=bool(web))),
         },
         "capability_gateway": {"data_dir": str(root)},
         **{
@@ -151,6 +151,8 @@ def default_config(
     }
     if web:  # the chat tells the web host when its view changed (`apps/chat/_notices.py`)
         settings["app.chat"]["view_watcher"] = WEB_HOST.name
+        # The gateway's recordings in a page go through the web host.
+        settings["capability_gateway"]["page_host"] = WEB_HOST.name
     children = [
         child.model_copy(update={"config": {**child.config, **settings.get(child.name, {})}})
         for child in [*RUNTIME_CHILDREN, *web]

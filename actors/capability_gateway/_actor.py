@@ -51,6 +51,7 @@ from ._effects import Effects
 from ._policy import load_policy, parse_section
 from ._providers import Provider, host_providers
 from ._rates import RateLimiter
+from ._recording import ASKED_EACH_TIME, RECORD, Recordings, recorder_card
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
 from .door import DOOR
 
@@ -67,13 +68,19 @@ _CHAT: Final = f"app.{SCOPE_CHAT}"
 Refusal = tuple[CapabilityResult, str | None, str, str]
 
 
-class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
+class CapabilityGatewayActor(Recordings, ArtifactSaves, Effects, Actor):
     door = DOOR
 
     async def on_start(self) -> None:
         self.data_dir = Path(str(self.config.get("data_dir", ".")))
         self.core = {str(m["app_scope"]): m for m in self.config.get("core_apps", [])}
-        self.providers: dict[str, Provider] = host_providers(self.data_dir, os.environ)
+        # The actor that shows the conversations in pages (the web host), when there is one:
+        # a page can record, so the microphone is served.
+        self.page_host: str | None = self.config.get("page_host") or None
+        self.providers: dict[str, Provider] = host_providers(
+            self.data_dir, os.environ, pages=self.page_host is not None
+        )
+        self._start_recordings()
         self.rates = RateLimiter.from_config(self.config.get("rate_limit"))
         # An app's refusals are each written while it has few; past that, counted and written
         # as one row a second at most, so a flood of bad requests costs the store little.
@@ -175,7 +182,11 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
             await self.write({"insert": finished, "audit": audit})
             return result_of(finished)
         grant = self.grants.get((scope, row["capability"]))
-        if grant is not None and grant["scope"] in ("session", "always"):
+        if (
+            grant is not None
+            and grant["scope"] in ("session", "always")
+            and row["capability"] not in ASKED_EACH_TIME
+        ):
             return await self._start(row, f"allowed by the user's {grant['scope']} grant")
         await self.write(
             {"insert": row, "audit": [audit_row("consent_asked", row, "the user is asked")]}
@@ -246,6 +257,12 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
             log.info("an answer to %s, which is not waiting for one, is ignored", key)
             return
         row = pending.row
+        if row["capability"] in ASKED_EACH_TIME and answer not in ("once", "deny", "dismiss"):
+            log.info("%s is asked each time: the answer %s is ignored", key, answer)
+            return
+        if row["capability"] == RECORD and answer == "once":
+            await self._record_in_terminal(pending)  # the terminal's yes: recorded here
+            return
         row["state"] = "deciding"  # before any await: the deadline no longer applies
         changed = None if answer in ("deny", "dismiss") else await self._changed_since(row)
         if changed is not None:
@@ -378,6 +395,8 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
         }
         if outcome is not None:
             body["outcome"] = outcome
+        if row["capability"] == RECORD and state == "asking":
+            body["recorder"] = recorder_card(row["input"])
         slot = CARD_OPEN if state == "asking" else CARD_CLOSED
         await self.cast(
             _CHAT, "app.capability.consent", body, id=derive_id(row["request_id"], slot)

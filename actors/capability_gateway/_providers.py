@@ -13,6 +13,9 @@ provider here is `unsupported_on_host`, whatever the app declared.
   (`read_notifications`). Shown twice is seen twice, so a replay is `in_doubt`.
 - `clipboard.write` (foreground, idempotent): text handed to `wl-copy` (Wayland) or `xclip`
   (X11), only where one is on PATH and its display is set.
+- `audio.record` (foreground, not idempotent: a second recording is another one): served
+  where a page can record (a web host runs) or a sound server can (`_recording`), which
+  runs it rather than a provider's `run`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import trio
 from actors.contracts import Code, ContractError
 
 from . import _files
+from ._recording import check_record, terminal_recorder
 
 NOTIFICATIONS_FILE: Final = "notifications.jsonl"
 MAX_NOTIFICATION_TEXT: Final = 500
@@ -207,16 +211,25 @@ def _clipboard(command: list[str]) -> Callable[[Effect], Awaitable[dict[str, Any
     return run
 
 
-def served_capabilities(env: Mapping[str, str]) -> frozenset[str]:
-    """The names of the capabilities this host serves (what an agent may be offered)."""
+async def _recorded_elsewhere(effect: Effect) -> dict[str, Any]:
+    raise AssertionError("a recording is run by the gateway's `_recording`, not a provider")
+
+
+def served_capabilities(env: Mapping[str, str], *, pages: bool = False) -> frozenset[str]:
+    """The names of the capabilities this host serves (what an agent may be offered);
+    `pages`: a web host runs, whose pages can record."""
     served = {"file.save", "notification.show"}
     if clipboard_command(env) is not None:
         served.add("clipboard.write")
+    if pages or terminal_recorder(env) is not None:
+        served.add("audio.record")
     return frozenset(served)
 
 
-def host_providers(data_dir: Path, env: Mapping[str, str]) -> dict[str, Provider]:
-    """The capabilities this host serves, by name."""
+def host_providers(
+    data_dir: Path, env: Mapping[str, str], *, pages: bool = False
+) -> dict[str, Provider]:
+    """The capabilities this host serves, by name (`pages` as for `served_capabilities`)."""
     providers = {
         "file.save": Provider(True, True, check_file_save, _file_save(data_dir)),
         "notification.show": Provider(False, False, check_notification, _notify(data_dir)),
@@ -224,4 +237,6 @@ def host_providers(data_dir: Path, env: Mapping[str, str]) -> dict[str, Provider
     command = clipboard_command(env)
     if command is not None:
         providers["clipboard.write"] = Provider(True, True, check_clipboard, _clipboard(command))
+    if pages or terminal_recorder(env) is not None:
+        providers["audio.record"] = Provider(True, False, check_record, _recorded_elsewhere)
     return providers

@@ -4,7 +4,8 @@ consent card from the chat app (where the user answers it) or the host (the user
 and a revocation from the operator (`lineup capabilities revoke`, on the control socket) or
 the settings app, which alone also lists the grants in force for the user. The user's side
 alone (the operator, the host, the web host for its page's Save) saves an artifact into
-downloads. An app takes back only its own requests."""
+downloads. A recording's yes, its bytes and its stop come from the user's side only (the web
+host for its page, the host for the terminal). An app takes back only its own requests."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from typing_extensions import TypedDict
 
 from actors.contracts import SCOPE_CHAT, SCOPE_SETTINGS
 from actors.kernel import APPS, Door, accept
+
+from ._recording import MAX_RECORDING_BYTES
 
 _CLOSED = ConfigDict(extra="forbid")
 # An app's own id for a request: what it asks again with to learn the outcome.
@@ -60,6 +63,19 @@ class SaveArtifact(TypedDict):
     name: NotRequired[Annotated[str, Field(min_length=1, max_length=1024)]]
 
 
+class RecordStart(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    request_id: _REQUEST_KEY
+
+
+class Recorded(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    request_id: _REQUEST_KEY
+    data: Annotated[bytes, Field(max_length=MAX_RECORDING_BYTES)]
+    media_type: Annotated[str, Field(max_length=255)]  # what the page declared; may be ""
+    stopped: NotRequired[Literal["user", "limit", "background"]]
+
+
 class PolicySection(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     section: Any
@@ -79,5 +95,10 @@ DOOR = Door(
         # The user saves an artifact into downloads (`lineup artifacts save`, the page's
         # Save button); no app may.
         "capability_gateway.save_artifact": accept("debug", "host", "web_host", body=SaveArtifact),
+        # The user's yes to a recording in the page, what the page recorded, and the user's
+        # stop of one recorded here: the user's side only, never an app.
+        "capability_gateway.record_start": accept("web_host", body=RecordStart),
+        "capability_gateway.recorded": accept("web_host", body=Recorded),
+        "capability_gateway.record_stop": accept("host", "web_host", body=RecordStart),
     }
 )

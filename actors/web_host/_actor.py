@@ -23,6 +23,7 @@ from ._artifacts import Artifacts
 from ._bridge import SurfacePushes, Surfaces
 from ._changes import CHANGED, ChatChanges
 from ._state import start_run, write_endpoint, write_failure
+from ._uploads import PagesAndUploads
 from .door import DOOR
 
 log = logging.getLogger("lineup.web_host")
@@ -42,6 +43,8 @@ class WebHostActor(SurfacePushes, Actor):
         self.chat_changes = ChatChanges()
         # Previews of the conversations' pictures and the user's saves (`_artifacts`).
         self.artifacts = Artifacts(self, self.data_dir)
+        # The open pages by conversation, and what their users record (`_uploads`).
+        self.pages = PagesAndUploads(self)
         # With no port asked for, the last run's is tried first, so that the address a
         # person keeps for this data dir stays the same while that port is free.
         reuse = kept is None and configured == 0 and last is not None
@@ -58,7 +61,12 @@ class WebHostActor(SurfacePushes, Actor):
         from ._server import build_app, serve  # noqa: PLC0415
 
         app = build_app(
-            self.data_dir, self.counters, self.surfaces, self.chat_changes, self.artifacts
+            self.data_dir,
+            self.counters,
+            self.surfaces,
+            self.chat_changes,
+            artifacts=self.artifacts,
+            pages=self.pages,
         )
         failed: BaseException | None = None
         try:
@@ -80,6 +88,11 @@ class WebHostActor(SurfacePushes, Actor):
     async def _chat_changed(self, msg: Message) -> None:
         self.chat_changes.notice()
 
+    @handles("web_host.recording.stop")
+    async def _recording_stop(self, msg: Message) -> None:
+        """The gateway ends a recording: the pages of its conversation stop and send it."""
+        await self.pages.tell_stop(str(msg.body["conversation_id"]), str(msg.body["request_id"]))
+
     def statistics_extra(self) -> dict[str, Any]:
         changes = getattr(self, "chat_changes", None)
         return {
@@ -89,4 +102,5 @@ class WebHostActor(SurfacePushes, Actor):
             "refused_requests": getattr(getattr(self, "guard", None), "refused", 0),
             "surfaces": self.surfaces.statistics() if hasattr(self, "surfaces") else {},
             "artifacts": self.artifacts.statistics() if hasattr(self, "artifacts") else {},
+            "files": self.pages.statistics() if hasattr(self, "pages") else {},
         }

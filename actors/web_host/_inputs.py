@@ -12,6 +12,7 @@ web host names the UI session itself.
 | `act` | `client_id`, `app` (`chat`, `app-registry`), `input` | `host.ui.action` |
 | `intent` | `client_id`, `intent` (open, focus, close app), `app_scope` | `host.intent` |
 | `save` | `client_id`, `artifact_id` (one the page's conversation shows) | a save (`_artifacts`) |
+| `record` | `client_id`, `interaction_id` (a card asking to record) | a recording (`_uploads`) |
 
 `client_id` is the page's id for the action (a message id: 26 characters of Crockford
 base32): sent again after a reconnect, it names the same UI action, which the runtime's
@@ -62,6 +63,12 @@ class Action:
 class Save:
     client_id: str
     artifact_id: str
+
+
+@dataclass(frozen=True)
+class Record:
+    client_id: str
+    interaction_id: str
 
 
 def _fields(
@@ -218,3 +225,11 @@ def registry_input(given: dict[str, Any]) -> dict[str, Any]:
     if kind == "remove":
         body["confirmed"] = True
     return body
+
+
+def record(frame: dict[str, Any]) -> Record:
+    """A `record` frame: the user pressed "Start recording" on the card `interaction_id`;
+    the recording goes by an upload of its own, never in a frame."""
+    client_id = _client_id(frame)
+    _fields(frame, {"t", "client_id", "interaction_id"})
+    return Record(client_id, _id(frame["interaction_id"], "question id"))

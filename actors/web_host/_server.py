@@ -10,6 +10,7 @@
 | `/surfaces.js`, `/surface-socket` | the page's side of surfaces (`_bridge`) |
 | `/artifact/{conversation}/{id}` | a picture the conversation shows (`_artifacts`) |
 | `/saved/{token}` | what the user saved, as a download (`_artifacts`) |
+| `/upload/{token}` (POST) | what the user recorded in the page for an app (`_uploads`) |
 
 Every route is behind the access rule (`_access.Guard`).
 """
@@ -36,12 +37,14 @@ from ._bridge import Surfaces
 from ._changes import ChatChanges
 from ._socket import page_socket
 from ._state import LOOPBACK
+from ._uploads import PagesAndUploads
 
 log = logging.getLogger("lineup.web_host")
 
 STATIC: Final = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/recorder.js": ("recorder.js", "text/javascript; charset=utf-8"),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
 }
 MAX_PAGE_FRAME: Final = 256 * 1024  # bytes of one WebSocket message from a page
@@ -60,7 +63,9 @@ def build_app(
     counters: dict[str, int],
     surfaces: Surfaces,
     changes: ChatChanges,
+    *,
     artifacts: Artifacts,
+    pages: PagesAndUploads,
 ) -> Guard:
     files = _files()
 
@@ -69,12 +74,13 @@ def build_app(
         return Response(body, media_type=media_type)
 
     async def websocket(socket: WebSocket) -> None:
-        await page_socket(socket, data_dir, counters, changes, artifacts)
+        await page_socket(socket, data_dir, counters, changes, artifacts=artifacts, pages=pages)
 
     routes: list[Any] = [Route(path, static) for path in STATIC]
     routes += [
         *surfaces.routes(),  # installed apps' surfaces, their bridge (`_bridge`)
         *artifacts.routes(),  # previews and saved files (`_artifacts`)
+        *pages.routes(),  # what users record in the page (`_uploads`)
         WebSocketRoute("/ws", websocket),
     ]
     return Guard(Starlette(routes=routes), data_dir)

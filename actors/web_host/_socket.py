@@ -8,11 +8,15 @@ once. The page hears `stored` (it is the runtime's now), `retry` (the runtime di
 answer: the page keeps it queued) or `refused` (one sentence; it acts on nothing). A `save`
 of an artifact is the capability gateway's, asked by this process (`_artifacts`), while the
 page's other actions go on; the page hears `saved` (the name and where to download it) or
-`refused`.
+`refused`. A `record` (the user pressed "Start recording" on a card of the page's that asks
+for one) is the user's yes, given to the capability gateway; the page hears `recording`, a
+one-time address to POST the recording to with how long and how much it may be
+(`_uploads`), or `refused`.
 
 Out: after the page's `hello`, the chat items that differ from what it holds, then every
 change as it happens (`view`), the app registry (`registry`) and the runtime's link state
-(`status`). The chat's view is read again at each notice of the chat app (`_changes`) that
+(`status`), and `record_stop` when the gateway ends a recording the page makes. The chat's
+view is read again at each notice of the chat app (`_changes`) that
 finds its log changed (SQLite's `data_version`); `runtime.db` is looked at every `POLL_S`.
 
 Last, `stopped` when the web host is stopped because the runtime stops (`lineup stop`,
@@ -32,12 +36,13 @@ from typing import Any, Final
 import trio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from actors.kernel import ControlError, derive_id, ui_request
+from actors.kernel import CallFailed, ControlError, derive_id, ui_request
 
 from . import _inputs
 from ._artifacts import Artifacts
 from ._changes import ChatChanges
-from ._inputs import Hello, Refused, Save
+from ._inputs import Hello, Record, Refused, Save
+from ._uploads import PagesAndUploads, session_of
 from ._views import ChatFollower, fold_chat, link_state, registry
 
 log = logging.getLogger("lineup.web_host")
@@ -97,13 +102,16 @@ class PageSocket:
         data_dir: Path,
         counters: dict[str, int],
         changes: ChatChanges,
+        *,
         artifacts: Artifacts,
+        pages: PagesAndUploads,
     ) -> None:
         self.ws = websocket
         self.data_dir = data_dir
         self.counters = counters
         self.changes = changes
         self.artifacts = artifacts
+        self.pages = pages
         self.saving = 0
         self.sending = trio.Lock()
         self.held: dict[str, Any] = {}
@@ -141,6 +149,7 @@ class PageSocket:
             return
         session = f"web-{hello.page}"
         self.counters["pages"] += 1
+        self.pages.opened(hello.conversation, self)
         try:
             with contextlib.suppress(ControlError):
                 await self._ui("host.session.open", {"session_id": session, "kind": "web"})
@@ -156,6 +165,7 @@ class PageSocket:
             raise
         finally:
             self.counters["pages"] -= 1
+            self.pages.closed(hello.conversation, self)
             with contextlib.suppress(ControlError), trio.CancelScope(shield=True):
                 await self._ui("host.session.close", {"session_id": session})
 
@@ -212,6 +222,10 @@ class PageSocket:
                     saves.start_soon(self._save, _inputs.save(frame), hello.conversation)
                     self.refusals = 0
                     continue
+                if frame["t"] == "record":
+                    saves.start_soon(self._record, _inputs.record(frame))
+                    self.refusals = 0
+                    continue
                 action = _inputs.action(frame, hello.conversation)
             except Refused as refusal:
                 self.refusals += 1
@@ -257,6 +271,29 @@ class PageSocket:
             self.saving -= 1
         await self.send(answer)
 
+    async def _record(self, request: Record) -> None:
+        """The user's yes to a recording on a card the page shows open and asking for one:
+        `recording` {`href`, `max_ms`, `max_bytes`} once the gateway started it; else
+        `refused` with the sentence the page shows on the card."""
+        answer: dict[str, Any] = {"client_id": request.client_id}
+        item = self.held.get(request.interaction_id) or {}
+        ask = item.get("ask") or {}
+        session = session_of(self.ws)
+        if not ask.get("open") or not isinstance(ask.get("recorder"), dict) or not session:
+            self.counters["refused"] += 1
+            error = "This request does not wait for a recording any more."
+            await self.send({**answer, "t": "refused", "error": error})
+            return
+        try:
+            started = await self.pages.start_recording(request.interaction_id, session)
+        except CallFailed as failed:
+            self.counters["refused"] += 1
+            error = failed.detail if failed.code == "invalid_state" else ""
+            error = error or "The runtime did not start the recording: try again."
+            await self.send({**answer, "t": "refused", "error": error})
+            return
+        await self.send({**answer, "t": "recording", **started})
+
     async def _ui(self, message_type: str, body: dict[str, Any], message_id: str = "") -> None:
         request: dict[str, Any] = {"type": message_type, "body": body}
         if message_id:
@@ -283,8 +320,10 @@ class PageSocket:
                 if reset
                 else fold.changed_since(fold.before, set(hello.still_open))
             )
-            await self._send_view(fold.pos, items, fold.tasks, reset=reset, always=True)
+            # What the page holds is known before it is sent: a page answering it at once
+            # (a recording started on a card it shows) is judged by it.
             self.held = fold.items
+            await self._send_view(fold.pos, items, fold.tasks, reset=reset, always=True)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._follow_runtime, runtime_db)
                 await self._follow_chat(hello, chat_log, look)
@@ -300,8 +339,8 @@ class PageSocket:
         while True:
             fold = await trio.to_thread.run_sync(follower.look)
             items = fold.changed_since(self.held, set())
-            await self._send_view(fold.pos, items, fold.tasks)
             self.held = fold.items
+            await self._send_view(fold.pos, items, fold.tasks)
             while True:
                 with trio.move_on_after(SAFETY_S):
                     await look.wait()
@@ -347,7 +386,10 @@ async def page_socket(
     data_dir: Path,
     counters: dict[str, int],
     changes: ChatChanges,
+    *,
     artifacts: Artifacts,
+    pages: PagesAndUploads,
 ) -> None:
     with contextlib.suppress(WebSocketDisconnect):
-        await PageSocket(websocket, data_dir, counters, changes, artifacts).run()
+        page = PageSocket(websocket, data_dir, counters, changes, artifacts=artifacts, pages=pages)
+        await page.run()

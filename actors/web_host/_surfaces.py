@@ -192,6 +192,8 @@ def surface_headers(host: str, token: str) -> list[tuple[bytes, bytes]]:
         (b"x-content-type-options", b"nosniff"),
         (b"referrer-policy", b"no-referrer"),
         (b"cache-control", b"no-store"),
+        # A surface never opens a microphone or a camera itself: it asks the runtime.
+        (b"permissions-policy", b"microphone=(), camera=(), geolocation=()"),
     ]
 
 

@@ -26,6 +26,10 @@ CONSENT_OPTIONS: tuple[dict[str, str], ...] = (
     {"id": "always", "label": "Always allow"},
     {"id": "deny", "label": "Deny"},
 )
+RECORD_OPTIONS: tuple[dict[str, str], ...] = (
+    {"id": "once", "label": "Record now"},
+    {"id": "deny", "label": "Deny"},
+)
 # Why a withdrawal changed nothing (`actors.contracts.Code` values: this module is read
 # where the contracts are not loaded).
 NOT_FOUND = "interaction_not_found"
@@ -166,7 +170,8 @@ class ConversationView:
     def _consent(self, card: dict[str, Any]) -> None:
         """A capability consent card: a question from the runtime (`origin: runtime`), not
         the agent, answered with one of `CONSENT_OPTIONS`; closed by the runtime once the
-        request is decided, whoever or whatever decided it."""
+        request is decided, whoever or whatever decided it. A card with a `recorder` (what
+        an `audio.record` takes) is answered by recording now (`RECORD_OPTIONS`) or not."""
         key = card["request_id"]
         if card["state"] != "asking":
             self.pending_interactions.pop(key, None)
@@ -176,18 +181,24 @@ class ConversationView:
             return
         if key in self._index:
             return
-        prompt = f"{card['app_scope']} asks to use {card['capability']}: {card['purpose']}"
+        recorder = card.get("recorder")
+        asks = "asks to record you" if recorder else f"asks to use {card['capability']}"
+        prompt = f"{card['app_scope']} {asks}: {card['purpose']}"
+        # The microphone is asked each time: the yes is a recording now, never a grant.
+        options = RECORD_OPTIONS if recorder else CONSENT_OPTIONS
         interaction = {
             "interaction_id": key,
             "kind": "choice",
             "prompt": prompt,
-            "options": [dict(option) for option in CONSENT_OPTIONS],
+            "options": [dict(option) for option in options],
             "origin": "runtime",
             "message_id": key,
             "app_scope": card["app_scope"],
             "capability": card["capability"],
             "deadline_ms": card.get("deadline_ms"),
         }
+        if isinstance(recorder, dict):
+            interaction["recorder"] = dict(recorder)
         self.pending_interactions[key] = interaction
         self._add(
             {
