@@ -381,9 +381,12 @@ class CapabilityGatewayActor(Recordings, ArtifactSaves, Effects, Actor):
         for caller, kernel_id in pending.waiters:
             await self.reply(caller, kernel_id, result)
 
-    async def _card(self, row: dict[str, Any], state: str, outcome: str | None = None) -> None:
-        """The consent card in the chat: opened, or closed with how it ended. Its ids derive
-        from the request's key, so each is sent once whatever replays."""
+    async def _card(
+        self, row: dict[str, Any], state: str, outcome: str | None = None, slot: int = 0
+    ) -> None:
+        """The consent card in the chat: opened, or closed with how it ended (a recording's
+        card says again, in `slot`, how it ended after it closed). Its ids derive from the
+        request's key, so each is sent once whatever replays."""
         body = {
             "request_id": row["request_id"],
             "conversation_id": row["conversation_id"],
@@ -397,7 +400,7 @@ class CapabilityGatewayActor(Recordings, ArtifactSaves, Effects, Actor):
             body["outcome"] = outcome
         if row["capability"] == RECORD and state == "asking":
             body["recorder"] = recorder_card(row["input"])
-        slot = CARD_OPEN if state == "asking" else CARD_CLOSED
+        slot = slot or (CARD_OPEN if state == "asking" else CARD_CLOSED)
         await self.cast(
             _CHAT, "app.capability.consent", body, id=derive_id(row["request_id"], slot)
         )

@@ -67,6 +67,7 @@ PCM_BYTES_PER_S: Final = PCM_RATE * 2
 WAV_HEADER: Final = 44
 MADE_SLOT: Final = 3  # the slot of a request's kept artifact (the cards' are 1 and 2)
 STOP_SLOT: Final = 4  # the slot of the page's word to stop
+END_SLOT: Final = 5  # the slot of the card's last word: recorded, or not
 
 
 @dataclass(frozen=True)
@@ -288,6 +289,15 @@ class Recordings(Actor):
         live.stop.set()
         return {"stopped": True}
 
+    @handles("capability_gateway.stop")
+    async def stop_own(self, msg: Message) -> None:
+        """An app ends its own recording early (its surface's Stop); another's, or one
+        not under way, is left alone."""
+        scope = msg.sender.removeprefix("app.")
+        live = self.recordings.get(f"{scope}/{msg.body['request_id']}")
+        if live is not None and msg.sender.startswith("app."):
+            live.stop.set()
+
     async def _record_here(self, live: LiveRecording, command: list[str]) -> None:
         """Record from the sound server until the recording is cut, then keep it."""
         limit = int(live.limit_s * PCM_BYTES_PER_S) // 2 * 2
@@ -416,6 +426,8 @@ class Recordings(Actor):
         self.counts[status.value] += 1
         result = result_of(finished)
         self.open.pop(live.key, None)
+        said = "recorded" if status == CapabilityResult.COMPLETED else "not recorded"
+        await self._card(row, "closed", outcome=said, slot=END_SLOT)
         for caller, kernel_id in live.pending.waiters:
             await self.reply(caller, kernel_id, result)
         return result

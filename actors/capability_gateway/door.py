@@ -100,5 +100,7 @@ DOOR = Door(
         "capability_gateway.record_start": accept("web_host", body=RecordStart),
         "capability_gateway.recorded": accept("web_host", body=Recorded),
         "capability_gateway.record_stop": accept("host", "web_host", body=RecordStart),
+        # An app ends its own recording early (its surface's Stop): its scope is the stamp.
+        "capability_gateway.stop": accept(APPS, body=Withdraw),
     }
 )

@@ -76,7 +76,7 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
         recorder = _recorder_shown(interaction.get("recorder"), interaction.get("app_scope"))
         if recorder is not None:
             ask["recorder"] = recorder
-        if item.get("state") == "recording":
+        if item.get("state") in ("recording", "recorded", "not recorded"):
             ask["recording"] = True
         if item.get("state") == "withdrawn":
             ask["withdrawn"] = True

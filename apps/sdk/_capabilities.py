@@ -19,6 +19,9 @@ message whose handler asked it is handled again after a restart, and asks again 
 This bookkeeping gives way to a full disk: a row not written costs a request left to
 expire, never the answer.
 
+`stop_recording(request_id)` ends the app's own recording (`audio.record`) early: the user's
+Stop in its surface.
+
 `answer(request_id, answer)` is the chat app's: the user's answer to a consent card
 (once / session / always / deny / dismiss); the runtime refuses it from any other app.
 """
@@ -109,6 +112,13 @@ class CapabilitiesAPI:
                 body = {"request_id": request_id}
                 await app.cast(GATEWAY, "capability_gateway.withdraw", body, id=withdraw_id)
             _best_effort(app._log.capability_answered, request_id)
+
+    async def stop_recording(self, request_id: str) -> None:
+        """End the app's own recording (`audio.record`, asked with `request_id`) early, as
+        the user's Stop does; the request's answer then comes with what was recorded."""
+        await self._app.cast(
+            GATEWAY, "capability_gateway.stop", {"request_id": request_id}, id=self._app._ids.next()
+        )
 
     async def answer(self, request_id: str, answer: str) -> None:
         """The user's answer to the consent card `request_id` (the chat app's)."""

@@ -44,7 +44,7 @@
     status.className = "record-status";
     status.setAttribute("role", "status");
     if (!ask.open) {
-      status.dataset.closed = ask.recording ? "You let it record." : "closed";
+      status.dataset.closed = ask.recording ? "You let it record." : "Not recorded.";
       box.append(status);
       show(box, ask.interaction_id);
       return box;
