@@ -1,7 +1,8 @@
 """The hostile app against the capability gateway, beside the keeper (both installed from
 signed bundles through the CLI) waiting on the user's consent. The hostile app must not
 answer the keeper's consent card or take it back, put a card of its own in the chat, ask in
-the keeper's name, see or take back the user's grants, or get a capability it did not declare. Every
+the keeper's name, see or take back the user's grants, get a capability it did not declare,
+or record the user from the background, past the cap or without their yes. Every
 assertion reads an independent record: runtime.db (requests, grants, audit), mailbox.db,
 the chat's own log."""
 
@@ -11,9 +12,19 @@ import json
 from pathlib import Path
 
 from tests.capabilities.conftest import keeper  # noqa: F401 - the signed keeper bundle
-from tests.capabilities.helpers import answer, ask, card_for, cards, keeper_ready, outcome
+from tests.capabilities.helpers import (
+    answer,
+    ask,
+    asked,
+    card_for,
+    cards,
+    keeper_ready,
+    outcome,
+)
 from tests.capabilities.helpers import requests as gateway_requests
+from tests.installed.helpers import focus_stack, wait_foreground
 from tests.runtime.helpers import wait_for
+from tests.tools.helpers import Agent
 
 from .conftest import Hostile
 
@@ -25,8 +36,9 @@ async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
     keeper: tuple[Path, Path],  # noqa: F811 - the fixture imported above
 ) -> None:
     stack = hostile.stack
-    agent = await keeper_ready(stack, keeper)
-    await hostile.install({"attacks": ["forge_consent"]})
+    # A gateway that records in pages (no page here: no recording can start anyway).
+    agent = await keeper_ready(stack, keeper, gateway={"page_host": "web_host"})
+    await hostile.install({"attacks": ["forge_consent", "misuse_microphone"]})
     await hostile.launch()
     await ask(agent, "h-1", "notification.show", {"text": "from the keeper"})
     victim = await card_for(stack, "notification.show")
@@ -75,6 +87,7 @@ async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
     assert any(
         a["message_id"].startswith("hostile/") and "not declared" in a["detail"] for a in audited
     )
+    await _microphone_misused(hostile, agent)
 
 
 async def test_a_flood_of_refused_requests_costs_the_store_little_and_others_nothing(
@@ -112,3 +125,60 @@ async def test_a_flood_of_refused_requests_costs_the_store_little_and_others_not
         "SELECT COUNT(*) FROM capability_requests WHERE app_scope = 'hostile'"
     )[0][0]
     assert written < FLOOD // 10, written
+
+
+async def _microphone_misused(hostile: Hostile, agent: Agent) -> None:
+    """The keeper cannot record undeclared; the hostile app cannot from the background,
+    past the cap, without the user's yes, or speak for the user's side of a recording."""
+    stack = hostile.stack
+    # The keeper never declared the microphone: it does not get it.
+    assert await asked(agent, "m-1", "audio.record", input={"max_seconds": 5}) == {
+        "status": "permission_denied",
+        "output": None,
+    }
+
+    # The hostile app, behind the chat, asks: refused for the background.
+    instance = await wait_foreground(stack, "hostile:")
+    await hostile.app("focus", next(i for i in focus_stack(stack) if i.startswith("chat:")))
+    await wait_foreground(stack, "chat:")
+    hostile.order("misuse_microphone", {})
+    await wait_for(
+        lambda: (
+            hostile.runtime_rows(
+                "SELECT status FROM capability_requests WHERE app_scope = 'hostile'"
+            )
+            == [("permission_denied",)]
+        ),
+        60,
+        "the hostile app's request from the background refused",
+    )
+    # In front, it asks past the cap, then for a recording nobody starts: even the user's
+    # "always" does not cover the microphone, so that card waits for its deadline.
+    await hostile.app("focus", instance)
+    await wait_foreground(stack, "hostile:")
+    hostile.order("misuse_microphone_front", {})
+    answer(stack, await card_for(stack, "audio.record"), "always")
+    result = await wait_for(
+        lambda: (hostile.report() or {}).get("results", {}).get("misuse_microphone"),
+        60,
+        "the hostile app's microphone attacks",
+    )
+    assert result["background"] == {"status": "permission_denied", "output": None}, result
+    # The user's side of a recording (the yes, its bytes, its stop, the page's word to
+    # stop) is the web host's and the host's alone: refused at the door.
+    for attack in ("start", "recorded", "user's stop", "page's stop"):
+        assert result[attack] == "refused:sender_not_allowed", (attack, result)
+    failed = {"status": "failed", "output": None}
+    assert result["past the cap"] == {**failed, "code": "invalid_payload"}, result
+    assert result["unanswered"] == {"status": "expired", "output": None}, result
+    # Nothing was recorded or granted, and the refused messages were never stored.
+    assert hostile.runtime_rows("SELECT * FROM artifacts WHERE app_scope = 'hostile'") == []
+    assert hostile.runtime_rows("SELECT * FROM capability_grants") == []
+    stored = {
+        row[0]
+        for row in hostile.mailbox_rows(
+            "SELECT type FROM messages WHERE sender = 'app.hostile'"
+            " AND recipient IN ('capability_gateway', 'web_host')"
+        )
+    }
+    assert stored <= {"capability_gateway.request", "capability_gateway.withdraw"}, stored
