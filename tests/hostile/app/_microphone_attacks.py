@@ -42,6 +42,6 @@ async def misuse_microphone(app: HostileApp, options: dict[str, Any]) -> dict[st
         "past the cap": await capabilities.request("audio.record", "listen", {"max_seconds": 121}),
         # Nobody presses Start recording: the request expires, nothing recorded.
         "unanswered": await capabilities.request(
-            "audio.record", "listen", {"max_seconds": 5}, timeout_s=1
+            "audio.record", "listen", {"max_seconds": 5}, timeout_s=4
         ),
     }
