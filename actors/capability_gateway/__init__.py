@@ -22,6 +22,7 @@ how it ended) and keeps its rows through the store (`store.capabilities.*`).
 """
 
 from ._actor import CapabilityGatewayActor
-from ._providers import read_notifications, served_capabilities
+from ._notifications import read_notifications
+from ._providers import served_capabilities
 
 __all__ = ["CapabilityGatewayActor", "read_notifications", "served_capabilities"]

@@ -3,7 +3,8 @@
 It is a UI client, like the terminal chat: what the user does in the page goes to the host
 actor through the supervisor's UI socket, and what the page shows is read from the chat
 and registry apps' projections. Of messages it takes its apps' surface pushes (`_bridge`)
-and the chat app's notice that its view changed (`_changes`: the pages look again); it
+the chat app's notice that its view changed (`_changes`: the pages look again) and the
+capability gateway's notifications for the open pages (`_notifications`); it
 never talks to the AppServer and never reads the AppServer's token. Killed, it is restarted by
 its policy on the same port (kept in `DATA_DIR/web/endpoint.json` for this run), and open
 pages reconnect to it.
@@ -12,13 +13,15 @@ pages reconnect to it.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from actors.kernel import Actor, Message, handles
+from actors.kernel import REPLY_LATER, Actor, Message, handles
 
 from ._bridge import SurfacePushes, Surfaces
 from ._changes import CHANGED, ChatChanges
+from ._notifications import NOTIFY, PAGES, PageNotifications
 from ._state import start_run, write_endpoint, write_failure
 from .door import DOOR
 
@@ -37,6 +40,7 @@ class WebHostActor(SurfacePushes, Actor):
         # The installed apps' surfaces it frames, and their bridge (`_bridge`).
         self.surfaces = Surfaces(self, self.data_dir)
         self.chat_changes = ChatChanges()
+        self.notifications = PageNotifications()
         # With no port asked for, the last run's is tried first, so that the address a
         # person keeps for this data dir stays the same while that port is free.
         reuse = kept is None and configured == 0 and last is not None
@@ -55,7 +59,12 @@ class WebHostActor(SurfacePushes, Actor):
         failed: BaseException | None = None
         try:
             self.port, self.guard = await self.nursery.start(
-                serve, self.data_dir, port, self.counters, self.surfaces, self.chat_changes
+                partial(serve, notifications=self.notifications),
+                self.data_dir,
+                port,
+                self.counters,
+                self.surfaces,
+                self.chat_changes,
             )
         except* OSError as cannot:  # the port is taken, most likely
             failed = cannot
@@ -74,12 +83,31 @@ class WebHostActor(SurfacePushes, Actor):
     async def _chat_changed(self, msg: Message) -> None:
         self.chat_changes.notice()
 
+    @handles(NOTIFY)
+    async def _notify(self, msg: Message) -> Any:
+        """Shown on the open pages meanwhile; answered once a page showed it, or by its
+        deadline: the actor goes on with other messages while the pages answer."""
+
+        async def show() -> None:
+            shown_as = await self.notifications.show(msg.body)
+            await self.reply(msg.sender, msg.id, {"shown_as": shown_as or None})
+
+        self.nursery.start_soon(show)
+        return REPLY_LATER
+
+    @handles(PAGES)
+    async def _pages(self, msg: Message) -> Any:
+        return {"pages": self.notifications.pages}
+
     def statistics_extra(self) -> dict[str, Any]:
         changes = getattr(self, "chat_changes", None)
         return {
             "port": getattr(self, "port", None),
             **getattr(self, "counters", {}),
             "chat_notices": changes.notices if changes is not None else 0,
+            "notifications_shown": self.notifications.shown
+            if hasattr(self, "notifications")
+            else 0,
             "refused_requests": getattr(getattr(self, "guard", None), "refused", 0),
             "surfaces": self.surfaces.statistics() if hasattr(self, "surfaces") else {},
         }

@@ -4,7 +4,7 @@
 |---|---|
 | `/?key=KEY` | takes the one-time key, sets the session cookie, sends the browser to `/` |
 | `/` | the page shell (`static/index.html`) |
-| `/app.js`, `/style.css` | its script and styles (no build step, nothing from elsewhere) |
+| `/app.js`, `/notify.js`, `/style.css` | its scripts and styles (no build step, nothing else) |
 | `/ws` | the page's WebSocket (`_socket`) |
 | `/surface/{token}/{path}`, `/surface-bridge.js` | an app's surface in the iframe, its bridge |
 | `/surfaces.js`, `/surface-socket` | the page's side of surfaces (`_bridge`) |
@@ -31,6 +31,7 @@ from starlette.websockets import WebSocket
 from ._access import Guard
 from ._bridge import Surfaces
 from ._changes import ChatChanges
+from ._notifications import PageNotifications
 from ._socket import page_socket
 from ._state import LOOPBACK
 
@@ -40,6 +41,7 @@ STATIC: Final = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
+    "/notify.js": ("notify.js", "text/javascript; charset=utf-8"),
 }
 MAX_PAGE_FRAME: Final = 256 * 1024  # bytes of one WebSocket message from a page
 
@@ -53,7 +55,11 @@ def _files() -> dict[str, tuple[bytes, str]]:
 
 
 def build_app(
-    data_dir: Path, counters: dict[str, int], surfaces: Surfaces, changes: ChatChanges
+    data_dir: Path,
+    counters: dict[str, int],
+    surfaces: Surfaces,
+    changes: ChatChanges,
+    notifications: PageNotifications,
 ) -> Guard:
     files = _files()
 
@@ -62,7 +68,7 @@ def build_app(
         return Response(body, media_type=media_type)
 
     async def websocket(socket: WebSocket) -> None:
-        await page_socket(socket, data_dir, counters, changes)
+        await page_socket(socket, data_dir, counters, changes, notifications)
 
     routes: list[Any] = [Route(path, static) for path in STATIC]
     routes += [
@@ -79,11 +85,12 @@ async def serve(
     surfaces: Surfaces,
     changes: ChatChanges,
     *,
+    notifications: PageNotifications,
     task_status: trio.TaskStatus[tuple[int, Guard]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on 127.0.0.1:`port` (0: any free port) until cancelled; started with the
     port it listens on."""
-    app = build_app(data_dir, counters, surfaces, changes)
+    app = build_app(data_dir, counters, surfaces, changes, notifications)
     config = Config()
     config.bind = [f"{LOOPBACK}:{port}"]
     config.websocket_max_message_size = MAX_PAGE_FRAME

@@ -9,7 +9,9 @@ answer: the page keeps it queued) or `refused` (one sentence; it acts on nothing
 
 Out: after the page's `hello`, the chat items that differ from what it holds, then every
 change as it happens (`view`), the app registry (`registry`) and the runtime's link state
-(`status`). The chat's view is read again at each notice of the chat app (`_changes`) that
+(`status`), and the apps' notifications the capability gateway asks it to show
+(`notification`, which the page answers with `notified`: `_notifications`). The chat's
+view is read again at each notice of the chat app (`_changes`) that
 finds its log changed (SQLite's `data_version`); `runtime.db` is looked at every `POLL_S`.
 """
 
@@ -31,6 +33,7 @@ from actors.kernel import ControlError, derive_id, ui_request
 from . import _inputs
 from ._changes import ChatChanges
 from ._inputs import Hello, Refused
+from ._notifications import PageNotifications
 from ._views import ChatFollower, fold_chat, link_state, registry
 
 log = logging.getLogger("lineup.web_host")
@@ -87,8 +90,10 @@ class PageSocket:
         data_dir: Path,
         counters: dict[str, int],
         changes: ChatChanges,
+        notifications: PageNotifications,
     ) -> None:
         self.ws = websocket
+        self.notifications = notifications
         self.data_dir = data_dir
         self.counters = counters
         self.changes = changes
@@ -133,7 +138,8 @@ class PageSocket:
                 await self._ui("host.session.open", {"session_id": session, "kind": "web"})
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._push, hello)
-                broke_the_rules = await self._take_actions(hello, session)
+                with self.notifications.page(self.send):  # the apps' notifications, shown
+                    broke_the_rules = await self._take_actions(hello, session)
                 nursery.cancel_scope.cancel()
             if broke_the_rules:  # too fast, or too many refusals in a row
                 await self.ws.close(code=1008)
@@ -171,6 +177,10 @@ class PageSocket:
             frame: dict[str, Any] = {}
             try:
                 frame = _inputs.parse_frame(raw)
+                if frame["t"] == "notified":  # the page showed an app's notification
+                    self.notifications.notified(*_inputs.notified(frame))
+                    self.refusals = 0
+                    continue
                 action = _inputs.action(frame, hello.conversation)
             except Refused as refusal:
                 self.refusals += 1
@@ -284,7 +294,11 @@ class PageSocket:
 
 
 async def page_socket(
-    websocket: WebSocket, data_dir: Path, counters: dict[str, int], changes: ChatChanges
+    websocket: WebSocket,
+    data_dir: Path,
+    counters: dict[str, int],
+    changes: ChatChanges,
+    notifications: PageNotifications,
 ) -> None:
     with contextlib.suppress(WebSocketDisconnect):
-        await PageSocket(websocket, data_dir, counters, changes).run()
+        await PageSocket(websocket, data_dir, counters, changes, notifications).run()
