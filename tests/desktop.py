@@ -47,13 +47,14 @@ class Desktop:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    def shown(self) -> list[dict[str, str]]:
+    def shown(self, *fields: str) -> list[dict[str, str]]:
         """Every notification dunst has shown, oldest first: the ones on screen are closed
-        into its history first. Each as {appname, summary, body}."""
+        into its history first. Each as {appname, summary, body}, or the `fields` named
+        (`message`: the markup dunst draws, its own format around the summary and body)."""
         self.dunstctl("close-all")
         history: dict[str, Any] = json.loads(self.dunstctl("history"))
         notes = [
-            {key: str(note[key]["data"]) for key in ("appname", "summary", "body")}
+            {key: str(note[key]["data"]) for key in fields or ("appname", "summary", "body")}
             for note in history["data"][0]
         ]
         return list(reversed(notes))  # dunst lists the newest first

@@ -70,5 +70,11 @@
       showAllow();
     });
     showAllow();
+    // The user may change their mind in the browser's own settings too.
+    if (api() && navigator.permissions) {
+      navigator.permissions.query({ name: "notifications" }).then((status) => {
+        status.addEventListener("change", showAllow);
+      }, () => {});
+    }
   });
 })();
