@@ -2,8 +2,8 @@
 scope is the sender the supervisor stamped, never a body field), the user's answer to a
 consent card from the chat app (where the user answers it) or the host (the user's side),
 and a revocation from the operator (`lineup capabilities revoke`, on the control socket) or
-the settings app, which alone also lists the grants in force for the user and what would
-serve each capability now. The user's side
+the settings app, which alone also lists the grants in force for the user; the operator also
+asks what would serve each capability now. The user's side
 alone (the operator, the host) saves an artifact into downloads. An app takes back only its
 own requests."""
 
@@ -73,8 +73,8 @@ DOOR = Door(
         "capability_gateway.withdraw": accept(APPS, body=Withdraw),
         "capability_gateway.consent": accept(f"app.{SCOPE_CHAT}", "host", body=Consent),
         "capability_gateway.revoke": accept("debug", f"app.{SCOPE_SETTINGS}", body=Revoke),
-        # What would serve each capability now, for the user's settings.
-        "capability_gateway.providers": accept(f"app.{SCOPE_SETTINGS}", body=NoFields),
+        # What would serve each capability now, for the user (`lineup settings show`).
+        "capability_gateway.providers": accept("debug", body=NoFields),
         # The grants in force, for the user's settings app (which also revokes them).
         "capability_gateway.grants": accept(f"app.{SCOPE_SETTINGS}", body=NoFields),
         # A new policy file's capabilities section, checked before the tool router writes it.

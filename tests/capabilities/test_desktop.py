@@ -11,6 +11,7 @@ from pathlib import Path
 import trio
 
 from actors.capability_gateway._notifications import desktop_service, show_on_desktop
+from tests.app_manager.conftest import lineup
 from tests.desktop import bus_only, desktop
 from tests.runtime.helpers import Stack
 
@@ -36,6 +37,11 @@ async def test_a_notification_reaches_the_desktop_once_also_across_a_kill(
         assert again == {"status": "completed", "output": {"shown": True}}
         second = {"appname": "LineUp", "summary": "Keeper", "body": "again"}
         assert await trio.to_thread.run_sync(shown.shown) == [first, second]
+        # What the user is told the host uses now.
+        code, out, err = await trio.to_thread.run_sync(
+            lambda: lineup("settings", "show", "--data-dir", stack.data_dir)
+        )
+        assert code == 0 and "the desktop's notification service (dunst)" in out, out + err
     request_id = requests(stack)[-1]["request_id"]
     assert audit_of(stack, request_id)[-1] == "capability.completed"
     served = [a["detail"] for a in stack.audit() if a["message_id"] == request_id][-1]

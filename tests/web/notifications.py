@@ -4,6 +4,8 @@ constructor wrapped to record what the page shows with it, and the page's own no
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from selenium.webdriver.chrome.webdriver import WebDriver
@@ -58,3 +60,19 @@ def answer_consent(driver: WebDriver, choice: str) -> bool:
             button.click()
             return True
     return False
+
+
+def look(driver: WebDriver, name: str) -> None:
+    """With LINEUP_SCREENSHOTS set, the page saved there as PNG for a person to look at, on a
+    laptop's screen and a phone's."""
+    folder = os.environ.get("LINEUP_SCREENSHOTS")
+    if not folder:
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    for width, height in ((1280, 800), (390, 844)):
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500},
+        )
+        driver.save_screenshot(str(Path(folder) / f"{name}-{width}x{height}.png"))
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

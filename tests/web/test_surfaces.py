@@ -37,7 +37,7 @@ from tests.runtime.helpers import Stack, wait_for
 
 from ._png import distinct_colours
 from .conftest import in_browser, open_page, start_web_runtime, until
-from .notifications import RECORD, allow_offered, answer_consent, notes, permit, recorded
+from .notifications import RECORD, allow_offered, answer_consent, look, notes, permit, recorded
 
 CONVERSATION = "conv-1"
 SURFACE_FRAME = "#surface-slot iframe"
@@ -217,6 +217,7 @@ async def notified_on_the_page(
     Notification API once the user allowed that (offered by a control until then), and as
     a note of its own where denied. The app's markup is text either way."""
     assert await in_browser(allow_offered, browser)
+    await in_browser(look, browser, "allow-notifications")
     await in_browser(partial(permit, allowed=True), browser, port)
     await in_browser(until, browser, lambda d: not allow_offered(d))
     await in_browser(browser.execute_script, RECORD)
@@ -231,7 +232,15 @@ async def notified_on_the_page(
     await in_browser(click_in_frame, browser, frame, "#remind")  # the grant covers it
     await in_browser(until, browser, lambda d: inside(d, frame, "notified").count("completed") == 2)
     assert await in_browser(notes, browser) == [f"{head}\n{body}"]
+    await in_browser(look, browser, "notification-note")
     assert len(await in_browser(recorded, browser)) == 1
+    code, out, err = await trio.to_thread.run_sync(
+        lambda: lineup("settings", "show", "--json", "--data-dir", stack.data_dir)
+    )
+    assert code == 0, err
+    assert {"capability": "notification.show", "by": "an open page of the web host (1 open)"} in (
+        json.loads(out)["providers"]
+    )
     served = [a["detail"] for a in stack.audit() if a["code"] == "capability.completed"]
     assert [d.split(": ", 1)[1] for d in served if d.startswith("notification.show")] == [
         "shown by an open page, as a browser notification",
