@@ -52,7 +52,7 @@ from ._artifact_save import ArtifactSaves
 from ._effects import Effects
 from ._notifications import NOTIFY, PAGES, desktop_service
 from ._policy import load_policy, parse_section
-from ._providers import Provider, clipboard_command, host_providers
+from ._providers import SAVED_BY, Provider, clipboard_command, host_providers, written_by
 from ._rates import RateLimiter
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
 from .door import DOOR
@@ -340,10 +340,10 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
         """What would serve each capability if asked now, for the user's settings:
         `providers` [{`capability`, `by`}]; a capability this host does not serve is not
         listed (it is `unsupported_on_host`)."""
-        by = {"file.save": "saved into downloads"}
+        by = {"file.save": SAVED_BY}
         clipboard = clipboard_command(self.env)
         if clipboard is not None:
-            by["clipboard.write"] = f"written with {clipboard[0]}"
+            by["clipboard.write"] = written_by(clipboard)
         by["notification.show"] = await self._notification_route()
         return {"providers": [{"capability": c, "by": by[c]} for c in sorted(self.providers)]}
 

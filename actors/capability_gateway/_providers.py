@@ -33,6 +33,7 @@ from actors.contracts import Code, ContractError
 from . import _files
 from ._notifications import PageCall, show_on_desktop, show_on_page, summary, write_for_terminal
 
+SAVED_BY: Final = "saved into downloads"  # how a file.save is served, in its audit row
 MAX_NOTIFICATION_TEXT: Final = 500
 MAX_NOTIFICATION_TITLE: Final = 100
 MAX_CLIPBOARD_CHARS: Final = 64 * 1024
@@ -124,7 +125,7 @@ def _file_save(data_dir: Path) -> Callable[[Effect], Awaitable[Served]]:
         saved = await trio.to_thread.run_sync(
             _files.save, data_dir, str(effect.prepared["name"]), effect.content, effect.key
         )
-        return Served({"name": saved}, "saved into downloads")
+        return Served({"name": saved}, SAVED_BY)
 
     return run
 
@@ -191,6 +192,11 @@ def clipboard_command(env: Mapping[str, str]) -> list[str] | None:
     return None
 
 
+def written_by(command: list[str]) -> str:
+    """How a clipboard.write is served here, in its audit row."""
+    return f"written with {command[0]}"
+
+
 def _clipboard(command: list[str]) -> Callable[[Effect], Awaitable[Served]]:
     async def run(effect: Effect) -> Served:
         with trio.fail_after(CLIPBOARD_TIMEOUT_S):
@@ -200,7 +206,7 @@ def _clipboard(command: list[str]) -> Callable[[Effect], Awaitable[Served]]:
                 capture_stdout=True,
                 capture_stderr=True,
             )
-        return Served({"written": True}, f"written with {command[0]}")
+        return Served({"written": True}, written_by(command))
 
     return run
 
