@@ -79,12 +79,17 @@ class PageNotifications:
         self._waiting[key] = (event, how)
         try:
             with trio.move_on_after(left_s):
-                for send in list(self._pages.values()):
-                    with contextlib.suppress(Exception):  # a page that went meanwhile
-                        await send(frame)
-                await event.wait()
+                async with trio.open_nursery() as nursery:  # a slow page holds up no other
+                    for send in list(self._pages.values()):
+                        nursery.start_soon(_quietly, send, frame)
+                    await event.wait()
         finally:
             self._waiting.pop(key, None)
         if how:
             self.shown += 1
         return how[0] if how else ""
+
+
+async def _quietly(send: Send, frame: dict[str, Any]) -> None:
+    with contextlib.suppress(Exception):  # a page that went meanwhile: the others answer
+        await send(frame)
