@@ -16,7 +16,8 @@ agent's running tool call (naming it when several run): the chat app passes the 
 to the runtime, which ends the call `cancelled_by_user`. An app's request for a capability
 is a question too, asked by the runtime: `/1` ... answer it, `/dismiss` closes it without
 deciding. A question the agent withdrew is no longer open: it takes no answer and is not
-counted by `/1`, `/yes` or `/say`. An app's notification is printed as a line, with the bell.
+counted by `/1`, `/yes` or `/say`. An app's notification that neither the desktop nor an
+open page showed is printed as a line, with the bell.
 
 Everything the agent or an app wrote (messages, prompts, options, task labels, codes) is
 untrusted: it is printed as text, never as console markup, with control and invisible

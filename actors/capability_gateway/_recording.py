@@ -158,7 +158,7 @@ class Recordings(Actor):
     data_dir: Path
     core: dict[str, Any]
     call_timeout: float
-    page_host: str | None
+    web_host: str | None
     open: dict[str, Pending]
     loaded: trio.Event
     counts: dict[str, int]
@@ -269,14 +269,14 @@ class Recordings(Actor):
 
     async def _tell_stop(self, live: LiveRecording) -> None:
         log.info("the recording %s stops: %s", live.key, live.stopped)
-        if live.recorder != "web" or not self.page_host:
+        if live.recorder != "web" or not self.web_host:
             return
         body = {
             "conversation_id": live.pending.row["conversation_id"],
             "request_id": live.key,
         }
         await self.cast(
-            self.page_host, "web_host.recording.stop", body, id=derive_id(live.key, STOP_SLOT)
+            self.web_host, "web_host.recording.stop", body, id=derive_id(live.key, STOP_SLOT)
         )
 
     @handles("capability_gateway.record_stop")

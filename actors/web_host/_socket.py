@@ -15,7 +15,9 @@ one-time address to POST the recording to with how long and how much it may be
 
 Out: after the page's `hello`, the chat items that differ from what it holds, then every
 change as it happens (`view`), the app registry (`registry`) and the runtime's link state
-(`status`), and `record_stop` when the gateway ends a recording the page makes. The chat's
+(`status`), the apps' notifications the capability gateway asks it to show
+(`notification`, which the page answers with `notified`: `_notifications`), and
+`record_stop` when the gateway ends a recording the page makes. The chat's
 view is read again at each notice of the chat app (`_changes`) that
 finds its log changed (SQLite's `data_version`); `runtime.db` is looked at every `POLL_S`.
 
@@ -42,6 +44,7 @@ from . import _inputs
 from ._artifacts import Artifacts
 from ._changes import ChatChanges
 from ._inputs import Hello, Record, Refused, Save
+from ._notifications import PageNotifications
 from ._uploads import PagesAndUploads, session_of
 from ._views import ChatFollower, fold_chat, link_state, registry
 
@@ -104,9 +107,11 @@ class PageSocket:
         changes: ChatChanges,
         *,
         artifacts: Artifacts,
+        notifications: PageNotifications,
         pages: PagesAndUploads,
     ) -> None:
         self.ws = websocket
+        self.notifications = notifications
         self.data_dir = data_dir
         self.counters = counters
         self.changes = changes
@@ -155,7 +160,8 @@ class PageSocket:
                 await self._ui("host.session.open", {"session_id": session, "kind": "web"})
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._push, hello)
-                broke_the_rules = await self._take_actions(hello, session)
+                with self.notifications.page(self.send):  # the apps' notifications, shown
+                    broke_the_rules = await self._take_actions(hello, session)
                 nursery.cancel_scope.cancel()
             if broke_the_rules:  # too fast, or too many refusals in a row
                 await self.ws.close(code=1008)
@@ -218,6 +224,10 @@ class PageSocket:
             frame: dict[str, Any] = {}
             try:
                 frame = _inputs.parse_frame(raw)
+                if frame["t"] == "notified":  # the page showed an app's notification
+                    self.notifications.notified(*_inputs.notified(frame))
+                    self.refusals = 0
+                    continue
                 if frame["t"] == "save":
                     saves.start_soon(self._save, _inputs.save(frame), hello.conversation)
                     self.refusals = 0
@@ -388,8 +398,17 @@ async def page_socket(
     changes: ChatChanges,
     *,
     artifacts: Artifacts,
+    notifications: PageNotifications,
     pages: PagesAndUploads,
 ) -> None:
     with contextlib.suppress(WebSocketDisconnect):
-        page = PageSocket(websocket, data_dir, counters, changes, artifacts=artifacts, pages=pages)
-        await page.run()
+        socket = PageSocket(
+            websocket,
+            data_dir,
+            counters,
+            changes,
+            artifacts=artifacts,
+            notifications=notifications,
+            pages=pages,
+        )
+        await socket.run()

@@ -128,20 +128,24 @@ def until(driver: WebDriver, condition: Callable[[WebDriver], T], timeout: float
 
 
 def web_config(data_dir: Path, url: str) -> dict[str, Any]:
-    """The runtime tests' configuration, with the web host (any free port) last and the
-    chat's, the gateway's and the tool router's configuration as it is beside a web host
-    (the chat tells the web host of changes, the gateway records in its pages, so the tool
-    router offers tools that record)."""
+    """The runtime tests' configuration, with the web host (any free port) last, and the
+    chat's, the capability gateway's and the tool router's configurations as they are
+    beside a web host (the chat tells it of changes, the gateway asks it to show
+    notifications on open pages and records in them, so the tool router offers tools that
+    record)."""
     config = runtime_config(data_dir, url)
     with_web = supervisor.default_config(data_dir, appserver_url=url, web_port=0).children
     web = with_web[-1]
     assert web.name == "web_host"
     config["children"].append(web.model_dump(mode="json"))
-    beside_web = ("app.chat", "capability_gateway", "tool_router")
-    configs = {child.name: child.config for child in with_web if child.name in beside_web}
+    beside_web = {
+        child.name: child.config
+        for child in with_web
+        if child.name in ("app.chat", "capability_gateway", "tool_router")
+    }
     for child in config["children"]:
-        if child["name"] in configs:
-            child["config"] = {**child["config"], **configs[child["name"]]}
+        if child["name"] in beside_web:
+            child["config"] = {**child["config"], **beside_web[child["name"]]}
     return config
 
 

@@ -171,6 +171,15 @@
     } else if (frame.t === "refused") {
       if (frame.client_id) settle(frame.client_id);
       notice(frame.error);
+    } else if (frame.t === "notification") {
+      // An app's notification (notify.js shows it); the web host hears how it was shown.
+      const socket = state.socket;
+      const shown = (how) => {
+        if (socket.readyState === WebSocket.OPEN) {
+          socket.send(JSON.stringify({ t: "notified", id: frame.id, as: how }));
+        }
+      };
+      document.dispatchEvent(new CustomEvent("lineup:notification", { detail: { notification: frame, shown } }));
     } else if (frame.t === "stopped") {
       state.stopped = true;
       showConnection();

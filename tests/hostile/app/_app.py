@@ -73,8 +73,8 @@ def _read_orders() -> dict[str, Any]:
         "capability.request.v1",
     ],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
-    # Declared to be misused (`misuse_microphone`); it declares nothing else.
-    capabilities=["audio.record"],
+    # Declared, so that it can misuse them: every other capability it asks for is undeclared.
+    capabilities=["notification.show", "audio.record"],
 )
 class HostileApp(RuntimeApp):
     @tool(
