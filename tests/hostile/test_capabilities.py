@@ -205,16 +205,15 @@ async def _microphone_misused(hostile: Hostile, agent: Agent) -> None:
     await hostile.app("focus", next(i for i in focus_stack(stack) if i.startswith("chat:")))
     await wait_foreground(stack, "chat:")
     hostile.order("misuse_microphone", {})
-    await wait_for(
-        lambda: (
-            hostile.runtime_rows(
-                "SELECT status FROM capability_requests WHERE app_scope = 'hostile'"
-            )
-            == [("permission_denied",)]
+    refused = await wait_for(
+        lambda: hostile.runtime_rows(
+            "SELECT status FROM capability_requests"
+            " WHERE app_scope = 'hostile' AND capability = 'audio.record'"
         ),
         60,
-        "the hostile app's request from the background refused",
+        "the hostile app's request from the background",
     )
+    assert refused == [("permission_denied",)], refused
     # In front, it asks past the cap, then for a recording nobody starts: even the user's
     # "always" does not cover the microphone, so that card waits for its deadline.
     await hostile.app("focus", instance)
@@ -236,7 +235,8 @@ async def _microphone_misused(hostile: Hostile, agent: Agent) -> None:
     assert result["unanswered"] == {"status": "expired", "output": None}, result
     # Nothing was recorded or granted, and the refused messages were never stored.
     assert hostile.runtime_rows("SELECT * FROM artifacts WHERE app_scope = 'hostile'") == []
-    assert hostile.runtime_rows("SELECT * FROM capability_grants") == []
+    mic = "SELECT * FROM capability_grants WHERE capability = 'audio.record'"
+    assert hostile.runtime_rows(mic) == []
     stored = {
         row[0]
         for row in hostile.mailbox_rows(

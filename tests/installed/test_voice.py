@@ -81,8 +81,16 @@ def _recording_for(driver: WebDriver, seconds: int) -> str:
 
 def _switch_to(driver: WebDriver, title: str) -> None:
     """The user brings an open app in front with the switcher (the chat: "Chat")."""
-    buttons = driver.find_elements(By.CSS_SELECTOR, "#focus-stack .focus")
-    next(b for b in buttons if b.text.startswith(title)).click()
+
+    def clicked(d: WebDriver) -> bool:
+        buttons = d.find_elements(By.CSS_SELECTOR, "#focus-stack .focus")
+        button = next((b for b in buttons if b.text.startswith(title)), None)
+        if button is None:
+            return False
+        button.click()
+        return True
+
+    until(driver, clicked)
 
 
 def _click_in(driver: WebDriver, frame: Any, css: str) -> None:
