@@ -8,10 +8,11 @@ asks for a recording (`voice.request_recording`); the page's card is pressed ("S
 recording"), the page records for `RECORD_S`, and its Stop is pressed: the page's clock
 then, less its offset from the bench's, against the artifact row's `created_ms`
 (`record_to_artifact_ms`: the recorder's last chunk, the upload, the gateway reading the
-bytes, the store writing the file and its row). Then the page POSTs the artifact's bytes to
-an upload address that expects nothing, which the web host answers at once
-(`bare_upload_ms`, on the page's clock): the same bytes through the same web host, handed
-to nobody.
+bytes, the store writing the file and its row), and its first part, the page's: Stop → the
+recording sent on its way (`record_page_ms`: the recorder's last chunk and the upload
+begun). Then the page POSTs the artifact's bytes to an upload address that expects
+nothing, which the web host answers at once (`bare_upload_ms`, on the page's clock): the
+same bytes through the same web host, handed to nobody.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ if (document.body.dataset.recording !== "on") return null;
 const at = performance.timeOrigin + performance.now();
 document.getElementById("recording-stop").click();
 return at;
+"""
+# When the page sent its last recording on its way (its mark), on the page's wall clock.
+_SENT = """
+const marks = performance.getEntriesByName("lineup:recording-sent");
+return marks.length ? performance.timeOrigin + marks[marks.length - 1].startTime : null;
 """
 # The same bytes to the same web host, at an address that expects nothing: ms, page clock.
 _BARE = """
@@ -122,7 +128,8 @@ async def measure_recordings(
     data_dir: Path, client: Any, browser: Any, rounds: int, offset_ms: float
 ) -> dict[str, list[float]]:
     """`rounds` recordings: the page's Stop → the artifact's row (`record_to_artifact_ms`),
-    and the page's bare POST of the same bytes (`bare_upload_ms`)."""
+    of which the page's part (`record_page_ms`), and the page's bare POST of the same bytes
+    (`bare_upload_ms`)."""
     from actors.store import read_artifact_data
 
     driver = browser.driver
@@ -136,6 +143,7 @@ async def measure_recordings(
 
     await _until(listed, f"{METHOD} in the agent's inventory")
     kept: list[float] = []
+    page: list[float] = []
     bare: list[float] = []
     for n in range(rounds):
         async with trio.open_nursery() as following:
@@ -155,6 +163,10 @@ async def measure_recordings(
 
             artifact = await _until(row, "the recording's artifact")
             kept.append(artifact["created_ms"] - (stopped_ms - offset_ms))
+            sent_ms = await script(_SENT)
+            if sent_ms is None or sent_ms < stopped_ms:
+                raise BenchError("the page did not mark when it sent the recording")
+            page.append(sent_ms - stopped_ms)
         found = read_artifact_data(data_dir, artifact["artifact_id"])
         if found is None:
             raise BenchError("the recording's artifact is not whole")
@@ -163,4 +175,4 @@ async def measure_recordings(
         if took is None:
             raise BenchError("the page's bare upload did not reach the web host")
         bare.append(float(took))
-    return {"record_to_artifact_ms": kept, "bare_upload_ms": bare}
+    return {"record_to_artifact_ms": kept, "record_page_ms": page, "bare_upload_ms": bare}

@@ -56,6 +56,7 @@ def result_record(
         # the same bytes through the same web host.
         "record_to_artifact_ms": _r(statistics.median(recordings["record_to_artifact_ms"]), 1),
         "record_to_artifact_max_ms": _r(max(recordings["record_to_artifact_ms"]), 1),
+        "record_page_ms": _r(statistics.median(recordings["record_page_ms"]), 1),
         "bare_upload_ms": _r(statistics.median(recordings["bare_upload_ms"]), 1),
         "clock_offset_ms": _r(clock["offset_ms"], 3),
         "clock_offset_bound_ms": _r(clock["bound_ms"], 3),
@@ -129,6 +130,9 @@ def print_table(record: dict[str, Any], console: Console) -> None:
         f"{r['bare_upload_ms']:.1f} (bare upload)",
         r["targets"]["record_to_artifact_ms"]["target"],
         mark(r["targets"]["record_to_artifact_ms"]),
+    )
+    table.add_row(
+        "of which the page: Stop → the upload sent, median, ms", f"{r['record_page_ms']:.1f}"
     )
     table.add_row("web host RSS (PSS), MiB", f"{r['web_rss_mib']:.1f} ({r['web_pss_mib']:.1f})")
     console.print(table)

@@ -1,6 +1,7 @@
 """What the terminal chat shows and sends for the capability gateway: the apps'
-notifications (with the bell), and `/dismiss` of a consent card (a question the runtime
-asked, `origin: runtime`, which the user may close without deciding)."""
+notifications (with the bell), `/dismiss` of a consent card (a question the runtime
+asked, `origin: runtime`, which the user may close without deciding), and a recording the
+gateway makes from the sound server: the line that says it records, and `/stop`."""
 
 from __future__ import annotations
 
@@ -27,6 +28,28 @@ def notification_lines(data_dir: Path, after: int) -> tuple[list[Text], int]:
             Text.assemble("  ! ", (app, "bold"), f": {title + ' — ' if title else ''}{text}")
         )
     return lines, last
+
+
+RECORDING = "recording"  # a consent card's state while its recording runs
+
+
+def recording_now(view: dict[str, Any]) -> str | None:
+    """The gateway's key of the recording under way in the conversation, if one is."""
+    return next(
+        (
+            str(item["id"])
+            for item in view.get("timeline", [])
+            if item.get("kind") == "interaction"
+            and item.get("sender") == "runtime:capabilities"
+            and item.get("state") == RECORDING
+        ),
+        None,
+    )
+
+
+def recording_line() -> Text:
+    """What the terminal shows while the microphone records: that it does, and how to stop."""
+    return Text("  ● recording your microphone now: type /stop to end it", style="bold red")
 
 
 def dismiss(

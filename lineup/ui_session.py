@@ -44,6 +44,10 @@ class UiSession:
         """The user's action in `app_scope`'s UI (chat: `send`, `answer`); its message id."""
         return self._send("host.ui.action", {"app_scope": app_scope, "input": action}, timeout)
 
+    def stop_recording(self, request_id: str, *, timeout: float = 10) -> str:
+        """The user's stop of the recording `request_id` (the gateway's key) made here."""
+        return self._send("host.recording.stop", {"request_id": request_id}, timeout)
+
     def intent(self, intent: str, *, app_scope: str | None = None, timeout: float = 10) -> str:
         body: dict[str, Any] = {"intent": intent}
         if app_scope is not None:

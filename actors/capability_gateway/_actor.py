@@ -358,6 +358,8 @@ class CapabilityGatewayActor(Recordings, ArtifactSaves, Effects, Actor):
         if clipboard is not None:
             by["clipboard.write"] = written_by(clipboard)
         by["notification.show"] = await self._notification_route()
+        if RECORD in self.providers:
+            by[RECORD] = self.recorded_by()
         return {"providers": [{"capability": c, "by": by[c]} for c in sorted(self.providers)]}
 
     async def _notification_route(self) -> str:

@@ -175,6 +175,15 @@ class Recordings(Actor):
         self.recordings = {}
         self.terminal_command = terminal_recorder(os.environ)
 
+    def recorded_by(self) -> str:
+        """How this host records, in the user's words (`lineup settings show`)."""
+        ways = []
+        if self.web_host:
+            ways.append("the browser's microphone, in the page that asks")
+        if self.terminal_command is not None:
+            ways.append(f"the sound server ({self.terminal_command[0]}), from the terminal")
+        return " or ".join(ways)
+
     # -- the user's yes -----------------------------------------------------------------------
 
     @handles("capability_gateway.record_start")

@@ -6,13 +6,14 @@
 | `host.session.close` | `session_id` | the session is gone; audited |
 | `host.ui.action` | `session_id`, `app_scope`, `input` {...} | `app.input` to `app.<scope>` |
 | `host.intent` | `session_id`, `intent`, `app_scope`? | `app_manager.host_intent` |
+| `host.recording.stop` | `session_id`, `request_id` | the gateway's recording stops |
 
 Every one is accepted only from a UI session (`ui`, a `host.*` request on the supervisor's
 UI socket) or the operator (`debug`), and audited in the store with its own code
-(`ui.action`, `host.intent`, `host.session.*`), so the audit tells a user's action from an
-agent's. A refused one is audited with the code of its refusal: the UI socket has already
-answered the UI by then, and the audit is where the UI looks (`lineup debug` and the
-terminal chat show it).
+(`ui.action`, `host.intent`, `host.session.*`, `ui.recording_stop`), so the audit tells a
+user's action from an agent's. A refused one is audited with the code of its refusal: the
+UI socket has already answered the UI by then, and the audit is where the UI looks
+(`lineup debug` and the terminal chat show it).
 
 Sessions live in memory: a UI session is a live attachment, and after a restart of the
 host a UI simply opens its session again (an action naming an unknown session is still
@@ -43,6 +44,7 @@ HOST_INTENTS: Final = frozenset(
     {"foreground", "background", "open_app", "focus_app", "close_app", "open_default_app"}
 )
 MAX_INPUT_BYTES: Final = 64 * 1024
+REQUEST_KEY: Final = re.compile(r"^[a-z0-9_.-]{1,64}/[A-Za-z0-9_.:-]{1,80}$")
 T = TypeVar("T")
 
 
@@ -78,6 +80,14 @@ def _ui_action(body: Any, ui_apps: frozenset[str]) -> tuple[str, str, dict[str, 
     if len(msgpack.packb(action)) > MAX_INPUT_BYTES:
         raise ContractError(Code.TOO_LARGE, f"input over {MAX_INPUT_BYTES} bytes")
     return session, app, action
+
+
+def _recording_stop(body: Any) -> tuple[str, str]:
+    session = _session_of(body)
+    request = body.get("request_id")
+    if not isinstance(request, str) or not REQUEST_KEY.match(request):
+        raise _invalid(f"request_id: {str(request)[:80]!r} is not a request's key")
+    return session, request
 
 
 def _intent(body: Any) -> tuple[str, str, str | None]:
@@ -152,6 +162,16 @@ class HostActor(Actor):
         known = "" if session in self.sessions else " (session not open)"
         await self._audit("ui.action", f"{action['kind']} in {app} by {session}{known}", msg)
         await self.cast(f"app.{app}", "app.input", {**action, "ui_session": session})
+
+    @handles("host.recording.stop")
+    async def recording_stop(self, msg: Message) -> None:
+        """The user's stop of a recording the gateway makes from the sound server (the
+        terminal chat's `/stop` while it records), handed to the gateway."""
+        session, request = await self._checked(msg, lambda: _recording_stop(msg.body))
+        await self._audit("ui.recording_stop", f"{request} by {session}", msg)
+        await self.cast(
+            "capability_gateway", "capability_gateway.record_stop", {"request_id": request}
+        )
 
     @handles("host.intent")
     async def intent(self, msg: Message) -> None:

@@ -12,5 +12,7 @@ DOOR = Door(
         "host.session.close": accept("ui"),
         "host.ui.action": accept("ui"),
         "host.intent": accept("ui"),
+        # The terminal's stop of a recording the gateway makes from the sound server.
+        "host.recording.stop": accept("ui"),
     }
 )

@@ -47,6 +47,8 @@ DEFAULT_TIMEOUT_S: Final = 60.0
 # The gateway answers when the outcome is recorded; past the request's own deadline it
 # needs at most a store round trip and a provider's run.
 MARGIN_S: Final = 30.0
+# A recording's answer comes once it is over: after the user's yes, as long as it may last.
+RECORD: Final = "audio.record"
 # The tool call whose handler is running here (set by `_tools` in each handler's task).
 ASKING_CALL: ContextVar[str | None] = ContextVar("lineup_sdk_asking_call", default=None)
 
@@ -84,13 +86,15 @@ class CapabilitiesAPI:
             body["input"] = input
         # Kept until answered (not when cancelled: then it is to be taken back).
         withdraw_id = app._ids.next()
+        seconds = input.get("max_seconds") if isinstance(input, dict) else None
+        lasts = float(seconds) if capability == RECORD and isinstance(seconds, int) else 0.0
         _best_effort(app._log.ask_capability, body["request_id"], ASKING_CALL.get(), withdraw_id)
         try:
             reply = await app.call(
                 GATEWAY,
                 "capability_gateway.request",
                 body,
-                timeout=body["timeout_ms"] / 1000 + MARGIN_S,
+                timeout=body["timeout_ms"] / 1000 + lasts + MARGIN_S,
                 id=app._ids.next(),
             )
         except CallFailed as refused:  # the door's or the kernel's word, as a code only

@@ -34,6 +34,7 @@ FIGURES = [
     "stage_ready_max_ms",
     "runtime_launch_ms",
     "record_to_artifact_ms",
+    "record_page_ms",
     "bare_upload_ms",
 ]
 HEADER = ["date", "cpus", "python", "sqlite", "chromium", "loadavg_1m"]

@@ -16,6 +16,7 @@
   const CHUNK_MS = 1000;
   const SIZE_MARGIN = 8192; // one more chunk must fit under the runtime's size
   const TYPES = ["audio/webm;codecs=opus", "audio/ogg;codecs=opus", "audio/webm"];
+  const SENT_MARK = "lineup:recording-sent";
 
   let link = null; // what app.js lends: send(frame), messageId(), isOpen()
   let live = null; // the recording under way: one at a time
@@ -167,6 +168,7 @@
     const headers = { "content-type": blob.type };
     if (done.why) headers["x-stopped"] = done.why;
     const seconds = Math.round((performance.now() - done.started) / 1000);
+    performance.mark(SENT_MARK); // `lineup bench web` times the page's part up to here
     fetch(done.href, { method: "POST", body: blob, headers, credentials: "same-origin" })
       .then(async (response) => {
         const answer = await response.json().catch(() => ({}));
