@@ -108,6 +108,7 @@ class CapabilityGatewayActor(Recordings, ArtifactSaves, Effects, Actor):
             "serves": sorted(self.providers),
             "open": len(self.open),
             "grants": len(self.grants),
+            "recordings": self.recordings_now() if hasattr(self, "recordings") else {},
             **self.counts,
         }
 

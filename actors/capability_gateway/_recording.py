@@ -70,6 +70,10 @@ STOP_SLOT: Final = 4  # the slot of the page's word to stop
 END_SLOT: Final = 5  # the slot of the card's last word: recorded, or not
 
 
+class NothingRecorded(Exception):
+    """A recording that holds no sound: stopped before its recorder captured any."""
+
+
 @dataclass(frozen=True)
 class RecordInput:
     max_seconds: int
@@ -112,7 +116,9 @@ def terminal_recorder(env: Mapping[str, str]) -> list[str] | None:
     socket = Path(runtime_dir, "pulse", "native") if runtime_dir else None
     if not env.get("PULSE_SERVER") and not (socket is not None and socket.exists()):
         return None
-    return ["parec", "--raw", "--format=s16le", f"--rate={PCM_RATE}", "--channels=1"]
+    # A short latency: what it has recorded comes out at once, and little is lost at its end.
+    rate = f"--rate={PCM_RATE}"
+    return ["parec", "--raw", "--format=s16le", rate, "--channels=1", "--latency-msec=50"]
 
 
 def as_wav(pcm: bytes) -> bytes:
@@ -135,6 +141,7 @@ class LiveRecording:
     started: float  # trio's clock when the gateway said yes
     cutoff: float | None = None  # when it had to end, once it had to
     stopped: str = ""  # why: "user", "limit", "background"
+    recorded_bytes: int = 0  # what a recorder here has read so far
     stop: trio.Event = field(default_factory=trio.Event)  # the user's stop (the terminal)
     done: trio.Event = field(default_factory=trio.Event)
 
@@ -174,6 +181,19 @@ class Recordings(Actor):
     def _start_recordings(self) -> None:
         self.recordings = {}
         self.terminal_command = terminal_recorder(os.environ)
+
+    def recordings_now(self) -> dict[str, dict[str, Any]]:
+        """The recordings under way, for the gateway's statistics: who records each, for
+        how long so far, and how many bytes a recorder here has read."""
+        now = trio.current_time()
+        return {
+            key: {
+                "recorder": live.recorder,
+                "seconds": round(now - live.started, 1),
+                "bytes": live.recorded_bytes,
+            }
+            for key, live in self.recordings.items()
+        }
 
     def recorded_by(self) -> str:
         """How this host records, in the user's words (`lineup settings show`)."""
@@ -330,6 +350,7 @@ class Recordings(Actor):
                     if not chunk:
                         break
                     pcm += chunk
+                    live.recorded_bytes = len(pcm)
         finally:
             process.kill()
             with trio.CancelScope(shield=True):
@@ -358,6 +379,15 @@ class Recordings(Actor):
         """The recording checked from its bytes and kept as the app's artifact: the result."""
         try:
             shown = self._checked(live, data, declared)
+        except NothingRecorded:
+            # Stopped by the user before a sound was captured: their stop, nothing to keep.
+            status = (
+                CapabilityResult.CANCELLED_BY_USER
+                if live.stopped == "user"
+                else CapabilityResult.FAILED
+            )
+            code = None if status == CapabilityResult.CANCELLED_BY_USER else str(Code.FAILED)
+            return await self._end(live, status, code, None, "nothing was recorded")
         except ContractError as refused:
             failed = CapabilityResult.FAILED
             return await self._end(live, failed, str(refused.code), None, refused.detail)
@@ -407,7 +437,7 @@ class Recordings(Actor):
                 Code.INVALID_PAYLOAD, f"the recording is {shown.media_type}, not {declared[:60]}"
             )
         if shown.duration_ms <= 0:
-            raise ContractError(Code.INVALID_PAYLOAD, "the recording holds no sound")
+            raise NothingRecorded
         if shown.duration_ms > live.allowed_ms():
             raise ContractError(
                 Code.INVALID_PAYLOAD,
