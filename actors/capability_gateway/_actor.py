@@ -49,7 +49,8 @@ from ._apps import AppFacts, app_facts
 from ._artifact_save import ArtifactSaves
 from ._effects import Effects
 from ._policy import load_policy, parse_section
-from ._providers import Provider, host_providers
+from ._provider_base import Provider
+from ._providers import host_providers
 from ._rates import RateLimiter
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
 from .door import DOOR

@@ -13,6 +13,8 @@ provider here is `unsupported_on_host`, whatever the app declared.
   (`read_notifications`). Shown twice is seen twice, so a replay is `in_doubt`.
 - `clipboard.write` (foreground, idempotent): text handed to `wl-copy` (Wayland) or `xclip`
   (X11), only where one is on PATH and its display is set.
+- `speech.speak`, `speech.transcribe` (any time, idempotent): spoken into a WAV artifact of
+  the app, and one of its WAV artifacts written out as text, on this host (`_speech`).
 """
 
 from __future__ import annotations
@@ -24,15 +26,16 @@ import os
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import trio
 
-from actors.contracts import Code, ContractError
-
-from . import _files
+from . import _files, _speech
+from ._provider_base import Effect, Provider
+from ._provider_base import invalid as _invalid
+from ._provider_base import text_field as _text
+from ._provider_base import with_fields as _object
 
 NOTIFICATIONS_FILE: Final = "notifications.jsonl"
 MAX_NOTIFICATION_TEXT: Final = 500
@@ -40,49 +43,6 @@ MAX_NOTIFICATION_TITLE: Final = 100
 MAX_CLIPBOARD_CHARS: Final = 64 * 1024
 MAX_NAME_CHARS: Final = 1024
 CLIPBOARD_TIMEOUT_S: Final = 5.0
-
-
-@dataclass(frozen=True)
-class Effect:
-    """One run of a provider: the request's key (for idempotence), its app, its input, and
-    what the gateway prepared before recording it as started (`prepared`)."""
-
-    key: str
-    app_scope: str
-    input: dict[str, Any]
-    prepared: dict[str, Any]
-    content: bytes | None = None
-
-
-@dataclass(frozen=True)
-class Provider:
-    foreground: bool
-    idempotent: bool
-    check: Callable[[Any], dict[str, Any]]
-    run: Callable[[Effect], Awaitable[dict[str, Any]]]
-
-
-def _invalid(detail: str) -> ContractError:
-    return ContractError(Code.INVALID_PAYLOAD, detail)
-
-
-def _text(value: Any, field: str, limit: int, *, required: bool = True) -> str:
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise _invalid(f"input.{field}: a non-empty string is needed")
-    if len(value) > limit:
-        raise _invalid(f"input.{field}: at most {limit} characters")
-    return value
-
-
-def _object(raw: Any, fields: set[str]) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise _invalid("input: an object is needed")
-    extra = sorted(set(raw) - fields)
-    if extra:
-        raise _invalid(f"input.{extra[0][:40]}: not a field of this capability")
-    return raw
 
 
 # -- file.save ---------------------------------------------------------------------------------
@@ -212,16 +172,20 @@ def served_capabilities(env: Mapping[str, str]) -> frozenset[str]:
     served = {"file.save", "notification.show"}
     if clipboard_command(env) is not None:
         served.add("clipboard.write")
+    served.update(_speech.speech_providers(env))
     return frozenset(served)
 
 
 def host_providers(data_dir: Path, env: Mapping[str, str]) -> dict[str, Provider]:
     """The capabilities this host serves, by name."""
     providers = {
-        "file.save": Provider(True, True, check_file_save, _file_save(data_dir)),
+        "file.save": Provider(
+            True, True, check_file_save, _file_save(data_dir), reads_artifact=True
+        ),
         "notification.show": Provider(False, False, check_notification, _notify(data_dir)),
     }
     command = clipboard_command(env)
     if command is not None:
         providers["clipboard.write"] = Provider(True, True, check_clipboard, _clipboard(command))
+    providers.update(_speech.speech_providers(env))
     return providers

@@ -17,7 +17,10 @@ Who may do what (the app's scope is the sender the supervisor stamped, never a b
   that is not the app's own gets `ownership_mismatch` whether it exists or not, so no app
   learns what others made;
 - the tool router reads an artifact's metadata (a tool result naming one), the capability
-  gateway reads it whole (the user saving it);
+  gateway reads it whole (the user saving it, a provider reading it);
+- the capability gateway keeps an artifact a provider made for an app (`store.artifacts.keep`:
+  the app named in its body, which only the gateway's door takes), within that app's quotas;
+  the conversation it names is kept only when an instance of the app is in it;
 - an app's artifacts go with its record when the app is removed (`store.apps.write`).
 
 Refusals of an app are audited, at most once per sender every `REFUSAL_AUDIT_S` seconds
@@ -264,10 +267,11 @@ class ArtifactTables(Actor):
 
     # -- handlers ------------------------------------------------------------------------
 
-    def _checked_create(self, msg: Message) -> dict[str, Any]:
+    def _checked_create(self, msg: Message, kept_for: str | None = None) -> dict[str, Any]:
         """A create's fields once its sender, media type, title and conversation passed:
-        the row it makes, but for its id, size, digest and time."""
-        scope = self._scope_of(msg)
+        the row it makes, but for its id, size, digest and time. `kept_for`: the app the
+        capability gateway keeps it for, whose conversation is kept only if it is in it."""
+        scope = kept_for or self._scope_of(msg)
         body = msg.body
         media_type, title = str(body["media_type"]), str(body["title"])
         check_media_type(media_type, self.artifact_limits)
@@ -276,7 +280,9 @@ class ArtifactTables(Actor):
         instance = None
         if conversation is not None:
             instance = self._instance_in(scope, str(conversation))
-            if instance is None:
+            if instance is None and kept_for is not None:
+                conversation = None
+            elif instance is None:
                 raise ContractError(
                     Code.OWNERSHIP_MISMATCH,
                     f"conversation {str(conversation)[:80]!r} has no instance of {scope}",
@@ -297,6 +303,15 @@ class ArtifactTables(Actor):
             fields = self._checked_create(msg)
         except ContractError as error:
             raise self._artifact_refused(msg, error) from None
+        return self._create(msg, fields)
+
+    @handles("store.artifacts.keep")
+    async def artifacts_keep(self, msg: Message) -> Any:
+        """From the capability gateway: a create's body and the `app_scope` it is for; the
+        same reference, once per request (a provider's repeat gets the first artifact)."""
+        return self._create(msg, self._checked_create(msg, str(msg.body["app_scope"])))
+
+    def _create(self, msg: Message, fields: dict[str, Any]) -> Any:
         data = bytes(msg.body["data"])
 
         def apply() -> dict[str, Any]:

@@ -16,12 +16,12 @@ within the artifact quotas, read back by itself and the chat alone. The settings
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Required
 
 from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
 
-from actors.contracts import SCOPE_SETTINGS, OutboxVerdict
+from actors.contracts import SCOPE_SETTINGS, AppScope, OutboxVerdict
 from actors.kernel import APPS, Door, accept
 
 _CLOSED = ConfigDict(extra="forbid")
@@ -171,6 +171,13 @@ class ArtifactCreate(_ArtifactCreateRequired, total=False):
     conversation_id: Annotated[str, Field(min_length=1, max_length=256)] | None
 
 
+class ArtifactKeep(ArtifactCreate, total=False):
+    """An artifact a capability's provider made, for the app it names."""
+
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    app_scope: Required[AppScope]
+
+
 class ArtifactId(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     artifact_id: _ArtifactId
@@ -226,6 +233,8 @@ DOOR = Door(
         "store.artifacts.read": accept(APPS, "capability_gateway", body=ArtifactId),
         "store.artifacts.list": accept(APPS, body=ArtifactPage),
         "store.artifacts.meta": accept("tool_router", "capability_gateway", body=ArtifactId),
+        # An artifact a capability's provider made for an app (the gateway names the app).
+        "store.artifacts.keep": accept("capability_gateway", body=ArtifactKeep),
         # The capability gateway's requests and the user's grants (`_capabilities`).
         "store.capabilities.load": accept("capability_gateway", body=Empty),
         "store.capabilities.get": accept("capability_gateway", body=RequestId),

@@ -1,7 +1,8 @@
 """The hostile app against the capability gateway, beside the keeper (both installed from
 signed bundles through the CLI) waiting on the user's consent. The hostile app must not
 answer the keeper's consent card or take it back, put a card of its own in the chat, ask in
-the keeper's name, see or take back the user's grants, or get a capability it did not declare. Every
+the keeper's name, see or take back the user's grants, get a capability it did not declare, or
+have anything but a recording of its own transcribed, even once the user allowed it. Every
 assertion reads an independent record: runtime.db (requests, grants, audit), mailbox.db,
 the chat's own log."""
 
@@ -26,7 +27,7 @@ async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
 ) -> None:
     stack = hostile.stack
     agent = await keeper_ready(stack, keeper)
-    await hostile.install({"attacks": ["forge_consent"]})
+    await hostile.install({"attacks": ["forge_consent", "misuse_speech"]})
     await hostile.launch()
     await ask(agent, "h-1", "notification.show", {"text": "from the keeper"})
     victim = await card_for(stack, "notification.show")
@@ -75,6 +76,28 @@ async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
     assert any(
         a["message_id"].startswith("hostile/") and "not declared" in a["detail"] for a in audited
     )
+
+    # Speech: the keeper's recording is not the hostile app's to transcribe, even with the
+    # user's grant; nor is its own text, nor bytes it calls a WAV; speak it did not declare.
+    await ask(agent, "h-speak", "speech.speak", {"text": "twenty five"})
+    answer(stack, await card_for(stack, "speech.speak"), "once")
+    spoken = await outcome(stack, "h-speak")
+    hostile.order("misuse_speech", {"artifact_id": spoken["output"]["artifact"]["artifact_id"]})
+    answer(stack, await card_for(stack, "speech.transcribe"), "always")
+    speech = await wait_for(
+        lambda: (hostile.report() or {}).get("results", {}).get("misuse_speech"),
+        60,
+        "the hostile app's speech attacks",
+    )
+    failed = {"status": "failed", "output": None}
+    assert speech["another's"] == {**failed, "code": "artifact_not_found"}, speech
+    assert speech["text"] == {**failed, "code": "invalid_payload"}, speech
+    assert speech["fake wav"] == {**failed, "code": "invalid_payload"}, speech
+    assert speech["as keeper"] == {**failed, "code": "invalid_payload"}, speech
+    assert speech["speak"] == {"status": "permission_denied", "output": None}, speech
+    assert speech["keep"] == "refused:sender_not_allowed", speech
+    kept = hostile.runtime_rows("SELECT app_scope, media_type FROM artifacts ORDER BY rowid")
+    assert kept == [("keeper", "audio/wav"), ("hostile", "audio/wav"), ("hostile", "text/plain")]
 
 
 async def test_a_flood_of_refused_requests_costs_the_store_little_and_others_nothing(

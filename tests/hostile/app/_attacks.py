@@ -13,7 +13,7 @@ from actors.kernel import CallFailed, derive_id, new_id
 
 from ._artifact_attacks import steal_artifact
 from ._body_attacks import odd_bodies
-from ._capability_attacks import flood_requests, forge_consent
+from ._capability_attacks import flood_requests, forge_consent, misuse_speech
 from ._deadline_attacks import seize_deadline
 from ._diagnostic_attacks import speak_for_others
 from ._flood_attacks import big_reports
@@ -475,6 +475,7 @@ ATTACKS: dict[str, Attack] = {
         steal_artifact,
         forge_consent,
         flood_requests,
+        misuse_speech,
         reach_session_data,
         dress_session_data,
         reach_settings,
