@@ -1,7 +1,8 @@
 """The transport actor: the AppServer link.
 
 `_actor` runs the link; `_lifecycle` maps link states to the runtime lifecycle; `_token`
-reads the runtime's token file. Messages:
+keeps and reads the runtime's token, in the user's keyring (`_keyring`) or its 0600 file.
+Messages:
 
 | type | from | body | effect |
 |---|---|---|---|
@@ -16,14 +17,27 @@ the AppServer sent it: the link reads stream frames with `raw_messages`),
 
 from ._actor import TransportActor
 from ._lifecycle import Lifecycle, lifecycle_of
-from ._token import TOKEN_FILE, TokenError, read_token, write_token
+from ._token import (
+    TOKEN_FILE,
+    TokenError,
+    TokenHome,
+    keep_token,
+    load_token,
+    read_token,
+    token_home,
+    write_token,
+)
 
 __all__ = [
     "TOKEN_FILE",
     "Lifecycle",
     "TokenError",
+    "TokenHome",
     "TransportActor",
+    "keep_token",
     "lifecycle_of",
+    "load_token",
     "read_token",
+    "token_home",
     "write_token",
 ]
