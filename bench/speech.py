@@ -54,7 +54,7 @@ CALL_TIMEOUT_S = 180.0
 
 
 def _problem(args: argparse.Namespace) -> str | None:
-    from actors.capability_gateway._speech import speaks, transcribes
+    from actors.capability_gateway import speaks, transcribes
 
     if args.rounds < 1:
         return "--rounds must be at least 1"
@@ -122,7 +122,7 @@ def _alone(pcm: bytes) -> tuple[float, str]:
     """PocketSphinx alone on `pcm`: the worker's process, start to exit (ms), and its text."""
     import json
 
-    from actors.capability_gateway._speech import worker_command
+    from actors.capability_gateway import worker_command
 
     started = time.perf_counter()
     done = subprocess.run(worker_command(), input=pcm, capture_output=True, check=True)

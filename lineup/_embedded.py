@@ -26,7 +26,7 @@ log = logging.getLogger("lineup.embedded")
 @contextlib.asynccontextmanager
 async def embedded_appserver(data_dir: Path, *, demo_agent: bool = True) -> AsyncIterator[str]:
     """Serve an AppServer (and the demo agent) for the block; yields its URL."""
-    from actors.transport import keep_token
+    from actors.runtime_token import keep_token
     from peers.agent import run_demo_agent
     from peers.appserver import DEFAULT_AGENT_ID, OWN_AGENT_ID, AppServer, write_endpoint
 

@@ -295,7 +295,7 @@ def _status(args: argparse.Namespace) -> int:
         status["state"] = "degraded"
         offline = f"offline: {record.get('detail') or 'the AppServer cannot be reached'}"
         status["reason"] = "; ".join(filter(None, [status.get("reason"), offline]))
-    from actors.transport import token_home
+    from actors.runtime_token import token_home
 
     home = token_home(data_dir, os.environ)  # the keyring's or the file's: said, not read
     status["token"] = {"holder": home.holder, "detail": home.detail}

@@ -1,7 +1,7 @@
 """The capability_gateway actor: capability requests, consent and audit (`_actor`); a
 request's row and result (`_requests`), running an effect once (`_effects`); the
 requesting app's facts (`_apps`), the policy (`_policy`), the rate limit (`_rates`), this
-host's providers (`_providers`) and saving files safely (`_files`).
+host's providers (`_providers`, speech in `_speech`) and saving files safely (`_files`).
 
 - `capability_gateway.request` (a call, from any app): `request_id`, `capability`,
   `purpose`, `input`?, `timeout_ms`? → {`status`, `output`, `code`?};
@@ -23,5 +23,13 @@ how it ended) and keeps its rows through the store (`store.capabilities.*`).
 
 from ._actor import CapabilityGatewayActor
 from ._providers import read_notifications, served_capabilities
+from ._speech import speaks, transcribes, worker_command
 
-__all__ = ["CapabilityGatewayActor", "read_notifications", "served_capabilities"]
+__all__ = [
+    "CapabilityGatewayActor",
+    "read_notifications",
+    "served_capabilities",
+    "speaks",
+    "transcribes",
+    "worker_command",
+]

@@ -1,7 +1,7 @@
 """The transport actor: the AppServer link.
 
-`_actor` runs the link; `_lifecycle` maps link states to the runtime lifecycle; `_token`
-keeps and reads the runtime's token, in the user's keyring (`_keyring`) or its 0600 file.
+`_actor` runs the link, with the token `actors.runtime_token` reads (from the user's keyring
+or the data dir's 0600 file); `_lifecycle` maps link states to the runtime lifecycle.
 Messages:
 
 | type | from | body | effect |
@@ -17,27 +17,5 @@ the AppServer sent it: the link reads stream frames with `raw_messages`),
 
 from ._actor import TransportActor
 from ._lifecycle import Lifecycle, lifecycle_of
-from ._token import (
-    TOKEN_FILE,
-    TokenError,
-    TokenHome,
-    keep_token,
-    load_token,
-    read_token,
-    token_home,
-    write_token,
-)
 
-__all__ = [
-    "TOKEN_FILE",
-    "Lifecycle",
-    "TokenError",
-    "TokenHome",
-    "TransportActor",
-    "keep_token",
-    "lifecycle_of",
-    "load_token",
-    "read_token",
-    "token_home",
-    "write_token",
-]
+__all__ = ["Lifecycle", "TransportActor", "lifecycle_of"]

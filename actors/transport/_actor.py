@@ -30,10 +30,10 @@ import trio
 
 from actors.contracts import ContractError
 from actors.kernel import Actor, Message, derive_id, handles, new_id
+from actors.runtime_token import TokenError, load_token
 from link import Link, LinkFailed, LinkState, Received, Submission
 
 from ._lifecycle import Lifecycle, lifecycle_of
-from ._token import TokenError, load_token
 from .door import DOOR
 
 log = logging.getLogger("lineup.transport")
@@ -142,7 +142,7 @@ class TransportActor(Actor):
             await self._report("offline_degraded", "no AppServer configured")
             return
         data_dir = Path(self.data_dir) if self.data_dir else None
-        try:  # the keyring blocks on the bus: in a thread, its deadline its own (`_token`)
+        try:  # the keyring blocks on the bus: in a thread, with its own deadline
             token = await trio.to_thread.run_sync(
                 load_token, Path(self.token_file), data_dir, dict(os.environ)
             )

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import supervisor
-from actors.transport import write_token
+from actors.runtime_token import write_token
 from apps.chat import history
 from lineup.ui_session import UiSession
 from tests.kernel.helpers import Runtime

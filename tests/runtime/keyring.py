@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from actors.transport import _keyring
+from actors.runtime_token import keyring_locked, keyring_present
 
 PASSWORD = b"the test's login password"
 
@@ -47,7 +47,7 @@ def session_keyring(base: Path, *, timeout: float = 20.0) -> Iterator[dict[str, 
         keyring.stdin.write(PASSWORD)
         keyring.stdin.close()
         deadline = time.monotonic() + timeout
-        while not (_keyring.present(env) and not _keyring.locked(env)):
+        while not (keyring_present(env) and not keyring_locked(env)):
             assert keyring.poll() is None, "gnome-keyring-daemon ended"
             assert time.monotonic() < deadline, "the keyring did not come up unlocked"
             time.sleep(0.02)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.transport import TOKEN_FILE, TokenError, keep_token, load_token, token_home
+from actors.runtime_token import TOKEN_FILE, TokenError, keep_token, load_token, token_home
 
 from .keyring import items, lock, session_keyring
 
