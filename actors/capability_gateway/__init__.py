@@ -18,7 +18,9 @@ host's providers (`_providers`, speech in `_speech`) and saving files safely (`_
   store, saved into downloads (`_artifact_save`).
 
 It sends `app.capability.consent` to the chat app (a consent card opened, then closed with
-how it ended) and keeps its rows through the store (`store.capabilities.*`).
+how it ended), keeps its rows through the store (`store.capabilities.*`), reads an app's own
+artifact that a provider needs (`store.artifacts.read`) and has the store keep one a
+provider made for the app (`store.artifacts.keep`).
 """
 
 from ._actor import CapabilityGatewayActor

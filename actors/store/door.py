@@ -11,7 +11,9 @@ table. Beside them an app may report its own
 diagnostics (`store.diagnostics.report`): the rows written are those of its stamped scope,
 bounded in number, and only ever shown, never acted on. And an app keeps artifacts
 (`store.artifacts.create`, `.read`, `.list`): rows and files of its stamped scope only,
-within the artifact quotas, read back by itself and the chat alone. The settings app alone
+within the artifact quotas, read back by itself and the chat alone; the capability gateway
+alone keeps one for an app that a provider made (`store.artifacts.keep`, naming the app, the
+only artifact body that may). The settings app alone
 (for the user) reads the overview of every app's data: counts and sizes, never the data."""
 
 from __future__ import annotations
