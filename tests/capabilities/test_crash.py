@@ -16,34 +16,28 @@ from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import final_of
 
 from .helpers import (
+    AFTER_EFFECT,
     answer,
     ask,
     asked,
     audit_of,
     card_for,
     cards,
+    crashing_once,
     keeper_ready,
     outcome,
     requests,
 )
 
-POINT = "capability_gateway.after_effect"
-
-
-def _crashing(once: Path) -> dict[str, str]:
-    """The environment in which the gateway kills itself after its first effect, once."""
-    once.mkdir()
-    return {"LINEUP_CRASH": f"{POINT}@1", "LINEUP_CRASH_ONCE_DIR": str(once)}
-
 
 async def test_a_notification_cut_short_by_a_kill_is_in_doubt_never_shown_twice(
     stack: Stack, keeper: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    agent = await keeper_ready(stack, keeper, env=_crashing(tmp_path / "once"))
+    agent = await keeper_ready(stack, keeper, env=crashing_once(tmp_path / "once"))
     await ask(agent, "k-1", "notification.show", {"text": "once only"})
     answer(stack, await card_for(stack, "notification.show"), "always")
     assert await outcome(stack, "k-1") == {"status": "in_doubt", "output": None}
-    assert (tmp_path / "once" / POINT).exists()  # the gateway did die there
+    assert (tmp_path / "once" / AFTER_EFFECT).exists()  # the gateway did die there
     assert stack.runtime is not None
     assert stack.runtime.actors()["capability_gateway"]["restarts"] >= 1
     shown, _ = read_notifications(stack.data_dir)
@@ -65,12 +59,12 @@ async def test_a_notification_cut_short_by_a_kill_is_in_doubt_never_shown_twice(
 async def test_a_save_cut_short_by_a_kill_is_saved_once(
     stack: Stack, keeper: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    agent = await keeper_ready(stack, keeper, env=_crashing(tmp_path / "once"))
+    agent = await keeper_ready(stack, keeper, env=crashing_once(tmp_path / "once"))
     data = {"name": "notes.txt", "data_base64": "aGVsbG8="}
     await ask(agent, "s-1", "file.save", data, front=True)
     answer(stack, await card_for(stack, "file.save"), "once")
     assert await outcome(stack, "s-1") == {"status": "completed", "output": {"name": "notes.txt"}}
-    assert (tmp_path / "once" / POINT).exists()
+    assert (tmp_path / "once" / AFTER_EFFECT).exists()
     downloads = stack.data_dir / "downloads"
     assert os.listdir(downloads) == ["notes.txt"]  # no second copy, no temporary file left
     assert (downloads / "notes.txt").read_text() == "hello"

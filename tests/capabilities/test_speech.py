@@ -1,6 +1,7 @@
 """Speech on the host: `speech.speak` keeps what espeak-ng says as a WAV artifact of the app
-that asked, `speech.transcribe` gives PocketSphinx's text of one of the app's own WAV
-artifacts; what is not a recording of the app, or too long, is refused with its code."""
+that asked (once, even when the gateway is killed after speaking and speaks again),
+`speech.transcribe` gives PocketSphinx's text of one of the app's own WAV artifacts; what is
+not a recording of the app, or too long, is refused with its code."""
 
 from __future__ import annotations
 
@@ -13,7 +14,18 @@ from pathlib import Path
 from actors.capability_gateway import served_capabilities
 from tests.runtime.helpers import Stack
 
-from .helpers import answer, ask, asked, card_for, keeper_ready, outcome
+from .helpers import (
+    AFTER_EFFECT,
+    answer,
+    ask,
+    asked,
+    audit_of,
+    card_for,
+    crashing_once,
+    keeper_ready,
+    outcome,
+    requests,
+)
 
 
 def _samples(data: bytes) -> tuple[tuple[int, int, int], array.array[int]]:
@@ -24,13 +36,17 @@ def _samples(data: bytes) -> tuple[tuple[int, int, int], array.array[int]]:
 
 
 async def test_speech_is_kept_as_an_artifact_and_written_back_as_text(
-    stack: Stack, keeper: tuple[Path, Path]
+    stack: Stack, keeper: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    agent = await keeper_ready(stack, keeper)
+    # The gateway kills itself once, after it spoke and before it recorded that it did.
+    agent = await keeper_ready(stack, keeper, env=crashing_once(tmp_path / "once"))
     await ask(agent, "s-speak", "speech.speak", {"text": "focus twenty five"})
     answer(stack, await card_for(stack, "speech.speak"), "always")
     spoken = await outcome(stack, "s-speak")
     assert spoken["status"] == "completed", spoken
+    assert (tmp_path / "once" / AFTER_EFFECT).exists()  # it did die there, and spoke again
+    [row] = requests(stack)
+    assert audit_of(stack, row["request_id"])[-2:] == ["capability.started", "capability.completed"]
     reference, duration_ms = spoken["output"]["artifact"], spoken["output"]["duration_ms"]
     assert reference["media_type"] == "audio/wav"
     assert reference["title"] == "Speech: focus twenty five"
@@ -66,6 +82,8 @@ async def test_speech_is_kept_as_an_artifact_and_written_back_as_text(
     assert wordy == {"status": "failed", "output": None, "code": "too_large"}
     too_long = await asked(agent, "s-201", "speech.speak", input={"text": "x" * 201})
     assert too_long == {"status": "failed", "output": None, "code": "invalid_payload"}
+    # One recording, spoken twice around the kill, and the text: the store answered the
+    # second keep with the first artifact.
     assert len(list((stack.data_dir / "artifacts").iterdir())) == 2
 
 
