@@ -37,8 +37,11 @@ def _status(data_dir: Path, env: dict[str, str] | None = None) -> dict[str, Any]
     return json.loads(done.stdout) if done.returncode == 0 else None
 
 
-def _start(data_dir: Path, log: Path, session: dict[str, str]) -> subprocess.Popen[bytes]:
-    env = {**session, "PYTHONPATH": str(REPO_ROOT)}
+def _start(
+    data_dir: Path, log: Path, session: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`lineup run --headless` in the session's environment (the tests' own by default)."""
+    env = {**(os.environ if session is None else session), "PYTHONPATH": str(REPO_ROOT)}
     with open(log, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "lineup.cli", "run", "--headless", "--data-dir", str(data_dir)],
