@@ -189,6 +189,9 @@ def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[RenderableTyp
             lines.append(Text.assemble(f"  ↳ {shown} … now ", _state(state), code))
         if item.get("artifact") and state == "succeeded":
             lines.append(Text(f"  ↳ {artifact_label(item['artifact'])}"))
+            # How to save it from here; the web page has a Save button under the call.
+            artifact_id = visible(item["artifact"].get("artifact_id", ""), newlines=False)
+            lines.append(Text(f"    save it: lineup artifacts save {artifact_id}"))
     for task_id, task in view.get("tasks", {}).items():
         text = _task_line(task_id, task)
         marker = f"task:{task_id}"

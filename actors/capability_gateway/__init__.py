@@ -13,9 +13,9 @@ host's providers (`_providers`, speech in `_speech`) and saving files safely (`_
   `app_scope`, `capability` → {`revoked`};
 - `capability_gateway.policy.check` (a call, from the tool router): `section` (a new policy
   file's capabilities section) → {`problem`: the first one, or null}.
-- `capability_gateway.save_artifact` (a call, from the operator or the host: the user):
-  `artifact_id`, `name`? → {`artifact_id`, `name`, `size`}: the artifact, read through the
-  store, saved into downloads (`_artifact_save`).
+- `capability_gateway.save_artifact` (a call, from the operator, the host or the web host:
+  the user): `artifact_id`, `name`? → {`artifact_id`, `name`, `size`}: the artifact, read
+  through the store, saved into downloads (`_artifact_save`).
 
 It sends `app.capability.consent` to the chat app (a consent card opened, then closed with
 how it ended), keeps its rows through the store (`store.capabilities.*`), reads an app's own

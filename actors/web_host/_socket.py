@@ -5,7 +5,10 @@ actor through the supervisor's UI socket, as the terminal chat's do, with the me
 derived from the page's id for the action: an action the page sends again after a
 reconnect (or after this process was killed) is the same message, which the mailbox keeps
 once. The page hears `stored` (it is the runtime's now), `retry` (the runtime did not
-answer: the page keeps it queued) or `refused` (one sentence; it acts on nothing).
+answer: the page keeps it queued) or `refused` (one sentence; it acts on nothing). A `save`
+of an artifact is the capability gateway's, asked by this process (`_artifacts`), while the
+page's other actions go on; the page hears `saved` (the name and where to download it) or
+`refused`.
 
 Out: after the page's `hello`, the chat items that differ from what it holds, then every
 change as it happens (`view`), the app registry (`registry`) and the runtime's link state
@@ -29,8 +32,9 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from actors.kernel import ControlError, derive_id, ui_request
 
 from . import _inputs
+from ._artifacts import Artifacts
 from ._changes import ChatChanges
-from ._inputs import Hello, Refused
+from ._inputs import Hello, Refused, Save
 from ._views import ChatFollower, fold_chat, link_state, registry
 
 log = logging.getLogger("lineup.web_host")
@@ -46,6 +50,7 @@ UI_TIMEOUT_S: Final = 5.0
 RATE_PER_S: Final = 20.0
 BURST: Final = 60.0
 MAX_REFUSALS: Final = 20
+MAX_SAVES: Final = 4  # saves of one page under way at once
 
 
 class _Changes:
@@ -87,11 +92,14 @@ class PageSocket:
         data_dir: Path,
         counters: dict[str, int],
         changes: ChatChanges,
+        artifacts: Artifacts,
     ) -> None:
         self.ws = websocket
         self.data_dir = data_dir
         self.counters = counters
         self.changes = changes
+        self.artifacts = artifacts
+        self.saving = 0
         self.sending = trio.Lock()
         self.held: dict[str, Any] = {}
         self.tasks: list[Any] = []
@@ -164,13 +172,24 @@ class PageSocket:
         return True
 
     async def _take_actions(self, hello: Hello, session: str) -> bool:
-        """Take the page's actions until it goes (False) or breaks the rules (True)."""
+        """Take the page's actions until it goes (False) or breaks the rules (True); its
+        saves under way end with it."""
+        async with trio.open_nursery() as saves:
+            broke_the_rules = await self._each_action(hello, session, saves)
+            saves.cancel_scope.cancel()
+        return broke_the_rules
+
+    async def _each_action(self, hello: Hello, session: str, saves: trio.Nursery) -> bool:
         while (raw := await self.receive()) is not None:
             if not self._within_rate() or self.refusals > MAX_REFUSALS:
                 return True
             frame: dict[str, Any] = {}
             try:
                 frame = _inputs.parse_frame(raw)
+                if frame["t"] == "save":
+                    saves.start_soon(self._save, _inputs.save(frame), hello.conversation)
+                    self.refusals = 0
+                    continue
                 action = _inputs.action(frame, hello.conversation)
             except Refused as refusal:
                 self.refusals += 1
@@ -197,6 +216,24 @@ class PageSocket:
             self.counters["actions"] += 1
             await self.send({"t": "stored", "client_id": action.client_id})
         return False
+
+    async def _save(self, request: Save, conversation: str) -> None:
+        """The user's Save of an artifact of the page's conversation: `saved`, or `refused`
+        with the sentence the page shows beside the button."""
+        answer: dict[str, Any] = {"client_id": request.client_id}
+        if self.saving >= MAX_SAVES:
+            answer.update(t="refused", error="Other saves are under way: wait for them.")
+            await self.send(answer)
+            return
+        self.saving += 1
+        try:
+            saved = await self.artifacts.save(conversation, request.artifact_id, request.client_id)
+            answer.update(t="saved", **saved)
+        except Refused as refusal:
+            answer.update(t="refused", error=str(refusal))
+        finally:
+            self.saving -= 1
+        await self.send(answer)
 
     async def _ui(self, message_type: str, body: dict[str, Any], message_id: str = "") -> None:
         request: dict[str, Any] = {"type": message_type, "body": body}
@@ -284,7 +321,11 @@ class PageSocket:
 
 
 async def page_socket(
-    websocket: WebSocket, data_dir: Path, counters: dict[str, int], changes: ChatChanges
+    websocket: WebSocket,
+    data_dir: Path,
+    counters: dict[str, int],
+    changes: ChatChanges,
+    artifacts: Artifacts,
 ) -> None:
     with contextlib.suppress(WebSocketDisconnect):
-        await PageSocket(websocket, data_dir, counters, changes).run()
+        await PageSocket(websocket, data_dir, counters, changes, artifacts).run()

@@ -80,8 +80,20 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
         if item.get("message"):
             shown["detail"] = visible(item["message"])
         if isinstance(item.get("artifact"), dict):
-            shown["artifact"] = artifact_label(item["artifact"])
+            shown["artifact"] = _artifact_shown(item["artifact"])
     return shown
+
+
+def _artifact_shown(reference: dict[str, Any]) -> dict[str, Any]:
+    """An artifact a tool call handed the agent, as the page shows it: its line, its title
+    (a picture's alt text) and declared media type (whether to ask for a preview, which the
+    web host decides from the bytes), and its id, which the page only sends back."""
+    return {
+        "id": _shown(reference.get("artifact_id", "")),
+        "label": artifact_label(reference),
+        "title": _shown(reference.get("title", "")),
+        "media_type": _shown(reference.get("media_type", "")),
+    }
 
 
 def _answer_shown(answer: dict[str, Any], interaction: dict[str, Any]) -> str:

@@ -249,6 +249,17 @@ class EventLog:
                 "code": code,
             }
 
+    def names_artifact(self, conversation_id: str, artifact_id: str) -> bool:
+        """Whether a step of a tool call in `conversation_id` handed the agent the artifact
+        `artifact_id` (the reference is the tool router's, checked against the store: one
+        of the calling app's own artifacts)."""
+        found = self.db.execute(
+            "SELECT 1 FROM events WHERE conversation_id = ? AND kind = 'tool'"
+            " AND json_extract(body, '$.artifact.artifact_id') = ? LIMIT 1",
+            (conversation_id, artifact_id),
+        ).fetchone()
+        return found is not None
+
     # -- tool calls (see `_tools`) ---------------------------------------------------------
 
     def add_tool_call(self, invoke_id: str, body: dict[str, Any]) -> dict[str, Any] | None:

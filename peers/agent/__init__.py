@@ -15,6 +15,9 @@
 
 The link's names an agent meets (`LinkFailed` when the AppServer refuses it for good, ...)
 are exported here too. `lineup agent send|demo|inventory|call` is lineup/agent_cmd.py.
+
+`peers.agent.mcp` (not imported here: it needs the optional MCP SDK) is `lineup agent mcp`,
+an agent of this client for an MCP host.
 """
 
 from link import Link, LinkFailed, LinkStatistics, Received, Submission

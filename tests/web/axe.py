@@ -56,7 +56,7 @@ def page_and_frame_violations(driver: WebDriver, source: str) -> dict[str, list[
     """The blocking violations of the page and of the app's surface framed in it (axe is
     run inside the frame too: the page's run does not enter a sandboxed frame)."""
     found = {"page": blocking_violations(driver, source)}
-    frame = driver.find_element(By.CSS_SELECTOR, "#surface-slot iframe")
+    frame = driver.find_element(By.CSS_SELECTOR, "iframe.surface")
     driver.switch_to.frame(frame)
     try:
         found["surface"] = blocking_violations(driver, source)

@@ -1,6 +1,7 @@
 """An installed app with a surface: a board the user draws on.
 
-Its surface (`ui/`) emits `stroke` events, keeps how often it was opened in the instance's
+Its surface (`ui/`) is shown inline first (a card in the conversation), may ask for the
+stage and back, emits `stroke` events, keeps how often it was opened in the instance's
 session data and asks to copy the drawing to the clipboard, all through the bridge. The
 app's process appends each stroke it is told of to `strokes.jsonl` in its private directory
 (flushed to disk: the test reads it as the app's own record) and patches the surface's
@@ -51,7 +52,13 @@ def _append(record: dict[str, Any]) -> int:
     version="1.0.0",
     title="Canvas",
     entrypoints=[
-        {"id": "board", "kind": "primary", "surface": "ui/index.html", "surface_events": [STROKE]}
+        {
+            "id": "board",
+            "kind": "primary",
+            "surface": "ui/index.html",
+            "surface_events": [STROKE],
+            "display_modes": ["inline", "stage"],
+        }
     ],
     required_features=[
         "app.lifecycle.v1",
