@@ -26,6 +26,7 @@ STATE_STYLES: Final = {
     "waiting": "yellow",
     "running": "yellow",
     "rejected": "red",
+    "refused": "red",
     "failed": "red",
 }
 

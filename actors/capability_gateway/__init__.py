@@ -1,7 +1,9 @@
 """The capability_gateway actor: capability requests, consent and audit (`_actor`); a
 request's row and result (`_requests`), running an effect once (`_effects`); the
 requesting app's facts (`_apps`), the policy (`_policy`), the rate limit (`_rates`), this
-host's providers (`_providers`, speech in `_speech`) and saving files safely (`_files`).
+host's providers (`_providers`, each of the shape `_provider_base` declares), saving files
+safely (`_files`), showing notifications (`_notifications`: the desktop, an open page, the
+terminal) and speech (`_speech`).
 
 - `capability_gateway.request` (a call, from any app): `request_id`, `capability`,
   `purpose`, `input`?, `timeout_ms`? → {`status`, `output`, `code`?};
@@ -9,6 +11,8 @@ host's providers (`_providers`, speech in `_speech`) and saving files safely (`_
   gateway's key), `answer` once / session / always / deny / dismiss;
 - `capability_gateway.grants` (a call, from the settings app or the operator): →
   {`grants`: [{`app_scope`, `capability`, `scope`, `granted_ms`}]};
+- `capability_gateway.providers` (a call, from the operator): → {`providers`:
+  [{`capability`, `by`}]}: what would serve each capability this host serves, now;
 - `capability_gateway.revoke` (a call, from the settings app or the operator):
   `app_scope`, `capability` → {`revoked`};
 - `capability_gateway.policy.check` (a call, from the tool router): `section` (a new policy
@@ -24,7 +28,8 @@ provider made for the app (`store.artifacts.keep`).
 """
 
 from ._actor import CapabilityGatewayActor
-from ._providers import read_notifications, served_capabilities
+from ._notifications import read_notifications
+from ._providers import served_capabilities
 from ._speech import speaks, transcribes, worker_command
 
 __all__ = [

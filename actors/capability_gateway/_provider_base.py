@@ -1,5 +1,6 @@
-"""What every provider is made of: its run's facts (`Effect`), its description (`Provider`),
-an artifact it made for the app (`NewArtifact`), and the checks its input shares."""
+"""What every provider is made of: its run's facts (`Effect`), what its run gives back
+(`Served`, with any artifact it made for the app as a `NewArtifact`), its description
+(`Provider`), and the checks its input shares."""
 
 from __future__ import annotations
 
@@ -35,11 +36,21 @@ class NewArtifact:
 
 
 @dataclass(frozen=True)
+class Served:
+    """What a provider's run gives the app (`output`, where a `NewArtifact` stands for the
+    artifact the gateway has the store keep), and which way of the host's served it (`by`,
+    for the effect's audit row)."""
+
+    output: dict[str, Any]
+    by: str
+
+
+@dataclass(frozen=True)
 class Provider:
     foreground: bool
     idempotent: bool
     check: Callable[[Any], dict[str, Any]]
-    run: Callable[[Effect], Awaitable[dict[str, Any]]]
+    run: Callable[[Effect], Awaitable[Served]]
     # Its input may name one of the app's artifacts (`artifact_id`), which the gateway reads.
     reads_artifact: bool = False
 

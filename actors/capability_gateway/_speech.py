@@ -34,7 +34,15 @@ import trio
 
 from actors.contracts import Code, ContractError
 
-from ._provider_base import Effect, NewArtifact, Provider, invalid, text_field, with_fields
+from ._provider_base import (
+    Effect,
+    NewArtifact,
+    Provider,
+    Served,
+    invalid,
+    text_field,
+    with_fields,
+)
 
 SAMPLE_RATE: Final = 16_000  # what PocketSphinx's English model was trained on
 SAMPLE_BYTES: Final = 2
@@ -58,6 +66,11 @@ _TO_RAW: Final = (
     "-b", "16", "-e", "signed-integer", "-L", "-",
 )  # fmt: skip
 ENGINES: Final = trio.CapacityLimiter(1)
+# How each is served, in its effect's audit row and in what `lineup settings show` lists.
+SERVED_BY: Final = {
+    "speech.speak": "spoken by espeak-ng on this host",
+    "speech.transcribe": "written out by PocketSphinx on this host",
+}
 
 
 def speaks(env: Mapping[str, str]) -> bool:
@@ -123,8 +136,8 @@ async def _run(command: list[str], data: bytes, env: Mapping[str, str]) -> bytes
     return bytes(done.stdout)
 
 
-def _speak(env: Mapping[str, str]) -> Callable[[Effect], Awaitable[dict[str, Any]]]:
-    async def run(effect: Effect) -> dict[str, Any]:
+def _speak(env: Mapping[str, str]) -> Callable[[Effect], Awaitable[Served]]:
+    async def run(effect: Effect) -> Served:
         text = str(effect.input["text"])
         async with ENGINES:
             with trio.fail_after(SPEAK_TIMEOUT_S):
@@ -138,7 +151,8 @@ def _speak(env: Mapping[str, str]) -> Callable[[Effect], Awaitable[dict[str, Any
                 f" {MAX_SPEECH_S:.0f} s an artifact holds; say less at a time",
             )
         made = NewArtifact(wav(pcm), WAV_TYPE, title_of(text))
-        return {"artifact": made, "duration_ms": duration_ms(pcm)}
+        output = {"artifact": made, "duration_ms": duration_ms(pcm)}
+        return Served(output, SERVED_BY["speech.speak"])
 
     return run
 
@@ -175,8 +189,8 @@ def worker_command() -> list[str]:
     return [sys.executable, "-I", str(WORKER)]
 
 
-def _transcribe(env: Mapping[str, str]) -> Callable[[Effect], Awaitable[dict[str, Any]]]:
-    async def run(effect: Effect) -> dict[str, Any]:
+def _transcribe(env: Mapping[str, str]) -> Callable[[Effect], Awaitable[Served]]:
+    async def run(effect: Effect) -> Served:
         assert effect.content is not None, "the gateway reads the artifact first"
         pcm, ready = pcm_of(effect.content, effect.media_type)
         async with ENGINES:
@@ -184,6 +198,7 @@ def _transcribe(env: Mapping[str, str]) -> Callable[[Effect], Awaitable[dict[str
                 if not ready:
                     pcm = await _run(list(_TO_RAW), effect.content, env)
                 answer = await _run(worker_command(), pcm, env)
-        return {"text": str(json.loads(answer)["text"]), "duration_ms": duration_ms(pcm)}
+        output = {"text": str(json.loads(answer)["text"]), "duration_ms": duration_ms(pcm)}
+        return Served(output, SERVED_BY["speech.transcribe"])
 
     return run

@@ -107,6 +107,7 @@ _LAZY = {
     "validate_manifest": "._manifest",
     "ChatMessage": "._payloads",
     "HostIntent": "._payloads",
+    "InteractionWithdraw": "._payloads",
     "RuntimeState": "._payloads",
     "RuntimeStatus": "._payloads",
     "StatePatch": "._payloads",
@@ -274,6 +275,7 @@ if TYPE_CHECKING:
     from ._payloads import (
         ChatMessage,
         HostIntent,
+        InteractionWithdraw,
         RuntimeState,
         RuntimeStatus,
         StatePatch,
@@ -440,6 +442,7 @@ __all__ = [
     "Hello",
     "HostIntent",
     "InstanceId",
+    "InteractionWithdraw",
     "Inventory",
     "InventoryApp",
     "InventoryRevision",

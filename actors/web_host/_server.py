@@ -4,7 +4,7 @@
 |---|---|
 | `/?key=KEY` | takes the one-time key, sets the session cookie, sends the browser to `/` |
 | `/` | the page shell (`static/index.html`) |
-| `/app.js`, `/style.css` | its script and styles (no build step, nothing from elsewhere) |
+| `/app.js`, `/notify.js`, `/style.css` | its scripts and styles (no build step, nothing else) |
 | `/ws` | the page's WebSocket (`_socket`) |
 | `/surface/{token}/{path}`, `/surface-bridge.js` | an app's surface in the iframe, its bridge |
 | `/surfaces.js`, `/surface-socket` | the page's side of surfaces (`_bridge`) |
@@ -34,6 +34,7 @@ from ._access import Guard
 from ._artifacts import Artifacts
 from ._bridge import Surfaces
 from ._changes import ChatChanges
+from ._notifications import PageNotifications
 from ._socket import page_socket
 from ._state import LOOPBACK
 
@@ -43,6 +44,7 @@ STATIC: Final = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
+    "/notify.js": ("notify.js", "text/javascript; charset=utf-8"),
 }
 MAX_PAGE_FRAME: Final = 256 * 1024  # bytes of one WebSocket message from a page
 
@@ -60,7 +62,9 @@ def build_app(
     counters: dict[str, int],
     surfaces: Surfaces,
     changes: ChatChanges,
+    *,
     artifacts: Artifacts,
+    notifications: PageNotifications,
 ) -> Guard:
     files = _files()
 
@@ -69,7 +73,9 @@ def build_app(
         return Response(body, media_type=media_type)
 
     async def websocket(socket: WebSocket) -> None:
-        await page_socket(socket, data_dir, counters, changes, artifacts)
+        await page_socket(
+            socket, data_dir, counters, changes, artifacts=artifacts, notifications=notifications
+        )
 
     routes: list[Any] = [Route(path, static) for path in STATIC]
     routes += [

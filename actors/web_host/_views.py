@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from actors.store import read_apps, read_lifecycle
-from apps.chat import app_dir, artifact_label, visible
+from apps.chat import app_dir, artifact_label, refusal_sentence, visible
 from apps.sdk import ConversationView, EventLog
 
 from ._markdown import markdown_tree
@@ -73,7 +73,15 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
         ]
         if isinstance(item.get("answer"), dict):
             ask["answer"] = _answer_shown(item["answer"], interaction)
+        if item.get("state") == "withdrawn":
+            ask["withdrawn"] = True
+            if item.get("reason"):
+                ask["reason"] = _shown(item["reason"])
         shown["ask"] = ask
+    if shown["kind"] == "message" and mine and item.get("state") == "refused":
+        sentence = refusal_sentence(item.get("code"))
+        if sentence:
+            shown["detail"] = sentence
     if shown["kind"] == "tool":
         if isinstance(item.get("percent"), int):
             shown["percent"] = item["percent"]

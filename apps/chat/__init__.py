@@ -2,7 +2,8 @@
 
 `_app` is the app; `_markdown` the safe rendering of untrusted text (`visible`: control and
 invisible formatting characters written out); `_artifact` how an artifact a tool call
-handed the agent is shown (`artifact_label`); `_notices` its word to the web host that its
+handed the agent is shown (`artifact_label`); `_refusals` the sentence for an answer it
+refused itself (`refusal_sentence`); `_notices` its word to the web host that its
 view changed. `history` is what `lineup chat history` prints: the timeline as the user sees
 it, read from the app's own log.
 """
@@ -16,6 +17,7 @@ from apps.sdk import read_view
 
 from ._artifact import artifact_label
 from ._markdown import plain, render, safe_markdown_source, visible
+from ._refusals import refusal_sentence
 
 if TYPE_CHECKING:
     from ._app import ChatApp
@@ -74,6 +76,7 @@ __all__ = [
     "has_log",
     "history",
     "plain",
+    "refusal_sentence",
     "render",
     "safe_markdown_source",
     "visible",

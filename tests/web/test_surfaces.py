@@ -24,6 +24,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import closing
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ from .conftest import (
     start_web_runtime,
     until,
 )
+from .notifications import RECORD, allow_offered, answer_consent, look, notes, permit, recorded
 
 CONVERSATION = "conv-1"
 SURFACE_FRAME = "iframe.surface"  # the page's one surface frame, on the stage or inline
@@ -146,6 +148,14 @@ def inside(driver: WebDriver, frame: WebElement, attribute: str) -> str:
             d.switch_to.default_content()
 
     return until(driver, read)
+
+
+def click_in_frame(driver: WebDriver, frame: WebElement, css: str) -> None:
+    driver.switch_to.frame(frame)
+    try:
+        driver.find_element(By.CSS_SELECTOR, css).click()
+    finally:
+        driver.switch_to.default_content()
 
 
 def in_frame(driver: WebDriver, frame: WebElement, css: str) -> str:
@@ -337,6 +347,44 @@ def check_served(src: str, port: int) -> None:
         assert fetch(base + path)[0] == 404, path
 
 
+async def notified_on_the_page(
+    stack: Stack, browser: WebDriver, frame: WebElement, port: int
+) -> None:
+    """An app's notification, with no desktop service: the page shows it with the browser's
+    Notification API once the user allowed that (offered by a control until then), and as
+    a note of its own where denied. The app's markup is text either way."""
+    assert await in_browser(allow_offered, browser)
+    await in_browser(look, browser, "allow-notifications")
+    await in_browser(partial(permit, allowed=True), browser, port)
+    await in_browser(until, browser, lambda d: not allow_offered(d))
+    await in_browser(browser.execute_script, RECORD)
+    await in_browser(click_in_frame, browser, frame, "#remind")
+    await in_browser(
+        until, browser, lambda d: answer_consent(d, "Allow until the runtime restarts")
+    )
+    assert await in_browser(inside, browser, frame, "notified") == "completed"
+    head, body = "Canvas: Board <b>saved</b>", "Five strokes & counting"
+    assert await in_browser(recorded, browser) == [{"title": head, "body": body}]
+    await in_browser(partial(permit, allowed=False), browser, port)
+    await in_browser(click_in_frame, browser, frame, "#remind")  # the grant covers it
+    await in_browser(until, browser, lambda d: inside(d, frame, "notified").count("completed") == 2)
+    assert await in_browser(notes, browser) == [f"{head}\n{body}"]
+    await in_browser(look, browser, "notification-note")
+    assert len(await in_browser(recorded, browser)) == 1
+    code, out, err = await trio.to_thread.run_sync(
+        lambda: lineup("settings", "show", "--json", "--data-dir", stack.data_dir)
+    )
+    assert code == 0, err
+    assert {"capability": "notification.show", "by": "an open page of the web host (1 open)"} in (
+        json.loads(out)["providers"]
+    )
+    served = [a["detail"] for a in stack.audit() if a["code"] == "capability.completed"]
+    assert [d.split(": ", 1)[1] for d in served if d.startswith("notification.show")] == [
+        "shown by an open page, as a browser notification",
+        "shown by an open page, as the page's toast",
+    ]
+
+
 async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     stack: Stack, browser: WebDriver, bundles: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -365,6 +413,8 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     await shown_inline_then_on_the_stage_and_back(browser, frame)
 
     await trio.to_thread.run_sync(check_served, src, port)
+
+    await notified_on_the_page(stack, browser, frame, port)
 
     picture = tmp_path / "canvas-surface.png"
     png = await in_browser(lambda: frame.screenshot_as_png)

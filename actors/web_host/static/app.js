@@ -83,8 +83,8 @@
 
   // What the header says of the connection: "reconnecting" only while a socket that was
   // open is down, "offline" only once the runtime said its AppServer link is down, and
-  // "stopped" once the runtime has not answered for a while (a runtime started again
-  // listens at another address: the page cannot find it by itself).
+  // "stopped" once the web host said the runtime stops, or the runtime has not answered for
+  // a while (killed: nobody said goodbye; a runtime started again needs a new address).
   function showConnection() {
     const shown = $("connection");
     let mode = "online";
@@ -144,7 +144,7 @@
       }
       state.saving.clear();
       state.downSince = state.downSince || Date.now();
-      state.stopped = Date.now() - state.downSince > GIVE_UP_MS;
+      state.stopped = state.stopped || Date.now() - state.downSince > GIVE_UP_MS;
       showConnection();
       renderQueue();
       if (state.stopped) return; // reloading the page (or a new address) starts again
@@ -170,6 +170,18 @@
     } else if (frame.t === "refused") {
       if (frame.client_id) settle(frame.client_id);
       notice(frame.error);
+    } else if (frame.t === "notification") {
+      // An app's notification (notify.js shows it); the web host hears how it was shown.
+      const socket = state.socket;
+      const shown = (how) => {
+        if (socket.readyState === WebSocket.OPEN) {
+          socket.send(JSON.stringify({ t: "notified", id: frame.id, as: how }));
+        }
+      };
+      document.dispatchEvent(new CustomEvent("lineup:notification", { detail: { notification: frame, shown } }));
+    } else if (frame.t === "stopped") {
+      state.stopped = true;
+      showConnection();
     }
   }
 
@@ -293,6 +305,8 @@
     received: "",
     waiting: "waiting for your answer",
     answered: "",
+    withdrawn: "",
+    refused: "not sent",
     running: "working…",
     succeeded: "done",
     failed: "failed",
@@ -305,11 +319,13 @@
     return item.code && words ? `${words}: ${item.code.replaceAll("_", " ")}` : words;
   }
 
-  // Who wrote an item, in words: the user, the agent (by its name), an app's tool call.
+  // Who wrote an item, in words: the user, the agent (by its name), an app's tool call, the
+  // runtime itself (a permission an app asks for) by the product's name.
   function sender(item) {
     if (item.mine) return "you";
     if (item.kind === "tool") return "tool";
     const [kind, name] = String(item.from).split(":", 2);
+    if (kind === "runtime") return "LineUp";
     return kind === "agent" && name ? `${name} (agent)` : item.from;
   }
 
@@ -324,6 +340,7 @@
     node.append(head);
     if (item.md) node.append(renderMarkdown(item.md));
     else if (item.kind !== "interaction") node.append(el("p", item.text, "text"));
+    if (item.kind === "message" && item.detail) node.append(el("p", item.detail, "detail"));
     if (item.kind === "tool") node.append(renderTool(item));
     if (item.ask) node.append(renderAsk(item));
     return node;
@@ -477,7 +494,10 @@
     card.append(el("p", item.text, "prompt"));
     const waiting = queuedAnswers().has(ask.interaction_id);
     if (!ask.open) {
-      card.append(el("p", ask.answer !== undefined ? `You answered: ${ask.answer}` : "closed", "closed"));
+      // A question the agent withdrew says so, with its reason: it takes no answer now.
+      const withdrawn = ask.reason ? `No longer asked: ${ask.reason}` : "No longer asked";
+      const closed = ask.answer !== undefined ? `You answered: ${ask.answer}` : ask.withdrawn ? withdrawn : "closed";
+      card.append(el("p", closed, "closed"));
       return card;
     }
     const actions = el("div", null, "actions");

@@ -73,8 +73,9 @@ def _read_orders() -> dict[str, Any]:
         "capability.request.v1",
     ],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
-    # Declared to be misused (`misuse_speech`); it declares nothing else.
-    capabilities=["speech.transcribe"],
+    # Declared, so that it can misuse them (`notify_markup_and_flood`, `misuse_speech`):
+    # every other capability it asks for is undeclared.
+    capabilities=["notification.show", "speech.transcribe"],
 )
 class HostileApp(RuntimeApp):
     @tool(
