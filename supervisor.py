@@ -151,6 +151,8 @@ def default_config(
     }
     if web:  # the chat tells the web host when its view changed (`apps/chat/_notices.py`)
         settings["app.chat"]["view_watcher"] = WEB_HOST.name
+        # The gateway shows an app's notification on an open page, where the desktop cannot.
+        settings["capability_gateway"]["web_host"] = WEB_HOST.name
     children = [
         child.model_copy(update={"config": {**child.config, **settings.get(child.name, {})}})
         for child in [*RUNTIME_CHILDREN, *web]

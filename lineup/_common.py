@@ -26,6 +26,7 @@ STATE_STYLES: Final = {
     "waiting": "yellow",
     "running": "yellow",
     "rejected": "red",
+    "refused": "red",
     "failed": "red",
 }
 # A state in a person's word where the protocol's is not one (as the web page says it);

@@ -15,7 +15,9 @@ empty answer, the wrong kind) is refused with a hint and nothing is sent. `/stop
 agent's running tool call (naming it when several run): the chat app passes the user's stop
 to the runtime, which ends the call `cancelled_by_user`. An app's request for a capability
 is a question too, asked by the runtime: `/1` ... answer it, `/dismiss` closes it without
-deciding. An app's notification is printed as a line, with the bell.
+deciding. A question the agent withdrew is no longer open: it takes no answer and is not
+counted by `/1`, `/yes` or `/say`. An app's notification that neither the desktop nor an
+open page showed is printed as a line, with the bell.
 
 Everything the agent or an app wrote (messages, prompts, options, task labels, codes) is
 untrusted: it is printed as text, never as console markup, with control and invisible
@@ -40,7 +42,15 @@ from rich.segment import ControlType
 from rich.text import Text
 
 from actors.kernel import ControlError, ui_request
-from apps.chat import artifact_label, deadline_words, history, local_times, render, visible
+from apps.chat import (
+    artifact_label,
+    deadline_words,
+    history,
+    local_times,
+    refusal_sentence,
+    render,
+    visible,
+)
 
 from ._capability_lines import dismiss, notification_lines
 from ._common import ENDED_TASK, STATE_STYLES, STATE_WORDS
@@ -215,6 +225,12 @@ def _item_lines(item: dict[str, Any], seen: dict[str, str], ids: dict[str, str])
         lines.append(Text.assemble(f"  ↳ {shown} … now ", _state(state), code))
     if item.get("artifact") and state == "succeeded":
         lines.append(Text(f"  ↳ {artifact_label(item['artifact'])}"))
+        # How to save it from here; the web page has a Save button under the call.
+        artifact_id = visible(item["artifact"].get("artifact_id", ""), newlines=False)
+        lines.append(Text(f"    save it: lineup artifacts save {artifact_id}"))
+    refusal = refusal_sentence(item.get("code")) if state == "refused" else None
+    if refusal:
+        lines.append(Text(f"  ↳ {refusal}"))
     return lines
 
 
@@ -276,6 +292,8 @@ def parse_line(
     if re.fullmatch(r"q\d+", command):
         request = next((w for w in waiting if ids.get(str(w["interaction_id"])) == command), None)
         if request is None:
+            if _withdrawn(view, ids, command):
+                return f"{command} is no longer asked: the agent withdrew it"
             if not waiting:
                 return f"{command} is not open: no question is waiting for an answer"
             return f"{command} is not open; open now: " + ", ".join(
@@ -307,6 +325,16 @@ def parse_line(
     if request["kind"] == "input":
         return f"{ids[str(request['interaction_id'])]} is answered with {_hint(request)}"
     return _answer(request, command, conversation, "/", ids[str(request["interaction_id"])])
+
+
+def _withdrawn(view: dict[str, Any], ids: dict[str, str], short: str) -> bool:
+    """Whether the question shown as `short` (`q2`) is one the agent withdrew."""
+    return any(
+        item.get("kind") == "interaction"
+        and item.get("state") == "withdrawn"
+        and ids.get(str(item["interaction"].get("interaction_id"))) == short
+        for item in view.get("timeline", [])
+    )
 
 
 def _takes(request: dict[str, Any], command: str) -> bool:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any, Final
 
@@ -39,6 +40,7 @@ from actors.contracts import SCOPE_CHAT, CapabilityResult, Code, ContractError
 from actors.kernel import (
     REPLY_LATER,
     Actor,
+    CallFailed,
     Message,
     derive_id,
     handles,
@@ -48,8 +50,9 @@ from actors.kernel import (
 from ._apps import AppFacts, app_facts
 from ._artifact_save import ArtifactSaves
 from ._effects import Effects
+from ._notifications import NOTIFY, PAGES, desktop_service
 from ._policy import load_policy, parse_section
-from ._providers import Provider, host_providers
+from ._providers import SAVED_BY, Provider, clipboard_command, host_providers, written_by
 from ._rates import RateLimiter
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
 from .door import DOOR
@@ -73,7 +76,11 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
     async def on_start(self) -> None:
         self.data_dir = Path(str(self.config.get("data_dir", ".")))
         self.core = {str(m["app_scope"]): m for m in self.config.get("core_apps", [])}
-        self.providers: dict[str, Provider] = host_providers(self.data_dir, os.environ)
+        # A notification goes to an open page through the web host, where there is one.
+        self.web_host = self.config.get("web_host")
+        page = self._ask_web_host if self.web_host else None
+        self.env = dict(os.environ)
+        self.providers: dict[str, Provider] = host_providers(self.data_dir, self.env, page=page)
         self.rates = RateLimiter.from_config(self.config.get("rate_limit"))
         # An app's refusals are each written while it has few; past that, counted and written
         # as one row a second at most, so a flood of bad requests costs the store little.
@@ -86,6 +93,12 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
         self.counts = {status.value: 0 for status in CapabilityResult}
         self.loaded = trio.Event()
         self.nursery.start_soon(self._load)
+
+    async def _ask_web_host(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The web host's answer to `web_host.notify`: whether an open page showed it. Its
+        own deadline is in the body; this waits a second past it."""
+        wait = max(0.0, body["deadline_ms"] / 1000 - time.time()) + 1.0
+        return dict(await self.call(str(self.web_host), NOTIFY, body, timeout=wait))
 
     def statistics_extra(self) -> dict[str, Any]:
         return {
@@ -321,6 +334,32 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
         except ValueError as exc:
             return {"problem": str(exc)}
         return {"problem": None}
+
+    @handles("capability_gateway.providers")
+    async def providers_now(self, msg: Message) -> Any:
+        """What would serve each capability if asked now, for the user's settings:
+        `providers` [{`capability`, `by`}]; a capability this host does not serve is not
+        listed (it is `unsupported_on_host`)."""
+        by = {"file.save": SAVED_BY}
+        clipboard = clipboard_command(self.env)
+        if clipboard is not None:
+            by["clipboard.write"] = written_by(clipboard)
+        by["notification.show"] = await self._notification_route()
+        return {"providers": [{"capability": c, "by": by[c]} for c in sorted(self.providers)]}
+
+    async def _notification_route(self) -> str:
+        service = await desktop_service(self.env)
+        if service is not None:
+            return f"the desktop's notification service ({service})"
+        pages = 0
+        if self.web_host:
+            try:
+                pages = int((await self.call(str(self.web_host), PAGES, {}, timeout=2.0))["pages"])
+            except CallFailed as exc:
+                log.info("the web host did not say how many pages are open: %s", exc)
+        if pages:
+            return f"an open page of the web host ({pages} open)"
+        return "the terminal chat, with the bell (no desktop service, no page open)"
 
     @handles("capability_gateway.grants")
     async def grants_in_force(self, msg: Message) -> Any:

@@ -1,5 +1,6 @@
 """The user saves an artifact: `capability_gateway.save_artifact`, from the user's side only
-(the operator's `lineup artifacts save`, the host), never from an app.
+(the operator's `lineup artifacts save`, the host, the web host for its page's Save
+button), never from an app. The user asked for it, so no consent card is shown.
 
 The gateway reads the artifact through the store (`store.artifacts.read`) and saves its
 bytes as the `file.save` provider does (`_files`): under `DATA_DIR/downloads/`, named after

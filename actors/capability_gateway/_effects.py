@@ -20,6 +20,7 @@ from actors.contracts import CapabilityResult, Code, ContractError
 from actors.kernel import Actor, CallFailed, crash_point
 
 from . import _files
+from ._apps import app_facts
 from ._providers import Effect, Provider, file_bytes
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
 
@@ -30,10 +31,12 @@ class Effects(Actor):
     """The gateway's effects: started, run, recorded; resumed after a crash."""
 
     data_dir: Path
+    core: dict[str, Any]
     call_timeout: float
     providers: dict[str, Provider]
     counts: dict[str, int]
     write: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+    store: Callable[[str, dict[str, Any]], Awaitable[Any]]
     _settle: Callable[[Pending, dict[str, Any], str], Awaitable[None]]
 
     async def _start(
@@ -93,16 +96,17 @@ class Effects(Actor):
             content=content,
         )
         output: dict[str, Any] | None = None
-        status, code = CapabilityResult.COMPLETED, None
+        status, code, served_by = CapabilityResult.COMPLETED, None, "the provider failed"
         try:
-            output = await provider.run(effect)
+            served = await provider.run(effect)
+            output, served_by = served.output, served.by
         except Exception:  # what went wrong stays in the log: the app learns only `failed`
             log.exception("%s for %s failed", row["capability"], row["app_scope"])
             status, code = CapabilityResult.FAILED, str(Code.FAILED)
         crash_point("capability_gateway.after_effect")
         finished = finished_row(row, status, code, output)
         await self.write(
-            {"requests": [finished], "audit": [audit_row(str(status), row, "the provider ran")]}
+            {"requests": [finished], "audit": [audit_row(str(status), row, served_by)]}
         )
         self.counts[status.value] += 1
         return result_of(finished)
@@ -132,7 +136,11 @@ class Effects(Actor):
 
     async def _prepare(self, row: dict[str, Any]) -> dict[str, Any] | None:
         """What the effect needs decided before it is recorded as started: for `file.save`
-        the name it saves under, so that a repeat after a crash writes the same file."""
+        the name it saves under, so that a repeat after a crash writes the same file; for
+        `notification.show` the app's title, which the notification is shown under."""
+        if row["capability"] == "notification.show":
+            registry = await self.store("store.apps.load", {})
+            return {"app_title": app_facts(registry, row["app_scope"], self.core).title}
         if row["capability"] != "file.save":
             return None
         try:

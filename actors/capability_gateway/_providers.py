@@ -8,9 +8,9 @@ provider here is `unsupported_on_host`, whatever the app declared.
 - `file.save` (foreground, idempotent): bytes (`data_base64`, or `artifact_id` of one of the
   app's own artifacts) saved under `DATA_DIR/downloads/` (`_files`); the output is the saved
   file's display name only.
-- `notification.show` (any time, not idempotent): a line appended to
-  `DATA_DIR/notifications.jsonl`, which the terminal chat shows with the bell
-  (`read_notifications`). Shown twice is seen twice, so a replay is `in_doubt`.
+- `notification.show` (any time, not idempotent): shown by the desktop's notification
+  service, else an open page of the web host, else the terminal chat with the bell
+  (`_notifications`). Shown twice is seen twice, so a replay is `in_doubt`.
 - `clipboard.write` (foreground, idempotent): text handed to `wl-copy` (Wayland) or `xclip`
   (X11), only where one is on PATH and its display is set.
 """
@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-import os
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -33,8 +31,9 @@ import trio
 from actors.contracts import Code, ContractError
 
 from . import _files
+from ._notifications import PageCall, show_on_desktop, show_on_page, summary, write_for_terminal
 
-NOTIFICATIONS_FILE: Final = "notifications.jsonl"
+SAVED_BY: Final = "saved into downloads"  # how a file.save is served, in its audit row
 MAX_NOTIFICATION_TEXT: Final = 500
 MAX_NOTIFICATION_TITLE: Final = 100
 MAX_CLIPBOARD_CHARS: Final = 64 * 1024
@@ -55,11 +54,20 @@ class Effect:
 
 
 @dataclass(frozen=True)
+class Served:
+    """What a provider's run gives the app (`output`), and which way of the host's served
+    it (`by`, for the effect's audit row)."""
+
+    output: dict[str, Any]
+    by: str
+
+
+@dataclass(frozen=True)
 class Provider:
     foreground: bool
     idempotent: bool
     check: Callable[[Any], dict[str, Any]]
-    run: Callable[[Effect], Awaitable[dict[str, Any]]]
+    run: Callable[[Effect], Awaitable[Served]]
 
 
 def _invalid(detail: str) -> ContractError:
@@ -111,13 +119,13 @@ def file_bytes(value: dict[str, Any]) -> bytes:
     return base64.b64decode(value["data_base64"], validate=True)
 
 
-def _file_save(data_dir: Path) -> Callable[[Effect], Awaitable[dict[str, Any]]]:
-    async def run(effect: Effect) -> dict[str, Any]:
+def _file_save(data_dir: Path) -> Callable[[Effect], Awaitable[Served]]:
+    async def run(effect: Effect) -> Served:
         assert effect.content is not None, "the gateway reads the content first"
         saved = await trio.to_thread.run_sync(
             _files.save, data_dir, str(effect.prepared["name"]), effect.content, effect.key
         )
-        return {"name": saved}
+        return Served({"name": saved}, SAVED_BY)
 
     return run
 
@@ -132,45 +140,36 @@ def check_notification(raw: Any) -> dict[str, Any]:
     return value
 
 
-def _notify(data_dir: Path) -> Callable[[Effect], Awaitable[dict[str, Any]]]:
-    def append(line: str) -> None:
-        with open(data_dir / NOTIFICATIONS_FILE, "a", encoding="utf-8") as out:
-            out.write(line + "\n")
-            out.flush()
-            os.fsync(out.fileno())
+def _notify(
+    data_dir: Path, env: Mapping[str, str], page: PageCall | None
+) -> Callable[[Effect], Awaitable[Served]]:
+    """The desktop's service, else an open page, else the terminal (`_notifications`)."""
 
-    async def run(effect: Effect) -> dict[str, Any]:
+    async def run(effect: Effect) -> Served:
+        app_title = str(effect.prepared.get("app_title") or effect.app_scope)
+        title, text = str(effect.input.get("title") or ""), str(effect.input["text"])
+        service = await show_on_desktop(env, summary(app_title, title), text)
+        if service is not None:
+            return Served(
+                {"shown": True}, f"shown by the desktop's notification service ({service})"
+            )
+        if page is not None:
+            shown_as = await show_on_page(page, effect.key, app_title, effect.input)
+            if shown_as:
+                how = "a browser notification" if shown_as == "system" else "the page's toast"
+                return Served({"shown": True}, f"shown by an open page, as {how}")
         record = {
             "at_ms": int(time.time() * 1000),
             "app_scope": effect.app_scope,
+            "app": app_title,
             "request_id": effect.key,
-            "title": effect.input.get("title") or "",
-            "text": effect.input["text"],
+            "title": title,
+            "text": text,
         }
-        await trio.to_thread.run_sync(append, json.dumps(record, ensure_ascii=False))
-        return {"shown": True}
+        await trio.to_thread.run_sync(write_for_terminal, data_dir, record)
+        return Served({"shown": True}, "kept for the terminal chat, shown there with the bell")
 
     return run
-
-
-def read_notifications(data_dir: Path, after: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """The notifications written past byte `after` of the file, and where they end: what a
-    UI polls to show new ones (each once)."""
-    path = Path(data_dir) / NOTIFICATIONS_FILE
-    try:
-        with open(path, "rb") as source:
-            source.seek(after)
-            chunk = source.read()
-    except OSError:
-        return [], after
-    whole = chunk[: chunk.rfind(b"\n") + 1]  # a line being written is read next time
-    shown = []
-    for line in whole.splitlines():
-        try:
-            shown.append(dict(json.loads(line)))
-        except (ValueError, TypeError):
-            continue
-    return shown, after + len(whole)
 
 
 # -- clipboard.write ---------------------------------------------------------------------------
@@ -193,8 +192,13 @@ def clipboard_command(env: Mapping[str, str]) -> list[str] | None:
     return None
 
 
-def _clipboard(command: list[str]) -> Callable[[Effect], Awaitable[dict[str, Any]]]:
-    async def run(effect: Effect) -> dict[str, Any]:
+def written_by(command: list[str]) -> str:
+    """How a clipboard.write is served here, in its audit row."""
+    return f"written with {command[0]}"
+
+
+def _clipboard(command: list[str]) -> Callable[[Effect], Awaitable[Served]]:
+    async def run(effect: Effect) -> Served:
         with trio.fail_after(CLIPBOARD_TIMEOUT_S):
             await trio.run_process(
                 command,
@@ -202,7 +206,7 @@ def _clipboard(command: list[str]) -> Callable[[Effect], Awaitable[dict[str, Any
                 capture_stdout=True,
                 capture_stderr=True,
             )
-        return {"written": True}
+        return Served({"written": True}, written_by(command))
 
     return run
 
@@ -215,11 +219,16 @@ def served_capabilities(env: Mapping[str, str]) -> frozenset[str]:
     return frozenset(served)
 
 
-def host_providers(data_dir: Path, env: Mapping[str, str]) -> dict[str, Provider]:
-    """The capabilities this host serves, by name."""
+def host_providers(
+    data_dir: Path, env: Mapping[str, str], *, page: PageCall | None = None
+) -> dict[str, Provider]:
+    """The capabilities this host serves, by name; `page` asks the web host to show a
+    notification on an open page (None: the runtime runs no web host)."""
     providers = {
         "file.save": Provider(True, True, check_file_save, _file_save(data_dir)),
-        "notification.show": Provider(False, False, check_notification, _notify(data_dir)),
+        "notification.show": Provider(
+            False, False, check_notification, _notify(data_dir, env, page)
+        ),
     }
     command = clipboard_command(env)
     if command is not None:

@@ -2,9 +2,10 @@
 scope is the sender the supervisor stamped, never a body field), the user's answer to a
 consent card from the chat app (where the user answers it) or the host (the user's side),
 and a revocation from the operator (`lineup capabilities revoke`, on the control socket) or
-the settings app, which alone also lists the grants in force for the user. The user's side
-alone (the operator, the host) saves an artifact into downloads. An app takes back only its
-own requests."""
+the settings app, which alone also lists the grants in force for the user; the operator also
+asks what would serve each capability now. The user's side alone (the operator, the host,
+the web host for its page's Save) saves an artifact into downloads. An app takes back only
+its own requests."""
 
 from __future__ import annotations
 
@@ -72,11 +73,14 @@ DOOR = Door(
         "capability_gateway.withdraw": accept(APPS, body=Withdraw),
         "capability_gateway.consent": accept(f"app.{SCOPE_CHAT}", "host", body=Consent),
         "capability_gateway.revoke": accept("debug", f"app.{SCOPE_SETTINGS}", body=Revoke),
+        # What would serve each capability now, for the user (`lineup settings show`).
+        "capability_gateway.providers": accept("debug", body=NoFields),
         # The grants in force, for the user's settings app (which also revokes them).
         "capability_gateway.grants": accept(f"app.{SCOPE_SETTINGS}", body=NoFields),
         # A new policy file's capabilities section, checked before the tool router writes it.
         "capability_gateway.policy.check": accept("tool_router", body=PolicySection),
-        # The user saves an artifact into downloads (`lineup artifacts save`); no app may.
-        "capability_gateway.save_artifact": accept("debug", "host", body=SaveArtifact),
+        # The user saves an artifact into downloads (`lineup artifacts save`, the page's
+        # Save button); no app may.
+        "capability_gateway.save_artifact": accept("debug", "host", "web_host", body=SaveArtifact),
     }
 )

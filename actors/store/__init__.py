@@ -61,9 +61,11 @@ _LAZY = {
     "DB_FILE": "._file",
     "SessionDataLimits": "._session_data",
     "StoreActor": "._actor",
+    "is_artifact_id": "._artifacts",
     "open_db": "._schema",
     "read_apps": "._reads",
     "read_artifact": "._reads",
+    "read_artifact_data": "._reads",
     "read_artifacts": "._reads",
     "read_audit": "._reads",
     "read_diagnostics": "._reads",
@@ -80,10 +82,12 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from ._actor import StoreActor
+    from ._artifacts import is_artifact_id
     from ._file import DB_FILE
     from ._reads import (
         read_apps,
         read_artifact,
+        read_artifact_data,
         read_artifacts,
         read_audit,
         read_diagnostics,
@@ -108,9 +112,11 @@ __all__ = [
     "DB_FILE",
     "SessionDataLimits",
     "StoreActor",
+    "is_artifact_id",
     "open_db",
     "read_apps",
     "read_artifact",
+    "read_artifact_data",
     "read_artifacts",
     "read_audit",
     "read_diagnostics",

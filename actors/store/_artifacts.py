@@ -70,6 +70,11 @@ REFUSAL_AUDIT_S: Final = 10.0
 LIST_PAGE: Final = 100
 
 
+def is_artifact_id(value: object) -> bool:
+    """True for an id of the form the store mints (whether or not an artifact has it)."""
+    return isinstance(value, str) and ARTIFACT_ID.fullmatch(value) is not None
+
+
 def reference(row: dict[str, Any]) -> dict[str, Any]:
     return {key: row[key] for key in REFERENCE_FIELDS}
 

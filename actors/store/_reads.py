@@ -6,7 +6,9 @@ its reader runs.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -144,6 +146,29 @@ def read_artifact(data_dir: Path, artifact_id: str) -> dict[str, Any] | None:
     """One artifact's row, or None."""
     rows = _artifact_rows(data_dir, "artifact_id = ?", (artifact_id,))
     return rows[0] if rows else None
+
+
+def read_artifact_data(data_dir: Path, artifact_id: str) -> tuple[dict[str, Any], bytes] | None:
+    """One artifact's row and its bytes, or None: for an id that is not an artifact id,
+    names no row, or whose file is not the whole of what the row records (its size and
+    sha256). The file is opened without following a symbolic link, and read no further
+    than the row's size and one byte more."""
+    from ._artifacts import ARTIFACTS_DIR, is_artifact_id
+
+    if not is_artifact_id(artifact_id):
+        return None
+    row = read_artifact(data_dir, artifact_id)
+    if row is None:
+        return None
+    try:
+        fd = os.open(Path(data_dir) / ARTIFACTS_DIR / artifact_id, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as content:
+        data = content.read(int(row["size"]) + 1)
+    if len(data) != row["size"] or hashlib.sha256(data).hexdigest() != row["sha256"]:
+        return None
+    return row, data
 
 
 def _artifact_rows(data_dir: Path, where: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:

@@ -13,7 +13,9 @@ Every route, the WebSocket included, answers 403 unless the request
 
 Every HTTP answer carries a strict Content-Security-Policy (scripts, styles and
 connections of the web host only, nothing inline, no framing of the web host) and the
-headers that keep its pages from being sniffed, framed or named as a referrer.
+headers that keep its pages from being sniffed, framed or named as a referrer. An answer
+under the paths of an artifact's bytes (`_artifacts`) carries `default-src 'none'; sandbox`
+instead, a refusal included: what is there is never a page.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import parse_qs, urlencode
 
 from actors.contracts import is_conversation_id
 
+from ._artifacts import ARTIFACT_PREFIX, FILE_POLICY, SAVED_PREFIX
 from ._state import new_session, session_valid, take_key
 from ._surfaces import BRIDGE_PATH, SURFACE_PREFIX
 
@@ -33,6 +36,8 @@ Receive = Any
 Send = Any
 
 SURFACE_PATHS: Final = (SURFACE_PREFIX, BRIDGE_PATH)
+# Where the answers are bytes an app chose: never a document, never a script.
+FILE_PATHS: Final = (ARTIFACT_PREFIX, SAVED_PREFIX)
 FORBIDDEN: Final = (
     b"This page needs the address `lineup run` printed, opened once: run `lineup web url`"
     b" for a fresh one and open it in this browser.\n"
@@ -117,7 +122,8 @@ class Guard:
         if scope["path"] == "/" and "key" in query:
             await self._exchange(scope, query["key"][0], send, query.get("conversation"))
         elif self._session(scope):
-            await self.app(scope, receive, self._with_headers(send))
+            policy = FILE_POLICY if scope["path"].startswith(FILE_PATHS) else None
+            await self.app(scope, receive, self._with_headers(send, policy))
         else:
             await self._forbidden(send)
 
@@ -149,8 +155,13 @@ class Guard:
         await send({"type": "http.response.start", "status": 403, "headers": headers})
         await send({"type": "http.response.body", "body": FORBIDDEN})
 
-    def _with_headers(self, send: Send) -> Send:
+    def _with_headers(self, send: Send, policy: str | None = None) -> Send:
+        """`send` with the security headers, the page's policy or `policy`, on the answer."""
         extra = security_headers(self.port or 0)
+        if policy is not None:
+            extra = [
+                (k, policy.encode() if k == b"content-security-policy" else v) for k, v in extra
+            ]
 
         async def sending(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":

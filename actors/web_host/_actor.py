@@ -2,8 +2,11 @@
 
 It is a UI client, like the terminal chat: what the user does in the page goes to the host
 actor through the supervisor's UI socket, and what the page shows is read from the chat
-and registry apps' projections. Of messages it takes its apps' surface pushes (`_bridge`)
-and the chat app's notice that its view changed (`_changes`: the pages look again); it
+and registry apps' projections; the user's Save of an artifact it asks of the capability
+gateway itself, to hand the page the name it was saved under (`_artifacts`). Of messages it
+takes its apps' surface pushes (`_bridge`), the chat app's notice that its view changed
+(`_changes`: the pages look again) and the capability gateway's notifications for the open
+pages (`_notifications`); it
 never talks to the AppServer and never reads the AppServer's token. Killed, it is restarted by
 its policy on the same port (kept in `DATA_DIR/web/endpoint.json` for this run), and open
 pages reconnect to it.
@@ -15,10 +18,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from actors.kernel import Actor, Message, handles
+from actors.kernel import REPLY_LATER, Actor, Message, handles
 
+from ._artifacts import Artifacts
 from ._bridge import SurfacePushes, Surfaces
 from ._changes import CHANGED, ChatChanges
+from ._notifications import NOTIFY, PAGES, PageNotifications
 from ._state import start_run, write_endpoint, write_failure
 from .door import DOOR
 
@@ -37,6 +42,9 @@ class WebHostActor(SurfacePushes, Actor):
         # The installed apps' surfaces it frames, and their bridge (`_bridge`).
         self.surfaces = Surfaces(self, self.data_dir)
         self.chat_changes = ChatChanges()
+        self.notifications = PageNotifications()
+        # Previews of the conversations' pictures and the user's saves (`_artifacts`).
+        self.artifacts = Artifacts(self, self.data_dir)
         # With no port asked for, the last run's is tried first, so that the address a
         # person keeps for this data dir stays the same while that port is free.
         reuse = kept is None and configured == 0 and last is not None
@@ -50,13 +58,19 @@ class WebHostActor(SurfacePushes, Actor):
         reason is written where `lineup web url` reads it, and the actor crashes."""
         # The web server's libraries are loaded here, in this process only: the actors
         # forked beside it do not carry them.
-        from ._server import serve  # noqa: PLC0415
+        from ._server import build_app, serve  # noqa: PLC0415
 
+        app = build_app(
+            self.data_dir,
+            self.counters,
+            self.surfaces,
+            self.chat_changes,
+            artifacts=self.artifacts,
+            notifications=self.notifications,
+        )
         failed: BaseException | None = None
         try:
-            self.port, self.guard = await self.nursery.start(
-                serve, self.data_dir, port, self.counters, self.surfaces, self.chat_changes
-            )
+            self.port, self.guard = await self.nursery.start(serve, app, port)
         except* OSError as cannot:  # the port is taken, most likely
             failed = cannot
         if failed is None:
@@ -74,12 +88,32 @@ class WebHostActor(SurfacePushes, Actor):
     async def _chat_changed(self, msg: Message) -> None:
         self.chat_changes.notice()
 
+    @handles(NOTIFY)
+    async def _notify(self, msg: Message) -> Any:
+        """Shown on the open pages meanwhile; answered once a page showed it, or by its
+        deadline: the actor goes on with other messages while the pages answer."""
+
+        async def show() -> None:
+            shown_as = await self.notifications.show(msg.body)
+            await self.reply(msg.sender, msg.id, {"shown_as": shown_as or None})
+
+        self.nursery.start_soon(show)
+        return REPLY_LATER
+
+    @handles(PAGES)
+    async def _pages(self, msg: Message) -> Any:
+        return {"pages": self.notifications.pages}
+
     def statistics_extra(self) -> dict[str, Any]:
         changes = getattr(self, "chat_changes", None)
         return {
             "port": getattr(self, "port", None),
             **getattr(self, "counters", {}),
             "chat_notices": changes.notices if changes is not None else 0,
+            "notifications_shown": self.notifications.shown
+            if hasattr(self, "notifications")
+            else 0,
             "refused_requests": getattr(getattr(self, "guard", None), "refused", 0),
             "surfaces": self.surfaces.statistics() if hasattr(self, "surfaces") else {},
+            "artifacts": self.artifacts.statistics() if hasattr(self, "artifacts") else {},
         }

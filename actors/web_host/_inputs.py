@@ -11,6 +11,8 @@ web host names the UI session itself.
 | `hello` | `page`, `conversation`, `since`, `open` | the page's subscription (`Hello`) |
 | `act` | `client_id`, `app` (`chat`, `app-registry`), `input` | `host.ui.action` |
 | `intent` | `client_id`, `intent` (open, focus, close app), `app_scope` | `host.intent` |
+| `notified` | `id` (a notification's), `as` (`system`, `toast`) | the page showed it |
+| `save` | `client_id`, `artifact_id` (one the page's conversation shows) | a save (`_artifacts`) |
 
 `client_id` is the page's id for the action (a message id: 26 characters of Crockford
 base32): sent again after a reconnect, it names the same UI action, which the runtime's
@@ -26,6 +28,9 @@ from typing import Any, Final
 
 from actors.contracts import is_app_scope, is_conversation_id
 from actors.kernel import is_valid_id
+from actors.store import is_artifact_id
+
+from ._notifications import MAX_NOTIFICATION_ID, SHOWN_AS
 
 MAX_FRAME: Final = 64 * 1024  # characters of one frame from the page
 MAX_TEXT: Final = 16_000  # characters of a message or a typed answer
@@ -54,6 +59,12 @@ class Action:
     client_id: str
     message_type: str  # host.ui.action or host.intent
     body: dict[str, Any]  # without the session id, which the web host adds
+
+
+@dataclass(frozen=True)
+class Save:
+    client_id: str
+    artifact_id: str
 
 
 def _fields(
@@ -115,13 +126,38 @@ def hello(frame: dict[str, Any]) -> Hello:
     return Hello(page, conversation, since, frozenset(_id(i, "item id") for i in still_open))
 
 
+def notified(frame: dict[str, Any]) -> tuple[str, str]:
+    """A `notified` frame: which notification the page showed, and how."""
+    _fields(frame, {"t", "id", "as"})
+    if frame["as"] not in SHOWN_AS:
+        raise Refused("The page showed a notification in a way it cannot: reload it.")
+    given = frame["id"]
+    if not isinstance(given, str) or not 0 < len(given) <= MAX_NOTIFICATION_ID:
+        raise Refused("The page sent a bad notification id: reload it.")
+    return given, str(frame["as"])
+
+
+def _client_id(frame: dict[str, Any]) -> str:
+    client_id = frame.get("client_id")
+    if not isinstance(client_id, str) or not is_valid_id(client_id):
+        raise Refused("The page sent a bad action id: reload it.")
+    return client_id
+
+
+def save(frame: dict[str, Any]) -> Save:
+    """A `save` frame: the user's Save of an artifact, named by its id (never a path)."""
+    client_id = _client_id(frame)
+    _fields(frame, {"t", "client_id", "artifact_id"})
+    if not is_artifact_id(frame["artifact_id"]):
+        raise Refused("The page named a file that is not there: reload it.")
+    return Save(client_id, frame["artifact_id"])
+
+
 def action(frame: dict[str, Any], conversation: str) -> Action:
     """An `act` or `intent` frame as the UI action or host intent it asks for."""
     if frame["t"] not in ("act", "intent"):
         raise Refused("The page sent a request this host does not know: reload it.")
-    client_id = frame.get("client_id")
-    if not isinstance(client_id, str) or not is_valid_id(client_id):
-        raise Refused("The page sent a bad action id: reload it.")
+    client_id = _client_id(frame)
     if frame["t"] == "intent":
         _fields(frame, {"t", "client_id", "intent", "app_scope"})
         if frame["intent"] not in INTENTS:

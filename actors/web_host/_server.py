@@ -4,10 +4,12 @@
 |---|---|
 | `/?key=KEY` | takes the one-time key, sets the session cookie, sends the browser to `/` |
 | `/` | the page shell (`static/index.html`) |
-| `/app.js`, `/style.css` | its script and styles (no build step, nothing from elsewhere) |
+| `/app.js`, `/notify.js`, `/style.css` | its scripts and styles (no build step, nothing else) |
 | `/ws` | the page's WebSocket (`_socket`) |
 | `/surface/{token}/{path}`, `/surface-bridge.js` | an app's surface in the iframe, its bridge |
 | `/surfaces.js`, `/surface-socket` | the page's side of surfaces (`_bridge`) |
+| `/artifact/{conversation}/{id}` | a picture the conversation shows (`_artifacts`) |
+| `/saved/{token}` | what the user saved, as a download (`_artifacts`) |
 
 Every route is behind the access rule (`_access.Guard`).
 """
@@ -29,8 +31,10 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from ._access import Guard
+from ._artifacts import Artifacts
 from ._bridge import Surfaces
 from ._changes import ChatChanges
+from ._notifications import PageNotifications
 from ._socket import page_socket
 from ._state import LOOPBACK
 
@@ -40,6 +44,7 @@ STATIC: Final = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
+    "/notify.js": ("notify.js", "text/javascript; charset=utf-8"),
 }
 MAX_PAGE_FRAME: Final = 256 * 1024  # bytes of one WebSocket message from a page
 
@@ -53,7 +58,13 @@ def _files() -> dict[str, tuple[bytes, str]]:
 
 
 def build_app(
-    data_dir: Path, counters: dict[str, int], surfaces: Surfaces, changes: ChatChanges
+    data_dir: Path,
+    counters: dict[str, int],
+    surfaces: Surfaces,
+    changes: ChatChanges,
+    *,
+    artifacts: Artifacts,
+    notifications: PageNotifications,
 ) -> Guard:
     files = _files()
 
@@ -62,28 +73,27 @@ def build_app(
         return Response(body, media_type=media_type)
 
     async def websocket(socket: WebSocket) -> None:
-        await page_socket(socket, data_dir, counters, changes)
+        await page_socket(
+            socket, data_dir, counters, changes, artifacts=artifacts, notifications=notifications
+        )
 
     routes: list[Any] = [Route(path, static) for path in STATIC]
     routes += [
         *surfaces.routes(),  # installed apps' surfaces, their bridge (`_bridge`)
+        *artifacts.routes(),  # previews and saved files (`_artifacts`)
         WebSocketRoute("/ws", websocket),
     ]
     return Guard(Starlette(routes=routes), data_dir)
 
 
 async def serve(
-    data_dir: Path,
+    app: Guard,
     port: int,
-    counters: dict[str, int],
-    surfaces: Surfaces,
-    changes: ChatChanges,
     *,
     task_status: trio.TaskStatus[tuple[int, Guard]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Listen on 127.0.0.1:`port` (0: any free port) until cancelled; started with the
-    port it listens on."""
-    app = build_app(data_dir, counters, surfaces, changes)
+    """Serve `app` (`build_app`) on 127.0.0.1:`port` (0: any free port) until cancelled;
+    started with the port it listens on."""
     config = Config()
     config.bind = [f"{LOOPBACK}:{port}"]
     config.websocket_max_message_size = MAX_PAGE_FRAME

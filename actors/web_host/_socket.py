@@ -5,12 +5,20 @@ actor through the supervisor's UI socket, as the terminal chat's do, with the me
 derived from the page's id for the action: an action the page sends again after a
 reconnect (or after this process was killed) is the same message, which the mailbox keeps
 once. The page hears `stored` (it is the runtime's now), `retry` (the runtime did not
-answer: the page keeps it queued) or `refused` (one sentence; it acts on nothing).
+answer: the page keeps it queued) or `refused` (one sentence; it acts on nothing). A `save`
+of an artifact is the capability gateway's, asked by this process (`_artifacts`), while the
+page's other actions go on; the page hears `saved` (the name and where to download it) or
+`refused`.
 
 Out: after the page's `hello`, the chat items that differ from what it holds, then every
 change as it happens (`view`), the app registry (`registry`) and the runtime's link state
-(`status`). The chat's view is read again at each notice of the chat app (`_changes`) that
+(`status`), and the apps' notifications the capability gateway asks it to show
+(`notification`, which the page answers with `notified`: `_notifications`). The chat's
+view is read again at each notice of the chat app (`_changes`) that
 finds its log changed (SQLite's `data_version`); `runtime.db` is looked at every `POLL_S`.
+
+Last, `stopped` when the web host is stopped because the runtime stops (`lineup stop`,
+Ctrl-C): the page then says so at once instead of reconnecting to nothing.
 """
 
 from __future__ import annotations
@@ -29,8 +37,10 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from actors.kernel import ControlError, derive_id, ui_request
 
 from . import _inputs
+from ._artifacts import Artifacts
 from ._changes import ChatChanges
-from ._inputs import Hello, Refused
+from ._inputs import Hello, Refused, Save
+from ._notifications import PageNotifications
 from ._views import ChatFollower, fold_chat, link_state, registry
 
 log = logging.getLogger("lineup.web_host")
@@ -42,10 +52,13 @@ POLL_S: Final = 0.05
 SAFETY_S: Final = 1.0
 HELLO_TIMEOUT_S: Final = 10.0
 UI_TIMEOUT_S: Final = 5.0
+# How long a page's goodbye may hold the web host's stop (the runtime waits 5 s for it).
+GOODBYE_S: Final = 1.0
 # A page sends a handful of frames a second at most; past this it is not a person.
 RATE_PER_S: Final = 20.0
 BURST: Final = 60.0
 MAX_REFUSALS: Final = 20
+MAX_SAVES: Final = 4  # saves of one page under way at once
 
 
 class _Changes:
@@ -87,11 +100,17 @@ class PageSocket:
         data_dir: Path,
         counters: dict[str, int],
         changes: ChatChanges,
+        *,
+        artifacts: Artifacts,
+        notifications: PageNotifications,
     ) -> None:
         self.ws = websocket
+        self.notifications = notifications
         self.data_dir = data_dir
         self.counters = counters
         self.changes = changes
+        self.artifacts = artifacts
+        self.saving = 0
         self.sending = trio.Lock()
         self.held: dict[str, Any] = {}
         self.tasks: list[Any] = []
@@ -133,14 +152,32 @@ class PageSocket:
                 await self._ui("host.session.open", {"session_id": session, "kind": "web"})
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._push, hello)
-                broke_the_rules = await self._take_actions(hello, session)
+                with self.notifications.page(self.send):  # the apps' notifications, shown
+                    broke_the_rules = await self._take_actions(hello, session)
                 nursery.cancel_scope.cancel()
             if broke_the_rules:  # too fast, or too many refusals in a row
                 await self.ws.close(code=1008)
+        except* trio.Cancelled:  # this process is being stopped
+            with trio.CancelScope(shield=True), trio.move_on_after(GOODBYE_S):
+                await self._goodbye()
+            raise
         finally:
             self.counters["pages"] -= 1
             with contextlib.suppress(ControlError), trio.CancelScope(shield=True):
                 await self._ui("host.session.close", {"session_id": session})
+
+    async def _goodbye(self) -> None:
+        """The page hears `stopped` if the runtime is stopping (its supervisor says so on
+        the UI socket); a web host stopped alone, or killed, says nothing, and the page
+        reconnects until it gives up."""
+        call = partial(ui_request, self.data_dir, {"type": "status"}, timeout=GOODBYE_S)
+        try:
+            status = await trio.to_thread.run_sync(call)
+        except ControlError:
+            return
+        if status.get("state") == "stopping":
+            with contextlib.suppress(Exception):  # the page may be gone already
+                await self.send({"t": "stopped"})
 
     async def _hello(self, raw: str | None) -> Hello | None:
         if raw is None:
@@ -164,13 +201,28 @@ class PageSocket:
         return True
 
     async def _take_actions(self, hello: Hello, session: str) -> bool:
-        """Take the page's actions until it goes (False) or breaks the rules (True)."""
+        """Take the page's actions until it goes (False) or breaks the rules (True); its
+        saves under way end with it."""
+        async with trio.open_nursery() as saves:
+            broke_the_rules = await self._each_action(hello, session, saves)
+            saves.cancel_scope.cancel()
+        return broke_the_rules
+
+    async def _each_action(self, hello: Hello, session: str, saves: trio.Nursery) -> bool:
         while (raw := await self.receive()) is not None:
             if not self._within_rate() or self.refusals > MAX_REFUSALS:
                 return True
             frame: dict[str, Any] = {}
             try:
                 frame = _inputs.parse_frame(raw)
+                if frame["t"] == "notified":  # the page showed an app's notification
+                    self.notifications.notified(*_inputs.notified(frame))
+                    self.refusals = 0
+                    continue
+                if frame["t"] == "save":
+                    saves.start_soon(self._save, _inputs.save(frame), hello.conversation)
+                    self.refusals = 0
+                    continue
                 action = _inputs.action(frame, hello.conversation)
             except Refused as refusal:
                 self.refusals += 1
@@ -197,6 +249,24 @@ class PageSocket:
             self.counters["actions"] += 1
             await self.send({"t": "stored", "client_id": action.client_id})
         return False
+
+    async def _save(self, request: Save, conversation: str) -> None:
+        """The user's Save of an artifact of the page's conversation: `saved`, or `refused`
+        with the sentence the page shows beside the button."""
+        answer: dict[str, Any] = {"client_id": request.client_id}
+        if self.saving >= MAX_SAVES:
+            answer.update(t="refused", error="Other saves are under way: wait for them.")
+            await self.send(answer)
+            return
+        self.saving += 1
+        try:
+            saved = await self.artifacts.save(conversation, request.artifact_id, request.client_id)
+            answer.update(t="saved", **saved)
+        except Refused as refusal:
+            answer.update(t="refused", error=str(refusal))
+        finally:
+            self.saving -= 1
+        await self.send(answer)
 
     async def _ui(self, message_type: str, body: dict[str, Any], message_id: str = "") -> None:
         request: dict[str, Any] = {"type": message_type, "body": body}
@@ -284,7 +354,16 @@ class PageSocket:
 
 
 async def page_socket(
-    websocket: WebSocket, data_dir: Path, counters: dict[str, int], changes: ChatChanges
+    websocket: WebSocket,
+    data_dir: Path,
+    counters: dict[str, int],
+    changes: ChatChanges,
+    *,
+    artifacts: Artifacts,
+    notifications: PageNotifications,
 ) -> None:
     with contextlib.suppress(WebSocketDisconnect):
-        await PageSocket(websocket, data_dir, counters, changes).run()
+        socket = PageSocket(
+            websocket, data_dir, counters, changes, artifacts=artifacts, notifications=notifications
+        )
+        await socket.run()

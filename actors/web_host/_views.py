@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from actors.store import read_apps, read_lifecycle
-from apps.chat import app_dir, artifact_label, visible
+from apps.chat import app_dir, artifact_label, refusal_sentence, visible
 from apps.sdk import ConversationView, EventLog
 
 from ._markdown import markdown_tree
@@ -82,14 +82,22 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
         ]
         if isinstance(item.get("answer"), dict):
             ask["answer"] = _answer_shown(item["answer"], interaction)
+        if item.get("state") == "withdrawn":
+            ask["withdrawn"] = True
+            if item.get("reason"):
+                ask["reason"] = _shown(item["reason"])
         shown["ask"] = ask
+    if shown["kind"] == "message" and mine and item.get("state") == "refused":
+        sentence = refusal_sentence(item.get("code"))
+        if sentence:
+            shown["detail"] = sentence
     if shown["kind"] == "tool":
         if isinstance(item.get("percent"), int):
             shown["percent"] = item["percent"]
         if item.get("message"):
             shown["detail"] = visible(item["message"])
         if isinstance(item.get("artifact"), dict):
-            shown["artifact"] = artifact_label(item["artifact"])
+            shown["artifact"] = _artifact_shown(item["artifact"])
         deadline = item.get("deadline")
         if isinstance(deadline, dict) and deadline.get("state") in _DEADLINE_STATES:
             shown["deadline"] = {"state": deadline["state"]} | {
@@ -98,6 +106,18 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
                 if isinstance(deadline.get(key), kind)
             }
     return shown
+
+
+def _artifact_shown(reference: dict[str, Any]) -> dict[str, Any]:
+    """An artifact a tool call handed the agent, as the page shows it: its line, its title
+    (a picture's alt text) and declared media type (whether to ask for a preview, which the
+    web host decides from the bytes), and its id, which the page only sends back."""
+    return {
+        "id": _shown(reference.get("artifact_id", "")),
+        "label": artifact_label(reference),
+        "title": _shown(reference.get("title", "")),
+        "media_type": _shown(reference.get("media_type", "")),
+    }
 
 
 def _answer_shown(answer: dict[str, Any], interaction: dict[str, Any]) -> str:

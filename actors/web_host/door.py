@@ -1,16 +1,19 @@
 """What the web host takes: what an app's process pushes to the surfaces the web host shows
-for it, and the chat app's notice that its view changed. Otherwise it is a UI client kept
+for it, the chat app's notice that its view changed, and the capability gateway's
+notifications for the open pages (`_notifications`). Otherwise it is a UI client kept
 alive by the supervisor: it speaks to the host actor through the UI socket, like the
 terminal chat."""
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired
+from typing import Annotated, Literal, NotRequired
 
-from pydantic import ConfigDict, JsonValue
+from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
 
 from actors.kernel import Door, accept
+
+from ._notifications import MAX_NOTIFICATION_ID
 
 
 class SurfacePush(TypedDict):
@@ -35,6 +38,23 @@ class ChatChanged(TypedDict):
     __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
 
 
+class Notify(TypedDict):
+    """An app's notification to show on the open pages, by its deadline (wall clock, ms):
+    the gateway's key of the request (the browser's tag for it), the app's title, and the
+    notification's title and text as the gateway checked them."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    notification_id: Annotated[str, Field(min_length=1, max_length=MAX_NOTIFICATION_ID)]
+    app: Annotated[str, Field(min_length=1, max_length=200)]
+    title: Annotated[str, Field(max_length=100)]
+    text: Annotated[str, Field(min_length=1, max_length=500)]
+    deadline_ms: int
+
+
+class NoFields(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+
 DOOR = Door(
     {
         # What any app tells it: what its surfaces show. Whose instance it is, is
@@ -42,5 +62,9 @@ DOOR = Door(
         "web_host.surface.push": accept("app.*", body=SurfacePush),
         # The chat app's word that its log changed: the pages read it again.
         "web_host.chat.changed": accept("app.chat", body=ChatChanged),
+        # An app's notification, past the gateway's checks and the user's consent: only the
+        # gateway asks, so no app shows one on the page by itself.
+        "web_host.notify": accept("capability_gateway", body=Notify),
+        "web_host.pages": accept("capability_gateway", body=NoFields),
     }
 )

@@ -230,8 +230,9 @@ class WhiteboardApp(RuntimeApp):
             "properties": {
                 "revision": {"type": "integer", "minimum": 0},
                 "artifacts": {"type": "array", "items": _REFERENCE},
+                "artifact": _REFERENCE,
             },
-            "required": ["revision", "artifacts"],
+            "required": ["revision", "artifacts", "artifact"],
             "additionalProperties": False,
         },
         call_model="operation",
@@ -245,7 +246,9 @@ class WhiteboardApp(RuntimeApp):
     async def export(self, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
         """Renders the board as last committed to a PNG (1000 x 700; a text is drawn as
         the box it fills) and an SVG, each kept as an artifact: their references, one per
-        format asked (both by default), and the revision drawn."""
+        format asked (both by default), the first of them again as `artifact` (the one
+        the chat shows with the call, with its picture and a Save button), and the
+        revision drawn."""
         board, revision = await self._board(call)
         shapes = shapes_in_order(board)
         references = []
@@ -265,7 +268,9 @@ class WhiteboardApp(RuntimeApp):
                 conversation_id=call.conversation_id,
             )
             references.append(reference)
-        return {"revision": revision, "artifacts": references}
+        # The runtime hands the agent, and the chat shows, one artifact per result: the
+        # first format asked, the PNG unless the agent asked otherwise.
+        return {"revision": revision, "artifacts": references, "artifact": references[0]}
 
     @tool(
         "board.save",

@@ -286,6 +286,7 @@ def _exported(output: dict[str, Any]) -> str:
     return (
         f"I exported the board (revision {output['revision']}):\n\n"
         + "\n".join(lines)
-        + f"\n\nSave one with `lineup artifacts save ID`, e.g. "
+        + "\n\nIn the web page, **Save** under the export saves the first to your downloads;"
+        " in a terminal, `lineup artifacts save ID` saves any of them, e.g. "
         f"`lineup artifacts save {_clip(artifacts[0]['artifact_id'])}`."
     )

@@ -283,7 +283,9 @@ async def test_the_demo_agent_draws_describes_exports_plays_and_focuses(
     assert exported == (
         f"I exported the board (revision {revision}):\n\n"
         f"- **board.png** (`{png}`, image/png)\n- **board.svg** (`{svg}`, image/svg+xml)\n\n"
-        f"Save one with `lineup artifacts save ID`, e.g. `lineup artifacts save {png}`."
+        "In the web page, **Save** under the export saves the first to your downloads;"
+        " in a terminal, `lineup artifacts save ID` saves any of them,"
+        f" e.g. `lineup artifacts save {png}`."
     )
 
     # A board.create that names another app's instance as its board gets nothing drawn there.

@@ -38,6 +38,7 @@ def test_the_terminal_chat_shows_it_when_the_call_succeeds() -> None:
     view = views.apply(_step("succeeded", artifact=REFERENCE))
     shown = _plain(render_new(view.to_dict(), seen))
     assert "  ↳ artifact “Notes” (text/plain, 5,000 bytes)" in shown
+    assert f"    save it: lineup artifacts save {REFERENCE['artifact_id']}" in shown
 
 
 def test_a_title_is_written_out_not_obeyed() -> None:

@@ -12,6 +12,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from actors.capability_gateway._notifications import (
+    KEEP,
+    NOTIFICATIONS_FILE,
+    write_for_terminal,
+)
 from lineup._capability_lines import notification_lines
 from lineup.terminal_chat import parse_line
 from tests.kernel.helpers import REPO_ROOT
@@ -68,17 +73,26 @@ def test_dismiss_closes_only_a_consent_card() -> None:
     }
 
 
-def test_each_notification_is_shown_once_as_text(tmp_path: Path) -> None:
-    notes = tmp_path / "notifications.jsonl"
-    first = {"app_scope": "keeper", "title": "Tea", "text": "ready \x1b[31mnow"}
-    notes.write_text(json.dumps(first) + "\n" + '{"app_scope": "keeper", "te')  # half a line
-    lines, offset = notification_lines(tmp_path, 0)
-    assert [line.plain for line in lines] == ["  ! keeper: Tea — ready \\x1b[31mnow"]
-    assert notification_lines(tmp_path, offset) == ([], offset)  # the half line waits
-    with notes.open("a") as out:
-        out.write('xt": "second"}\n')
-    lines, _ = notification_lines(tmp_path, offset)
-    assert [line.plain for line in lines] == ["  ! keeper: second"]
+def test_each_notification_is_shown_once_as_text_and_the_file_keeps_the_newest(
+    tmp_path: Path,
+) -> None:
+    first = {"app_scope": "keeper", "app": "Keeper", "title": "Tea", "text": "ready \x1b[31mnow"}
+    write_for_terminal(tmp_path, first)
+    lines, last = notification_lines(tmp_path, 0)
+    assert [line.plain for line in lines] == ["  ! Keeper: Tea — ready \\x1b[31mnow"]
+    assert notification_lines(tmp_path, last) == ([], last)  # shown once
+    # Past KEEP the oldest go; the numbers go on, so a reader misses none of the new ones.
+    for n in range(KEEP + 5):
+        write_for_terminal(tmp_path, {"app_scope": "keeper", "app": "Keeper", "text": f"n{n}"})
+    kept = (tmp_path / NOTIFICATIONS_FILE).read_text().splitlines()
+    assert len(kept) == KEEP and json.loads(kept[0])["text"] == "n5"
+    lines, newest = notification_lines(tmp_path, last + KEEP)
+    assert [line.plain for line in lines] == [f"  ! Keeper: n{n}" for n in range(KEEP, KEEP + 5)]
+    assert newest == KEEP + 6
+    # A file begun anew (removed by the user) is read from its start.
+    (tmp_path / NOTIFICATIONS_FILE).unlink()
+    write_for_terminal(tmp_path, {"app_scope": "keeper", "app": "Keeper", "text": "anew"})
+    assert [line.plain for line in notification_lines(tmp_path, newest)[0]] == ["  ! Keeper: anew"]
 
 
 def _attach(data_dir: Path) -> subprocess.Popen[str]:
@@ -122,7 +136,7 @@ async def test_the_user_answers_in_lineup_chat_attach(
         chat.stdin.flush()
         assert (await outcome(stack, "t-1"))["status"] == "completed"
         await wait_for(
-            lambda: any(line.startswith("  ! keeper: Tea — ready") for line in screen),
+            lambda: any(line.startswith("  ! Keeper: Tea — ready") for line in screen),
             30,
             "the notification",
         )
@@ -144,4 +158,4 @@ async def test_the_user_answers_in_lineup_chat_attach(
         for pipe in (chat.stdin, chat.stdout):
             if pipe is not None:
                 pipe.close()
-    assert sum(line.startswith("  ! keeper:") for line in screen) == 1  # shown once
+    assert sum(line.startswith("  ! Keeper:") for line in screen) == 1  # shown once

@@ -1,32 +1,49 @@
 """The hostile app against the capability gateway, beside the keeper (both installed from
 signed bundles through the CLI) waiting on the user's consent. The hostile app must not
 answer the keeper's consent card or take it back, put a card of its own in the chat, ask in
-the keeper's name, see or take back the user's grants, or get a capability it did not declare. Every
+the keeper's name, see or take back the user's grants, or get a capability it did not
+declare; the notification it declares it shows only once the user allowed it, within its
+rate, and as text on a real desktop (a session bus with dunst, read back from dunst). Every
 assertion reads an independent record: runtime.db (requests, grants, audit), mailbox.db,
-the chat's own log."""
+the chat's own log, dunst's history."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from xml.sax.saxutils import escape
+
+import trio
 
 from tests.capabilities.conftest import keeper  # noqa: F401 - the signed keeper bundle
 from tests.capabilities.helpers import answer, ask, card_for, cards, keeper_ready, outcome
 from tests.capabilities.helpers import requests as gateway_requests
+from tests.desktop import Desktop, desktop
 from tests.runtime.helpers import wait_for
+from tests.tools.helpers import Agent
 
+from .app._capability_attacks import MARKUP
 from .conftest import Hostile
 
 FLOOD = 2_000  # refused requests, each under an id of its own
+FLOODED = 15  # notifications asked for at once, past the rate of 10 at once
 
 
-async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
+async def test_an_app_cannot_answer_anothers_consent_reach_the_grants_or_misuse_notifications(
     hostile: Hostile,
     keeper: tuple[Path, Path],  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
 ) -> None:
+    with desktop(tmp_path / "desktop") as shown:
+        env = {"DBUS_SESSION_BUS_ADDRESS": shown.bus}
+        agent = await keeper_ready(hostile.stack, keeper, env=env)
+        await forged_consent_is_refused(hostile, agent)
+        await notifications_wait_for_the_user_and_keep_their_rate(hostile, shown)
+
+
+async def forged_consent_is_refused(hostile: Hostile, agent: Agent) -> None:
     stack = hostile.stack
-    agent = await keeper_ready(stack, keeper)
-    await hostile.install({"attacks": ["forge_consent"]})
+    await hostile.install({"attacks": ["forge_consent", "notify_markup_and_flood"]})
     await hostile.launch()
     await ask(agent, "h-1", "notification.show", {"text": "from the keeper"})
     victim = await card_for(stack, "notification.show")
@@ -75,6 +92,37 @@ async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
     assert any(
         a["message_id"].startswith("hostile/") and "not declared" in a["detail"] for a in audited
     )
+
+
+async def notifications_wait_for_the_user_and_keep_their_rate(
+    hostile: Hostile, shown: Desktop
+) -> None:
+    """The one capability it declares, misused: markup in a notification, and more
+    notifications at once than its rate allows."""
+    stack = hostile.stack
+    hostile.order("notify", {"count": FLOODED})
+    card = await card_for(stack, "notification.show")
+    # Declared is not allowed: nothing reaches the desktop before the user says yes.
+    assert await trio.to_thread.run_sync(shown.shown) == []
+    answer(stack, card, "session")
+    result = await wait_for(
+        lambda: (hostile.report() or {}).get("results", {}).get("notify_markup_and_flood"),
+        60,
+        "the hostile app's notifications",
+    )
+    assert result["markup"] == {"status": "completed", "output": {"shown": True}}, result
+    # Past its rate (10 at once) the rest are refused before anything is shown.
+    flood = result["flood"]
+    completed, limited = flood.count("completed"), flood.count("rate_limited")
+    assert completed + limited == FLOODED and limited >= FLOODED - 10, result
+    notes = await trio.to_thread.run_sync(shown.shown, "summary", "body", "message")
+    assert len(notes) == 1 + completed
+    # The summary is plain text (dunst quotes it); the body is escaped, as dunst reads markup
+    # in bodies: what it draws has no tag of the app's, only its own bold around the summary.
+    marked = notes[0]
+    assert marked["summary"] == f"Hostile: {MARKUP['title']}"
+    assert marked["body"] == escape(MARKUP["text"])
+    assert marked["message"] == f"<b>{escape(marked['summary'])}</b>\n{marked['body']}"
 
 
 async def test_a_flood_of_refused_requests_costs_the_store_little_and_others_nothing(

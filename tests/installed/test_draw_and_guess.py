@@ -37,7 +37,15 @@ from tests.installed.helpers import (
 )
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import Agent, call_row, final_of, finals, new_revision, tools_of
-from tests.web.conftest import in_browser, open_page, start_web_runtime, until
+from tests.web.conftest import (
+    controls_in_view,
+    default_viewport,
+    in_browser,
+    open_page,
+    stage_in_view,
+    start_web_runtime,
+    until,
+)
 from tests.web.test_surfaces import page_counters, session_rows
 
 SCOPE = "draw-and-guess"
@@ -45,6 +53,7 @@ INSTANCE = f"{SCOPE}:{CONVERSATION}"
 START = "game.start_round"
 FRAME = "#surface-slot iframe"
 TITLE = "Draw and guess"
+IN_VIEW = {"outside": [], "scrolled": 0, "scrolls": False}  # `controls_in_view` when all are
 # The agent's drawing of a house: walls, a roof, a door, and a word.
 HOUSE = [
     {"kind": "rect", "colour": "black", "points": [[300, 300], [700, 650]]},
@@ -233,6 +242,10 @@ async def test_draw_and_guess_from_install_to_removal(
     page = await in_browser(_in_frame, browser, frame, "return document.documentElement.outerHTML;")
     assert "house" not in state.lower() and "house" not in page.lower()
 
+    # The user plays at a laptop's size: the guess box is in view, nothing scrolled.
+    await in_browser(stage_in_view, browser, 1280, 800)
+    assert await in_browser(controls_in_view, browser) == IN_VIEW
+
     # A surface cannot end the round without the word: Done is for a drawing round, and
     # a guess over the declared length is dropped by the page.
     assert await in_browser(_emit, browser, frame, "done", {}) == "ok"
@@ -244,6 +257,8 @@ async def test_draw_and_guess_from_install_to_removal(
     assert call_row(stack, "call_house")["state"] == "deadline"  # type: ignore[index]
 
     await in_browser(_guess, browser, frame, " House ")
+    assert await in_browser(controls_in_view, browser) == IN_VIEW  # typing scrolled nothing
+    await in_browser(default_viewport, browser)
     row = await _one_final(stack, "call_house")
     assert row["state"] == "succeeded", row
     output = dict(row["output"])

@@ -4,13 +4,18 @@ CLI, on a real runtime with its web host and AppServer, drawn on in a real Chrom
 The agent opens the board (in front of the chat, where it stays), draws on it with
 `lineup.app.state.patch`, the user draws a stroke with the mouse, and the agent reads it
 back (`board.summary`) and takes it away as a PNG and an SVG whose pixels and elements are
-where the shapes are (`board.export`, in the background: the board stays in front). Two
+where the shapes are (`board.export`, in the background: the board stays in front). The
+chat beside the board shows the PNG's picture, and its Save puts the same bytes in the
+runtime's downloads and in the browser's; the page gets that picture only in its own
+conversation, by an id it was handed, and once the app is removed its Save says the file is
+gone. Two
 pages of one board each add shapes, at the same revision too: no write is lost. An export
 outlives a SIGKILL of the app, of the tool router and of the web host with one final each,
 and the board stays what was committed. A patch that breaks the shapes' contract changes
 nothing, with its code in the app's diagnostics; one aimed at another app's instance never
-reaches it. Saving the board as a file asks the user in the chat: allowed once, it is in the
-downloads; denied the next time, the agent gets `permission_denied` and no file is made.
+reaches it. Saving the board as a file asks the user in the chat (a consent card axe-core
+finds no serious violation in): allowed once with its button, it is in the downloads;
+denied the next time, the agent gets `permission_denied` and no file is made.
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ import random
 import sqlite3
 import xml.etree.ElementTree as ET
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -44,13 +51,14 @@ from tests.tools.helpers import (
     tools_of,
 )
 from tests.web._png import rgb_rows
+from tests.web.axe import axe_source, violations_at_sizes
 from tests.web.conftest import (
     in_browser,
     open_page,
     start_web_runtime,
     until,
 )
-from tests.web.test_surfaces import SURFACE_FRAME, inside, surface_frame
+from tests.web.test_surfaces import SURFACE_FRAME, ask_display, fetch, inside, surface_frame
 
 from .helpers import (
     SignedApp,
@@ -223,6 +231,91 @@ def check_export(stack: Stack, references: list[dict[str, Any]], stroke: dict[st
     assert (text.text, text.get("fill")) == ("Plan <&> go", "#1f77b4")
 
 
+EXPORT_ITEM = 'li[data-id="call_export"]'
+# What the page's session gets at each address (its cookie goes along): status, the headers
+# that say how the browser may treat the bytes, and the bytes' length.
+FETCH = """
+const done = arguments[arguments.length - 1];
+Promise.all(arguments[0].map((path) => fetch(path).then(async (answer) => [
+  answer.status, answer.headers.get("content-type"), answer.headers.get("x-content-type-options"),
+  answer.headers.get("content-security-policy"), answer.headers.get("content-disposition"),
+  (await answer.arrayBuffer()).byteLength]))).then(done);
+"""
+PICTURE = """
+const picture = document.querySelector(arguments[0] + " img.thumb");
+return picture && picture.complete
+  ? [picture.naturalWidth, picture.alt, new URL(picture.src).pathname] : null;
+"""
+
+
+def save_status(driver: WebDriver) -> str:
+    return str(
+        driver.execute_script(
+            "const s = document.querySelector(arguments[0]); return s ? s.textContent : '';",
+            f"{EXPORT_ITEM} .save-status",
+        )
+    )
+
+
+async def _the_export_in_the_chat(
+    stack: Stack, browser: WebDriver, output: dict[str, Any], downloads: Path
+) -> None:
+    """The export's PNG as a picture under its call, Saved into the runtime's downloads and
+    the browser's with the same bytes; nothing else the page may ask for is served."""
+    png, svg = output["artifacts"]
+    assert output["artifact"] == png
+    width, alt, path = await in_browser(
+        until, browser, lambda d: d.execute_script(PICTURE, EXPORT_ITEM)
+    )
+    assert width == 1000 and alt == png["title"] == "Sprint 12.png"
+    assert path == f"/artifact/{CONVERSATION}/{png['artifact_id']}"
+    await in_browser(
+        browser.execute_cdp_cmd,
+        "Browser.setDownloadBehavior",
+        {"behavior": "allow", "downloadPath": str(downloads)},
+    )
+    await in_browser(
+        lambda: browser.find_element(By.CSS_SELECTOR, f"{EXPORT_ITEM} .save-row button").click()
+    )
+    wanted = artifact(stack, png)
+    saved = downloads / "Sprint 12.png"
+    await wait_for(lambda: saved.exists() and saved.read_bytes() == wanted, 20, "the download")
+    assert (stack.data_dir / "downloads" / "Sprint 12.png").read_bytes() == wanted
+    assert await in_browser(save_status, browser) == "Saved as “Sprint 12.png”."
+
+    # The page's own session gets the picture by the id it was handed, in its conversation
+    # only: not in another, not the SVG no call handed over, not an id it made up, not a path.
+    href = await in_browser(
+        browser.execute_script,
+        "return document.querySelector(arguments[0]).getAttribute('href')",
+        f"{EXPORT_ITEM} .save-row a[download]",
+    )
+    made_up = "art_" + "Z" * 26
+    answers = await in_browser(
+        browser.execute_async_script,
+        FETCH,
+        [
+            path,
+            href,
+            f"/artifact/other/{png['artifact_id']}",
+            f"/artifact/{CONVERSATION}/{svg['artifact_id']}",
+            f"/artifact/{CONVERSATION}/{made_up}",
+            f"/artifact/{CONVERSATION}/..%2F..%2Fruntime.db",
+            "/saved/made-up",
+        ],
+    )
+    sandboxed = "default-src 'none'; sandbox"
+    assert answers[0] == [200, "image/png", "nosniff", sandboxed, None, len(wanted)]
+    disposition = "attachment; filename=\"Sprint 12.png\"; filename*=UTF-8''Sprint%2012.png"
+    assert answers[1] == [200, "application/octet-stream", "nosniff", sandboxed, disposition,
+                          len(wanted)]  # fmt: skip
+    assert [a[0] for a in answers[2:]] == [404] * 5, answers
+    assert all(a[3] == sandboxed for a in answers), answers
+    # Without the page's cookie, nothing.
+    origin = str(browser.current_url).split("/?", 1)[0]
+    assert (await trio.to_thread.run_sync(fetch, origin + path))[0] == 403
+
+
 def one_final(stack: Stack, call_id: str) -> dict[str, Any]:
     (final,) = finals(stack, call_id)
     return final
@@ -231,7 +324,7 @@ def one_final(stack: Stack, call_id: str) -> dict[str, Any]:
 async def _full_screen_and_back(browser: WebDriver, frame: WebElement) -> None:
     """The board asks for the whole window: the page gives it and says so; the page's
     button gives the window back, and the board hears it is on the stage again."""
-    asked = await in_browser(_ask_display, browser, frame, "fullscreen")
+    asked = await in_browser(ask_display, browser, frame, "fullscreen")
     assert asked == {"mode": "fullscreen"}
     box = await in_browser(
         browser.execute_script,
@@ -248,18 +341,6 @@ async def _full_screen_and_back(browser: WebDriver, frame: WebElement) -> None:
     assert await in_browser(browser.execute_script, "return document.body.dataset.display") == ""
 
 
-def _ask_display(driver: WebDriver, frame: WebElement, mode: str) -> Any:
-    driver.switch_to.frame(frame)
-    try:
-        return driver.execute_async_script(
-            "const done = arguments[arguments.length - 1];"
-            "lineup.display.request(arguments[0]).then(done, (e) => done({error: e.code}));",
-            mode,
-        )
-    finally:
-        driver.switch_to.default_content()
-
-
 def _in_frame_script(driver: WebDriver, frame: WebElement, script: str) -> Any:
     driver.switch_to.frame(frame)
     try:
@@ -269,7 +350,7 @@ def _in_frame_script(driver: WebDriver, frame: WebElement, script: str) -> Any:
 
 
 async def test_whiteboard_from_install_to_removal(
-    stack: Stack, browser: WebDriver, whiteboard: SignedApp
+    stack: Stack, browser: WebDriver, whiteboard: SignedApp, tmp_path: Path
 ) -> None:
     agent = await installed(stack, whiteboard, browser)
     chat = await wait_foreground(stack, "chat:")
@@ -300,7 +381,6 @@ async def test_whiteboard_from_install_to_removal(
     ):
         assert abs(drawn[0] - meant[0]) <= 4 and abs(drawn[1] - meant[1]) <= 4, stroke
 
-    await owns_the_stage(browser)  # with the agent's shapes and the user's stroke on it
     await _full_screen_and_back(browser, frame)
     row = await agent.call("call_summary", "board.summary")
     assert row["state"] == "succeeded", row
@@ -321,6 +401,11 @@ async def test_whiteboard_from_install_to_removal(
     assert row["output"]["revision"] == revision
     check_export(stack, row["output"]["artifacts"], stroke)
     assert focus_stack(stack)[-2:] == [chat, instance]
+    # The board owns the stage, with the agent's shapes, the user's stroke, and in the chat
+    # beside it the export's picture and its Save button.
+    await in_browser(until, browser, lambda d: d.execute_script(PICTURE, EXPORT_ITEM))
+    await owns_the_stage(browser)
+    await _the_export_in_the_chat(stack, browser, row["output"], tmp_path)
 
     # The agent was given exactly one final for each call.
     for call_id in ("call_create", "call_summary", "call_export"):
@@ -339,8 +424,14 @@ async def test_whiteboard_from_install_to_removal(
     assert (row["state"], row["code"]) == ("failed", "app_disabled"), row
     assert one_final(stack, "call_late")["type"] == "lineup.tool.error"
 
-    # Removed: no bundle, session data or artifact is left.
+    # Removed: no bundle, session data or artifact is left; the export's Save says so
+    # where the user clicked.
     await remove_confirmed(stack, SCOPE)
+    await in_browser(
+        lambda: browser.find_element(By.CSS_SELECTOR, f"{EXPORT_ITEM} .save-row button").click()
+    )
+    gone = "This file is gone: the app that made it was removed."
+    assert await in_browser(until, browser, lambda d: save_status(d) == gone)
 
 
 # The user's pen twice within one moment: the second edit starts from the same revision as
@@ -597,8 +688,26 @@ def test_the_board_holds_shapes_to_their_contract() -> None:
     }
 
 
+CARD = "#timeline .kind-interaction:has(.card.consent)"  # the card and its item's head
+
+
+def _consent_card_in_view(driver: WebDriver) -> bool:
+    """The consent card shown; on a phone, where the board in front hides the chat, the
+    chat is brought up first, as a person would."""
+    card = driver.find_element(By.CSS_SELECTOR, "#timeline .card.consent")
+    if not card.is_displayed() and driver.find_element(By.ID, "dock-toggle").is_displayed():
+        driver.find_element(By.ID, "dock-toggle").click()
+    return bool(card.is_displayed())
+
+
+def _allow_once(driver: WebDriver) -> None:
+    card = driver.find_element(By.CSS_SELECTOR, CARD)
+    button = next(b for b in card.find_elements(By.TAG_NAME, "button") if b.text == "Allow once")
+    button.click()
+
+
 async def test_saving_the_board_asks_the_user_each_time(
-    stack: Stack, whiteboard: SignedApp
+    stack: Stack, whiteboard: SignedApp, browser: WebDriver
 ) -> None:
     await start_web_runtime(stack)
     client = await stack.start_agent()
@@ -612,10 +721,17 @@ async def test_saving_the_board_asks_the_user_each_time(
     await patch(agent, instance, {"shapes": {"agent-rect": RECT}})
     downloads = stack.data_dir / "downloads"
 
-    # The user allows it once: the PNG is in their downloads, named after the board.
+    # The card in the page has no serious accessibility violation, at a desktop's size and
+    # a phone's (the rest of the page is the accessibility test's); the user allows it once
+    # there: the PNG is in their downloads, named after the board.
     await client.submit(agent.invoke("call_save", "board.save", {"format": "png"}))
     card = await card_for(stack, "file.save")
-    answer(stack, card, "once")
+    await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
+    assert await in_browser(
+        violations_at_sizes, browser, axe_source(), _consent_card_in_view, "consent", CARD
+    ) == {"1280x800": [], "390x844": []}
+    await in_browser(until, browser, _consent_card_in_view)
+    await in_browser(_allow_once, browser)
     row = await final_of(stack, "call_save", 60)
     assert row["state"] == "succeeded", (row["code"], row["history"])
     assert row["output"] == {"saved": True, "name": "Plan-B.png"}

@@ -62,6 +62,12 @@ def test_an_app_reaches_only_its_sdk() -> None:
         "app.chat",
         "host",
     }
+    # The user's save of an artifact: the operator, the host, the web host's Save; no app.
+    assert doors["capability_gateway"].senders_of("capability_gateway.save_artifact") == {
+        "debug",
+        "host",
+        "web_host",
+    }
     # What the settings app shows and changes for the user: the settings app alone (and the
     # operator, as every door admits it).
     settings_only = {

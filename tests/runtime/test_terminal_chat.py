@@ -329,6 +329,12 @@ def test_several_open_questions_are_answered_by_id() -> None:
     assert shown[0] == "[agent:demo] asks q1: Which colour?  (waiting)"
 
 
+def _type(chat: subprocess.Popen[str], text: str) -> None:
+    assert chat.stdin is not None
+    chat.stdin.write(text)
+    chat.stdin.flush()
+
+
 def _attach(data_dir: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
@@ -367,27 +373,42 @@ async def test_a_session_in_lineup_chat_attach(tmp_path: Path) -> None:
         screen: list[str] = []
         reader = threading.Thread(target=lambda: screen.extend(chat.stdout or []), daemon=True)
         reader.start()
-        assert chat.stdin is not None
-        chat.stdin.write("ask me something\n")
-        chat.stdin.flush()
-        await wait_for(lambda: any("/2 Green" in line for line in screen), 30, "the choice")
+
+        def count(text: str) -> int:
+            return sum(text in line for line in screen)
+
+        _type(chat, "ask me something\n")
+        await wait_for(lambda: count("/2 Green"), 30, "the choice")
         assert any(line.startswith("[you] ask me something") for line in screen)
-        chat.stdin.write("/2 please\n/help\n")  # refused with a hint; the help
-        chat.stdin.flush()
-        await wait_for(lambda: any("/questions" in line for line in screen), 30, "the help")
-        assert any("/2 takes nothing after it" in line for line in screen)
-        chat.stdin.write("/2\n")
-        chat.stdin.flush()
-        await wait_for(lambda: any("     /yes" in line for line in screen), 30, "the confirm")
-        chat.stdin.write("/quit\n")
-        chat.stdin.flush()
+        _type(chat, "/2 please\n/help\n")  # refused with a hint; the help
+        await wait_for(lambda: count("/questions"), 30, "the help")
+        assert count("/2 takes nothing after it")
+        _type(chat, "/2\n")
+        await wait_for(lambda: count("     /yes"), 30, "the confirm")
+        # The user writes instead of answering: the agent withdraws its open question (q2),
+        # which takes no answer now.
+        _type(chat, "hello\n")
+        await wait_for(lambda: count("now withdrawn"), 30, "the confirm withdrawn")
+        _type(chat, "/q2 yes\n")
+        await wait_for(lambda: count("q2 is no longer asked"), 30, "the refusal of /q2")
+        # Asked again, only the new confirm is open: /yes names it alone.
+        _type(chat, "ask me something\n")
+        await wait_for(lambda: count("/2 Green") == 2, 30, "the second choice")
+        _type(chat, "/2\n")
+        await wait_for(lambda: count("     /yes") == 2, 30, "the second confirm")
+        _type(chat, "/yes\n")
+        await wait_for(lambda: count("Great, let's do it."), 30, "the confirm answered")
+        _type(chat, "/quit\n")
         assert chat.wait(10) == 0
         reader.join(5)
-        assert sum("[you] ask me something" in line for line in screen) == 1
-        assert sum(line.startswith("[you] chose ") for line in screen) == 1  # only /2
+        assert count("[you] ask me something") == 2
+        assert sum(line.startswith("[you] chose ") for line in screen) == 2  # only each /2
+        assert sum(line.startswith("[you] confirmed") for line in screen) == 1
+        assert not count("open questions take /yes"), screen
         tasks = [line for line in screen if line.startswith("  [task] demo.")]
         assert tasks and tasks[-1].rstrip().endswith("(done)"), screen
-        assert len(tasks) == len(set(tasks)) <= 2  # a line when it starts and when it ends
+        # A line when each task starts and when it ends.
+        assert len(tasks) == len(set(tasks)) <= 4
     finally:
         if chat is not None:
             if chat.poll() is None:

@@ -90,6 +90,14 @@ async def test_each_view_shows_what_the_owners_hold(
     }
     shown = await settings_json(data_dir, "show")
     assert shown["problems"] == {}
+    # What would serve each capability now: no desktop service, no web host here.
+    assert shown["providers"] == [
+        {"capability": "file.save", "by": "saved into downloads"},
+        {
+            "capability": "notification.show",
+            "by": "the terminal chat, with the bell (no desktop service, no page open)",
+        },
+    ]
     view = ui.view()
     assert view["data"] == shown["data"] == data
     assert view["grants"] == shown["grants"] == []

@@ -1,7 +1,8 @@
 """What leaves the web host for the page, and what a page's frame becomes: the agent's
 Markdown as a tree of allowed tags only, timeline items with every untrusted string made
 visible (a consent card and a tool call included), and actions whose conversation is the
-page's, never the frame's."""
+page's, never the frame's; a save names an artifact by its id only; a preview is a picture
+by its bytes only, and a saved file's name leaves as a header that cannot be broken out of."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from actors.kernel import new_id
 from actors.web_host import _inputs
+from actors.web_host._artifacts import content_disposition, sniff_image
 from actors.web_host._markdown import TAGS, markdown_tree
 from actors.web_host._views import display_item
 
@@ -78,11 +80,17 @@ def test_a_consent_card_and_a_tool_call_are_shown_with_their_strings_visible() -
         "state": "succeeded",
         "percent": 100,
         "message": "done\x1b[2J",
-        "artifact": {"artifact_id": "a1", "title": "Log", "media_type": "text/plain", "size": 3},
-    }
+        "artifact": {"artifact_id": "a1", "title": "Log\u202e", "media_type": "text/plain",
+                     "size": 3},
+    }  # fmt: skip
     shown = display_item(tool, 4, set())
     assert (shown["state"], shown["percent"], shown["detail"]) == ("succeeded", 100, "done\\x1b[2J")
-    assert shown["artifact"] == "artifact “Log” (text/plain, 3 bytes)"
+    assert shown["artifact"] == {
+        "id": "a1",
+        "label": "artifact “Log<U+202E>” (text/plain, 3 bytes)",
+        "title": "Log<U+202E>",
+        "media_type": "text/plain",
+    }
 
 
 def _act(app: str, given: dict[str, Any]) -> dict[str, Any]:
@@ -126,3 +134,46 @@ def test_a_registry_action_and_an_intent_are_what_the_page_may_ask() -> None:
         _inputs.action(
             _act("app-registry", {"kind": "remove", "app_scope": "n", "confirmed": 1}), "c"
         )
+
+
+def test_a_page_says_only_which_notification_it_showed_and_how() -> None:
+    assert _inputs.notified({"t": "notified", "id": "canvas/n-1", "as": "toast"}) == (
+        "canvas/n-1",
+        "toast",
+    )
+    for frame, sentence in (
+        ({"t": "notified", "id": "canvas/n-1", "as": "sound"}, "in a way it cannot"),
+        ({"t": "notified", "id": "x" * 161, "as": "system"}, "bad notification id"),
+        ({"t": "notified", "id": "canvas/n-1"}, "incomplete"),
+        ({"t": "notified", "id": "c", "as": "system", "app": "x"}, "unknown field"),
+    ):
+        with pytest.raises(_inputs.Refused, match=sentence):
+            _inputs.notified(frame)
+
+
+def test_a_save_names_an_artifact_by_its_id_only() -> None:
+    artifact_id = "art_" + "A1" * 13
+    frame = {"t": "save", "client_id": new_id(), "artifact_id": artifact_id}
+    assert _inputs.save(frame).artifact_id == artifact_id
+    for named in ("../../runtime.db", "art_short", f"{artifact_id}/x", 7):
+        with pytest.raises(_inputs.Refused, match="not there"):
+            _inputs.save({**frame, "artifact_id": named})
+    with pytest.raises(_inputs.Refused, match="unknown field"):
+        _inputs.save({**frame, "path": "/etc/passwd"})
+
+
+def test_a_preview_is_a_picture_by_its_bytes() -> None:
+    assert sniff_image(b"\x89PNG\r\n\x1a\n....") == "image/png"
+    assert sniff_image(b"\xff\xd8\xff\xe0") == "image/jpeg"
+    assert sniff_image(b"GIF89a..") == "image/gif"
+    assert sniff_image(b"RIFF\x00\x00\x00\x00WEBPVP8 ") == "image/webp"
+    for other in (b"<svg xmlns='http://www.w3.org/2000/svg'/>", b"<html><script>", b"", b"RIFF"):
+        assert sniff_image(other) is None
+
+
+def test_a_saved_name_leaves_as_one_safe_header_value() -> None:
+    header = content_disposition('Plan "B"; filename=evil.html\\é.png')
+    plain, encoded = header.removeprefix("attachment; ").split("; filename*=")
+    assert plain == 'filename="Plan _B_; filename=evil.html__.png"'
+    assert encoded == "UTF-8''Plan%20%22B%22%3B%20filename%3Devil.html%5C%C3%A9.png"
+    assert header.isascii() and "\r" not in header and "\n" not in header

@@ -7,7 +7,10 @@ before any page shows the surface: the call waits for one), one that breaks the 
 (`handler_failed`), and ones held until a reload, then a web host SIGKILLed, offers the
 call again under the same call id. The trojan's surface answers for another instance, a
 made-up call id, another app's call id and its own call twice: the page relays its one
-answer only, counting the others, and the web host refuses such answers past the page.
+answer only, counting the others, and the web host refuses such answers past the page. The
+trojan hands over "PNG" artifacts that are an HTML page and an SVG with scripts: the chat
+shows their lines and Save with no picture, and opened as addresses they are never a
+document and run nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from tests.tools.helpers import Agent, call_row, final_of, new_revision, stream_
 
 from .conftest import appserver_messages, in_browser, open_page, start_web_runtime, until
 from .test_surfaces import (
+    ATTACK_DROPS,
     CONVERSATION,
     DIRECT,
     SURFACE_FRAME,
@@ -37,16 +41,21 @@ from .test_surfaces import (
 __all__ = ["bundles"]
 
 SOURCE = "const f = document.querySelector(arguments[0]); return f ? f.src : null;"
-
-# What the trojan's attack at load has the page drop (`test_surfaces`), before any call.
-ATTACK_DROPS = {
-    "scope_mismatch": 1,
-    "undeclared_event": 1,
-    "too_large": 1,
-    "not_text": 1,
-    "undeclared_capability": 1,
-    "invalid_payload": 1,
-}
+# What the chat shows of the artifact a call handed over, once its picture (if asked for)
+# has loaded, or has failed and been dropped.
+SHOWN = """
+const box = document.querySelector(`li[data-id="call_${arguments[0]}"] .artifact`);
+const picture = box && box.querySelector("img");
+if (!box || (picture && !(picture.complete && picture.naturalWidth > 0))) return null;
+return {label: Boolean(box.querySelector(".artifact-label")),
+        save: Boolean(box.querySelector(".save-row button")), picture: Boolean(picture)};
+"""
+STATUSES = """
+const done = arguments[arguments.length - 1];
+Promise.all(arguments[0].map((path) => fetch(path).then((answer) => [answer.status,
+  answer.headers.get("content-type"), answer.headers.get("content-security-policy")])))
+  .then(done);
+"""
 
 
 async def agent_with(stack: Stack, bundles: dict[str, Path], scope: str) -> Agent:
@@ -165,7 +174,11 @@ async def test_a_hostile_surface_answers_only_its_own_call_once(
     counters = await in_browser(
         until,
         browser,
-        lambda d: (c := forged_drops(page_counters(d)["dropped"])) and sum(c.values()) >= 6 and c,
+        lambda d: (
+            (c := forged_drops(page_counters(d)["dropped"]))
+            and sum(c.values()) >= sum(ATTACK_DROPS.values())
+            and c
+        ),
     )
     assert counters == ATTACK_DROPS
 
@@ -184,3 +197,30 @@ async def test_a_hostile_surface_answers_only_its_own_call_once(
         "the page's drops in the web host's statistics",
     )
     assert stream_finals(stack) == {"call_grab": ["lineup.tool.result"]}
+
+    # Documents with a script that say they are PNGs: no picture in the chat, only the line
+    # and Save; their address answers 415 as text, and opened in a tab runs nothing.
+    paths = []
+    for kind in ("html", "svg"):
+        row = await agent.call(f"call_{kind}", "trojan.picture", arguments={"kind": kind})
+        assert row["state"] == "succeeded", row
+        reference = row["output"]["artifact"]
+        assert (reference["media_type"], reference["title"]) == ("image/png", f"{kind}.png")
+        shown = await in_browser(until, browser, lambda d, k=kind: d.execute_script(SHOWN, k))
+        assert shown == {"label": True, "save": True, "picture": False}, shown
+        paths.append(f"/artifact/{CONVERSATION}/{reference['artifact_id']}")
+    answers = await in_browser(browser.execute_async_script, STATUSES, paths)
+    assert answers == [[415, "text/plain; charset=utf-8", "default-src 'none'; sandbox"]] * 2
+    page = browser.current_window_handle
+    origin = str(browser.current_url).split("/?", 1)[0]
+    await in_browser(browser.switch_to.new_window, "tab")
+    try:
+        for path in paths:
+            await in_browser(browser.get, origin + path)
+            opened = await in_browser(
+                browser.execute_script, "return [document.contentType, document.title]"
+            )
+            assert opened == ["text/plain", ""], opened
+        await in_browser(browser.close)
+    finally:
+        await in_browser(browser.switch_to.window, page)

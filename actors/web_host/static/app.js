@@ -34,8 +34,11 @@
     titles: new Map(), // app scope -> its title, from the registry
     asked: [], // registry operations asked for in this page, their outcome not seen yet
     latestOperation: null, // the last operation in the registry as last shown
-    framed: null, // the app surface framed now: {title, instanceId}
+    framed: null, // the app surface framed now: {title, instanceId, modes}
+    placement: null, // how the page shows an instance's surface: {instanceId, inline}
     front: null, // the instance in front, from the registry's focus stack
+    saves: new Map(), // artifact id -> how its Save went: {text, busy, failed, href, name}
+    saving: new Map(), // client id of a save under way -> its artifact id
   };
   // How long a socket may stay down before the page says the runtime has stopped.
   const GIVE_UP_MS = 20000;
@@ -80,8 +83,8 @@
 
   // What the header says of the connection: "reconnecting" only while a socket that was
   // open is down, "offline" only once the runtime said its AppServer link is down, and
-  // "stopped" once the runtime has not answered for a while (a runtime started again
-  // listens at another address: the page cannot find it by itself).
+  // "stopped" once the web host said the runtime stops, or the runtime has not answered for
+  // a while (killed: nobody said goodbye; a runtime started again needs a new address).
   function showConnection() {
     const shown = $("connection");
     let mode = "online";
@@ -136,8 +139,12 @@
       if (state.socket !== socket) return;
       state.open = false;
       state.sending.clear();
+      for (const artifactId of state.saving.values()) {
+        setSave(artifactId, { text: "The connection was lost before the save finished: try again.", failed: true });
+      }
+      state.saving.clear();
       state.downSince = state.downSince || Date.now();
-      state.stopped = Date.now() - state.downSince > GIVE_UP_MS;
+      state.stopped = state.stopped || Date.now() - state.downSince > GIVE_UP_MS;
       showConnection();
       renderQueue();
       if (state.stopped) return; // reloading the page (or a new address) starts again
@@ -158,9 +165,23 @@
     } else if (frame.t === "retry") {
       state.sending.delete(frame.client_id);
       setTimeout(flush, 1000);
+    } else if (frame.t === "saved" || (frame.t === "refused" && state.saving.has(frame.client_id))) {
+      saveAnswered(frame);
     } else if (frame.t === "refused") {
       if (frame.client_id) settle(frame.client_id);
       notice(frame.error);
+    } else if (frame.t === "notification") {
+      // An app's notification (notify.js shows it); the web host hears how it was shown.
+      const socket = state.socket;
+      const shown = (how) => {
+        if (socket.readyState === WebSocket.OPEN) {
+          socket.send(JSON.stringify({ t: "notified", id: frame.id, as: how }));
+        }
+      };
+      document.dispatchEvent(new CustomEvent("lineup:notification", { detail: { notification: frame, shown } }));
+    } else if (frame.t === "stopped") {
+      state.stopped = true;
+      showConnection();
     }
   }
 
@@ -232,7 +253,8 @@
   function applyView(frame) {
     if (frame.reset) {
       state.items.clear();
-      $("timeline").replaceChildren();
+      // An inline surface's card stays: taking its frame out of the page would end it.
+      for (const child of [...$("timeline").children]) if (child.id !== "surface-card") child.remove();
     }
     const page = $("chat-scroll");
     const nearBottom = page.scrollHeight - page.scrollTop - page.clientHeight < 80;
@@ -283,6 +305,8 @@
     received: "",
     waiting: "waiting for your answer",
     answered: "",
+    withdrawn: "",
+    refused: "not sent",
     running: "working…",
     succeeded: "done",
     cancelled: "stopped",
@@ -297,11 +321,13 @@
     return item.code && words ? `${words}: ${item.code.replaceAll("_", " ")}` : words;
   }
 
-  // Who wrote an item, in words: the user, the agent (by its name), an app's tool call.
+  // Who wrote an item, in words: the user, the agent (by its name), an app's tool call, the
+  // runtime itself (a permission an app asks for) by the product's name.
   function sender(item) {
     if (item.mine) return "you";
     if (item.kind === "tool") return "tool";
     const [kind, name] = String(item.from).split(":", 2);
+    if (kind === "runtime") return "LineUp";
     return kind === "agent" && name ? `${name} (agent)` : item.from;
   }
 
@@ -316,6 +342,7 @@
     node.append(head);
     if (item.md) node.append(renderMarkdown(item.md));
     else if (item.kind !== "interaction") node.append(el("p", item.mine ? item.text : localTimes(item.text), "text"));
+    if (item.kind === "message" && item.detail) node.append(el("p", item.detail, "detail"));
     if (item.kind === "tool") node.append(renderTool(item));
     if (item.ask) node.append(renderAsk(item));
     return node;
@@ -429,7 +456,7 @@
     } else if (item.detail) {
       box.append(el("p", localTimes(item.detail), "detail"));
     }
-    if (item.artifact) box.append(el("p", item.artifact, "artifact"));
+    if (item.artifact) box.append(renderArtifact(item.artifact));
     if (!ended) {
       const stop = el("button", "Stop");
       stop.type = "button";
@@ -438,6 +465,83 @@
       box.append(stop);
     }
     return box;
+  }
+
+  // -- artifacts: a picture's preview, and Save ---------------------------------------------
+  // The web host answers a preview only for a picture its bytes show to be one, and only
+  // in the conversation whose tool call handed it over; anything else is no picture here.
+  const PREVIEWED = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"]);
+
+  function renderArtifact(artifact) {
+    const box = el("div", null, "artifact");
+    box.dataset.artifact = artifact.id;
+    if (PREVIEWED.has(artifact.media_type)) {
+      const picture = el("img", null, "thumb");
+      picture.alt = artifact.title;
+      picture.addEventListener("error", () => picture.remove());
+      picture.src = `/artifact/${encodeURIComponent(conversation)}/${encodeURIComponent(artifact.id)}`;
+      box.append(picture);
+    }
+    box.append(el("p", artifact.label, "artifact-label"));
+    const row = el("div", null, "save-row");
+    const button = el("button", "Save");
+    button.type = "button";
+    button.setAttribute("aria-label", `Save ${artifact.title}`);
+    button.addEventListener("click", () => saveArtifact(artifact.id));
+    row.append(button, el("span", null, "save-status"));
+    row.lastChild.setAttribute("role", "status");
+    box.append(row);
+    showSave(box, state.saves.get(artifact.id));
+    return box;
+  }
+
+  // The user's Save: the runtime saves it into its downloads, then the page hands the
+  // browser the same file (an <a download> to the web host's copy of that save).
+  function saveArtifact(artifactId) {
+    if (!state.open) {
+      setSave(artifactId, { text: "The page is not connected: try again once it is back.", failed: true });
+      return;
+    }
+    const clientId = messageId();
+    state.saving.set(clientId, artifactId);
+    setSave(artifactId, { text: "Saving…", busy: true });
+    state.socket.send(JSON.stringify({ t: "save", client_id: clientId, artifact_id: artifactId }));
+  }
+
+  function saveAnswered(frame) {
+    const artifactId = state.saving.get(frame.client_id);
+    state.saving.delete(frame.client_id);
+    if (!artifactId) return;
+    if (frame.t !== "saved") {
+      setSave(artifactId, { text: frame.error, failed: true });
+      return;
+    }
+    setSave(artifactId, { text: `Saved as “${frame.name}”.`, href: frame.href, name: frame.name });
+    const link = document.querySelector(`[data-artifact="${CSS.escape(artifactId)}"] .save-row a`);
+    if (link) link.click();
+  }
+
+  function setSave(artifactId, save) {
+    state.saves.set(artifactId, save);
+    for (const box of document.querySelectorAll(`[data-artifact="${CSS.escape(artifactId)}"]`)) {
+      showSave(box, save);
+    }
+  }
+
+  function showSave(box, save) {
+    const row = box.querySelector(".save-row");
+    const status = row.querySelector(".save-status");
+    row.querySelector("button").disabled = Boolean(save && save.busy);
+    row.classList.toggle("failed", Boolean(save && save.failed));
+    status.textContent = save ? save.text : "";
+    const old = row.querySelector("a");
+    if (old) old.remove();
+    if (save && save.href) {
+      const link = el("a", "Download again");
+      link.href = save.href;
+      link.download = save.name;
+      row.append(link);
+    }
   }
 
   function answer(ask, fields, label) {
@@ -451,7 +555,10 @@
     card.append(el("p", localTimes(item.text), "prompt"));
     const waiting = queuedAnswers().has(ask.interaction_id);
     if (!ask.open) {
-      card.append(el("p", ask.answer !== undefined ? `You answered: ${ask.answer}` : "closed", "closed"));
+      // A question the agent withdrew says so, with its reason: it takes no answer now.
+      const withdrawn = ask.reason ? `No longer asked: ${ask.reason}` : "No longer asked";
+      const closed = ask.answer !== undefined ? `You answered: ${ask.answer}` : ask.withdrawn ? withdrawn : "closed";
+      card.append(el("p", closed, "closed"));
       return card;
     }
     const actions = el("div", null, "actions");
@@ -722,17 +829,64 @@
   // The stage shows the framed app while its instance is in front; with the chat (or an
   // app without a surface) in front, the chat has the main area.
   // An app that may float (its entrypoint declares `pip`) stays in view, small, while
-  // another is in front: the host's choice of its display mode.
+  // another is in front: the host's choice of its display mode. One shown inline is a card
+  // in the conversation, in front or not, and the chat keeps the main area.
   function layoutStage() {
     const framed = state.framed;
-    const front = Boolean(framed) && framed.instanceId === state.front;
-    const floats = Boolean(framed) && !front && framed.modes.includes("pip");
-    onStage(front ? framed.title : null, floats ? framed : null);
+    const inline = Boolean(framed) && state.placement.inline;
+    const front = Boolean(framed) && !inline && framed.instanceId === state.front;
+    const floats = Boolean(framed) && !inline && !front && framed.modes.includes("pip");
+    onStage(front ? framed.title : null, floats ? framed : null, inline ? framed : null);
+  }
+
+  // A surface newly framed is shown inline when its entrypoint's first mode is `inline`,
+  // else on the stage; the same instance framed again (a reload, a restarted web host)
+  // keeps how it was shown.
+  function placeFramed(framed) {
+    state.framed = framed;
+    if (framed && (!state.placement || state.placement.instanceId !== framed.instanceId)) {
+      state.placement = { instanceId: framed.instanceId, inline: framed.modes[0] === "inline" };
+    }
+    layoutStage();
+  }
+
+  // An inline surface's card: the app's title, a button to the stage when the app may be
+  // shown there, and the slot its frame goes in (surfaces.js moves it). The card is placed
+  // after what the conversation holds when it first opens, and keeps that place; what is
+  // said later comes below it. Whether it is new.
+  function showCard(framed) {
+    const old = $("surface-card");
+    if (old && old.dataset.instance === framed.instanceId) return false;
+    if (old) old.remove();
+    const last = $("timeline").lastElementChild;
+    if (state.placement.order === undefined) {
+      state.placement.order = last ? Number(last.dataset.order) + 0.5 : 0;
+    }
+    const card = el("li", null, "item surface-card");
+    card.id = "surface-card";
+    card.dataset.instance = framed.instanceId;
+    card.dataset.order = String(state.placement.order);
+    const head = el("div", null, "head");
+    head.append(el("span", framed.title, "from"));
+    if (framed.modes.includes("stage")) {
+      const expand = el("button", "Expand", "quiet");
+      expand.type = "button";
+      expand.setAttribute("aria-label", `Expand ${framed.title} onto the stage`);
+      expand.addEventListener("click", () => onDisplayRequest("stage", () => {}));
+      head.append(expand);
+    }
+    const slot = el("div", null, "surface-card-slot");
+    slot.id = "surface-card-slot";
+    card.append(head, slot);
+    const after = [...$("timeline").children].find((child) => Number(child.dataset.order) > state.placement.order);
+    $("timeline").insertBefore(card, after || null);
+    return true;
   }
 
   // How the framed app is shown now, as its surface hears it.
   function displayMode() {
     const main = $("main");
+    if (main.dataset.inline === "on") return "inline";
     if (main.dataset.pip === "on") return "pip";
     if (main.dataset.stage !== "app") return "hidden";
     return document.body.dataset.display === "fullscreen" ? "fullscreen" : "stage";
@@ -746,37 +900,52 @@
     document.dispatchEvent(new CustomEvent("lineup:display-mode", { detail: { mode } }));
   }
 
-  // A surface asks to be shown another way; the page decides among what it serves
-  // (`inline` it does not) and answers with the mode in force.
+  // A surface asks to be shown another way (surfaces.js let through only a mode it
+  // declares); the page decides and answers with the mode in force.
   function onDisplayRequest(mode, answer) {
-    const front = displayMode() === "stage" || displayMode() === "fullscreen";
-    if (mode === "fullscreen" && front) {
+    const framed = state.framed;
+    if (!framed) {
+      answer(displayMode());
+      return;
+    }
+    const inFront = framed.instanceId === state.front;
+    if (mode === "inline") {
+      document.body.dataset.display = "";
+      state.placement.inline = true;
+    } else if (mode === "fullscreen" && inFront) {
+      state.placement.inline = false;
       document.body.dataset.display = "fullscreen";
     } else if (mode === "stage") {
       document.body.dataset.display = "";
-      if (!front && state.framed) {
-        const scope = String(state.framed.instanceId).split(":")[0];
+      state.placement.inline = false;
+      if (!inFront) {
+        const scope = String(framed.instanceId).split(":")[0];
         enqueue({ t: "intent", intent: "focus_app", app_scope: scope }, null);
         answer("stage");  // it comes to the front as the registry moves it
         return;
       }
-    } else if (mode === "pip" && front) {
+    } else if (mode === "pip") {
       document.body.dataset.display = "";
-      enqueue({ t: "intent", intent: "focus_app", app_scope: "chat" }, null);
-      answer("pip");
-      return;
+      state.placement.inline = false;
+      if (inFront) {
+        enqueue({ t: "intent", intent: "focus_app", app_scope: "chat" }, null);
+        answer("pip");  // it floats as the registry brings the chat to the front
+        return;
+      }
     }
     layoutStage();
     answer(displayMode());
   }
 
-  function onStage(title, floating = null) {
+  function onStage(title, floating = null, inline = null) {
     const main = $("main");
     if (!title) document.body.dataset.display = ""; // full screen ends with its app in front
     const app = Boolean(title);
     const was = main.dataset.stage === "app" && $("stage-title").textContent === title;
     main.dataset.stage = app ? "app" : "chat";
     main.dataset.pip = floating ? "on" : "";
+    main.dataset.inline = inline ? "on" : "";
+    const newCard = Boolean(inline) && showCard(inline);
     $("stage").hidden = !app && !floating;
     $("stage-front").hidden = !floating;
     if (floating) $("stage-title").textContent = floating.title;
@@ -789,7 +958,9 @@
     labelDock();
     describeHandle();
     $("stage-leave").hidden = document.body.dataset.display !== "fullscreen";
-    tellMode();
+    tellMode(); // the frame leaves the card first (surfaces.js), then the card goes
+    if (!inline && $("surface-card")) $("surface-card").remove();
+    if (newCard) $("surface-card").scrollIntoView({ block: "nearest" });
   }
 
   function setDock(shown) {
@@ -879,10 +1050,7 @@
         onDisplayRequest("stage", () => {});
       }
     });
-    document.addEventListener("lineup:stage", (event) => {
-      state.framed = event.detail;
-      layoutStage();
-    });
+    document.addEventListener("lineup:stage", (event) => placeFramed(event.detail));
     phone.addEventListener("change", () => {
       $("main").dataset.stage = "chat"; // laid out anew for the new size
       layoutStage();

@@ -2,12 +2,15 @@
 consent card forged, a consent card of its own put in the chat, a request in another app's
 name by a field of the body, another app's request taken back, the grants listed or
 revoked, a capability its manifest does not declare asked for, and inputs its SDK cannot
-send."""
+send; and, with the one capability it declares (`notification.show`), markup in a desktop
+notification and more notifications than its rate allows."""
 
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING, Any
+
+import trio
 
 from actors.kernel import new_id
 
@@ -31,7 +34,7 @@ async def forge_consent(app: HostileApp, options: dict[str, Any]) -> dict[str, A
         "deadline_ms": 0,
         "state": "asking",
     }
-    request = {"request_id": new_id(), "capability": "notification.show", "purpose": "mine"}
+    request = {"request_id": new_id(), "capability": "file.save", "purpose": "mine"}
     return {
         "consent": await app.attempt(
             GATEWAY, "capability_gateway.consent", {"request_id": victim, "answer": "always"}
@@ -68,6 +71,34 @@ async def flood_requests(app: HostileApp, options: dict[str, Any]) -> dict[str, 
     count = int(options.get("count", 2000))
     started = time.monotonic()
     for n in range(count):
-        body = {"request_id": f"flood-{n}", "capability": "notification.show", "purpose": "x"}
+        body = {"request_id": f"flood-{n}", "capability": "file.save", "purpose": "x"}
         await app.cast(GATEWAY, "capability_gateway.request", body, id=new_id())
     return {"sent": count, "seconds": round(time.monotonic() - started, 3)}
+
+
+# What a notification server that reads markup in bodies would turn into a link and an
+# image, in the summary and the body.
+MARKUP = {
+    "title": "<b>Urgent</b>",
+    "text": "<a href='https://example.invalid/'>Open</a><img src='file:///etc/passwd'/> &amp;",
+}
+
+
+async def notify_markup_and_flood(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]:
+    """Once the test says (`notify`): a notification with markup in it, which the user is
+    asked about first; then `count` more at once, more than its rate allows, each under its
+    own id."""
+    options = await app.order("notify")
+    marked = await app.sdk.capabilities.request("notification.show", "to mark up", MARKUP)
+    flood: list[str] = []
+
+    async def one(n: int) -> None:
+        outcome = await app.sdk.capabilities.request(
+            "notification.show", "to flood", {"text": f"flood {n}"}
+        )
+        flood.append(str(outcome.get("code") or outcome["status"]))
+
+    async with trio.open_nursery() as nursery:
+        for n in range(int(options.get("count", 15))):
+            nursery.start_soon(one, n)
+    return {"markup": marked, "flood": sorted(flood)}

@@ -1,7 +1,9 @@
 """An installed app with a surface: a board the user draws on.
 
-Its surface (`ui/`) emits `stroke` events, keeps how often it was opened in the instance's
-session data and asks to copy the drawing to the clipboard, all through the bridge. The
+Its surface (`ui/`) is shown inline first (a card in the conversation), may ask for the
+stage and back, emits `stroke` events, keeps how often it was opened in the instance's
+session data and asks to copy the drawing to the clipboard, all through the bridge; its
+"Remind me" button asks for a notification. The
 app's process appends each stroke it is told of to `strokes.jsonl` in its private directory
 (flushed to disk: the test reads it as the app's own record) and patches the surface's
 state with the count.
@@ -51,7 +53,13 @@ def _append(record: dict[str, Any]) -> int:
     version="1.0.0",
     title="Canvas",
     entrypoints=[
-        {"id": "board", "kind": "primary", "surface": "ui/index.html", "surface_events": [STROKE]}
+        {
+            "id": "board",
+            "kind": "primary",
+            "surface": "ui/index.html",
+            "surface_events": [STROKE],
+            "display_modes": ["inline", "stage"],
+        }
     ],
     required_features=[
         "app.lifecycle.v1",
@@ -59,7 +67,7 @@ def _append(record: dict[str, Any]) -> int:
         "capability.request.v1",
         "app.tools.v1",
     ],
-    capabilities=["clipboard.write"],
+    capabilities=["clipboard.write", "notification.show"],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
 )
 class CanvasApp(RuntimeApp):
