@@ -104,7 +104,8 @@ RUNTIME_CHILDREN = [
 # client kept alive like every actor, on loopback, started last.
 WEB_HOST = _actor("web_host", "actors.web_host", "WebHostActor")
 
-# Where the runtime's AppServer token lives in the data dir (mode 0600, transport only).
+# The runtime's AppServer token file in the data dir (mode 0600, transport only), where no
+# keyring keeps it.
 TOKEN_FILE = ".runtime_token"
 
 
@@ -144,6 +145,8 @@ def default_config(
         "transport": {
             "appserver_url": appserver_url,
             "token_file": str(Path(token_file).resolve() if token_file else root / TOKEN_FILE),
+            # The data dir's own token is the keyring's where there is one (`_token`).
+            "data_dir": str(root),
         },
         # It reads the chat's and the registry's projections and uses the UI socket; it
         # never reads the token.

@@ -44,7 +44,15 @@ from rich.segment import ControlType
 from rich.text import Text
 
 from actors.kernel import ControlError, ui_request
-from apps.chat import artifact_label, history, refusal_sentence, render, visible
+from apps.chat import (
+    artifact_label,
+    deadline_words,
+    history,
+    local_times,
+    refusal_sentence,
+    render,
+    visible,
+)
 
 from ._capability_lines import (
     RECORDING,
@@ -53,7 +61,7 @@ from ._capability_lines import (
     recording_line,
     recording_now,
 )
-from ._common import STATE_STYLES
+from ._common import ENDED_TASK, STATE_STYLES, STATE_WORDS
 from .debug_cmd import runtime_lifecycle
 from .ui_session import UiSession
 
@@ -151,7 +159,8 @@ def open_questions(view: dict[str, Any]) -> list[RenderableType]:
 
 def _state(state: str) -> Text:
     """A state as shown, coloured (colours only on a terminal, and not under NO_COLOR)."""
-    return Text(visible(state, newlines=False), style=STATE_STYLES.get(state, ""))
+    words = visible(STATE_WORDS.get(state, state), newlines=False)
+    return Text(words, style=STATE_STYLES.get(state, ""))
 
 
 def _sender(item: dict[str, Any]) -> str:
@@ -164,50 +173,24 @@ def _task_line(task_id: str, task: dict[str, Any]) -> Text:
     line = Text.assemble("  [task] ", (title, "bold"))
     if label and label != title:
         line.append(f" — {label}")
-    if task.get("percent") is not None:
+    status = str(task.get("status", "?"))
+    if task.get("percent") is not None and status not in ENDED_TASK:
         line.append(f": {task['percent']} %")
-    line.append(f" ({visible(task.get('status', '?'), newlines=False)})")
+    line.append(f" ({visible(STATE_WORDS.get(status, status), newlines=False)})")
     return line
 
 
 def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[RenderableType | TaskLine]:
     """Lines for timeline items not shown yet, or whose state changed since (`seen`: id →
-    state, updated in place), then the tasks that moved and the questions newly waiting
-    for an answer. Agent Markdown comes as a safe renderable (no raw HTML, links written
-    out); everything else as `Text`, so no markup in it is interpreted."""
+    state, updated in place), each with its timer's line when that changed, then the tasks
+    that moved and the questions newly waiting for an answer. Agent Markdown comes as a
+    safe renderable (no raw HTML, links written out, UTC timestamps on the local clock);
+    everything else as `Text`, so no markup in it is interpreted."""
     lines: list[RenderableType | TaskLine] = []
     ids = question_ids(view)
     for item in view["timeline"]:
-        key, state = item["id"], item.get("state", "")
-        if seen.get(key) == state:
-            continue
-        first = key not in seen
-        seen[key] = state
-        who = _sender(item)
-        if first and item.get("format") == "markdown":
-            lines.append(Text.assemble(f"[{who}]  (", _state(state), ")"))
-            lines.append(render(item.get("text", ""), "markdown"))
-        elif first and item.get("kind") == "interaction":
-            short = ids.get(str(item.get("interaction", {}).get("interaction_id")), "q?")
-            shown = visible(item.get("text", ""))
-            lines.append(Text.assemble(f"[{who}] asks {short}: {shown}  (", _state(state), ")"))
-        elif first:
-            shown = item.get("shown", visible(item.get("text", "")))
-            lines.append(Text.assemble(f"[{who}] {shown}  (", _state(state), ")"))
-        else:
-            shown = visible(item.get("shown", item.get("text", "")), newlines=False)[:40]
-            code = f" ({visible(item['code'], newlines=False)})" if item.get("code") else ""
-            lines.append(Text.assemble(f"  ↳ {shown} … now ", _state(state), code))
-        if item.get("artifact") and state == "succeeded":
-            lines.append(Text(f"  ↳ {artifact_label(item['artifact'])}"))
-            # How to save it from here; the web page has a Save button under the call.
-            artifact_id = visible(item["artifact"].get("artifact_id", ""), newlines=False)
-            lines.append(Text(f"    save it: lineup artifacts save {artifact_id}"))
-        if state == RECORDING and item.get("sender") == "runtime:capabilities":
-            lines.append(recording_line())
-        refusal = refusal_sentence(item.get("code")) if state == "refused" else None
-        if refusal:
-            lines.append(Text(f"  ↳ {refusal}"))
+        lines.extend(_item_lines(item, seen, ids))
+        lines.extend(_deadline_line(item, seen))
     for task_id, task in view.get("tasks", {}).items():
         text = _task_line(task_id, task)
         marker = f"task:{task_id}"
@@ -224,6 +207,56 @@ def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[RenderableTyp
         seen[marker] = ""
         lines.extend(question_lines(view, waiting))
     return lines
+
+
+def _item_lines(item: dict[str, Any], seen: dict[str, str], ids: dict[str, str]) -> list[Any]:
+    """An item's lines when it is new or its state changed; none otherwise."""
+    key, state = item["id"], item.get("state", "")
+    if seen.get(key) == state:
+        return []
+    first = key not in seen
+    seen[key] = state
+    who = _sender(item)
+    lines: list[RenderableType] = []
+    if first and item.get("format") == "markdown":
+        lines.append(Text.assemble(f"[{who}]  (", _state(state), ")"))
+        lines.append(render(local_times(item.get("text", "")), "markdown"))
+    elif first and item.get("kind") == "interaction":
+        short = ids.get(str(item.get("interaction", {}).get("interaction_id")), "q?")
+        shown = visible(item.get("text", ""))
+        lines.append(Text.assemble(f"[{who}] asks {short}: {shown}  (", _state(state), ")"))
+    elif first:
+        shown = item.get("shown", visible(item.get("text", "")))
+        lines.append(Text.assemble(f"[{who}] {shown}  (", _state(state), ")"))
+    else:
+        shown = visible(item.get("shown", item.get("text", "")), newlines=False)[:40]
+        code = f" ({visible(item['code'], newlines=False)})" if item.get("code") else ""
+        lines.append(Text.assemble(f"  ↳ {shown} … now ", _state(state), code))
+    if item.get("artifact") and state == "succeeded":
+        lines.append(Text(f"  ↳ {artifact_label(item['artifact'])}"))
+        # How to save it from here; the web page has a Save button under the call.
+        artifact_id = visible(item["artifact"].get("artifact_id", ""), newlines=False)
+        lines.append(Text(f"    save it: lineup artifacts save {artifact_id}"))
+    if state == RECORDING and item.get("sender") == "runtime:capabilities":
+        lines.append(recording_line())
+    refusal = refusal_sentence(item.get("code")) if state == "refused" else None
+    if refusal:
+        lines.append(Text(f"  ↳ {refusal}"))
+    return lines
+
+
+def _deadline_line(item: dict[str, Any], seen: dict[str, str]) -> list[RenderableType]:
+    """The line of a timer the runtime keeps for a tool call, each time it changes (starts,
+    pauses, runs again, ends), in local time and as long as it is left at printing."""
+    deadline = item.get("deadline")
+    words = deadline_words(deadline)
+    marker = f"deadline:{item['id']}"
+    told = repr(sorted(deadline.items())) if isinstance(deadline, dict) else ""
+    if not words or seen.get(marker) == told:
+        return []
+    seen[marker] = told
+    shown = visible(item.get("shown", item.get("text", "")), newlines=False)[:40]
+    return [Text(f"  ↳ {shown}: {words}")]
 
 
 def catch_up(

@@ -1,8 +1,9 @@
 """The capability_gateway actor: capability requests, consent and audit (`_actor`); a
 request's row and result (`_requests`), running an effect once (`_effects`); the
 requesting app's facts (`_apps`), the policy (`_policy`), the rate limit (`_rates`), this
-host's providers (`_providers`), saving files safely (`_files`) and showing notifications
-(`_notifications`: the desktop, an open page, the terminal).
+host's providers (`_providers`, each of the shape `_provider_base` declares), saving files
+safely (`_files`), showing notifications (`_notifications`: the desktop, an open page, the
+terminal) and speech (`_speech`).
 
 - `capability_gateway.request` (a call, from any app): `request_id`, `capability`,
   `purpose`, `input`?, `timeout_ms`? → {`status`, `output`, `code`?};
@@ -21,11 +22,21 @@ host's providers (`_providers`), saving files safely (`_files`) and showing noti
   through the store, saved into downloads (`_artifact_save`).
 
 It sends `app.capability.consent` to the chat app (a consent card opened, then closed with
-how it ended) and keeps its rows through the store (`store.capabilities.*`).
+how it ended), keeps its rows through the store (`store.capabilities.*`), reads an app's own
+artifact that a provider needs (`store.artifacts.read`) and has the store keep one a
+provider made for the app (`store.artifacts.keep`).
 """
 
 from ._actor import CapabilityGatewayActor
 from ._notifications import read_notifications
 from ._providers import served_capabilities
+from ._speech import speaks, transcribes, worker_command
 
-__all__ = ["CapabilityGatewayActor", "read_notifications", "served_capabilities"]
+__all__ = [
+    "CapabilityGatewayActor",
+    "read_notifications",
+    "served_capabilities",
+    "speaks",
+    "transcribes",
+    "worker_command",
+]

@@ -52,10 +52,12 @@ from ._artifact_save import ArtifactSaves
 from ._effects import Effects
 from ._notifications import NOTIFY, PAGES, desktop_service
 from ._policy import load_policy, parse_section
-from ._providers import SAVED_BY, Provider, clipboard_command, host_providers, written_by
+from ._provider_base import Provider
+from ._providers import SAVED_BY, clipboard_command, host_providers, written_by
 from ._rates import RateLimiter
 from ._recording import ASKED_EACH_TIME, RECORD, Recordings, recorder_card
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
+from ._speech import SERVED_BY as SPEECH_SERVED_BY
 from .door import DOOR
 
 log = logging.getLogger("lineup.capability_gateway")
@@ -354,7 +356,7 @@ class CapabilityGatewayActor(Recordings, ArtifactSaves, Effects, Actor):
         """What would serve each capability if asked now, for the user's settings:
         `providers` [{`capability`, `by`}]; a capability this host does not serve is not
         listed (it is `unsupported_on_host`)."""
-        by = {"file.save": SAVED_BY}
+        by = {"file.save": SAVED_BY, **SPEECH_SERVED_BY}
         clipboard = clipboard_command(self.env)
         if clipboard is not None:
             by["clipboard.write"] = written_by(clipboard)

@@ -4,7 +4,9 @@ A request allowed is recorded `running`, with what the effect needs decided firs
 a `file.save` saves under), before its provider runs, and `finished` with its outcome after.
 A gateway killed between the two finds the request `running` at its next start
 (`_resume`): an effect that can be repeated runs again and lands on the same result, any
-other ends `in_doubt` and is not run again.
+other ends `in_doubt` and is not run again. An artifact a provider made for the app is kept
+by the store under an id derived from the request's key (`MADE_SLOT`), so a repeat gets the
+store's first answer and the app never gets the same artifact twice.
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ from typing import Any
 import trio
 
 from actors.contracts import CapabilityResult, Code, ContractError
-from actors.kernel import Actor, CallFailed, crash_point
+from actors.kernel import Actor, CallFailed, crash_point, derive_id
 
 from . import _files
 from ._apps import app_facts
-from ._providers import Effect, Provider, file_bytes
+from ._provider_base import Effect, NewArtifact, Provider
+from ._providers import file_bytes
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
 
 log = logging.getLogger("lineup.capability_gateway")
+
+MADE_SLOT = 3  # the slot of a request's kept artifact (the consent card's are 1 and 2)
 
 
 class Effects(Actor):
@@ -86,20 +91,27 @@ class Effects(Actor):
             result = result_of(finished)
         await self._settle(pending, result, str(result["status"]))
 
-    async def _effect(self, row: dict[str, Any], content: bytes | None) -> dict[str, Any]:
+    async def _effect(
+        self, row: dict[str, Any], content: tuple[bytes, str | None] | None
+    ) -> dict[str, Any]:
         provider = self.providers[row["capability"]]
         effect = Effect(
             key=row["request_id"],
             app_scope=row["app_scope"],
             input=dict(row["input"] or {}),
             prepared=dict(row["prepared"] or {}),
-            content=content,
+            content=content[0] if content else None,
+            media_type=content[1] if content else None,
         )
         output: dict[str, Any] | None = None
         status, code, served_by = CapabilityResult.COMPLETED, None, "the provider failed"
         try:
             served = await provider.run(effect)
-            output, served_by = served.output, served.by
+            output, served_by = await self._keep_made(row, served.output), served.by
+        except ContractError as exc:  # the app's input, found wanting: its definite code
+            log.info("%s for %s refused: %s", row["capability"], row["app_scope"], exc.detail)
+            status, code = CapabilityResult.FAILED, str(exc.code)
+            served_by = f"the provider refused it ({exc.code})"
         except Exception:  # what went wrong stays in the log: the app learns only `failed`
             log.exception("%s for %s failed", row["capability"], row["app_scope"])
             status, code = CapabilityResult.FAILED, str(Code.FAILED)
@@ -111,13 +123,43 @@ class Effects(Actor):
         self.counts[status.value] += 1
         return result_of(finished)
 
-    async def _content(self, row: dict[str, Any]) -> bytes | None:
-        """The bytes a `file.save` saves: its own, or one of the app's own artifacts."""
-        if row["capability"] != "file.save":
-            return None
+    async def _keep_made(self, row: dict[str, Any], output: dict[str, Any]) -> dict[str, Any]:
+        """The output with each artifact the provider made kept by the store as the app's,
+        and named by its reference; the store's answer to a repeat is its first one."""
+        kept = dict(output)
+        for field, made in output.items():
+            if not isinstance(made, NewArtifact):
+                continue
+            body = {
+                "app_scope": row["app_scope"],
+                "conversation_id": row["conversation_id"],
+                "data": made.data,
+                "media_type": made.media_type,
+                "title": made.title,
+            }
+            try:
+                kept[field] = await self.call(
+                    "store",
+                    "store.artifacts.keep",
+                    body,
+                    timeout=self.call_timeout * 5,
+                    id=derive_id(row["request_id"], MADE_SLOT),
+                )
+            except CallFailed as exc:  # a quota or a size the app has to know about
+                if exc.code in (Code.TOO_LARGE, Code.QUOTA_EXCEEDED):
+                    raise ContractError(Code(exc.code), exc.detail) from None
+                raise
+        return kept
+
+    async def _content(self, row: dict[str, Any]) -> tuple[bytes, str | None] | None:
+        """What a provider reads: for `file.save` its own bytes, else the app's own artifact
+        its input names (with its media type)."""
+        provider = self.providers.get(row["capability"])
         value = row["input"]
-        if "data_base64" in value:
-            return file_bytes(value)
+        if row["capability"] == "file.save" and "data_base64" in value:
+            return file_bytes(value), None
+        if provider is None or not provider.reads_artifact or "artifact_id" not in value:
+            return None
         try:
             reply = await self.call(
                 "store",
@@ -130,9 +172,9 @@ class Effects(Actor):
         if reply is None or reply["artifact"]["app_scope"] != row["app_scope"]:
             # Another app's artifact is as unknown to this one as a missing one.
             raise ContractError(Code.ARTIFACT_NOT_FOUND, "no artifact of the app has this id")
-        if not value.get("name"):
+        if row["capability"] == "file.save" and not value.get("name"):
             value["name"] = str(reply["artifact"].get("title") or "")
-        return bytes(reply["data"])
+        return bytes(reply["data"]), str(reply["artifact"]["media_type"])
 
     async def _prepare(self, row: dict[str, Any]) -> dict[str, Any] | None:
         """What the effect needs decided before it is recorded as started: for `file.save`

@@ -13,6 +13,8 @@ provider here is `unsupported_on_host`, whatever the app declared.
   (`_notifications`). Shown twice is seen twice, so a replay is `in_doubt`.
 - `clipboard.write` (foreground, idempotent): text handed to `wl-copy` (Wayland) or `xclip`
   (X11), only where one is on PATH and its display is set.
+- `speech.speak`, `speech.transcribe` (any time, idempotent): spoken into a WAV artifact of
+  the app, and one of its WAV artifacts written out as text, on this host (`_speech`).
 - `audio.record` (foreground, not idempotent: a second recording is another one): served
   where a page can record (a web host runs) or a sound server can (`_recording`), which
   runs it rather than a provider's `run`.
@@ -25,16 +27,17 @@ import binascii
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import trio
 
-from actors.contracts import Code, ContractError
-
-from . import _files
+from . import _files, _speech
 from ._notifications import PageCall, show_on_desktop, show_on_page, summary, write_for_terminal
+from ._provider_base import Effect, Provider, Served
+from ._provider_base import invalid as _invalid
+from ._provider_base import text_field as _text
+from ._provider_base import with_fields as _object
 from ._recording import check_record, terminal_recorder
 
 SAVED_BY: Final = "saved into downloads"  # how a file.save is served, in its audit row
@@ -43,58 +46,6 @@ MAX_NOTIFICATION_TITLE: Final = 100
 MAX_CLIPBOARD_CHARS: Final = 64 * 1024
 MAX_NAME_CHARS: Final = 1024
 CLIPBOARD_TIMEOUT_S: Final = 5.0
-
-
-@dataclass(frozen=True)
-class Effect:
-    """One run of a provider: the request's key (for idempotence), its app, its input, and
-    what the gateway prepared before recording it as started (`prepared`)."""
-
-    key: str
-    app_scope: str
-    input: dict[str, Any]
-    prepared: dict[str, Any]
-    content: bytes | None = None
-
-
-@dataclass(frozen=True)
-class Served:
-    """What a provider's run gives the app (`output`), and which way of the host's served
-    it (`by`, for the effect's audit row)."""
-
-    output: dict[str, Any]
-    by: str
-
-
-@dataclass(frozen=True)
-class Provider:
-    foreground: bool
-    idempotent: bool
-    check: Callable[[Any], dict[str, Any]]
-    run: Callable[[Effect], Awaitable[Served]]
-
-
-def _invalid(detail: str) -> ContractError:
-    return ContractError(Code.INVALID_PAYLOAD, detail)
-
-
-def _text(value: Any, field: str, limit: int, *, required: bool = True) -> str:
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise _invalid(f"input.{field}: a non-empty string is needed")
-    if len(value) > limit:
-        raise _invalid(f"input.{field}: at most {limit} characters")
-    return value
-
-
-def _object(raw: Any, fields: set[str]) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise _invalid("input: an object is needed")
-    extra = sorted(set(raw) - fields)
-    if extra:
-        raise _invalid(f"input.{extra[0][:40]}: not a field of this capability")
-    return raw
 
 
 # -- file.save ---------------------------------------------------------------------------------
@@ -225,6 +176,7 @@ def served_capabilities(env: Mapping[str, str], *, pages: bool = False) -> froze
     served = {"file.save", "notification.show"}
     if clipboard_command(env) is not None:
         served.add("clipboard.write")
+    served.update(_speech.speech_providers(env))
     if pages or terminal_recorder(env) is not None:
         served.add("audio.record")
     return frozenset(served)
@@ -237,7 +189,9 @@ def host_providers(
     notification on an open page (None: the runtime runs no web host, whose pages could
     also record)."""
     providers = {
-        "file.save": Provider(True, True, check_file_save, _file_save(data_dir)),
+        "file.save": Provider(
+            True, True, check_file_save, _file_save(data_dir), reads_artifact=True
+        ),
         "notification.show": Provider(
             False, False, check_notification, _notify(data_dir, env, page)
         ),
@@ -245,6 +199,7 @@ def host_providers(
     command = clipboard_command(env)
     if command is not None:
         providers["clipboard.write"] = Provider(True, True, check_clipboard, _clipboard(command))
+    providers.update(_speech.speech_providers(env))
     if page is not None or terminal_recorder(env) is not None:
         providers["audio.record"] = Provider(True, False, check_record, _recorded_elsewhere)
     return providers

@@ -31,6 +31,15 @@ from ._markdown import markdown_tree
 LOG_FILE: Final = "app.db"
 _ASK_FIELDS: Final = ("kind", "multiple", "confirm_label", "cancel_label", "placeholder", "origin")
 _REGISTRY_FIELDS: Final = ("app_scope", "kind", "installed_version", "enabled", "install_state")
+# A timer the runtime keeps for a tool call: its state, its moments (UTC, which the page
+# puts on the local clock and counts down to) and what is left while it is paused.
+_DEADLINE_STATES: Final = frozenset({"running", "paused", "finished", "interrupted"})
+_DEADLINE_FIELDS: Final = {
+    "ends_at": str,
+    "paused_at": str,
+    "ended_at": str,
+    "remaining_ms": int,
+}
 RECENT_OPERATIONS: Final = 5
 
 
@@ -94,6 +103,13 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
             shown["detail"] = visible(item["message"])
         if isinstance(item.get("artifact"), dict):
             shown["artifact"] = _artifact_shown(item["artifact"])
+        deadline = item.get("deadline")
+        if isinstance(deadline, dict) and deadline.get("state") in _DEADLINE_STATES:
+            shown["deadline"] = {"state": deadline["state"]} | {
+                key: deadline[key]
+                for key, kind in _DEADLINE_FIELDS.items()
+                if isinstance(deadline.get(key), kind)
+            }
     return shown
 
 

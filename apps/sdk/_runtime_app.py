@@ -56,7 +56,7 @@ from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
 from ._session_data import SessionDataAPI, SessionDataInbox
 from ._settings import SettingsAPI
-from ._surface import SurfaceAPI, SurfaceInbox, declared_events
+from ._surface import SurfaceAPI, SurfaceInbox, declared_events, declares_surface
 from ._tools import TOOL_ROUTER, ToolsAPI
 from ._view import WITHDRAW, ConversationView, ViewModel
 from .door import DOOR
@@ -263,7 +263,9 @@ class SDK:
         self.diagnostics = DiagnosticsAPI(app)
         self.capabilities = CapabilitiesAPI(app)
         self.settings = SettingsAPI(app)
-        self.surface = SurfaceAPI(app, declared_events(type(app)))
+        self.surface = SurfaceAPI(
+            app, declared_events(type(app)), shown=declares_surface(type(app))
+        )
 
 
 class RuntimeApp(SessionDataInbox, SurfaceInbox, Actor):

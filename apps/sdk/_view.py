@@ -1,8 +1,9 @@
 """The view model an app reads (the SDK's `AppStateAPI`): a fold over its event log.
 
 Per conversation: the timeline (agent messages, the user's own messages with their
-delivery state, interaction requests and answers, the agent's tool calls with their state
-and the artifact reference a call's result handed the agent),
+delivery state, interaction requests and answers, the agent's tool calls with their state,
+the artifact reference a call's result handed the agent and, for a call the runtime keeps
+until a deadline, that timer's state and moments),
 the tasks' latest progress (the agent's tasks, and each tool call as a task), and the
 interactions still waiting for an answer. It is rebuilt from the log at start and updated
 event by event afterwards; both paths run the same `apply`, so what a restarted app shows
@@ -163,6 +164,8 @@ class ConversationView:
         for key in ("percent", "code", "message"):
             if step.get(key) is not None:
                 item[key] = step[key]
+        if isinstance(step.get("deadline"), dict):  # the runtime's timer: its latest state
+            item["deadline"] = dict(step["deadline"])
         reference = step.get("artifact")
         if isinstance(reference, dict):  # what the call handed the agent: never a path
             item["artifact"] = {k: reference.get(k) for k in _ARTIFACT_FIELDS}

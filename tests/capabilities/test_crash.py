@@ -1,10 +1,9 @@
 """The gateway SIGKILLed after an effect and before its record (a crash point in the gateway
 itself): the request has one outcome, an effect that cannot be repeated is not run again and
-ends `in_doubt` (a notification: `test_desktop`), and one that can (`file.save`) is run
-again to the same file. A request
-waiting for the user outlives a kill of the gateway. A request whose call ends first (the
-app killed, the call cancelled) is taken back: its card closes, and a late answer starts
-nothing."""
+ends `in_doubt` (a notification: `test_desktop`), and one that can (`file.save`; speech:
+`test_speech`) is run again to the same result. A request waiting for the user outlives a
+kill of the gateway. A request whose call ends first (the app killed, the call cancelled) is
+taken back: its card closes, and a late answer starts nothing."""
 
 from __future__ import annotations
 
@@ -17,35 +16,29 @@ from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import final_of
 
 from .helpers import (
+    AFTER_EFFECT,
     answer,
     ask,
     asked,
     audit_of,
     card_for,
     cards,
+    crashing_once,
     keeper_ready,
     outcome,
     requests,
 )
 
-POINT = "capability_gateway.after_effect"
-
-
-def _crashing(once: Path) -> dict[str, str]:
-    """The environment in which the gateway kills itself after its first effect, once."""
-    once.mkdir()
-    return {"LINEUP_CRASH": f"{POINT}@1", "LINEUP_CRASH_ONCE_DIR": str(once)}
-
 
 async def test_a_save_cut_short_by_a_kill_is_saved_once(
     stack: Stack, keeper: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    agent = await keeper_ready(stack, keeper, env=_crashing(tmp_path / "once"))
+    agent = await keeper_ready(stack, keeper, env=crashing_once(tmp_path / "once"))
     data = {"name": "notes.txt", "data_base64": "aGVsbG8="}
     await ask(agent, "s-1", "file.save", data, front=True)
     answer(stack, await card_for(stack, "file.save"), "once")
     assert await outcome(stack, "s-1") == {"status": "completed", "output": {"name": "notes.txt"}}
-    assert (tmp_path / "once" / POINT).exists()
+    assert (tmp_path / "once" / AFTER_EFFECT).exists()
     downloads = stack.data_dir / "downloads"
     assert os.listdir(downloads) == ["notes.txt"]  # no second copy, no temporary file left
     assert (downloads / "notes.txt").read_text() == "hello"

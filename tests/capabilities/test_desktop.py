@@ -15,21 +15,31 @@ from tests.app_manager.conftest import lineup
 from tests.desktop import bus_only, desktop
 from tests.runtime.helpers import Stack
 
-from .helpers import answer, ask, asked, audit_of, card_for, keeper_ready, outcome, requests
-from .test_crash import POINT, _crashing
+from .helpers import (
+    AFTER_EFFECT,
+    answer,
+    ask,
+    asked,
+    audit_of,
+    card_for,
+    crashing_once,
+    keeper_ready,
+    outcome,
+    requests,
+)
 
 
 async def test_a_notification_reaches_the_desktop_once_also_across_a_kill(
     stack: Stack, keeper: tuple[Path, Path], tmp_path: Path
 ) -> None:
     with desktop(tmp_path / "desktop") as shown:
-        env = {**_crashing(tmp_path / "once"), "DBUS_SESSION_BUS_ADDRESS": shown.bus}
+        env = {**crashing_once(tmp_path / "once"), "DBUS_SESSION_BUS_ADDRESS": shown.bus}
         agent = await keeper_ready(stack, keeper, env=env)
         await ask(agent, "d-1", "notification.show", {"title": "Tea", "text": "ready"})
         answer(stack, await card_for(stack, "notification.show"), "always")
         # Shown, then the gateway killed before it recorded that: in doubt, not shown again.
         assert await outcome(stack, "d-1") == {"status": "in_doubt", "output": None}
-        assert (tmp_path / "once" / POINT).exists()
+        assert (tmp_path / "once" / AFTER_EFFECT).exists()
         first = {"appname": "LineUp", "summary": "Keeper: Tea", "body": "ready"}
         assert await trio.to_thread.run_sync(shown.shown) == [first]
 

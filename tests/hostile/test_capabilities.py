@@ -3,7 +3,8 @@ signed bundles through the CLI) waiting on the user's consent. The hostile app m
 answer the keeper's consent card or take it back, put a card of its own in the chat, ask in
 the keeper's name, see or take back the user's grants, or get a capability it did not
 declare; the notification it declares it shows only once the user allowed it, within its
-rate, and as text on a real desktop (a session bus with dunst, read back from dunst); the
+rate, and as text on a real desktop (a session bus with dunst, read back from dunst); it has
+nothing but a recording of its own transcribed, even once the user allowed it; the
 microphone it declares it gets neither from behind another app, past the runtime's cap,
 nor without the user's yes. Every
 assertion reads an independent record: runtime.db (requests, grants, audit), mailbox.db,
@@ -41,7 +42,7 @@ FLOOD = 2_000  # refused requests, each under an id of its own
 FLOODED = 15  # notifications asked for at once, past the rate of 10 at once
 
 
-async def test_an_app_cannot_answer_anothers_consent_reach_the_grants_or_misuse_notifications(
+async def test_an_app_cannot_answer_anothers_consent_reach_the_grants_or_misuse_its_capabilities(
     hostile: Hostile,
     keeper: tuple[Path, Path],  # noqa: F811 - the fixture imported above
     tmp_path: Path,
@@ -52,6 +53,7 @@ async def test_an_app_cannot_answer_anothers_consent_reach_the_grants_or_misuse_
         env = {"DBUS_SESSION_BUS_ADDRESS": shown.bus, **sound_server(tmp_path)}
         agent = await keeper_ready(hostile.stack, keeper, env=env)
         await forged_consent_is_refused(hostile, agent)
+        await speech_is_of_its_own_recordings_only(hostile, agent)
         await notifications_wait_for_the_user_and_keep_their_rate(hostile, shown)
         await _microphone_misused(hostile, agent)
 
@@ -70,7 +72,14 @@ def sound_server(folder: Path) -> dict[str, str]:
 async def forged_consent_is_refused(hostile: Hostile, agent: Agent) -> None:
     stack = hostile.stack
     await hostile.install(
-        {"attacks": ["forge_consent", "notify_markup_and_flood", "misuse_microphone"]}
+        {
+            "attacks": [
+                "forge_consent",
+                "misuse_speech",
+                "notify_markup_and_flood",
+                "misuse_microphone",
+            ]
+        }
     )
     await hostile.launch()
     await ask(agent, "h-1", "notification.show", {"text": "from the keeper"})
@@ -122,10 +131,35 @@ async def forged_consent_is_refused(hostile: Hostile, agent: Agent) -> None:
     )
 
 
+async def speech_is_of_its_own_recordings_only(hostile: Hostile, agent: Agent) -> None:
+    """The keeper's recording is not the hostile app's to transcribe, even with the user's
+    grant; nor is its own text, nor bytes it calls a WAV; speak it did not declare."""
+    stack = hostile.stack
+    await ask(agent, "h-speak", "speech.speak", {"text": "twenty five"})
+    answer(stack, await card_for(stack, "speech.speak"), "once")
+    spoken = await outcome(stack, "h-speak")
+    hostile.order("misuse_speech", {"artifact_id": spoken["output"]["artifact"]["artifact_id"]})
+    answer(stack, await card_for(stack, "speech.transcribe"), "always")
+    speech = await wait_for(
+        lambda: (hostile.report() or {}).get("results", {}).get("misuse_speech"),
+        60,
+        "the hostile app's speech attacks",
+    )
+    failed = {"status": "failed", "output": None}
+    assert speech["another's"] == {**failed, "code": "artifact_not_found"}, speech
+    assert speech["text"] == {**failed, "code": "invalid_payload"}, speech
+    assert speech["fake wav"] == {**failed, "code": "invalid_payload"}, speech
+    assert speech["as keeper"] == {**failed, "code": "invalid_payload"}, speech
+    assert speech["speak"] == {"status": "permission_denied", "output": None}, speech
+    assert speech["keep"] == "refused:sender_not_allowed", speech
+    kept = hostile.runtime_rows("SELECT app_scope, media_type FROM artifacts ORDER BY rowid")
+    assert kept == [("keeper", "audio/wav"), ("hostile", "audio/wav"), ("hostile", "text/plain")]
+
+
 async def notifications_wait_for_the_user_and_keep_their_rate(
     hostile: Hostile, shown: Desktop
 ) -> None:
-    """The one capability it declares, misused: markup in a notification, and more
+    """A capability it declares, misused: markup in a notification, and more
     notifications at once than its rate allows."""
     stack = hostile.stack
     hostile.order("notify", {"count": FLOODED})

@@ -8,6 +8,7 @@ installed like any third-party app: no core-app shortcut is taken anywhere here.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,3 +158,21 @@ async def owns_the_stage(browser: WebDriver) -> None:
         found = await in_browser(page_and_frame_violations, browser, source)
         assert found == {"page": [], "surface": []}, (width, found)
     await in_browser(default_viewport, browser)
+
+
+def looked_at(driver: WebDriver, name: str) -> None:
+    """With LINEUP_SCREENSHOTS set, the page saved there at a desktop's size and a phone's,
+    for a person to look at."""
+    folder = os.environ.get("LINEUP_SCREENSHOTS")
+    if not folder:
+        return
+    for width, height in ((1280, 800), (390, 844)):
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500},
+        )
+        driver.execute_async_script(
+            "const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(done));"
+        )
+        driver.save_screenshot(str(Path(folder) / f"{name}-{width}x{height}.png"))
+    default_viewport(driver)

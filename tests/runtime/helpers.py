@@ -18,8 +18,8 @@ import trio
 
 import supervisor
 from actors.kernel import ControlError, control_request
+from actors.runtime_token import write_token
 from actors.store import read_audit, read_lifecycle, read_outbox
-from actors.transport import write_token
 from apps.chat import history
 from lineup.ui_session import UiSession
 from peers.agent import AgentClient

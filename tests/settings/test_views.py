@@ -90,13 +90,16 @@ async def test_each_view_shows_what_the_owners_hold(
     }
     shown = await settings_json(data_dir, "show")
     assert shown["problems"] == {}
-    # What would serve each capability now: no desktop service, no web host here.
+    # What would serve each capability now: no desktop service, no web host here; speech by
+    # the engines on this host.
     assert shown["providers"] == [
         {"capability": "file.save", "by": "saved into downloads"},
         {
             "capability": "notification.show",
             "by": "the terminal chat, with the bell (no desktop service, no page open)",
         },
+        {"capability": "speech.speak", "by": "spoken by espeak-ng on this host"},
+        {"capability": "speech.transcribe", "by": "written out by PocketSphinx on this host"},
     ]
     view = ui.view()
     assert view["data"] == shown["data"] == data

@@ -310,11 +310,13 @@
     refused: "not sent",
     running: "working…",
     succeeded: "done",
+    cancelled: "stopped",
     failed: "failed",
     rejected: "not delivered",
   };
 
   function stateWords(item) {
+    if (item.code === "cancelled_by_user") return "stopped"; // the user's or the agent's stop
     const words = Object.prototype.hasOwnProperty.call(STATE_WORDS, item.state)
       ? STATE_WORDS[item.state] : item.state;
     return item.code && words ? `${words}: ${item.code.replaceAll("_", " ")}` : words;
@@ -340,7 +342,7 @@
     head.append(el("span", stateWords(item), "state"));
     node.append(head);
     if (item.md) node.append(renderMarkdown(item.md));
-    else if (item.kind !== "interaction") node.append(el("p", item.text, "text"));
+    else if (item.kind !== "interaction") node.append(el("p", item.mine ? item.text : localTimes(item.text), "text"));
     if (item.kind === "message" && item.detail) node.append(el("p", item.detail, "detail"));
     if (item.kind === "tool") node.append(renderTool(item));
     if (item.ask) node.append(renderAsk(item));
@@ -351,14 +353,61 @@
   // wall: the local time, with the date only when it is not today.
   const TIMESTAMP = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z\b/g;
 
+  function clock(stamp) {
+    const at = new Date(stamp);
+    if (typeof stamp !== "string" || Number.isNaN(at.getTime())) return "";
+    const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    const today = at.toDateString() === new Date().toDateString();
+    return today ? time : `${at.toLocaleDateString([], { month: "short", day: "numeric" })} ${time}`;
+  }
+
   function localTimes(text) {
-    return String(text).replace(TIMESTAMP, (stamp) => {
-      const at = new Date(stamp);
-      if (Number.isNaN(at.getTime())) return stamp;
-      const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-      const today = at.toDateString() === new Date().toDateString();
-      return today ? time : `${at.toLocaleDateString([], { month: "short", day: "numeric" })} ${time}`;
-    });
+    return String(text).replace(TIMESTAMP, (stamp) => clock(stamp) || stamp);
+  }
+
+  // A span as a person says it: "under a minute", "24 min", "1 h 5 min".
+  function duration(ms) {
+    if (ms < 60000) return "under a minute";
+    const minutes = Math.round(ms / 60000);
+    const hours = Math.floor(minutes / 60);
+    const rest = minutes % 60;
+    if (!hours) return `${rest} min`;
+    return rest ? `${hours} h ${rest} min` : `${hours} h`;
+  }
+
+  // The line of a timer the runtime keeps for a tool call, from its moments (the terminal
+  // chat words the same data the same way): "ends 12:27 · in 24 min", "paused at 12:03 ·
+  // 24 min left", "ended 12:27". A running one's line is worded again as time passes.
+  function deadlineWords(deadline, now) {
+    if (deadline.state === "running") {
+      const at = clock(deadline.ends_at);
+      if (!at) return "";
+      const left = Date.parse(deadline.ends_at) - now;
+      return `ends ${at} · ${left > 0 ? `in ${duration(left)}` : "now"}`;
+    }
+    if (deadline.state === "paused") {
+      const at = clock(deadline.paused_at);
+      const remaining = deadline.remaining_ms;
+      if (!at || typeof remaining !== "number") return "";
+      const left = remaining < 60000 ? `${Math.round(remaining / 1000)} s` : duration(remaining);
+      return `paused at ${at} · ${left} left`;
+    }
+    const ended = clock(deadline.ended_at);
+    if (!ended) return "";
+    return deadline.state === "finished" ? `ended ${ended}` : `stopped ${ended}`;
+  }
+
+  // How often the running timers' lines are worded again: a minute's rounding moves every
+  // 60 s, so no line is more than this behind the clock.
+  const DEADLINE_TICK_MS = 15000;
+
+  function tickDeadlines() {
+    const now = Date.now();
+    for (const line of document.querySelectorAll("#timeline .deadline[data-state='running']")) {
+      const item = state.items.get(line.dataset.call);
+      const words = item && item.deadline ? deadlineWords(item.deadline, now) : "";
+      if (words && line.textContent !== words) line.textContent = words;
+    }
   }
 
   function renderMarkdown(nodes) {
@@ -367,13 +416,16 @@
     return box;
   }
 
-  function markdownNode(node) {
-    if (typeof node === "string") return document.createTextNode(node);
+  // What the agent wrote, its UTC timestamps on the local clock (not inside code: that is
+  // quoted as written).
+  function markdownNode(node, literal = false) {
+    if (typeof node === "string") return document.createTextNode(literal ? node : localTimes(node));
     if (!Array.isArray(node)) return document.createTextNode("");
     const [tag, children, href] = node;
     const fragment = document.createDocumentFragment();
     const element = document.createElement(TAGS.has(tag) ? tag : "span");
-    for (const child of Array.isArray(children) ? children : []) element.append(markdownNode(child));
+    const quoted = literal || tag === "code" || tag === "pre";
+    for (const child of Array.isArray(children) ? children : []) element.append(markdownNode(child, quoted));
     fragment.append(element);
     if (tag === "a") {
       if (typeof href === "string" && SAFE_LINK.test(href)) {
@@ -388,16 +440,25 @@
 
   function renderTool(item) {
     const box = el("div", null, "tool");
-    if (typeof item.percent === "number") {
+    const ended = ["succeeded", "failed"].includes(item.state);
+    if (typeof item.percent === "number" && !ended) {
       const bar = el("progress");
       bar.max = 100;
       bar.value = item.percent;
       bar.setAttribute("aria-label", `${item.text}: ${item.percent} %`);
       box.append(bar);
     }
-    if (item.detail) box.append(el("p", localTimes(item.detail), "detail"));
+    const timer = item.deadline ? deadlineWords(item.deadline, Date.now()) : "";
+    if (timer) {
+      const line = el("p", timer, "detail deadline");
+      line.dataset.call = item.id;
+      line.dataset.state = item.deadline.state;
+      box.append(line);
+    } else if (item.detail) {
+      box.append(el("p", localTimes(item.detail), "detail"));
+    }
     if (item.artifact) box.append(renderArtifact(item.artifact));
-    if (!["succeeded", "failed"].includes(item.state)) {
+    if (!ended) {
       const stop = el("button", "Stop");
       stop.type = "button";
       stop.addEventListener("click", () =>
@@ -492,7 +553,7 @@
   function renderAsk(item) {
     const ask = item.ask;
     const card = el("div", null, `card card-${ask.kind}${ask.origin === "runtime" ? " consent" : ""}`);
-    card.append(el("p", item.text, "prompt"));
+    card.append(el("p", localTimes(item.text), "prompt"));
     const waiting = queuedAnswers().has(ask.interaction_id);
     if (!ask.open) {
       // A question the agent withdrew says so, with its reason: it takes no answer now.
@@ -1013,5 +1074,7 @@
     renderQueue();
     showConnection();
     connect();
+    setInterval(tickDeadlines, DEADLINE_TICK_MS);
+    document.addEventListener("visibilitychange", tickDeadlines);
   });
 })();

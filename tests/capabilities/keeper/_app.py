@@ -40,7 +40,14 @@ _ANY = {"type": "object"}
         "capability.request.v1",
     ],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
-    capabilities=["file.save", "notification.show", "clipboard.write", "microphone.record"],
+    capabilities=[
+        "file.save",
+        "notification.show",
+        "clipboard.write",
+        "microphone.record",
+        "speech.speak",
+        "speech.transcribe",
+    ],
 )
 class KeeperApp(RuntimeApp):
     @tool(

@@ -13,7 +13,12 @@ from actors.kernel import CallFailed, derive_id, new_id
 
 from ._artifact_attacks import steal_artifact
 from ._body_attacks import odd_bodies
-from ._capability_attacks import flood_requests, forge_consent, notify_markup_and_flood
+from ._capability_attacks import (
+    flood_requests,
+    forge_consent,
+    misuse_speech,
+    notify_markup_and_flood,
+)
 from ._deadline_attacks import seize_deadline
 from ._diagnostic_attacks import speak_for_others
 from ._flood_attacks import big_reports
@@ -492,6 +497,7 @@ ATTACKS: dict[str, Attack] = {
         misuse_microphone,
         forge_consent,
         flood_requests,
+        misuse_speech,
         notify_markup_and_flood,
         reach_session_data,
         dress_session_data,

@@ -2,8 +2,8 @@
 consent card forged, a consent card of its own put in the chat, a request in another app's
 name by a field of the body, another app's request taken back, the grants listed or
 revoked, a capability its manifest does not declare asked for, and inputs its SDK cannot
-send; and, with the one capability it declares (`notification.show`), markup in a desktop
-notification and more notifications than its rate allows."""
+send; with the capabilities it declares, markup in a desktop notification and more
+notifications than its rate allows, and speech on what is not its own recording."""
 
 from __future__ import annotations
 
@@ -74,6 +74,36 @@ async def flood_requests(app: HostileApp, options: dict[str, Any]) -> dict[str, 
         body = {"request_id": f"flood-{n}", "capability": "file.save", "purpose": "x"}
         await app.cast(GATEWAY, "capability_gateway.request", body, id=new_id())
     return {"sent": count, "seconds": round(time.monotonic() - started, 3)}
+
+
+async def misuse_speech(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]:
+    """Once the test names another app's recording: have it transcribed, and its own text,
+    and a file of its own that only says it is a WAV; speak, which it did not declare; keep
+    an artifact as the gateway does, in another app's name."""
+    order = await app.order("misuse_speech")
+    capabilities = app.sdk.capabilities
+    fake = await app.sdk.artifacts.create(b"RIFF\x00\x00\x00\x00WAVEjunk", "audio/wav", "fake")
+    text = await app.sdk.artifacts.create(b"twenty five", "text/plain", "text")
+    keep = {"app_scope": "keeper", "data": b"x", "media_type": "audio/wav", "title": "mine"}
+    return {
+        # The first one the user allows for good: what follows is decided without them.
+        "another's": await capabilities.request(
+            "speech.transcribe", "x", {"artifact_id": order["artifact_id"]}
+        ),
+        "text": await capabilities.request(
+            "speech.transcribe", "x", {"artifact_id": text["artifact_id"]}
+        ),
+        "fake wav": await capabilities.request(
+            "speech.transcribe", "x", {"artifact_id": fake["artifact_id"]}
+        ),
+        "as keeper": await capabilities.request(
+            "speech.transcribe",
+            "x",
+            {"artifact_id": order["artifact_id"], "app_scope": "keeper"},
+        ),
+        "speak": await capabilities.request("speech.speak", "x", {"text": "hello"}),
+        "keep": await app.attempt("store", "store.artifacts.keep", keep),
+    }
 
 
 # What a notification server that reads markup in bodies would turn into a link and an
