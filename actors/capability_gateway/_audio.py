@@ -76,8 +76,8 @@ class Recording:
     media_type: str
     duration_ms: int
     codec: str
-    # The Opus packets of a WebM recording, or the Ogg pages' bodies after the headers, in
-    # order, for a decoder: filled only when asked for (`packets=True`).
+    # The Opus packets of a WebM or Ogg recording (the Ogg headers left out), in order, for
+    # a decoder: filled only when asked for (`packets=True`).
     packets: tuple[bytes, ...] = field(default=(), repr=False)
 
 
@@ -233,8 +233,8 @@ def _block_frame(payload: bytes) -> bytes:
 # -- Ogg --------------------------------------------------------------------------------------
 
 
-def _ogg_pages(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """Each page's granule position and body."""
+def _ogg_pages(data: bytes) -> Iterator[tuple[int, bytes, bytes]]:
+    """Each page's granule position, segment table and body."""
     at = 0
     while at < len(data):
         if data[at : at + 4] != b"OggS" or at + 27 > len(data):
@@ -247,7 +247,7 @@ def _ogg_pages(data: bytes) -> Iterator[tuple[int, bytes]]:
         length = sum(data[at + 27 : table_end])
         if table_end + length > len(data):
             raise AudioError("the Ogg recording breaks off in a page")
-        yield granule, data[table_end : table_end + length]
+        yield granule, data[at + 27 : table_end], data[table_end : table_end + length]
         at = table_end + length
 
 
@@ -255,13 +255,22 @@ def _ogg(data: bytes, *, packets: bool) -> Recording:
     first_body = b""
     last_granule = 0
     bodies: list[bytes] = []
-    for n, (granule, body) in enumerate(_ogg_pages(data)):
+    partial = b""  # a packet that goes on in the next page
+    for n, (granule, table, body) in enumerate(_ogg_pages(data)):
         if n == 0:
             first_body = body
-        elif packets and n > 1:  # after the identification and comment headers
-            bodies.append(body)
+        if packets:
+            # A packet ends at the first lacing value under 255 (RFC 3533 §6).
+            at = 0
+            for lacing in table:
+                partial += body[at : at + lacing]
+                at += lacing
+                if lacing < 255:
+                    bodies.append(partial)
+                    partial = b""
         if granule >= 0:
             last_granule = granule
+    bodies = bodies[2:]  # after the identification and comment headers
     if first_body.startswith(b"OpusHead") and len(first_body) >= 12:
         pre_skip = struct.unpack_from("<H", first_body, 10)[0]
         samples = max(0, last_granule - pre_skip)

@@ -20,8 +20,8 @@ import pytest
 from rich.text import Text
 
 import supervisor
+from actors.runtime_token import write_token
 from actors.store import read_artifact_data
-from actors.transport import write_token
 from apps.chat import history
 from lineup.terminal_chat import parse_line, render_new
 from lineup.ui_session import UiSession
@@ -101,6 +101,8 @@ async def test_the_terminal_records_from_the_sound_server_until_stop_or_the_limi
         await client.submit(agent.invoke("call_limit", "voice.request_recording", arguments))
         card = await card_for(stack, "audio.record")
         answer(stack, card, "once")  # the terminal's "Record now"
+        # The host writes speech out: the app asks, the user lets it for this run.
+        answer(stack, await card_for(stack, "speech.transcribe"), "session")
         output, data = await recorded(stack, "call_limit")
         player.kill()
         player.wait()
@@ -108,6 +110,8 @@ async def test_the_terminal_records_from_the_sound_server_until_stop_or_the_limi
         duration, rms = level(data)
         assert duration == output["duration_ms"] and 1_500 <= duration <= 3_000 + 1_500, output
         assert rms > 300, "the recording is silence"
+        # Written out too (cut anywhere in the looping speech, so its words are not checked).
+        assert isinstance(output.get("transcript"), str), output
 
         # The terminal chat says it records; its /stop ends the recording.
         arguments = {"prompt": "Talk until you stop", "max_seconds": 20}

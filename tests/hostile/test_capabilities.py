@@ -268,7 +268,8 @@ async def _microphone_misused(hostile: Hostile, agent: Agent) -> None:
     assert result["past the cap"] == {**failed, "code": "invalid_payload"}, result
     assert result["unanswered"] == {"status": "expired", "output": None}, result
     # Nothing was recorded or granted, and the refused messages were never stored.
-    assert hostile.runtime_rows("SELECT * FROM artifacts WHERE app_scope = 'hostile'") == []
+    kept = "SELECT title FROM artifacts WHERE app_scope = 'hostile' AND media_type LIKE 'audio/%'"
+    assert hostile.runtime_rows(kept) == [("fake",)]  # its own file, from the speech attacks
     mic = "SELECT * FROM capability_grants WHERE capability = 'audio.record'"
     assert hostile.runtime_rows(mic) == []
     stored = {

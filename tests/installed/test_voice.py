@@ -5,8 +5,9 @@ espeak-ng's speech.
 The agent asks for a recording; the card in the chat asks the user, who starts it there:
 the page records, showing the recording bar with the time and Stop, and the call's one
 final carries the recording as the app's artifact, a WebM whose Opus sound is speech, not
-silence. A recording stops at the user's Stop, at its limit, and when the app leaves the
-front, each said in the final; a no and a "decide later" end the call with their codes.
+silence, and what was said, written out by the host (`speech.transcribe`). A recording
+stops at the user's Stop, at its limit, and when the app leaves the front, each said in the
+final; a no and a "decide later" end the call with their codes.
 """
 
 from __future__ import annotations
@@ -171,8 +172,11 @@ async def test_the_agent_asks_and_the_page_records_the_user(
         assert shown, f"the recording bar is out of view at {width}x{height}"
     await in_browser(default_viewport, browser)
     await in_browser(lambda: browser.find_element(By.ID, "recording-stop").click())
+    # The host writes speech out: the app asks, the user lets it for this run.
+    answer(stack, await card_for(stack, "speech.transcribe"), "session")
     output, data = await recorded(stack, "call_user")
     assert output["stopped"] == "user"
+    assert "twenty five" in output["transcript"], output
     assert 1_500 <= output["duration_ms"] <= 20_000, output
     assert read_recording(data).duration_ms == output["duration_ms"]
     assert speech_level(data) > 500, "the recording is silence"
