@@ -26,6 +26,7 @@ from actors.store import read_artifact_data
 from tests.capabilities.helpers import answer, card_for, cards
 from tests.runtime.helpers import CONVERSATION, Stack
 from tests.tools.helpers import Agent, final_of, finals, new_revision, tools_of
+from tests.web.axe import axe_source, violations_at_sizes
 from tests.web.conftest import (
     default_viewport,
     in_browser,
@@ -44,6 +45,7 @@ __all__ = ["speaking_browser"]
 
 SCOPE = "voice"
 CARD = "#timeline .card.consent"
+CARD_ITEM = "#timeline .kind-interaction:has(.card.consent)"  # the card and its item's head
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +114,10 @@ def _click_in(driver: WebDriver, frame: Any, css: str) -> None:
     until(driver, clicked)
 
 
+def _bar_shown(driver: WebDriver) -> bool:
+    return bool(driver.find_element(By.ID, "recording-bar").is_displayed())
+
+
 def _bar_gone(driver: WebDriver) -> bool:
     return not driver.find_element(By.ID, "recording-bar").is_displayed()
 
@@ -160,17 +166,19 @@ async def test_the_agent_asks_and_the_page_records_the_user(
     await client.submit(agent.invoke("call_user", "voice.request_recording", arguments))
     card = await card_for(stack, "audio.record")
     await wait_foreground(stack, f"{SCOPE}:")
+    # The card and the recording bar have no serious accessibility violation, at a
+    # desktop's size and a phone's; the bar is in view at both, wherever the user is.
+    source = axe_source()
+    clean = {"1280x800": [], "390x844": []}
+    assert await in_browser(
+        violations_at_sizes, browser, source, _card_in_view, "voice-card", CARD_ITEM
+    ) == clean
     await in_browser(_start_recording, browser)
     bar = await in_browser(_recording_for, browser, 2)
     assert bar.startswith("Recording for voice: 0:0") and bar.endswith("of 0:20"), bar
-    for width, height in ((1280, 800), (390, 844)):
-        await in_browser(stage_in_view, browser, width, height)
-        await in_browser(save_view, browser, f"voice-recording-{width}x{height}")
-        shown = await in_browser(
-            lambda: browser.find_element(By.ID, "recording-bar").is_displayed()
-        )
-        assert shown, f"the recording bar is out of view at {width}x{height}"
-    await in_browser(default_viewport, browser)
+    assert await in_browser(
+        violations_at_sizes, browser, source, _bar_shown, "voice-recording", "#recording-bar"
+    ) == clean
     await in_browser(lambda: browser.find_element(By.ID, "recording-stop").click())
     # The host writes speech out: the app asks, the user lets it for this run.
     answer(stack, await card_for(stack, "speech.transcribe"), "session")
@@ -205,7 +213,10 @@ async def _replayed(browser: WebDriver) -> None:
     assert await in_browser(inside, browser, frame, "state") == "recorded"
     await in_browser(_click_in, browser, frame, "#replay")
     assert await in_browser(inside, browser, frame, "replaying") == "1"
-    await in_browser(save_view, browser, "voice-recorded")
+    for width, height in ((1280, 800), (390, 844)):
+        await in_browser(stage_in_view, browser, width, height)
+        await in_browser(save_view, browser, f"voice-recorded-{width}x{height}")
+    await in_browser(default_viewport, browser)
 
 
 async def _stops_by_itself(stack: Stack, agent: Agent, browser: WebDriver, known: set[str]) -> None:
