@@ -244,12 +244,17 @@ class CapabilityGatewayActor(Recordings, ArtifactSaves, Effects, Actor):
         """An app takes back a request of its own that the user has not answered: the call
         that asked ended first (cancelled, or cut short by the app's restart). Its card
         closes and it ends `failed`, code `withdrawn`, so that a late answer starts nothing
-        that nobody waits for. One answered already goes on: its effect may have begun."""
+        that nobody waits for. One answered already goes on: its effect may have begun; but a
+recording under way stops there and nothing of it is kept (`failed`, `withdrawn`)."""
         await self.loaded.wait()
         if not msg.sender.startswith("app."):  # a request is an app's: so is taking it back
             raise ContractError(Code.SENDER_NOT_ALLOWED, "only an app takes back its request")
         scope = msg.sender.removeprefix("app.")
-        pending = self.open.get(f"{scope}/{msg.body['request_id']}")
+        key = f"{scope}/{msg.body['request_id']}"
+        if key in self.recordings:  # nobody waits for it now: it stops, and nothing is kept
+            await self._drop_recording(key, "taken back by the app: the call that asked ended")
+            return
+        pending = self.open.get(key)
         if pending is None or pending.row["state"] != "asking":
             return
         row = pending.row

@@ -142,6 +142,7 @@ class LiveRecording:
     cutoff: float | None = None  # when it had to end, once it had to
     stopped: str = ""  # why: "user", "limit", "background"
     recorded_bytes: int = 0  # what a recorder here has read so far
+    dropped: bool = False  # taken back: what it recorded is not kept
     stop: trio.Event = field(default_factory=trio.Event)  # the user's stop (the terminal)
     done: trio.Event = field(default_factory=trio.Event)
 
@@ -318,6 +319,14 @@ class Recordings(Actor):
         live.stop.set()
         return {"stopped": True}
 
+    async def _drop_recording(self, key: str, why: str) -> None:
+        """End a recording under way without keeping it: `failed`, code `withdrawn`."""
+        live = self.recordings[key]
+        live.cut("user")
+        live.dropped = True  # before any await: a recording arriving meanwhile is not kept
+        await self._tell_stop(live)
+        await self._end(live, CapabilityResult.FAILED, str(Code.WITHDRAWN), None, why)
+
     @handles("capability_gateway.stop")
     async def stop_own(self, msg: Message) -> None:
         """An app ends its own recording early (its surface's Stop); another's, or one
@@ -377,6 +386,8 @@ class Recordings(Actor):
 
     async def _take(self, live: LiveRecording, data: bytes, declared: str) -> dict[str, Any]:
         """The recording checked from its bytes and kept as the app's artifact: the result."""
+        if live.dropped or live.done.is_set():
+            return {"status": str(CapabilityResult.FAILED), "code": str(Code.INVALID_STATE)}
         try:
             shown = self._checked(live, data, declared)
         except NothingRecorded:
