@@ -52,6 +52,16 @@ const at = performance.timeOrigin + performance.now();
 document.getElementById("recording-stop").click();
 return at;
 """
+# The voice app asks to write the recording out where the host can: the bench says no, so
+# that no recogniser runs beside what is measured.
+_DENY_TRANSCRIPTION = """
+for (const card of document.querySelectorAll("#timeline .card.consent")) {
+  if (!card.textContent.includes("speech.transcribe")) continue;
+  const deny = [...card.querySelectorAll("button")].find((b) => b.textContent === "Deny");
+  if (deny && !deny.disabled) { deny.click(); return true; }
+}
+return false;
+"""
 # When the page sent its last recording on its way (its mark), on the page's wall clock.
 _SENT = """
 const marks = performance.getEntriesByName("lineup:recording-sent");
@@ -118,10 +128,20 @@ def _recordings(data_dir: Path) -> list[dict[str, Any]]:
     return [a for a in read_artifacts(data_dir) if a["app_scope"] == APP_SCOPE]
 
 
-async def _follow(call: Any) -> None:
+async def _follow(call: Any, script: Any) -> None:
+    """Follow `call` to its final, denying the transcription its app asks for meanwhile."""
     with trio.fail_after(WAIT_S):
-        async for _ in call:
-            pass
+        async with trio.open_nursery() as denying:
+
+            async def deny() -> None:
+                while True:
+                    await script(_DENY_TRANSCRIPTION)
+                    await trio.sleep(0.05)
+
+            denying.start_soon(deny)
+            async for _ in call:
+                pass
+            denying.cancel_scope.cancel()
 
 
 async def measure_recordings(
@@ -148,7 +168,7 @@ async def measure_recordings(
     for n in range(rounds):
         async with trio.open_nursery() as following:
             arguments = {"prompt": "Say something for the bench", "max_seconds": 30}
-            following.start_soon(_follow, client.call(CONVERSATION, METHOD, arguments))
+            following.start_soon(_follow, client.call(CONVERSATION, METHOD, arguments), script)
             await _until(lambda: script(_START), "the card's Start recording")
             await _until(lambda: script("return document.body.dataset.recording === 'on';"),
                          "the page recording")  # fmt: skip
