@@ -72,6 +72,9 @@ class Code(StrEnum):
     # A capability request its app took back before the user answered: the call that asked
     # had ended, so a late answer must not start an effect nobody waits for.
     WITHDRAWN = "withdrawn"
+    # A file the user chose for an app (`file.open`) whose bytes are not of a type the app
+    # takes, or not of the type its name or the browser says: the user chooses again.
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     # Contracts outside the message path: manifests, the wire (docs/protocol.md),
     # and envelopes that have no legacy form.
     INVALID_MANIFEST = "invalid_manifest"
