@@ -1,7 +1,8 @@
 """The capability_gateway actor: capability requests, consent and audit (`_actor`); a
 request's row and result (`_requests`), running an effect once (`_effects`); the
 requesting app's facts (`_apps`), the policy (`_policy`), the rate limit (`_rates`), this
-host's providers (`_providers`) and saving files safely (`_files`).
+host's providers (`_providers`), saving files safely (`_files`) and where a saved file ends
+(`_places`), the file the user chose for an app (`_file_open`).
 
 - `capability_gateway.request` (a call, from any app): `request_id`, `capability`,
   `purpose`, `input`?, `timeout_ms`? → {`status`, `output`, `code`?};
@@ -15,10 +16,16 @@ host's providers (`_providers`) and saving files safely (`_files`).
   file's capabilities section) → {`problem`: the first one, or null}.
 - `capability_gateway.save_artifact` (a call, from the operator, the host or the web host:
   the user): `artifact_id`, `name`? → {`artifact_id`, `name`, `size`}: the artifact, read
-  through the store, saved into downloads (`_artifact_save`).
+  through the store, saved into downloads (`_artifact_save`);
+- `capability_gateway.file_chosen` (a call, from the host or the web host: the user):
+  `request_id` (the gateway's key of a waiting `file.open`), `name`, `media_type`, `data`,
+  `chooser` → {`status`, `code`?}: the file the user chose, the yes to that request
+  (`_file_open`).
 
 It sends `app.capability.consent` to the chat app (a consent card opened, then closed with
-how it ended) and keeps its rows through the store (`store.capabilities.*`).
+how it ended), asks the web host whether a page shows a conversation and hands it a saved
+file (`web_host.pages`, `web_host.download`), and keeps its rows through the store
+(`store.capabilities.*`, `store.artifacts.chosen`).
 """
 
 from ._actor import CapabilityGatewayActor

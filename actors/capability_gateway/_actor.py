@@ -48,6 +48,8 @@ from actors.kernel import (
 from ._apps import AppFacts, app_facts
 from ._artifact_save import ArtifactSaves
 from ._effects import Effects
+from ._file_open import CHOSEN_BY_THE_USER, FileChoices, chooser_of
+from ._files import Folder, user_downloads
 from ._policy import load_policy, parse_section
 from ._providers import Provider, host_providers
 from ._rates import RateLimiter
@@ -67,13 +69,21 @@ _CHAT: Final = f"app.{SCOPE_CHAT}"
 Refusal = tuple[CapabilityResult, str | None, str, str]
 
 
-class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
+class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
     door = DOOR
 
     async def on_start(self) -> None:
         self.data_dir = Path(str(self.config.get("data_dir", ".")))
         self.core = {str(m["app_scope"]): m for m in self.config.get("core_apps", [])}
-        self.providers: dict[str, Provider] = host_providers(self.data_dir, os.environ)
+        # Where a file.save ends when no page takes it: the user's downloads folder where
+        # the runtime is the user's (`lineup run`), else the runtime's own downloads.
+        user = self.config.get("downloads") == "user"
+        self.folder = user_downloads(os.environ) if user else Folder.runtime(self.data_dir)
+        # The actor that shows the conversations in pages (the web host), when there is one.
+        self.page_host: str | None = self.config.get("page_host") or None
+        self.providers: dict[str, Provider] = host_providers(
+            self.data_dir, os.environ, folder=self.folder
+        )
         self.rates = RateLimiter.from_config(self.config.get("rate_limit"))
         # An app's refusals are each written while it has few; past that, counted and written
         # as one row a second at most, so a flood of bad requests costs the store little.
@@ -175,7 +185,11 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
             await self.write({"insert": finished, "audit": audit})
             return result_of(finished)
         grant = self.grants.get((scope, row["capability"]))
-        if grant is not None and grant["scope"] in ("session", "always"):
+        if (
+            grant is not None
+            and grant["scope"] in ("session", "always")
+            and row["capability"] not in CHOSEN_BY_THE_USER
+        ):
             return await self._start(row, f"allowed by the user's {grant['scope']} grant")
         await self.write(
             {"insert": row, "audit": [audit_row("consent_asked", row, "the user is asked")]}
@@ -246,6 +260,9 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
             log.info("an answer to %s, which is not waiting for one, is ignored", key)
             return
         row = pending.row
+        if answer not in ("deny", "dismiss") and row["capability"] in CHOSEN_BY_THE_USER:
+            log.info("%s waits for the user's choice, not an allow: %s is ignored", key, answer)
+            return
         row["state"] = "deciding"  # before any await: the deadline no longer applies
         changed = None if answer in ("deny", "dismiss") else await self._changed_since(row)
         if changed is not None:
@@ -378,6 +395,9 @@ class CapabilityGatewayActor(ArtifactSaves, Effects, Actor):
         }
         if outcome is not None:
             body["outcome"] = outcome
+        chooser = chooser_of(row) if state == "asking" else None
+        if chooser is not None:
+            body["chooser"] = chooser
         slot = CARD_OPEN if state == "asking" else CARD_CLOSED
         await self.cast(
             _CHAT, "app.capability.consent", body, id=derive_id(row["request_id"], slot)

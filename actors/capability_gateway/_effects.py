@@ -1,7 +1,8 @@
 """Running a capability's effect once (mixed into `CapabilityGatewayActor`).
 
-A request allowed is recorded `running`, with what the effect needs decided first (the name
-a `file.save` saves under), before its provider runs, and `finished` with its outcome after.
+A request allowed is recorded `running`, with what the effect needs decided first (the place
+and name a `file.save` saves under, `_places`; the name and type of the file a `file.open`
+was given, `_file_open`), before its provider runs, and `finished` with its outcome after.
 A gateway killed between the two finds the request `running` at its next start
 (`_resume`): an effect that can be repeated runs again and lands on the same result, any
 other ends `in_doubt` and is not run again.
@@ -17,16 +18,19 @@ from typing import Any
 import trio
 
 from actors.contracts import CapabilityResult, Code, ContractError
-from actors.kernel import Actor, CallFailed, crash_point
+from actors.kernel import Actor, CallFailed, crash_point, derive_id
 
 from . import _files
+from ._places import SavePlaces
 from ._providers import Effect, Provider, file_bytes
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
+
+STORE_SLOT = 3  # an effect's call to the store, its id derived from the request's key
 
 log = logging.getLogger("lineup.capability_gateway")
 
 
-class Effects(Actor):
+class Effects(SavePlaces, Actor):
     """The gateway's effects: started, run, recorded; resumed after a crash."""
 
     data_dir: Path
@@ -37,13 +41,24 @@ class Effects(Actor):
     _settle: Callable[[Pending, dict[str, Any], str], Awaitable[None]]
 
     async def _start(
-        self, row: dict[str, Any], why: str, grant: dict[str, Any] | None = None
+        self,
+        row: dict[str, Any],
+        why: str,
+        grant: dict[str, Any] | None = None,
+        *,
+        chosen: tuple[bytes, dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Record the request as started (with the grant that allowed it), run its
-        provider, record the outcome: the app's result."""
+        provider, record the outcome: the app's result. `chosen`: the content the user gave
+        and what was decided of it (a `file.open`'s file)."""
+        content: bytes | None
+        prepared: dict[str, Any] | None
         try:
-            content = await self._content(row)
-            prepared = await self._prepare(row)
+            if chosen is not None:
+                content, prepared = chosen
+            else:
+                content = await self._content(row)
+                prepared = await self._prepare(row)
         except ContractError as exc:
             finished = finished_row(row, CapabilityResult.FAILED, str(exc.code))
             step = {"requests": [finished], "audit": [audit_row(str(exc.code), row, exc.detail)]}
@@ -91,19 +106,30 @@ class Effects(Actor):
             input=dict(row["input"] or {}),
             prepared=dict(row["prepared"] or {}),
             content=content,
+            store=lambda type_, body: self.call(
+                "store",
+                type_,
+                body,
+                timeout=self.call_timeout * 5,
+                id=derive_id(row["request_id"], STORE_SLOT),
+            ),
         )
         output: dict[str, Any] | None = None
         status, code = CapabilityResult.COMPLETED, None
         try:
             output = await provider.run(effect)
+        except ContractError as exc:  # the store's refusal (a quota): its code, no detail
+            log.warning("%s for %s refused: %s", row["capability"], row["app_scope"], exc)
+            status, code = CapabilityResult.FAILED, str(exc.code)
         except Exception:  # what went wrong stays in the log: the app learns only `failed`
             log.exception("%s for %s failed", row["capability"], row["app_scope"])
             status, code = CapabilityResult.FAILED, str(Code.FAILED)
+        detail = "the provider ran"
+        if output is not None:
+            detail = await self._ran(row, effect.prepared, output)
         crash_point("capability_gateway.after_effect")
         finished = finished_row(row, status, code, output)
-        await self.write(
-            {"requests": [finished], "audit": [audit_row(str(status), row, "the provider ran")]}
-        )
+        await self.write({"requests": [finished], "audit": [audit_row(str(status), row, detail)]})
         self.counts[status.value] += 1
         return result_of(finished)
 
@@ -132,14 +158,28 @@ class Effects(Actor):
 
     async def _prepare(self, row: dict[str, Any]) -> dict[str, Any] | None:
         """What the effect needs decided before it is recorded as started: for `file.save`
-        the name it saves under, so that a repeat after a crash writes the same file."""
+        the place and the name it saves under, so that a repeat after a crash writes the
+        same file in the same place."""
         if row["capability"] != "file.save":
             return None
+        place = await self._place(row)
         try:
             name = await trio.to_thread.run_sync(
-                _files.free_name, self.data_dir, str(row["input"].get("name") or "")
+                _files.free_name, self.place_folder(place), str(row["input"].get("name") or "")
             )
         except OSError:  # the downloads directory cannot be made or read: said in the log
             log.exception("no name for %s of %s", row["request_id"], row["app_scope"])
             raise ContractError(Code.FAILED, "the downloads directory cannot be used") from None
-        return {"name": name}
+        return {"name": name, "place": place}
+
+    async def _ran(
+        self, row: dict[str, Any], prepared: dict[str, Any], output: dict[str, Any]
+    ) -> str:
+        """The audit's words for what the effect did: where a saved file went (handed to
+        a page's browser when that is its place), what a chosen file was kept as."""
+        if row["capability"] == "file.save":
+            return await self._saved_where(row, str(prepared.get("place")), str(output["name"]))
+        if row["capability"] == "file.open":
+            chosen = f"{prepared.get('chooser')}: {output['media_type']}, {output['size']} bytes"
+            return f"the file the user chose in the {chosen}, kept as {output['artifact_id']}"
+        return "the provider ran"

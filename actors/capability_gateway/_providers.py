@@ -6,8 +6,14 @@ look (`check`, before the user is asked anything) and how it runs. A capability 
 provider here is `unsupported_on_host`, whatever the app declared.
 
 - `file.save` (foreground, idempotent): bytes (`data_base64`, or `artifact_id` of one of the
-  app's own artifacts) saved under `DATA_DIR/downloads/` (`_files`); the output is the saved
-  file's display name only.
+  app's own artifacts) saved where the gateway decided first (`_places`): the folder it was
+  given (the user's downloads folder, or `DATA_DIR/downloads/`), or the runtime's downloads
+  for the page that shows the conversation to hand to its browser (`_files`); the output is
+  the saved file's display name only.
+- `file.open` (foreground, not idempotent): the file the user chose for the app
+  (`_file_open`), kept as one of the app's artifacts through the store; the output is its
+  reference (`artifact_id`, `name`, `media_type`, `size`), never a path. Kept twice would
+  be two artifacts, so a replay is `in_doubt`.
 - `notification.show` (any time, not idempotent): a line appended to
   `DATA_DIR/notifications.jsonl`, which the terminal chat shows with the bell
   (`read_notifications`). Shown twice is seen twice, so a replay is `in_doubt`.
@@ -30,9 +36,10 @@ from typing import Any, Final
 
 import trio
 
-from actors.contracts import Code, ContractError
+from actors.contracts import Code, ContractError, file_wanted
 
 from . import _files
+from ._files import Folder
 
 NOTIFICATIONS_FILE: Final = "notifications.jsonl"
 MAX_NOTIFICATION_TEXT: Final = 500
@@ -52,6 +59,9 @@ class Effect:
     input: dict[str, Any]
     prepared: dict[str, Any]
     content: bytes | None = None
+    # The gateway's call to the store (a message type and its body), for an effect that
+    # keeps something there: asked under an id of the request's, so asked once.
+    store: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -111,15 +121,48 @@ def file_bytes(value: dict[str, Any]) -> bytes:
     return base64.b64decode(value["data_base64"], validate=True)
 
 
-def _file_save(data_dir: Path) -> Callable[[Effect], Awaitable[dict[str, Any]]]:
+def _file_save(data_dir: Path, folder: Folder) -> Callable[[Effect], Awaitable[dict[str, Any]]]:
     async def run(effect: Effect) -> dict[str, Any]:
         assert effect.content is not None, "the gateway reads the content first"
+        # For a page's browser it is kept in the runtime's downloads, where the web host
+        # serves it from; else in the folder the gateway was given.
+        place = Folder.runtime(data_dir) if effect.prepared.get("place") == "page" else folder
         saved = await trio.to_thread.run_sync(
-            _files.save, data_dir, str(effect.prepared["name"]), effect.content, effect.key
+            _files.save, place, str(effect.prepared["name"]), effect.content, effect.key
         )
         return {"name": saved}
 
     return run
+
+
+# -- file.open ---------------------------------------------------------------------------------
+
+
+def check_file_open(raw: Any) -> dict[str, Any]:
+    """`{accept?, max_bytes?}` (`actors.contracts.file_wanted`)."""
+    file_wanted(raw)
+    return dict(raw or {})
+
+
+async def _keep_chosen(effect: Effect) -> dict[str, Any]:
+    """The chosen file (the content, its name and type decided by the gateway first) kept
+    as one of the app's artifacts: its reference."""
+    assert effect.content is not None and effect.store is not None, "the gateway gives both"
+    body = {
+        "app_scope": effect.app_scope,
+        "data": effect.content,
+        "media_type": str(effect.prepared["media_type"]),
+        "title": str(effect.prepared["name"]),
+    }
+    if effect.prepared.get("conversation_id"):
+        body["conversation_id"] = str(effect.prepared["conversation_id"])
+    kept = await effect.store("store.artifacts.chosen", body)
+    return {
+        "artifact_id": kept["artifact_id"],
+        "name": kept["title"],
+        "media_type": kept["media_type"],
+        "size": kept["size"],
+    }
 
 
 # -- notification.show -------------------------------------------------------------------------
@@ -209,16 +252,21 @@ def _clipboard(command: list[str]) -> Callable[[Effect], Awaitable[dict[str, Any
 
 def served_capabilities(env: Mapping[str, str]) -> frozenset[str]:
     """The names of the capabilities this host serves (what an agent may be offered)."""
-    served = {"file.save", "notification.show"}
+    served = {"file.save", "file.open", "notification.show"}
     if clipboard_command(env) is not None:
         served.add("clipboard.write")
     return frozenset(served)
 
 
-def host_providers(data_dir: Path, env: Mapping[str, str]) -> dict[str, Provider]:
-    """The capabilities this host serves, by name."""
+def host_providers(
+    data_dir: Path, env: Mapping[str, str], *, folder: Folder | None = None
+) -> dict[str, Provider]:
+    """The capabilities this host serves, by name; `file.save` saves into `folder` (the
+    runtime's downloads unless given)."""
+    folder = folder or Folder.runtime(data_dir)
     providers = {
-        "file.save": Provider(True, True, check_file_save, _file_save(data_dir)),
+        "file.save": Provider(True, True, check_file_save, _file_save(data_dir, folder)),
+        "file.open": Provider(True, False, check_file_open, _keep_chosen),
         "notification.show": Provider(False, False, check_notification, _notify(data_dir)),
     }
     command = clipboard_command(env)

@@ -171,6 +171,15 @@ class ArtifactCreate(_ArtifactCreateRequired, total=False):
     conversation_id: Annotated[str, Field(min_length=1, max_length=256)] | None
 
 
+class _ArtifactChosenRequired(_ArtifactCreateRequired):
+    app_scope: Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class ArtifactChosen(_ArtifactChosenRequired, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    conversation_id: Annotated[str, Field(min_length=1, max_length=256)] | None
+
+
 class ArtifactId(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     artifact_id: _ArtifactId
@@ -226,6 +235,9 @@ DOOR = Door(
         "store.artifacts.read": accept(APPS, "capability_gateway", body=ArtifactId),
         "store.artifacts.list": accept(APPS, body=ArtifactPage),
         "store.artifacts.meta": accept("tool_router", "capability_gateway", body=ArtifactId),
+        # A file the user chose for an app (`file.open`), kept as that app's: the gateway
+        # alone decides whose request it answered.
+        "store.artifacts.chosen": accept("capability_gateway", body=ArtifactChosen),
         # The capability gateway's requests and the user's grants (`_capabilities`).
         "store.capabilities.load": accept("capability_gateway", body=Empty),
         "store.capabilities.get": accept("capability_gateway", body=RequestId),
