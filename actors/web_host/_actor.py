@@ -5,8 +5,11 @@ actor through the supervisor's UI socket, and what the page shows is read from t
 and registry apps' projections; the user's Save of an artifact it asks of the capability
 gateway itself, to hand the page the name it was saved under (`_artifacts`). Of messages it
 takes its apps' surface pushes (`_bridge`)
-and the chat app's notice that its view changed (`_changes`: the pages look again); it
-never talks to the AppServer and never reads the AppServer's token. Killed, it is restarted by
+and the chat app's notice that its view changed (`_changes`: the pages look again), and
+from the capability gateway its questions about the pages (does one show a conversation,
+`web_host.pages`) and a file an app saved for one (`web_host.download`, `_uploads`); the
+file a user picks in a page for an app it hands to the gateway (`_uploads`). It never
+talks to the AppServer and never reads the AppServer's token. Killed, it is restarted by
 its policy on the same port (kept in `DATA_DIR/web/endpoint.json` for this run), and open
 pages reconnect to it.
 """
@@ -23,6 +26,7 @@ from ._artifacts import Artifacts
 from ._bridge import SurfacePushes, Surfaces
 from ._changes import CHANGED, ChatChanges
 from ._state import start_run, write_endpoint, write_failure
+from ._uploads import PagesAndUploads
 from .door import DOOR
 
 log = logging.getLogger("lineup.web_host")
@@ -42,6 +46,8 @@ class WebHostActor(SurfacePushes, Actor):
         self.chat_changes = ChatChanges()
         # Previews of the conversations' pictures and the user's saves (`_artifacts`).
         self.artifacts = Artifacts(self, self.data_dir)
+        # The open pages by conversation, and the files their users choose (`_uploads`).
+        self.pages = PagesAndUploads(self)
         # With no port asked for, the last run's is tried first, so that the address a
         # person keeps for this data dir stays the same while that port is free.
         reuse = kept is None and configured == 0 and last is not None
@@ -58,7 +64,12 @@ class WebHostActor(SurfacePushes, Actor):
         from ._server import build_app, serve  # noqa: PLC0415
 
         app = build_app(
-            self.data_dir, self.counters, self.surfaces, self.chat_changes, self.artifacts
+            self.data_dir,
+            self.counters,
+            self.surfaces,
+            self.chat_changes,
+            artifacts=self.artifacts,
+            pages=self.pages,
         )
         failed: BaseException | None = None
         try:
@@ -80,6 +91,19 @@ class WebHostActor(SurfacePushes, Actor):
     async def _chat_changed(self, msg: Message) -> None:
         self.chat_changes.notice()
 
+    @handles("web_host.pages")
+    async def _pages(self, msg: Message) -> Any:
+        """How many pages show the conversation now: {`pages`}."""
+        return {"pages": self.pages.showing(str(msg.body["conversation_id"]))}
+
+    @handles("web_host.download")
+    async def _download(self, msg: Message) -> Any:
+        """A file the gateway saved in the runtime's downloads for the pages of a
+        conversation, handed to each as a download: {`pages`} that got it."""
+        name = str(msg.body["name"])
+        href = self.artifacts.offer_file(name)
+        return {"pages": await self.pages.hand_over(str(msg.body["conversation_id"]), name, href)}
+
     def statistics_extra(self) -> dict[str, Any]:
         changes = getattr(self, "chat_changes", None)
         return {
@@ -89,4 +113,5 @@ class WebHostActor(SurfacePushes, Actor):
             "refused_requests": getattr(getattr(self, "guard", None), "refused", 0),
             "surfaces": self.surfaces.statistics() if hasattr(self, "surfaces") else {},
             "artifacts": self.artifacts.statistics() if hasattr(self, "artifacts") else {},
+            "files": self.pages.statistics() if hasattr(self, "pages") else {},
         }

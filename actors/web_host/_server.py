@@ -10,6 +10,7 @@
 | `/surfaces.js`, `/surface-socket` | the page's side of surfaces (`_bridge`) |
 | `/artifact/{conversation}/{id}` | a picture the conversation shows (`_artifacts`) |
 | `/saved/{token}` | what the user saved, as a download (`_artifacts`) |
+| `/upload/{token}` (POST) | the file a user chose in the page for an app (`_uploads`) |
 
 Every route is behind the access rule (`_access.Guard`).
 """
@@ -36,6 +37,7 @@ from ._bridge import Surfaces
 from ._changes import ChatChanges
 from ._socket import page_socket
 from ._state import LOOPBACK
+from ._uploads import PagesAndUploads
 
 log = logging.getLogger("lineup.web_host")
 
@@ -60,7 +62,9 @@ def build_app(
     counters: dict[str, int],
     surfaces: Surfaces,
     changes: ChatChanges,
+    *,
     artifacts: Artifacts,
+    pages: PagesAndUploads,
 ) -> Guard:
     files = _files()
 
@@ -69,12 +73,13 @@ def build_app(
         return Response(body, media_type=media_type)
 
     async def websocket(socket: WebSocket) -> None:
-        await page_socket(socket, data_dir, counters, changes, artifacts)
+        await page_socket(socket, data_dir, counters, changes, artifacts=artifacts, pages=pages)
 
     routes: list[Any] = [Route(path, static) for path in STATIC]
     routes += [
         *surfaces.routes(),  # installed apps' surfaces, their bridge (`_bridge`)
         *artifacts.routes(),  # previews and saved files (`_artifacts`)
+        *pages.routes(),  # the files users choose in the page (`_uploads`)
         WebSocketRoute("/ws", websocket),
     ]
     return Guard(Starlette(routes=routes), data_dir)

@@ -1,13 +1,14 @@
 """What the web host takes: what an app's process pushes to the surfaces the web host shows
-for it, and the chat app's notice that its view changed. Otherwise it is a UI client kept
+for it, the chat app's notice that its view changed, and the capability gateway's questions
+about the open pages and the files it hands them. Otherwise it is a UI client kept
 alive by the supervisor: it speaks to the host actor through the UI socket, like the
 terminal chat."""
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired
+from typing import Annotated, Literal, NotRequired
 
-from pydantic import ConfigDict, JsonValue
+from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
 
 from actors.kernel import Door, accept
@@ -29,6 +30,19 @@ class SurfacePush(TypedDict):
     arguments: NotRequired[dict[str, JsonValue]]
 
 
+class Conversation(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    conversation_id: Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class Download(TypedDict):
+    """A file the capability gateway saved in the runtime's downloads, by its name there."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    conversation_id: Annotated[str, Field(min_length=1, max_length=256)]
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+
+
 class ChatChanged(TypedDict):
     """A "look again" (`_changes`): no content, so nothing in it to trust."""
 
@@ -42,5 +56,9 @@ DOOR = Door(
         "web_host.surface.push": accept("app.*", body=SurfacePush),
         # The chat app's word that its log changed: the pages read it again.
         "web_host.chat.changed": accept("app.chat", body=ChatChanged),
+        # The capability gateway's: does a page show a conversation, and a file an app
+        # saved for the pages that do (`_uploads`).
+        "web_host.pages": accept("capability_gateway", body=Conversation),
+        "web_host.download": accept("capability_gateway", body=Download),
     }
 )

@@ -88,17 +88,18 @@ def until(driver: WebDriver, condition: Callable[[WebDriver], T], timeout: float
 
 
 def web_config(data_dir: Path, url: str) -> dict[str, Any]:
-    """The runtime tests' configuration, with the web host (any free port) last and the
-    chat's configuration as it is beside a web host (it tells the web host of changes)."""
+    """The runtime tests' configuration, with the web host (any free port) last, and the
+    chat's and the capability gateway's configuration as it is beside a web host (the chat
+    tells the web host of changes, the gateway hands it the files saved for a page)."""
     config = runtime_config(data_dir, url)
     with_web = supervisor.default_config(data_dir, appserver_url=url, web_port=0).children
     web = with_web[-1]
     assert web.name == "web_host"
     config["children"].append(web.model_dump(mode="json"))
-    chat = next(child for child in with_web if child.name == "app.chat")
+    beside_web = {c.name: c for c in with_web if c.name in ("app.chat", "capability_gateway")}
     for child in config["children"]:
-        if child["name"] == "app.chat":
-            child["config"] = dict(chat.config)
+        if child["name"] in beside_web:
+            child["config"] = dict(beside_web[child["name"]].config)
     return config
 
 

@@ -3,7 +3,8 @@
 Each test app is built, signed and installed like any app (`lineup app build | sign |
 install | enable | launch`); the web host frames the surface of the app in front. The
 canvas app's surface emits a declared event that reaches the app's process and keeps its
-session data through the bridge, across a reload. The trojan's surface tries every way out
+session data through the bridge, across a reload, and asks the user for a file and saves
+one (`_file_cards`). The trojan's surface tries every way out
 of its frame, and every one is blocked: a loopback listener the test runs sees no request
 from it, and the bridge messages it forges are dropped by the page (counted by reason, in
 the page and in the web host's statistics) and refused again by the web host.
@@ -34,7 +35,13 @@ from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import Stack, wait_for
 
+from ._file_cards import (
+    a_file_chosen_in_the_card,
+    a_saved_file_is_downloaded,
+    forged_uploads_are_refused,
+)
 from ._png import distinct_colours
+from .axe import axe_source
 from .conftest import in_browser, open_page, start_web_runtime, until
 
 CONVERSATION = "conv-1"
@@ -225,6 +232,12 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     assert await in_browser(in_frame, browser, frame, "#saved") == '{"visits":1}'
     # Its capability request went to the gateway as the app's: this host has no clipboard.
     assert await in_browser(inside, browser, frame, "capability") == "unsupported_on_host"
+    # Files between the user and the app: one chosen in the card, forged uploads refused,
+    # one the app saves handed to the browser (`_file_cards`).
+    (tmp_path / "files").mkdir()
+    await a_file_chosen_in_the_card(stack, browser, frame, tmp_path / "files", axe_source())
+    await forged_uploads_are_refused(stack, browser, frame, port, CONVERSATION)
+    await a_saved_file_is_downloaded(stack, browser, frame, tmp_path / "downloads")
 
     await trio.to_thread.run_sync(check_served, src, port)
 

@@ -1,7 +1,8 @@
 """An installed app with a surface: a board the user draws on.
 
 Its surface (`ui/`) emits `stroke` events, keeps how often it was opened in the instance's
-session data and asks to copy the drawing to the clipboard, all through the bridge. The
+session data and asks to copy the drawing to the clipboard, all through the bridge; its
+buttons ask the user for a file and save the drawing. The
 app's process appends each stroke it is told of to `strokes.jsonl` in its private directory
 (flushed to disk: the test reads it as the app's own record) and patches the surface's
 state with the count.
@@ -59,7 +60,7 @@ def _append(record: dict[str, Any]) -> int:
         "capability.request.v1",
         "app.tools.v1",
     ],
-    capabilities=["clipboard.write"],
+    capabilities=["clipboard.write", "file.open", "file.save"],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
 )
 class CanvasApp(RuntimeApp):
