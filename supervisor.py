@@ -104,7 +104,8 @@ RUNTIME_CHILDREN = [
 # client kept alive like every actor, on loopback, started last.
 WEB_HOST = _actor("web_host", "actors.web_host", "WebHostActor")
 
-# Where the runtime's AppServer token lives in the data dir (mode 0600, transport only).
+# The runtime's AppServer token file in the data dir (mode 0600, transport only), where no
+# keyring keeps it.
 TOKEN_FILE = ".runtime_token"
 
 
@@ -150,6 +151,8 @@ def default_config(
         "transport": {
             "appserver_url": appserver_url,
             "token_file": str(Path(token_file).resolve() if token_file else root / TOKEN_FILE),
+            # The data dir's own token is the keyring's where there is one (`_token`).
+            "data_dir": str(root),
         },
         # It reads the chat's and the registry's projections and uses the UI socket; it
         # never reads the token.
@@ -157,8 +160,9 @@ def default_config(
     }
     if web:  # the chat tells the web host when its view changed (`apps/chat/_notices.py`)
         settings["app.chat"]["view_watcher"] = WEB_HOST.name
-        # A file an app saves goes to the browser of a page that shows its conversation.
-        settings["capability_gateway"]["page_host"] = WEB_HOST.name
+        # The gateway shows an app's notification on an open page, where the desktop cannot,
+        # and a file an app saves goes to the browser of a page that shows its conversation.
+        settings["capability_gateway"]["web_host"] = WEB_HOST.name
     children = [
         child.model_copy(update={"config": {**child.config, **settings.get(child.name, {})}})
         for child in [*RUNTIME_CHILDREN, *web]

@@ -51,6 +51,12 @@ def _run_chaos(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _run_speech(args: argparse.Namespace) -> int:
+    from .speech import run
+
+    return run(args)
+
+
 def _run_cli(args: argparse.Namespace) -> int:
     from .cli import run
 
@@ -154,3 +160,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     add_chaos_arguments(chaos)
     chaos.set_defaults(func=_run_chaos)
+    from ._speech_options import add_arguments as add_speech_arguments
+
+    speech = benches.add_parser(
+        "speech",
+        help="speech.transcribe through the runtime beside PocketSphinx alone",
+        description="Measures, as medians over --rounds interleaved rounds, speech.transcribe"
+        " of espeak-ng's speech through the runtime (the app's request to the gateway's"
+        " answer) beside PocketSphinx alone on the same samples (a fresh process that loads"
+        " the model and decodes), as real-time factors, and checks the capability against"
+        " its target of 1.2x PocketSphinx alone.",
+    )
+    add_speech_arguments(speech)
+    speech.set_defaults(func=_run_speech)

@@ -95,7 +95,7 @@ class RuntimeProcess:
 
     def start(self, *, url: str | None = None, token: str | None = None) -> None:
         import supervisor
-        from actors.transport import write_token
+        from actors.runtime_token import write_token
 
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = ["run", "--headless", "--data-dir", str(self.data_dir), "--log-level", "WARNING"]

@@ -47,10 +47,14 @@ class Processes:
         """`lineup args` (through `_tied`: SIGTERM if the bench dies, so it still stops in
         order), stdout and stderr to its log file."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        # Without the session bus, a bench's runtime keeps its token in its temp dir's file
+        # and leaves no item in the keyring of the person running it.
+        env = {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
         with open(self.log_dir / f"{name}.log", "ab") as log:
             tied = ["-m", "bench._tied", "--parent", str(os.getpid()), "--"]
             process = subprocess.Popen(
                 [sys.executable, *tied, *args],
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,

@@ -1,4 +1,5 @@
-"""The bench's app (`bench/toolapp`), built and signed with the real `lineup app` CLI."""
+"""The bench's apps (`bench/toolapp`, `bench/speechapp`), built and signed with the real
+`lineup app` CLI."""
 
 from __future__ import annotations
 
@@ -22,17 +23,18 @@ class SignedApp:
     public_key: Path
 
 
-def build_signed_app(work: Path) -> SignedApp:
-    """A fresh key pair, and `bench/toolapp` built and signed into `work` (from a copy, so
-    that the build's import leaves nothing behind in the source tree)."""
-    spec = importlib.util.find_spec(PACKAGE)  # located, not imported
+def build_signed_app(work: Path, package: str = PACKAGE, key_name: str = KEY_NAME) -> SignedApp:
+    """A fresh key pair, and the bench's app `package` built and signed into `work` (from a
+    copy, so that the build's import leaves nothing behind in the source tree)."""
+    spec = importlib.util.find_spec(package)  # located, not imported
     if spec is None or spec.origin is None:
-        raise BenchError(f"the bench's app {PACKAGE} is not importable")
-    source = work / "source" / "toolapp"
+        raise BenchError(f"the bench's app {package} is not importable")
+    name = package.rsplit(".", 1)[-1]
+    source = work / "source" / name
     shutil.copytree(Path(spec.origin).parent, source, ignore=shutil.ignore_patterns("__pycache__"))
     keys = work / "keys"
-    bundle = work / "benchtool.bundle"
-    lineup("app", "keygen", "--out", keys, "--name", KEY_NAME)
+    bundle = work / f"{name}.bundle"
+    lineup("app", "keygen", "--out", keys, "--name", key_name)
     lineup("app", "build", source, "--out", bundle)
-    lineup("app", "sign", bundle, "--key", keys / f"{KEY_NAME}.key")
-    return SignedApp(bundle, keys / f"{KEY_NAME}.pub")
+    lineup("app", "sign", bundle, "--key", keys / f"{key_name}.key")
+    return SignedApp(bundle, keys / f"{key_name}.pub")

@@ -9,6 +9,7 @@ DEFAULT_CALLS = 1_000
 DEFAULT_UNLOADED = 200
 DEFAULT_BURST = 2_000
 DEFAULT_IN_FLIGHT = 200
+DEFAULT_MCP_CALLS = 200
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"calls open at once in the burst (default {DEFAULT_IN_FLIGHT})",
     )
     parser.add_argument(
+        "--mcp-calls",
+        metavar="N",
+        type=int,
+        default=DEFAULT_MCP_CALLS,
+        help="calls one at a time through `lineup agent mcp` (c) and through a bare MCP"
+        f" server (d) (default {DEFAULT_MCP_CALLS})",
+    )
+    parser.add_argument(
         "--work-dir",
         metavar="DIR",
         type=Path,
@@ -52,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_arguments(args: argparse.Namespace) -> str | None:
-    for name in ("calls", "unloaded", "burst", "in_flight"):
+    for name in ("calls", "unloaded", "burst", "in_flight", "mcp_calls"):
         if getattr(args, name) < 1:
             return f"--{name.replace('_', '-')} must be at least 1"
     return None

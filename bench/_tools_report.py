@@ -13,9 +13,12 @@ from rich.table import Table
 from ._e2e_report import mark, verdict
 from ._envelope import percentile
 from ._tools_flow import Batch
+from ._tools_mcp import mcp_figures
 
 TARGET_RATIO = 3.0  # call p50 / bare round-trip p50
 TARGET_CALLS_PER_S = 500.0  # on 2 cores
+# (c) within the runtime's own call (one at a time) plus this many bare MCP round trips (d).
+TARGET_MCP_RATIO = 2.0
 # The legs of a call, between the times the agent and the tool router took: the agent's
 # submit, the history's `accepted`, `running` and final step, the final at the agent.
 STEPS = (
@@ -112,10 +115,12 @@ def result_record(
         # Where calls wait: the deepest mailboxes (unhandled messages) seen during a batch.
         "deepest_mailboxes_paced": ours["paced_mailboxes"],
         "deepest_mailboxes_burst": ours["burst_mailboxes"],
+        **mcp_figures(ours["mcp"]),
     }
     record["targets"] = {
         "call_p50_ratio": verdict(record["call_p50_ratio"], "<=", TARGET_RATIO),
         "calls_per_s": verdict(record["calls_per_s"], ">=", TARGET_CALLS_PER_S),
+        "mcp_call_ratio": verdict(record["mcp_call_ratio"], "<=", TARGET_MCP_RATIO),
     }
     return record
 
@@ -211,8 +216,39 @@ def _cost(r: dict[str, Any]) -> Table:
     return table
 
 
+def _mcp(r: dict[str, Any]) -> Table:
+    table = Table(
+        title=f"an MCP client's calls, {r['mcp_calls']:,} one at a time: (c) through `lineup"
+        " agent mcp` to the runtime, (d) a bare MCP server over stdio",
+        title_justify="left",
+    )
+    for column, justify in [
+        ("measure", "left"),
+        ("value", "right"),
+        ("target", "left"),
+        ("verdict", "left"),
+    ]:
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    table.add_row(
+        "(c) MCP → bridge → runtime p50 (p99), ms",
+        f"{r['mcp_call_p50_ms']:.2f} ({r['mcp_call_p99_ms']:.2f})",
+    )
+    table.add_row(
+        "(d) bare MCP p50 (p99), ms", f"{r['mcp_bare_p50_ms']:.2f} ({r['mcp_bare_p99_ms']:.2f})"
+    )
+    table.add_row("(b) runtime, in turn with them, p50, ms", f"{r['mcp_runtime_p50_ms']:.2f}")
+    table.add_row(
+        "((c) - (b)) / (d)",
+        f"{r['mcp_call_ratio']:.2f}",
+        f"<= {TARGET_MCP_RATIO:g}",
+        mark(r["targets"]["mcp_call_ratio"]),
+    )
+    return table
+
+
 def print_table(record: dict[str, Any], console: Console) -> None:
     console.print(_figures(record))
+    console.print(_mcp(record))
     console.print(_where(record))
     console.print(_cost(record))
     r = record

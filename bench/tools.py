@@ -56,6 +56,7 @@ from ._tools_flow import (
     wait_until,
     within,
 )
+from ._tools_mcp import measure_mcp, require_mcp
 from ._tools_options import add_arguments, check_arguments
 from ._tools_report import call_steps, print_table, result_record
 from ._trio_run import run_measure, term_as_ctrl_c
@@ -173,6 +174,21 @@ async def _runtime(
                 pids, supervisor_counters(runtime.data_dir), mailbox_depths(runtime.data_dir)
             )
             result = await _measure_path(caller, warm, meter, args, err, name="(b) runtime")
+            err.print(
+                f"(c) MCP bridge, (b) and (d) bare MCP: {args.mcp_calls:,} calls one at a time"
+                " each, in turn",
+                highlight=False,
+            )
+            result["mcp"] = await within(
+                _budget(args) + args.mcp_calls,
+                "(c) and (d)",
+                measure_mcp,
+                caller,
+                server.url,
+                server.data_dir,
+                work,
+                args.mcp_calls,
+            )
         result["steps"] = {
             batch: call_steps(runtime.data_dir, result[batch]) for batch in ("unloaded", "paced")
         }
@@ -186,6 +202,7 @@ async def _measure(
     work: Path, procs: Processes, args: argparse.Namespace, err: Console
 ) -> dict[str, Any]:
     term_as_ctrl_c()
+    require_mcp()
     load_before = os.getloadavg()[0]
     err.print("building and signing the bench's app with `lineup app`", highlight=False)
     app = await trio.to_thread.run_sync(build_signed_app, work)
@@ -197,6 +214,7 @@ async def _measure(
         "paced_rate": PACED_RATE,
         "burst": args.burst,
         "in_flight": args.in_flight,
+        "mcp_calls": args.mcp_calls,
         "app_scope": APP_SCOPE,
         "method": METHOD,
         "date": datetime.date.today().isoformat(),

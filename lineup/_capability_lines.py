@@ -57,21 +57,21 @@ class Chosen:
         }
 
 
-def notification_lines(data_dir: Path, offset: int) -> tuple[list[Text], int]:
-    """A line for each notification written past `offset`, and the offset after them. The
-    app's words are shown as text, their control characters written out."""
+def notification_lines(data_dir: Path, after: int) -> tuple[list[Text], int]:
+    """A line for each notification kept for the terminal numbered past `after`, and the
+    last number. The app's words are shown as text, their control characters written out."""
     from actors.capability_gateway import read_notifications
 
-    shown, after = read_notifications(data_dir, offset)
+    shown, last = read_notifications(data_dir, after)
     lines = []
     for note in shown:
         title = visible(str(note.get("title") or ""), newlines=False)
         text = visible(str(note.get("text") or ""), newlines=False)
-        app = visible(str(note.get("app_scope") or "?"), newlines=False)
+        app = visible(str(note.get("app") or note.get("app_scope") or "?"), newlines=False)
         lines.append(
             Text.assemble("  ! ", (app, "bold"), f": {title + ' — ' if title else ''}{text}")
         )
-    return lines, after
+    return lines, last
 
 
 def dismiss(

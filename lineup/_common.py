@@ -26,8 +26,14 @@ STATE_STYLES: Final = {
     "waiting": "yellow",
     "running": "yellow",
     "rejected": "red",
+    "refused": "red",
     "failed": "red",
 }
+# A state in a person's word where the protocol's is not one (as the web page says it);
+# every other state is shown as it is.
+STATE_WORDS: Final = {"succeeded": "done"}
+# A task that has ended: no progress is shown for it any more.
+ENDED_TASK: Final = frozenset({"succeeded", "failed", "cancelled"})
 
 
 def default_data_dir() -> Path:

@@ -5,14 +5,16 @@ Why in-process and not as supervised children: they are not actors (they speak W
 not kernel frames), they stand for the outside world (a real deployment has neither), and
 they must outlive any actor's crash the way a remote server would. They stop with the
 runtime. The AppServer keeps its files in `DATA_DIR/appserver` (so `lineup agent send`
-finds it with the default options); the runtime's token is copied to
-`DATA_DIR/.runtime_token` (0600), which only the transport reads.
+finds it with the default options); the runtime's token is kept for the transport, which
+alone reads it: in the user's keyring where a Secret Service is on the session bus, else in
+`DATA_DIR/.runtime_token` (0600).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -24,8 +26,7 @@ log = logging.getLogger("lineup.embedded")
 @contextlib.asynccontextmanager
 async def embedded_appserver(data_dir: Path, *, demo_agent: bool = True) -> AsyncIterator[str]:
     """Serve an AppServer (and the demo agent) for the block; yields its URL."""
-    import supervisor
-    from actors.transport import write_token
+    from actors.runtime_token import keep_token
     from peers.agent import run_demo_agent
     from peers.appserver import DEFAULT_AGENT_ID, OWN_AGENT_ID, AppServer, write_endpoint
 
@@ -35,7 +36,9 @@ async def embedded_appserver(data_dir: Path, *, demo_agent: bool = True) -> Asyn
         await nursery.start(server.serve)
         endpoint = write_endpoint(appserver_dir, server.url)
         data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, at start)
-        write_token(data_dir / supervisor.TOKEN_FILE, server.credentials.runtime_token)
+        token = server.credentials.runtime_token
+        kept = await trio.to_thread.run_sync(keep_token, data_dir, token, dict(os.environ))
+        log.info("the AppServer token is kept in the %s", kept)
         if demo_agent:
             credentials = server.credentials
             await nursery.start(

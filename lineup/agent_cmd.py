@@ -1,7 +1,8 @@
-"""`lineup agent send|demo|inventory|call|history`: talk to an AppServer as an agent
+"""`lineup agent send|demo|inventory|call|history|mcp`: talk to an AppServer as an agent
 (`peers.agent`), from the command line: send messages, run the demo agent, show the tool
-inventory the agent holds, call a tool; and show what the AppServer holds that the runtime
-sent into a conversation (read from its file, `_agent_history`).
+inventory the agent holds, call a tool; show what the AppServer holds that the runtime
+sent into a conversation (read from its file, `_agent_history`); and be the agent of a
+conversation as an MCP server (`agent_mcp_cmd`).
 
 Also `python -m lineup.agent_cmd COMMAND [options]`. The peers are imported when a
 command runs, so `lineup --help` loads none of them.
@@ -221,6 +222,9 @@ def register(subparsers: Any) -> None:
     )
     call.set_defaults(func=_call)
     _register_history(commands)
+    from .agent_mcp_cmd import register as register_mcp
+
+    register_mcp(commands, _add_connection)
 
 
 def _register_history(commands: Any) -> None:

@@ -21,7 +21,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._common import STATE_STYLES, add_data_dir, conversation_id, data_dir_of, print_json
+from ._common import (
+    ENDED_TASK,
+    STATE_STYLES,
+    STATE_WORDS,
+    add_data_dir,
+    conversation_id,
+    data_dir_of,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -175,7 +183,8 @@ def history_lines(view: dict[str, Any], conversation: str, *, running: bool) -> 
     table.add_column("text", overflow="fold")
     questions = _question_ids(view)
     for item in view["timeline"]:
-        state = visible(item.get("state", ""), newlines=False)
+        raw = str(item.get("state", ""))
+        state = visible(STATE_WORDS.get(raw, raw), newlines=False)
         if item.get("code"):
             state += f" ({visible(item['code'], newlines=False)})"
         sender = "you" if item["sender"] == "user" else visible(item["sender"], newlines=False)
@@ -203,11 +212,14 @@ def _question_ids(view: dict[str, Any]) -> dict[str, str]:
 def _item_text(item: dict[str, Any], questions: dict[str, str]) -> RenderableType:
     from rich.text import Text
 
-    from apps.chat import artifact_label, render, visible
+    from apps.chat import artifact_label, deadline_words, local_times, render, visible
 
     kind = item.get("kind")
     if kind == "tool":
         text = Text(f"tool call {visible(item.get('text', ''), newlines=False)}")
+        timer = deadline_words(item.get("deadline"))
+        if timer:
+            text.append(f"\n{timer}")
         if item.get("artifact"):
             text.append(f"\n→ {artifact_label(item['artifact'])}")
         return text
@@ -223,7 +235,7 @@ def _item_text(item: dict[str, Any], questions: dict[str, str]) -> RenderableTyp
             text.append("\n" + ", ".join(f"{n}. {o}" for n, o in enumerate(options, start=1)))
         return text
     if item.get("format") == "markdown":
-        return render(item.get("text", ""), "markdown")
+        return render(local_times(item.get("text", "")), "markdown")
     return Text(visible(item.get("text", "")))
 
 
@@ -237,11 +249,12 @@ def _task_text(task_id: str, task: dict[str, Any]) -> Text:
     label = visible(task.get("label", ""), newlines=False)
     if label and label != title:
         line.append(f" — {label}")
-    if task.get("percent") is not None:
-        line.append(f": {task['percent']} %")
     status = str(task.get("status", "?"))
+    if task.get("percent") is not None and status not in ENDED_TASK:
+        line.append(f": {task['percent']} %")
     line.append(" (")
-    line.append(visible(status, newlines=False), style=STATE_STYLES.get(status, ""))
+    words = visible(STATE_WORDS.get(status, status), newlines=False)
+    line.append(words, style=STATE_STYLES.get(status, ""))
     line.append(")")
     return line
 

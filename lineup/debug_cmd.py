@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -294,12 +295,18 @@ def _status(args: argparse.Namespace) -> int:
         status["state"] = "degraded"
         offline = f"offline: {record.get('detail') or 'the AppServer cannot be reached'}"
         status["reason"] = "; ".join(filter(None, [status.get("reason"), offline]))
+    from actors.runtime_token import token_home
+
+    home = token_home(data_dir, os.environ)  # the keyring's or the file's: said, not read
+    status["token"] = {"holder": home.holder, "detail": home.detail}
     if args.json:
         print_json(status)
         return 0
     rows: list[list[Any]] = []
     for key, value in status.items():
-        if key == "started_at":
+        if key == "token":
+            rows.append(["AppServer token", value["detail"]])
+        elif key == "started_at":
             rows.append(["started", local_time(value)])
         elif key.endswith("_s"):
             rows.append([key[:-2], duration(value)])

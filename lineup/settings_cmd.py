@@ -4,7 +4,8 @@ keeps for the user, and the user's changes to it, as the settings app shows them
 Each fact is asked of the actor that owns it, through the operator's control socket, with
 the same message types the settings app sends (their doors admit the settings app and the
 operator only): the capability gateway for the grants (`capability_gateway.grants`,
-`.revoke`), the tool router for the tool policy and each tool's visibility
+`.revoke`) and, for the operator alone, what would serve each capability now
+(`.providers`); the tool router for the tool policy and each tool's visibility
 (`tool_router.policy.get`, `.replace`: the router checks a new policy and refuses a broken
 one, which is never written), the app manager for the default app, the store for each app's
 session data, artifacts and diagnostics with the rule for how long they stay
@@ -42,6 +43,7 @@ WAIT_S: Final = 30.0
 # the same ones; their doors admit it and the operator only).
 OWNERS: Final = {
     "grants": ("capability_gateway", "capability_gateway.grants"),
+    "providers": ("capability_gateway", "capability_gateway.providers"),
     "revoke": ("capability_gateway", "capability_gateway.revoke"),
     "policy": ("tool_router", "tool_router.policy.get"),
     "set_policy": ("tool_router", "tool_router.policy.replace"),
@@ -79,10 +81,12 @@ def register(subparsers: Any) -> None:
 
     show = command(
         "show",
-        "everything: grants, the tool policy, the default app, each app's data",
+        "everything: grants, providers, the tool policy, the default app, each app's data",
         "Everything the settings app shows: the capability grants in force, the tool "
         "policy with how many tools each conversation's agent sees, the default app, and "
-        "each app's session data, artifacts and diagnostics with the retention rule.",
+        "each app's session data, artifacts and diagnostics with the retention rule; and "
+        "what on this host would serve each capability now (a notification: the desktop's "
+        "notification service, an open page, or the terminal chat).",
     )
     show.set_defaults(func=_show)
     grants = command(
@@ -303,6 +307,7 @@ def _show(args: argparse.Namespace) -> int:
         problems: dict[str, str] = {}
         for name, ask in (
             ("grants", lambda: _ask(data_dir, "grants", {}).get("grants", [])),
+            ("providers", lambda: _ask(data_dir, "providers", {}).get("providers", [])),
             ("policy", lambda: _ask(data_dir, "policy", {})),
             ("default_app", lambda: _app_list(data_dir).get("default_app")),
             ("data", lambda: _ask(data_dir, "data", {})),
@@ -318,6 +323,12 @@ def _show(args: argparse.Namespace) -> int:
             return 1 if problems else 0
         if "grants" in parts:
             _print_grants(parts["grants"])
+        if "providers" in parts:
+            print_table(
+                "what serves each capability now",
+                ["capability", "served by"],
+                [[p.get("capability"), p.get("by")] for p in parts["providers"]],
+            )
         if "policy" in parts:
             _print_policy(parts["policy"], tools=False)
         if "default_app" in parts:

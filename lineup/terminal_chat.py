@@ -16,7 +16,9 @@ agent's running tool call (naming it when several run): the chat app passes the 
 to the runtime, which ends the call `cancelled_by_user`. An app's request for a capability
 is a question too, asked by the runtime: `/1` ... answer it, `/dismiss` closes it without
 deciding; one that asks for a file is answered with `/attach PATH`, the file read here and
-sent as bytes with its name. An app's notification is printed as a line, with the bell.
+sent as bytes with its name. A question the agent withdrew is no longer open: it takes no
+answer and is not counted by `/1`, `/yes` or `/say`. An app's notification that neither the
+desktop nor an open page showed is printed as a line, with the bell.
 
 Everything the agent or an app wrote (messages, prompts, options, task labels, codes) is
 untrusted: it is printed as text, never as console markup, with control and invisible
@@ -42,7 +44,15 @@ from rich.text import Text
 
 from actors.contracts import size_words
 from actors.kernel import ControlError, ui_request
-from apps.chat import artifact_label, history, render, visible
+from apps.chat import (
+    artifact_label,
+    deadline_words,
+    history,
+    local_times,
+    refusal_sentence,
+    render,
+    visible,
+)
 
 from ._capability_lines import (
     Attach,
@@ -52,7 +62,7 @@ from ._capability_lines import (
     notification_lines,
     read_attachment,
 )
-from ._common import STATE_STYLES
+from ._common import ENDED_TASK, STATE_STYLES, STATE_WORDS
 from .debug_cmd import runtime_lifecycle
 from .ui_session import UiSession
 
@@ -153,7 +163,8 @@ def open_questions(view: dict[str, Any]) -> list[RenderableType]:
 
 def _state(state: str) -> Text:
     """A state as shown, coloured (colours only on a terminal, and not under NO_COLOR)."""
-    return Text(visible(state, newlines=False), style=STATE_STYLES.get(state, ""))
+    words = visible(STATE_WORDS.get(state, state), newlines=False)
+    return Text(words, style=STATE_STYLES.get(state, ""))
 
 
 def _sender(item: dict[str, Any]) -> str:
@@ -166,45 +177,24 @@ def _task_line(task_id: str, task: dict[str, Any]) -> Text:
     line = Text.assemble("  [task] ", (title, "bold"))
     if label and label != title:
         line.append(f" — {label}")
-    if task.get("percent") is not None:
+    status = str(task.get("status", "?"))
+    if task.get("percent") is not None and status not in ENDED_TASK:
         line.append(f": {task['percent']} %")
-    line.append(f" ({visible(task.get('status', '?'), newlines=False)})")
+    line.append(f" ({visible(STATE_WORDS.get(status, status), newlines=False)})")
     return line
 
 
 def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[RenderableType | TaskLine]:
     """Lines for timeline items not shown yet, or whose state changed since (`seen`: id →
-    state, updated in place), then the tasks that moved and the questions newly waiting
-    for an answer. Agent Markdown comes as a safe renderable (no raw HTML, links written
-    out); everything else as `Text`, so no markup in it is interpreted."""
+    state, updated in place), each with its timer's line when that changed, then the tasks
+    that moved and the questions newly waiting for an answer. Agent Markdown comes as a
+    safe renderable (no raw HTML, links written out, UTC timestamps on the local clock);
+    everything else as `Text`, so no markup in it is interpreted."""
     lines: list[RenderableType | TaskLine] = []
     ids = question_ids(view)
     for item in view["timeline"]:
-        key, state = item["id"], item.get("state", "")
-        if seen.get(key) == state:
-            continue
-        first = key not in seen
-        seen[key] = state
-        who = _sender(item)
-        if first and item.get("format") == "markdown":
-            lines.append(Text.assemble(f"[{who}]  (", _state(state), ")"))
-            lines.append(render(item.get("text", ""), "markdown"))
-        elif first and item.get("kind") == "interaction":
-            short = ids.get(str(item.get("interaction", {}).get("interaction_id")), "q?")
-            shown = visible(item.get("text", ""))
-            lines.append(Text.assemble(f"[{who}] asks {short}: {shown}  (", _state(state), ")"))
-        elif first:
-            shown = item.get("shown", visible(item.get("text", "")))
-            lines.append(Text.assemble(f"[{who}] {shown}  (", _state(state), ")"))
-        else:
-            shown = visible(item.get("shown", item.get("text", "")), newlines=False)[:40]
-            code = f" ({visible(item['code'], newlines=False)})" if item.get("code") else ""
-            lines.append(Text.assemble(f"  ↳ {shown} … now ", _state(state), code))
-        if item.get("artifact") and state == "succeeded":
-            lines.append(Text(f"  ↳ {artifact_label(item['artifact'])}"))
-            # How to save it from here; the web page has a Save button under the call.
-            artifact_id = visible(item["artifact"].get("artifact_id", ""), newlines=False)
-            lines.append(Text(f"    save it: lineup artifacts save {artifact_id}"))
+        lines.extend(_item_lines(item, seen, ids))
+        lines.extend(_deadline_line(item, seen))
     for task_id, task in view.get("tasks", {}).items():
         text = _task_line(task_id, task)
         marker = f"task:{task_id}"
@@ -221,6 +211,54 @@ def render_new(view: dict[str, Any], seen: dict[str, str]) -> list[RenderableTyp
         seen[marker] = ""
         lines.extend(question_lines(view, waiting))
     return lines
+
+
+def _item_lines(item: dict[str, Any], seen: dict[str, str], ids: dict[str, str]) -> list[Any]:
+    """An item's lines when it is new or its state changed; none otherwise."""
+    key, state = item["id"], item.get("state", "")
+    if seen.get(key) == state:
+        return []
+    first = key not in seen
+    seen[key] = state
+    who = _sender(item)
+    lines: list[RenderableType] = []
+    if first and item.get("format") == "markdown":
+        lines.append(Text.assemble(f"[{who}]  (", _state(state), ")"))
+        lines.append(render(local_times(item.get("text", "")), "markdown"))
+    elif first and item.get("kind") == "interaction":
+        short = ids.get(str(item.get("interaction", {}).get("interaction_id")), "q?")
+        shown = visible(item.get("text", ""))
+        lines.append(Text.assemble(f"[{who}] asks {short}: {shown}  (", _state(state), ")"))
+    elif first:
+        shown = item.get("shown", visible(item.get("text", "")))
+        lines.append(Text.assemble(f"[{who}] {shown}  (", _state(state), ")"))
+    else:
+        shown = visible(item.get("shown", item.get("text", "")), newlines=False)[:40]
+        code = f" ({visible(item['code'], newlines=False)})" if item.get("code") else ""
+        lines.append(Text.assemble(f"  ↳ {shown} … now ", _state(state), code))
+    if item.get("artifact") and state == "succeeded":
+        lines.append(Text(f"  ↳ {artifact_label(item['artifact'])}"))
+        # How to save it from here; the web page has a Save button under the call.
+        artifact_id = visible(item["artifact"].get("artifact_id", ""), newlines=False)
+        lines.append(Text(f"    save it: lineup artifacts save {artifact_id}"))
+    refusal = refusal_sentence(item.get("code")) if state == "refused" else None
+    if refusal:
+        lines.append(Text(f"  ↳ {refusal}"))
+    return lines
+
+
+def _deadline_line(item: dict[str, Any], seen: dict[str, str]) -> list[RenderableType]:
+    """The line of a timer the runtime keeps for a tool call, each time it changes (starts,
+    pauses, runs again, ends), in local time and as long as it is left at printing."""
+    deadline = item.get("deadline")
+    words = deadline_words(deadline)
+    marker = f"deadline:{item['id']}"
+    told = repr(sorted(deadline.items())) if isinstance(deadline, dict) else ""
+    if not words or seen.get(marker) == told:
+        return []
+    seen[marker] = told
+    shown = visible(item.get("shown", item.get("text", "")), newlines=False)[:40]
+    return [Text(f"  ↳ {shown}: {words}")]
 
 
 def catch_up(
@@ -270,6 +308,8 @@ def parse_line(
     if re.fullmatch(r"q\d+", command):
         request = next((w for w in waiting if ids.get(str(w["interaction_id"])) == command), None)
         if request is None:
+            if _withdrawn(view, ids, command):
+                return f"{command} is no longer asked: the agent withdrew it"
             if not waiting:
                 return f"{command} is not open: no question is waiting for an answer"
             return f"{command} is not open; open now: " + ", ".join(
@@ -301,6 +341,16 @@ def parse_line(
     if request["kind"] == "input":
         return f"{ids[str(request['interaction_id'])]} is answered with {_hint(request)}"
     return _answer(request, command, conversation, "/", ids[str(request["interaction_id"])])
+
+
+def _withdrawn(view: dict[str, Any], ids: dict[str, str], short: str) -> bool:
+    """Whether the question shown as `short` (`q2`) is one the agent withdrew."""
+    return any(
+        item.get("kind") == "interaction"
+        and item.get("state") == "withdrawn"
+        and ids.get(str(item["interaction"].get("interaction_id"))) == short
+        for item in view.get("timeline", [])
+    )
 
 
 def _takes(request: dict[str, Any], command: str) -> bool:

@@ -4,10 +4,15 @@ The tests' data dirs hold the runtime's Unix sockets, whose paths AF_UNIX limits
 bytes. pytest's own temporary root is long (`/tmp/pytest-of-USER/pytest-N/`) and each test
 worker adds its name to it, so the session makes a short root of its own, one per run, and
 removes it when every test passed (what a failure left is kept for a look).
+
+The runtimes the tests start keep their AppServer token in a file, never in the keyring of
+the person running them: the session bus is hidden from them, and the keyring tests start a
+bus and a keyring of their own (`tests/runtime/keyring.py`).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -22,6 +27,7 @@ def _is_worker(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    os.environ.pop("DBUS_SESSION_BUS_ADDRESS", None)
     if config.option.basetemp is None and not _is_worker(config):
         config.option.basetemp = tempfile.mkdtemp(prefix="lineup-")
         config.stash[_MADE] = Path(config.option.basetemp)

@@ -1,8 +1,10 @@
 """The capability_gateway actor: capability requests, consent and audit (`_actor`); a
 request's row and result (`_requests`), running an effect once (`_effects`); the
 requesting app's facts (`_apps`), the policy (`_policy`), the rate limit (`_rates`), this
-host's providers (`_providers`), saving files safely (`_files`) and where a saved file ends
-(`_places`), the file the user chose for an app (`_file_open`).
+host's providers (`_providers`, each of the shape `_provider_base` declares), saving files
+safely (`_files`) and where a saved file ends (`_places`), the file the user chose for an
+app (`_file_open`), showing notifications (`_notifications`: the desktop, an open page, the
+terminal) and speech (`_speech`).
 
 - `capability_gateway.request` (a call, from any app): `request_id`, `capability`,
   `purpose`, `input`?, `timeout_ms`? → {`status`, `output`, `code`?};
@@ -10,6 +12,8 @@ host's providers (`_providers`), saving files safely (`_files`) and where a save
   gateway's key), `answer` once / session / always / deny / dismiss;
 - `capability_gateway.grants` (a call, from the settings app or the operator): →
   {`grants`: [{`app_scope`, `capability`, `scope`, `granted_ms`}]};
+- `capability_gateway.providers` (a call, from the operator): → {`providers`:
+  [{`capability`, `by`}]}: what would serve each capability this host serves, now;
 - `capability_gateway.revoke` (a call, from the settings app or the operator):
   `app_scope`, `capability` → {`revoked`};
 - `capability_gateway.policy.check` (a call, from the tool router): `section` (a new policy
@@ -23,12 +27,24 @@ host's providers (`_providers`), saving files safely (`_files`) and where a save
   (`_file_open`).
 
 It sends `app.capability.consent` to the chat app (a consent card opened, then closed with
-how it ended), asks the web host whether a page shows a conversation and hands it a saved
-file (`web_host.pages`, `web_host.download`), and keeps its rows through the store
-(`store.capabilities.*`, `store.artifacts.chosen`).
+how it ended), keeps its rows through the store (`store.capabilities.*`), reads an app's own
+artifact that a provider needs (`store.artifacts.read`) and has the store keep one a
+provider made for the app or the user chose for it (`store.artifacts.keep`). Of the web
+host it asks to show a notification on the open pages (`web_host.notify`), how many pages
+are open or show a conversation (`web_host.pages`), and hands it a file saved for a page
+(`web_host.download`).
 """
 
 from ._actor import CapabilityGatewayActor
-from ._providers import read_notifications, served_capabilities
+from ._notifications import read_notifications
+from ._providers import served_capabilities
+from ._speech import speaks, transcribes, worker_command
 
-__all__ = ["CapabilityGatewayActor", "read_notifications", "served_capabilities"]
+__all__ = [
+    "CapabilityGatewayActor",
+    "read_notifications",
+    "served_capabilities",
+    "speaks",
+    "transcribes",
+    "worker_command",
+]

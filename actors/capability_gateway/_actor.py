@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any, Final
 
@@ -39,6 +40,7 @@ from actors.contracts import SCOPE_CHAT, CapabilityResult, Code, ContractError
 from actors.kernel import (
     REPLY_LATER,
     Actor,
+    CallFailed,
     Message,
     derive_id,
     handles,
@@ -50,10 +52,14 @@ from ._artifact_save import ArtifactSaves
 from ._effects import Effects
 from ._file_open import CHOSEN_BY_THE_USER, FileChoices, chooser_of
 from ._files import Folder, user_downloads
+from ._notifications import NOTIFY, PAGES, desktop_service
+from ._places import saved_by
 from ._policy import load_policy, parse_section
-from ._providers import Provider, host_providers
+from ._provider_base import Provider
+from ._providers import CHOSEN_BY, clipboard_command, host_providers, written_by
 from ._rates import RateLimiter
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
+from ._speech import SERVED_BY as SPEECH_SERVED_BY
 from .door import DOOR
 
 log = logging.getLogger("lineup.capability_gateway")
@@ -78,11 +84,15 @@ class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
         # Where a file.save ends when no page takes it: the user's downloads folder where
         # the runtime is the user's (`lineup run`), else the runtime's own downloads.
         user = self.config.get("downloads") == "user"
-        self.folder = user_downloads(os.environ) if user else Folder.runtime(self.data_dir)
-        # The actor that shows the conversations in pages (the web host), when there is one.
-        self.page_host: str | None = self.config.get("page_host") or None
+        self.env = dict(os.environ)
+        self.folder = user_downloads(self.env) if user else Folder.runtime(self.data_dir)
+        # A notification goes to an open page through the web host, where there is one, and
+        # a saved file to the page that shows its conversation.
+        self.web_host: str | None = self.config.get("web_host") or None
+        page = self._ask_web_host if self.web_host else None
+        hand_over = self._hand_over if self.web_host else None
         self.providers: dict[str, Provider] = host_providers(
-            self.data_dir, os.environ, folder=self.folder
+            self.data_dir, self.env, page=page, hand_over=hand_over, folder=self.folder
         )
         self.rates = RateLimiter.from_config(self.config.get("rate_limit"))
         # An app's refusals are each written while it has few; past that, counted and written
@@ -96,6 +106,12 @@ class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
         self.counts = {status.value: 0 for status in CapabilityResult}
         self.loaded = trio.Event()
         self.nursery.start_soon(self._load)
+
+    async def _ask_web_host(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The web host's answer to `web_host.notify`: whether an open page showed it. Its
+        own deadline is in the body; this waits a second past it."""
+        wait = max(0.0, body["deadline_ms"] / 1000 - time.time()) + 1.0
+        return dict(await self.call(str(self.web_host), NOTIFY, body, timeout=wait))
 
     def statistics_extra(self) -> dict[str, Any]:
         return {
@@ -338,6 +354,45 @@ class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
         except ValueError as exc:
             return {"problem": str(exc)}
         return {"problem": None}
+
+    @handles("capability_gateway.providers")
+    async def providers_now(self, msg: Message) -> Any:
+        """What would serve each capability if asked now, for the user's settings:
+        `providers` [{`capability`, `by`}]; a capability this host does not serve is not
+        listed (it is `unsupported_on_host`)."""
+        pages = await self._open_pages()
+        by = {"file.open": CHOSEN_BY, "file.save": self._save_route(pages), **SPEECH_SERVED_BY}
+        clipboard = clipboard_command(self.env)
+        if clipboard is not None:
+            by["clipboard.write"] = written_by(clipboard)
+        by["notification.show"] = await self._notification_route(pages)
+        return {"providers": [{"capability": c, "by": by[c]} for c in sorted(self.providers)]}
+
+    async def _open_pages(self) -> int:
+        """How many pages of the web host are open now (0: none, or no web host)."""
+        if not self.web_host:
+            return 0
+        try:
+            return int((await self.call(self.web_host, PAGES, {}, timeout=2.0))["pages"])
+        except CallFailed as exc:
+            log.info("the web host did not say how many pages are open: %s", exc)
+            return 0
+
+    def _save_route(self, pages: int) -> str:
+        """Where a file.save would go now: the page that shows its app's conversation, if
+        one is open, else the gateway's folder."""
+        folder = saved_by(self.folder)
+        if pages:
+            return f"downloaded by an open page showing the app's conversation, else {folder}"
+        return folder
+
+    async def _notification_route(self, pages: int) -> str:
+        service = await desktop_service(self.env)
+        if service is not None:
+            return f"the desktop's notification service ({service})"
+        if pages:
+            return f"an open page of the web host ({pages} open)"
+        return "the terminal chat, with the bell (no desktop service, no page open)"
 
     @handles("capability_gateway.grants")
     async def grants_in_force(self, msg: Message) -> Any:

@@ -1,7 +1,7 @@
 """What the gateway needs to know of the requesting app, from the registry's rows (the store's
 `store.apps.load` reply, read for each request so that it is never stale): its manifest's
-capabilities, whether it is enabled, whether it is in the foreground, and the conversation
-its consent card belongs in.
+capabilities and title, whether it is enabled, whether it is in the foreground, and the
+conversation its consent card belongs in.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ class AppFacts:
     capabilities: frozenset[str]
     foreground: bool
     conversation_id: str
+    title: str
 
 
 def app_facts(
@@ -30,7 +31,7 @@ def app_facts(
     """The facts of `app_scope` (a core app's manifest is the one its code declares)."""
     record = next((r for r in registry.get("records", []) if r["app_scope"] == app_scope), None)
     if record is None:
-        return AppFacts(False, False, frozenset(), False, RUNTIME_GLOBAL_CONVERSATION)
+        return AppFacts(False, False, frozenset(), False, RUNTIME_GLOBAL_CONVERSATION, app_scope)
     manifest = core.get(app_scope) if record.get("kind") == "core" else record.get("manifest")
     stack = (registry.get("settings") or {}).get("focus_stack") or []
     live = sorted(
@@ -51,4 +52,5 @@ def app_facts(
         capabilities=frozenset((manifest or {}).get("capabilities") or ()),
         foreground=top is not None,
         conversation_id=str((shown or {}).get("conversation_id") or RUNTIME_GLOBAL_CONVERSATION),
+        title=str((manifest or {}).get("title") or app_scope),
     )

@@ -13,9 +13,10 @@ The file's type is decided from its bytes and checked against the request's inpu
 (`actors.contracts.chosen_type`): a file too large (`too_large`) or of a type the app does
 not take, or whose bytes contradict its declared type (`unsupported_media_type`), is
 refused with a sentence for the user and audited `capability.file_refused`; the card stays
-open for another choice. A file taken starts the effect: kept as one of the app's artifacts
-through the store (`store.artifacts.chosen`), audited as any effect. No grant covers a
-`file.open` (each needs the user's choice) and no grant is recorded for one.
+open for another choice. A file taken starts the effect: a new artifact of the app, kept
+by the store as any artifact a provider makes (`_effects`, `store.artifacts.keep`), audited
+as any effect. No grant covers a `file.open` (each needs the user's choice) and no grant
+is recorded for one.
 """
 
 from __future__ import annotations
@@ -99,12 +100,7 @@ class FileChoices(Actor):
             self.counts[status.value] += 1
             result = result_of(finished)
         else:
-            prepared = {
-                "name": name,
-                "media_type": media_type,
-                "chooser": chooser,
-                "conversation_id": row["conversation_id"],
-            }
+            prepared = {"name": name, "media_type": media_type, "chooser": chooser}
             result = await self._start(
                 row, f"the user chose {name} in the {chooser}", chosen=(data, prepared)
             )

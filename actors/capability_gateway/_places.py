@@ -1,4 +1,4 @@
-"""Where a `file.save` ends (mixed into `CapabilityGatewayActor`).
+"""Where a `file.save` ends.
 
 When the web host has a page open that shows the request's conversation, the file goes to
 that page's browser: it is kept in the runtime's downloads, where the web host serves it,
@@ -8,26 +8,48 @@ the user's downloads folder when its config says `downloads: "user"` (as `lineup
 starts it), else the runtime's downloads (`DATA_DIR/downloads/`).
 
 The place is decided before the effect is recorded as started (`web_host.pages`, asked
-briefly: a web host that does not answer has no page), so a repeat after a crash writes the
-same file in the same place. The audit row of the effect says which place served.
+briefly: a web host that does not answer has no page; `SavePlaces`, mixed into
+`CapabilityGatewayActor`), so a repeat after a crash writes the same file in the same
+place. The provider (`_providers`) saves it there and hands it over; what served it
+(`saved_by`, `handed_by`) is the effect's audit row, and what the user's settings show.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
 from actors.kernel import Actor, CallFailed, derive_id
 
 from ._files import Folder
+from ._notifications import PAGES
 
 log = logging.getLogger("lineup.capability_gateway")
 
 PAGE: Final = "page"  # the browser of a page that shows the conversation
 FOLDER: Final = "folder"  # the folder the gateway was given
+DOWNLOAD: Final = "web_host.download"
 PAGES_TIMEOUT_S: Final = 1.0
 HAND_OVER_SLOT: Final = 4  # the hand-over's id, derived from the request's key
+# The gateway's hand-over of a saved file to the pages of a conversation: the request's
+# key and {`conversation_id`, `name`} → how many pages took it.
+HandOver = Callable[[str, dict[str, Any]], Awaitable[int]]
+
+
+def saved_by(folder: Folder, name: str = "") -> str:
+    """How a file saved into `folder` (as `name`, when known) is served, in words."""
+    whose = "the runtime's downloads" if folder.own else "the user's downloads folder"
+    return f"saved as {name} in {whose}" if name else f"saved in {whose} ({folder.path})"
+
+
+def handed_by(name: str, pages: int) -> str:
+    """How a file handed to `pages` pages of its conversation is served, in words."""
+    if pages == 0:  # the page went meanwhile: the file waits in the runtime's downloads
+        return f"saved as {name} in the runtime's downloads: no page was left to take it"
+    by = "the open page" if pages == 1 else f"the {pages} open pages"
+    return f"downloaded as {name} by {by} showing the conversation"
 
 
 class SavePlaces(Actor):
@@ -35,17 +57,17 @@ class SavePlaces(Actor):
 
     data_dir: Path
     folder: Folder
-    page_host: str | None  # the actor that shows pages (the web host), if the runtime has one
+    web_host: str | None  # the actor that shows pages, if the runtime has one
     call_timeout: float
 
     async def _place(self, row: dict[str, Any]) -> str:
         """`PAGE` when a page shows the request's conversation now, else `FOLDER`."""
-        if self.page_host is None:
+        if self.web_host is None:
             return FOLDER
         try:
             reply = await self.call(
-                self.page_host,
-                "web_host.pages",
+                self.web_host,
+                PAGES,
                 {"conversation_id": row["conversation_id"]},
                 timeout=PAGES_TIMEOUT_S,
             )
@@ -57,24 +79,19 @@ class SavePlaces(Actor):
     def place_folder(self, place: str) -> Folder:
         return Folder.runtime(self.data_dir) if place == PAGE else self.folder
 
-    async def _saved_where(self, row: dict[str, Any], place: str, name: str) -> str:
-        """The audit's words for where the file `name` went; for a page, handed to it."""
-        if place != PAGE:
-            whose = "the runtime's downloads" if self.folder.own else "the user's downloads folder"
-            return f"saved as {name} in {whose}"
-        assert self.page_host is not None, "a page is the place only with a page host"
+    async def _hand_over(self, key: str, body: dict[str, Any]) -> int:
+        """The saved file `body` names handed to the pages of its conversation: how many
+        took it (0 where none is left, or the web host did not answer)."""
+        assert self.web_host is not None, "a page is the place only with a web host"
         try:
             reply = await self.call(
-                self.page_host,
-                "web_host.download",
-                {"conversation_id": row["conversation_id"], "name": name},
+                self.web_host,
+                DOWNLOAD,
+                body,
                 timeout=self.call_timeout * 5,
-                id=derive_id(row["request_id"], HAND_OVER_SLOT),
+                id=derive_id(key, HAND_OVER_SLOT),
             )
-            pages = int(reply.get("pages") or 0)
         except CallFailed as exc:
-            log.warning("%s not handed to a page: %s", row["request_id"], exc)
-            pages = 0
-        if pages == 0:  # the page went meanwhile: the file waits in the runtime's downloads
-            return f"saved as {name} in the runtime's downloads: no page was left to take it"
-        return f"handed as {name} to the browser of the page showing the conversation"
+            log.warning("%s not handed to a page: %s", key, exc)
+            return 0
+        return int(reply.get("pages") or 0)

@@ -8,91 +8,50 @@ provider here is `unsupported_on_host`, whatever the app declared.
 - `file.save` (foreground, idempotent): bytes (`data_base64`, or `artifact_id` of one of the
   app's own artifacts) saved where the gateway decided first (`_places`): the folder it was
   given (the user's downloads folder, or `DATA_DIR/downloads/`), or the runtime's downloads
-  for the page that shows the conversation to hand to its browser (`_files`); the output is
-  the saved file's display name only.
+  for the page that shows the conversation, whose browser it is handed to (`_files`); the
+  output is the saved file's display name only.
 - `file.open` (foreground, not idempotent): the file the user chose for the app
-  (`_file_open`), kept as one of the app's artifacts through the store; the output is its
-  reference (`artifact_id`, `name`, `media_type`, `size`), never a path. Kept twice would
-  be two artifacts, so a replay is `in_doubt`.
-- `notification.show` (any time, not idempotent): a line appended to
-  `DATA_DIR/notifications.jsonl`, which the terminal chat shows with the bell
-  (`read_notifications`). Shown twice is seen twice, so a replay is `in_doubt`.
+  (`_file_open`), a new artifact of the app (`NewArtifact`); the output is its reference
+  (`artifact`), never a path. Kept twice would be two artifacts, so a replay is `in_doubt`.
+- `notification.show` (any time, not idempotent): shown by the desktop's notification
+  service, else an open page of the web host, else the terminal chat with the bell
+  (`_notifications`). Shown twice is seen twice, so a replay is `in_doubt`.
 - `clipboard.write` (foreground, idempotent): text handed to `wl-copy` (Wayland) or `xclip`
   (X11), only where one is on PATH and its display is set.
+- `speech.speak`, `speech.transcribe` (any time, idempotent): spoken into a WAV artifact of
+  the app, and one of its WAV artifacts written out as text, on this host (`_speech`).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import json
-import os
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import trio
 
-from actors.contracts import Code, ContractError, file_wanted
+from actors.contracts import file_wanted
 
-from . import _files
+from . import _files, _speech
 from ._files import Folder
+from ._notifications import PageCall, show_on_desktop, show_on_page, summary, write_for_terminal
+from ._places import PAGE, HandOver, handed_by, saved_by
+from ._provider_base import Effect, NewArtifact, Provider, Served
+from ._provider_base import invalid as _invalid
+from ._provider_base import text_field as _text
+from ._provider_base import with_fields as _object
 
-NOTIFICATIONS_FILE: Final = "notifications.jsonl"
+# How a file.open is served (the card's chooser), in the user's settings.
+CHOSEN_BY: Final = "chosen by the user: a file input on the page's card, or /attach in the terminal"
 MAX_NOTIFICATION_TEXT: Final = 500
 MAX_NOTIFICATION_TITLE: Final = 100
 MAX_CLIPBOARD_CHARS: Final = 64 * 1024
 MAX_NAME_CHARS: Final = 1024
 CLIPBOARD_TIMEOUT_S: Final = 5.0
-
-
-@dataclass(frozen=True)
-class Effect:
-    """One run of a provider: the request's key (for idempotence), its app, its input, and
-    what the gateway prepared before recording it as started (`prepared`)."""
-
-    key: str
-    app_scope: str
-    input: dict[str, Any]
-    prepared: dict[str, Any]
-    content: bytes | None = None
-    # The gateway's call to the store (a message type and its body), for an effect that
-    # keeps something there: asked under an id of the request's, so asked once.
-    store: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
-
-
-@dataclass(frozen=True)
-class Provider:
-    foreground: bool
-    idempotent: bool
-    check: Callable[[Any], dict[str, Any]]
-    run: Callable[[Effect], Awaitable[dict[str, Any]]]
-
-
-def _invalid(detail: str) -> ContractError:
-    return ContractError(Code.INVALID_PAYLOAD, detail)
-
-
-def _text(value: Any, field: str, limit: int, *, required: bool = True) -> str:
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise _invalid(f"input.{field}: a non-empty string is needed")
-    if len(value) > limit:
-        raise _invalid(f"input.{field}: at most {limit} characters")
-    return value
-
-
-def _object(raw: Any, fields: set[str]) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise _invalid("input: an object is needed")
-    extra = sorted(set(raw) - fields)
-    if extra:
-        raise _invalid(f"input.{extra[0][:40]}: not a field of this capability")
-    return raw
 
 
 # -- file.save ---------------------------------------------------------------------------------
@@ -121,16 +80,23 @@ def file_bytes(value: dict[str, Any]) -> bytes:
     return base64.b64decode(value["data_base64"], validate=True)
 
 
-def _file_save(data_dir: Path, folder: Folder) -> Callable[[Effect], Awaitable[dict[str, Any]]]:
-    async def run(effect: Effect) -> dict[str, Any]:
+def _file_save(
+    data_dir: Path, folder: Folder, hand_over: HandOver | None
+) -> Callable[[Effect], Awaitable[Served]]:
+    async def run(effect: Effect) -> Served:
         assert effect.content is not None, "the gateway reads the content first"
         # For a page's browser it is kept in the runtime's downloads, where the web host
-        # serves it from; else in the folder the gateway was given.
-        place = Folder.runtime(data_dir) if effect.prepared.get("place") == "page" else folder
+        # serves it from, and handed to the page; else saved in the folder it was given.
+        to_page = effect.prepared.get("place") == PAGE and hand_over is not None
+        place = Folder.runtime(data_dir) if to_page else folder
         saved = await trio.to_thread.run_sync(
             _files.save, place, str(effect.prepared["name"]), effect.content, effect.key
         )
-        return {"name": saved}
+        if hand_over is None or not to_page:
+            return Served({"name": saved}, saved_by(folder, saved))
+        conversation = str(effect.prepared["conversation_id"])
+        pages = await hand_over(effect.key, {"conversation_id": conversation, "name": saved})
+        return Served({"name": saved}, handed_by(saved, pages))
 
     return run
 
@@ -144,25 +110,16 @@ def check_file_open(raw: Any) -> dict[str, Any]:
     return dict(raw or {})
 
 
-async def _keep_chosen(effect: Effect) -> dict[str, Any]:
-    """The chosen file (the content, its name and type decided by the gateway first) kept
-    as one of the app's artifacts: its reference."""
-    assert effect.content is not None and effect.store is not None, "the gateway gives both"
-    body = {
-        "app_scope": effect.app_scope,
-        "data": effect.content,
-        "media_type": str(effect.prepared["media_type"]),
-        "title": str(effect.prepared["name"]),
-    }
-    if effect.prepared.get("conversation_id"):
-        body["conversation_id"] = str(effect.prepared["conversation_id"])
-    kept = await effect.store("store.artifacts.chosen", body)
-    return {
-        "artifact_id": kept["artifact_id"],
-        "name": kept["title"],
-        "media_type": kept["media_type"],
-        "size": kept["size"],
-    }
+async def _keep_chosen(effect: Effect) -> Served:
+    """The chosen file (the content, its name and type decided by the gateway first), a new
+    artifact of the app."""
+    assert effect.content is not None, "the gateway gives the chosen file"
+    media_type, name = str(effect.prepared["media_type"]), str(effect.prepared["name"])
+    chosen = f"{effect.prepared.get('chooser')}: {media_type}, {len(effect.content)} bytes"
+    return Served(
+        {"artifact": NewArtifact(effect.content, media_type, name)},
+        f"the file the user chose in the {chosen}",
+    )
 
 
 # -- notification.show -------------------------------------------------------------------------
@@ -175,45 +132,36 @@ def check_notification(raw: Any) -> dict[str, Any]:
     return value
 
 
-def _notify(data_dir: Path) -> Callable[[Effect], Awaitable[dict[str, Any]]]:
-    def append(line: str) -> None:
-        with open(data_dir / NOTIFICATIONS_FILE, "a", encoding="utf-8") as out:
-            out.write(line + "\n")
-            out.flush()
-            os.fsync(out.fileno())
+def _notify(
+    data_dir: Path, env: Mapping[str, str], page: PageCall | None
+) -> Callable[[Effect], Awaitable[Served]]:
+    """The desktop's service, else an open page, else the terminal (`_notifications`)."""
 
-    async def run(effect: Effect) -> dict[str, Any]:
+    async def run(effect: Effect) -> Served:
+        app_title = str(effect.prepared.get("app_title") or effect.app_scope)
+        title, text = str(effect.input.get("title") or ""), str(effect.input["text"])
+        service = await show_on_desktop(env, summary(app_title, title), text)
+        if service is not None:
+            return Served(
+                {"shown": True}, f"shown by the desktop's notification service ({service})"
+            )
+        if page is not None:
+            shown_as = await show_on_page(page, effect.key, app_title, effect.input)
+            if shown_as:
+                how = "a browser notification" if shown_as == "system" else "the page's toast"
+                return Served({"shown": True}, f"shown by an open page, as {how}")
         record = {
             "at_ms": int(time.time() * 1000),
             "app_scope": effect.app_scope,
+            "app": app_title,
             "request_id": effect.key,
-            "title": effect.input.get("title") or "",
-            "text": effect.input["text"],
+            "title": title,
+            "text": text,
         }
-        await trio.to_thread.run_sync(append, json.dumps(record, ensure_ascii=False))
-        return {"shown": True}
+        await trio.to_thread.run_sync(write_for_terminal, data_dir, record)
+        return Served({"shown": True}, "kept for the terminal chat, shown there with the bell")
 
     return run
-
-
-def read_notifications(data_dir: Path, after: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """The notifications written past byte `after` of the file, and where they end: what a
-    UI polls to show new ones (each once)."""
-    path = Path(data_dir) / NOTIFICATIONS_FILE
-    try:
-        with open(path, "rb") as source:
-            source.seek(after)
-            chunk = source.read()
-    except OSError:
-        return [], after
-    whole = chunk[: chunk.rfind(b"\n") + 1]  # a line being written is read next time
-    shown = []
-    for line in whole.splitlines():
-        try:
-            shown.append(dict(json.loads(line)))
-        except (ValueError, TypeError):
-            continue
-    return shown, after + len(whole)
 
 
 # -- clipboard.write ---------------------------------------------------------------------------
@@ -236,8 +184,13 @@ def clipboard_command(env: Mapping[str, str]) -> list[str] | None:
     return None
 
 
-def _clipboard(command: list[str]) -> Callable[[Effect], Awaitable[dict[str, Any]]]:
-    async def run(effect: Effect) -> dict[str, Any]:
+def written_by(command: list[str]) -> str:
+    """How a clipboard.write is served here, in its audit row."""
+    return f"written with {command[0]}"
+
+
+def _clipboard(command: list[str]) -> Callable[[Effect], Awaitable[Served]]:
+    async def run(effect: Effect) -> Served:
         with trio.fail_after(CLIPBOARD_TIMEOUT_S):
             await trio.run_process(
                 command,
@@ -245,7 +198,7 @@ def _clipboard(command: list[str]) -> Callable[[Effect], Awaitable[dict[str, Any
                 capture_stdout=True,
                 capture_stderr=True,
             )
-        return {"written": True}
+        return Served({"written": True}, written_by(command))
 
     return run
 
@@ -255,21 +208,38 @@ def served_capabilities(env: Mapping[str, str]) -> frozenset[str]:
     served = {"file.save", "file.open", "notification.show"}
     if clipboard_command(env) is not None:
         served.add("clipboard.write")
+    served.update(_speech.speech_providers(env))
     return frozenset(served)
 
 
 def host_providers(
-    data_dir: Path, env: Mapping[str, str], *, folder: Folder | None = None
+    data_dir: Path,
+    env: Mapping[str, str],
+    *,
+    page: PageCall | None = None,
+    hand_over: HandOver | None = None,
+    folder: Folder | None = None,
 ) -> dict[str, Provider]:
-    """The capabilities this host serves, by name; `file.save` saves into `folder` (the
-    runtime's downloads unless given)."""
+    """The capabilities this host serves, by name; `page` asks the web host to show a
+    notification on an open page, `hand_over` hands it a file saved for a page (None: the
+    runtime runs no web host); `file.save` saves into `folder` otherwise (the runtime's
+    downloads unless given)."""
     folder = folder or Folder.runtime(data_dir)
     providers = {
-        "file.save": Provider(True, True, check_file_save, _file_save(data_dir, folder)),
+        "file.save": Provider(
+            True,
+            True,
+            check_file_save,
+            _file_save(data_dir, folder, hand_over),
+            reads_artifact=True,
+        ),
         "file.open": Provider(True, False, check_file_open, _keep_chosen),
-        "notification.show": Provider(False, False, check_notification, _notify(data_dir)),
+        "notification.show": Provider(
+            False, False, check_notification, _notify(data_dir, env, page)
+        ),
     }
     command = clipboard_command(env)
     if command is not None:
         providers["clipboard.write"] = Provider(True, True, check_clipboard, _clipboard(command))
+    providers.update(_speech.speech_providers(env))
     return providers

@@ -2,11 +2,12 @@
 scope is the sender the supervisor stamped, never a body field), the user's answer to a
 consent card from the chat app (where the user answers it) or the host (the user's side),
 and a revocation from the operator (`lineup capabilities revoke`, on the control socket) or
-the settings app, which alone also lists the grants in force for the user. The user's side
-alone (the operator, the host, the web host for its page's Save) saves an artifact into
-downloads. A file the user chose for an app comes from the user's side only (the host for
-the terminal chat, the web host for its page): no app can hand itself a "chosen" file. An
-app takes back only its own requests."""
+the settings app, which alone also lists the grants in force for the user; the operator also
+asks what would serve each capability now. The user's side alone (the operator, the host,
+the web host for its page's Save) saves an artifact into downloads. A file the user chose
+for an app comes from the user's side only (the host for the terminal chat, the web host for
+its page): no app can hand itself a "chosen" file. An app takes back only its own
+requests."""
 
 from __future__ import annotations
 
@@ -83,6 +84,8 @@ DOOR = Door(
         "capability_gateway.withdraw": accept(APPS, body=Withdraw),
         "capability_gateway.consent": accept(f"app.{SCOPE_CHAT}", "host", body=Consent),
         "capability_gateway.revoke": accept("debug", f"app.{SCOPE_SETTINGS}", body=Revoke),
+        # What would serve each capability now, for the user (`lineup settings show`).
+        "capability_gateway.providers": accept("debug", body=NoFields),
         # The grants in force, for the user's settings app (which also revokes them).
         "capability_gateway.grants": accept(f"app.{SCOPE_SETTINGS}", body=NoFields),
         # A new policy file's capabilities section, checked before the tool router writes it.

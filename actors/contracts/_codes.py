@@ -69,8 +69,9 @@ class Code(StrEnum):
     # A capability effect that cannot be repeated safely was started and its end was never
     # recorded (the runtime stopped in between): it may or may not have happened.
     IN_DOUBT = "in_doubt"
-    # A capability request its app took back before the user answered: the call that asked
-    # had ended, so a late answer must not start an effect nobody waits for.
+    # A question its asker took back before the user answered: a capability request whose
+    # call had ended (a late answer must not start an effect nobody waits for), or an
+    # agent's question the conversation walked past (a late answer is not sent).
     WITHDRAWN = "withdrawn"
     # A file the user chose for an app (`file.open`) whose bytes are not of a type the app
     # takes, or not of the type its name or the browser says: the user chooses again.
@@ -118,6 +119,10 @@ class Code(StrEnum):
     # Artifacts: an app's store of bytes is bounded per app, and an id names one artifact.
     QUOTA_EXCEEDED = "quota_exceeded"
     ARTIFACT_NOT_FOUND = "artifact_not_found"
+    # The chat's questions: the agent withdraws one it never asked in the conversation, or
+    # one already answered or withdrawn. Nothing changes; the chat files the code.
+    INTERACTION_NOT_FOUND = "interaction_not_found"
+    INTERACTION_CLOSED = "interaction_closed"
 
 
 class CapabilityResult(StrEnum):

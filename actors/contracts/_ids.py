@@ -72,6 +72,7 @@ IDEMPOTENCY_KEY_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 # Message types: `lineup.<area>.<name>`; legacy ones are `lineup.v1.<area>.<name>`.
 MESSAGE_TYPE_PATTERN: Final = r"^lineup(\.[a-z][a-z0-9_]*)+$"
 TOOL_METHOD_PATTERN: Final = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$"
+TOOL_METHOD_MAX_LENGTH: Final = 64
 CAPABILITY_PATTERN: Final = r"^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$"
 SDK_FEATURE_PATTERN: Final = r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*\.v[1-9][0-9]*$"
 ENTRYPOINT_ID_PATTERN: Final = r"^[a-z][a-z0-9]*([_-][a-z0-9]+)*$"
@@ -99,6 +100,7 @@ _CONVERSATION_RE: Final = compile_pattern(CONVERSATION_ID_PATTERN)
 _INSTANCE_RE: Final = compile_pattern(INSTANCE_ID_PATTERN)
 _OPERATION_RE: Final = compile_pattern(OPERATION_ID_PATTERN)
 _MESSAGE_ID_RE: Final = compile_pattern(MESSAGE_ID_PATTERN)
+_TOOL_METHOD_RE: Final = compile_pattern(TOOL_METHOD_PATTERN)
 
 
 def is_app_scope(value: object) -> bool:
@@ -107,6 +109,15 @@ def is_app_scope(value: object) -> bool:
         isinstance(value, str)
         and len(value) <= APP_SCOPE_MAX_LENGTH
         and _APP_SCOPE_RE.fullmatch(value) is not None
+    )
+
+
+def is_tool_method(value: object) -> bool:
+    """True for a well-formed tool method (grammar and length)."""
+    return (
+        isinstance(value, str)
+        and len(value) <= TOOL_METHOD_MAX_LENGTH
+        and _TOOL_METHOD_RE.fullmatch(value) is not None
     )
 
 
@@ -163,7 +174,7 @@ TaskId = Annotated[str, _id(TASK_ID_PATTERN)]
 InteractionId = Annotated[str, _id(INTERACTION_ID_PATTERN)]
 IdempotencyKey = Annotated[str, _id(IDEMPOTENCY_KEY_PATTERN)]
 MessageType = Annotated[str, _id(MESSAGE_TYPE_PATTERN, 128)]
-ToolMethod = Annotated[str, _id(TOOL_METHOD_PATTERN, 64)]
+ToolMethod = Annotated[str, _id(TOOL_METHOD_PATTERN, TOOL_METHOD_MAX_LENGTH)]
 CapabilityName = Annotated[str, _id(CAPABILITY_PATTERN, 64)]
 SdkFeature = Annotated[str, _id(SDK_FEATURE_PATTERN, 64)]
 EntrypointId = Annotated[str, _id(ENTRYPOINT_ID_PATTERN, 64)]

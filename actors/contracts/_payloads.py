@@ -117,6 +117,19 @@ InteractionResponse = Annotated[
 ]
 
 
+class InteractionWithdraw(ContractModel):
+    """`lineup.interaction.withdraw`: the agent no longer asks a question it asked.
+
+    The chat closes the question (no longer open, not answerable): a question the
+    conversation walked past would otherwise wait forever and make a short answer (`/1`,
+    `/yes`) ambiguous. `reason` is a short label for the person, e.g. "the conversation
+    moved on".
+    """
+
+    interaction_id: InteractionId
+    reason: Label | None = None
+
+
 class SurfaceOpen(ContractModel):
     """`lineup.surface.open`: show an app's entrypoint for the instance in `scope`."""
 

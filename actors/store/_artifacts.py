@@ -17,11 +17,10 @@ Who may do what (the app's scope is the sender the supervisor stamped, never a b
   that is not the app's own gets `ownership_mismatch` whether it exists or not, so no app
   learns what others made;
 - the tool router reads an artifact's metadata (a tool result naming one), the capability
-  gateway reads it whole (the user saving it);
-- the capability gateway keeps a file the user chose for an app as one of that app's
-  artifacts (`store.artifacts.chosen`, naming the app: the gateway decided the request was
-  that app's), within the same limits; a conversation it names without an instance of the
-  app in it is left out, not refused: the file is the app's all the same;
+  gateway reads it whole (the user saving it, a provider reading it);
+- the capability gateway keeps an artifact a provider made for an app (`store.artifacts.keep`:
+  the app named in its body, which only the gateway's door takes), within that app's quotas;
+  the conversation it names is kept only when an instance of the app is in it;
 - an app's artifacts go with its record when the app is removed (`store.apps.write`).
 
 Refusals of an app are audited, at most once per sender every `REFUSAL_AUDIT_S` seconds
@@ -273,10 +272,11 @@ class ArtifactTables(Actor):
 
     # -- handlers ------------------------------------------------------------------------
 
-    def _checked_create(self, msg: Message, scope: str, *, chosen: bool = False) -> dict[str, Any]:
-        """A create's fields once its media type, title and conversation passed: the row
-        it makes, but for its id, size, digest and time. `chosen`: a file the user gave
-        the app, whose conversation is kept only when the app has an instance there."""
+    def _checked_create(self, msg: Message, kept_for: str | None = None) -> dict[str, Any]:
+        """A create's fields once its sender, media type, title and conversation passed:
+        the row it makes, but for its id, size, digest and time. `kept_for`: the app the
+        capability gateway keeps it for, whose conversation is kept only if it is in it."""
+        scope = kept_for or self._scope_of(msg)
         body = msg.body
         media_type, title = str(body["media_type"]), str(body["title"])
         check_media_type(media_type, self.artifact_limits)
@@ -285,7 +285,7 @@ class ArtifactTables(Actor):
         instance = None
         if conversation is not None:
             instance = self._instance_in(scope, str(conversation))
-            if instance is None and chosen:
+            if instance is None and kept_for is not None:
                 conversation = None
             elif instance is None:
                 raise ContractError(
@@ -305,20 +305,18 @@ class ArtifactTables(Actor):
         """Body `data`, `media_type`, `title`, `conversation_id`?; reply the reference
         {artifact_id, title, media_type, size}, once per request."""
         try:
-            fields = self._checked_create(msg, self._scope_of(msg))
+            fields = self._checked_create(msg)
         except ContractError as error:
             raise self._artifact_refused(msg, error) from None
         return self._create(msg, fields)
 
-    @handles("store.artifacts.chosen")
-    async def artifacts_chosen(self, msg: Message) -> Any:
-        """The capability gateway's: a file the user chose for `app_scope`, kept as one of
-        its artifacts. Body as a create's, with `app_scope`; the same reply, once."""
-        fields = self._checked_create(msg, str(msg.body["app_scope"]), chosen=True)
-        return self._create(msg, fields)
+    @handles("store.artifacts.keep")
+    async def artifacts_keep(self, msg: Message) -> Any:
+        """From the capability gateway: a create's body and the `app_scope` it is for; the
+        same reference, once per request (a provider's repeat gets the first artifact)."""
+        return self._create(msg, self._checked_create(msg, str(msg.body["app_scope"])))
 
     def _create(self, msg: Message, fields: dict[str, Any]) -> Any:
-        """Write the artifact of `fields` with the request's bytes, once per request."""
         data = bytes(msg.body["data"])
 
         def apply() -> dict[str, Any]:

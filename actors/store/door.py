@@ -11,17 +11,19 @@ table. Beside them an app may report its own
 diagnostics (`store.diagnostics.report`): the rows written are those of its stamped scope,
 bounded in number, and only ever shown, never acted on. And an app keeps artifacts
 (`store.artifacts.create`, `.read`, `.list`): rows and files of its stamped scope only,
-within the artifact quotas, read back by itself and the chat alone. The settings app alone
+within the artifact quotas, read back by itself and the chat alone; the capability gateway
+alone keeps one for an app that a provider made (`store.artifacts.keep`, naming the app, the
+only artifact body that may). The settings app alone
 (for the user) reads the overview of every app's data: counts and sizes, never the data."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Required
 
 from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
 
-from actors.contracts import SCOPE_SETTINGS, OutboxVerdict
+from actors.contracts import SCOPE_SETTINGS, AppScope, OutboxVerdict
 from actors.kernel import APPS, Door, accept
 
 _CLOSED = ConfigDict(extra="forbid")
@@ -171,13 +173,11 @@ class ArtifactCreate(_ArtifactCreateRequired, total=False):
     conversation_id: Annotated[str, Field(min_length=1, max_length=256)] | None
 
 
-class _ArtifactChosenRequired(_ArtifactCreateRequired):
-    app_scope: Annotated[str, Field(min_length=1, max_length=64)]
+class ArtifactKeep(ArtifactCreate, total=False):
+    """An artifact a capability's provider made, for the app it names."""
 
-
-class ArtifactChosen(_ArtifactChosenRequired, total=False):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    conversation_id: Annotated[str, Field(min_length=1, max_length=256)] | None
+    app_scope: Required[AppScope]
 
 
 class ArtifactId(TypedDict):
@@ -235,9 +235,8 @@ DOOR = Door(
         "store.artifacts.read": accept(APPS, "capability_gateway", body=ArtifactId),
         "store.artifacts.list": accept(APPS, body=ArtifactPage),
         "store.artifacts.meta": accept("tool_router", "capability_gateway", body=ArtifactId),
-        # A file the user chose for an app (`file.open`), kept as that app's: the gateway
-        # alone decides whose request it answered.
-        "store.artifacts.chosen": accept("capability_gateway", body=ArtifactChosen),
+        # An artifact a capability's provider made for an app (the gateway names the app).
+        "store.artifacts.keep": accept("capability_gateway", body=ArtifactKeep),
         # The capability gateway's requests and the user's grants (`_capabilities`).
         "store.capabilities.load": accept("capability_gateway", body=Empty),
         "store.capabilities.get": accept("capability_gateway", body=RequestId),

@@ -59,7 +59,7 @@ from ._calls import (
     outbox_item,
     shown,
 )
-from ._deadlines import Deadline
+from ._deadlines import Deadline, shown_deadline
 from ._inventory import AppView, Computed, compute, find_tool
 from ._operations import DeadlineOperations
 from ._policy import CAPABILITIES_SECTION, Policy, load_policy, policy_stamp
@@ -490,7 +490,13 @@ class ToolRouterActor(Actor):
         if operation is not None:
             await self.operations.ended(call)
         if any(h["event"] == "accepted" for h in call.history):  # refused calls never showed
-            await self.show(call, call.state, code=call.code, artifact=shown_artifact(call))
+            # An operation that ran says when it ended, in place of when it was to end.
+            ended = None
+            if operation is not None and operation.started_ms is not None:
+                ended = shown_deadline(operation, now_ms())
+            await self.show(
+                call, call.state, code=call.code, artifact=shown_artifact(call), deadline=ended
+            )
 
     async def _watch_deadlines(self) -> None:
         while True:

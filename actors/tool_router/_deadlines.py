@@ -164,6 +164,23 @@ class Deadline:
         return shown
 
 
+def shown_deadline(deadline: Deadline, now_ms: int) -> dict[str, Any] | None:
+    """The operation as the chat's line for its call shows it: its moments as data (UTC),
+    which each of the chat's clients puts on the local clock and counts down itself, so the
+    line moves without a word from the runtime. None while it waits for the front."""
+    if deadline.state == RUNNING:
+        return {"state": RUNNING, "ends_at": timestamp(deadline.ends_ms)}
+    if deadline.state == PAUSED:
+        return {
+            "state": PAUSED,
+            "paused_at": timestamp(now_ms),
+            "remaining_ms": deadline.remaining_ms or 0,
+        }
+    if deadline.state in (FINISHED, INTERRUPTED):
+        return {"state": deadline.state, "ended_at": timestamp(deadline.ended_ms or now_ms)}
+    return None
+
+
 def deadline_output(deadline: Deadline) -> dict[str, Any]:
     """The final result of an operation that ran to its end."""
     return {

@@ -59,6 +59,7 @@ from ._deadlines import (
     deadline_output,
     interrupted_detail,
     sample_output,
+    shown_deadline,
     timestamp,
 )
 
@@ -168,7 +169,7 @@ class DeadlineOperations:
             "progress",
             id=call.slot_id(SLOT_SHOWN["started"]),
             stage="started",
-            message=f"until {ends_at}",
+            deadline=shown_deadline(operation, now_ms()),
         )
         await self.tell_app(operation, TOLD_STARTED)
 
@@ -412,12 +413,11 @@ class DeadlineOperations:
         log.info("call %s: deadline operation %s", call.call_id, operation.state)
         # The chat's line for the call says the same: paused with the time left, or until
         # when it runs again (its id derived from the news too: shown once).
-        if progress["stage"] == "paused":
-            shown = f"paused, {_time_left(operation.remaining_ms or 0)} left"
-        else:
-            shown = f"until {progress['ends_at']}"
         await self.router.show(
-            call, "progress", id=derive_id(operation.told_id(news), 1), message=shown
+            call,
+            "progress",
+            id=derive_id(operation.told_id(news), 1),
+            deadline=shown_deadline(operation, now_ms()),
         )
         await self.tell_app(operation, news)
 
@@ -475,9 +475,3 @@ def _not_yours(call_id: object) -> ContractError:
     return ContractError(
         Code.OWNERSHIP_MISMATCH, f"{call_id} is not an open deadline operation of yours"
     )
-
-
-def _time_left(ms: int) -> str:
-    """A time left as a person says it: seconds under a minute, else whole minutes."""
-    seconds = round(ms / 1000)
-    return f"{seconds} s" if seconds < 60 else f"{round(seconds / 60)} min"

@@ -1,7 +1,8 @@
 """The transport actor: the AppServer link.
 
-`_actor` runs the link; `_lifecycle` maps link states to the runtime lifecycle; `_token`
-reads the runtime's token file. Messages:
+`_actor` runs the link, with the token `actors.runtime_token` reads (from the user's keyring
+or the data dir's 0600 file); `_lifecycle` maps link states to the runtime lifecycle.
+Messages:
 
 | type | from | body | effect |
 |---|---|---|---|
@@ -16,14 +17,5 @@ the AppServer sent it: the link reads stream frames with `raw_messages`),
 
 from ._actor import TransportActor
 from ._lifecycle import Lifecycle, lifecycle_of
-from ._token import TOKEN_FILE, TokenError, read_token, write_token
 
-__all__ = [
-    "TOKEN_FILE",
-    "Lifecycle",
-    "TokenError",
-    "TransportActor",
-    "lifecycle_of",
-    "read_token",
-    "write_token",
-]
+__all__ = ["Lifecycle", "TransportActor", "lifecycle_of"]

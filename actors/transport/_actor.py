@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import trio
 
 from actors.contracts import ContractError
 from actors.kernel import Actor, Message, derive_id, handles, new_id
+from actors.runtime_token import TokenError, load_token
 from link import Link, LinkFailed, LinkState, Received, Submission
 
 from ._lifecycle import Lifecycle, lifecycle_of
-from ._token import TokenError, read_token
 from .door import DOOR
 
 log = logging.getLogger("lineup.transport")
@@ -46,6 +48,8 @@ class TransportActor(Actor):
         config = self.config
         self.url: str | None = config.get("appserver_url")
         self.token_file: str | None = config.get("token_file")
+        # The data dir whose own token (`token_file` there) is kept in the keyring if any.
+        self.data_dir: str | None = config.get("data_dir")
         self.device_id = str(config.get("device_id", "lineup-device"))
         self.batch_items = int(config.get("batch_items", 512))
         self.batch_bytes = int(config.get("batch_bytes", 600 * 1024))
@@ -137,8 +141,11 @@ class TransportActor(Actor):
         if not self.url or not self.token_file:
             await self._report("offline_degraded", "no AppServer configured")
             return
-        try:
-            token = read_token(self.token_file)
+        data_dir = Path(self.data_dir) if self.data_dir else None
+        try:  # the keyring blocks on the bus: in a thread, with its own deadline
+            token = await trio.to_thread.run_sync(
+                load_token, Path(self.token_file), data_dir, dict(os.environ)
+            )
         except TokenError as exc:
             await self._report("offline_degraded", str(exc))
             return

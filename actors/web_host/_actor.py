@@ -4,12 +4,13 @@ It is a UI client, like the terminal chat: what the user does in the page goes t
 actor through the supervisor's UI socket, and what the page shows is read from the chat
 and registry apps' projections; the user's Save of an artifact it asks of the capability
 gateway itself, to hand the page the name it was saved under (`_artifacts`). Of messages it
-takes its apps' surface pushes (`_bridge`)
-and the chat app's notice that its view changed (`_changes`: the pages look again), and
-from the capability gateway its questions about the pages (does one show a conversation,
-`web_host.pages`) and a file an app saved for one (`web_host.download`, `_uploads`); the
-file a user picks in a page for an app it hands to the gateway (`_uploads`). It never
-talks to the AppServer and never reads the AppServer's token. Killed, it is restarted by
+takes its apps' surface pushes (`_bridge`), the chat app's notice that its view changed
+(`_changes`: the pages look again), and from the capability gateway its apps' notifications
+for the open pages (`web_host.notify`, `_notifications`), its questions about the pages
+(how many are open, or show a conversation: `web_host.pages`) and a file an app saved for
+a page (`web_host.download`, `_uploads`); the file a user picks in a page for an app it
+hands to the gateway (`_uploads`). It never talks to the AppServer and never reads the
+AppServer's token. Killed, it is restarted by
 its policy on the same port (kept in `DATA_DIR/web/endpoint.json` for this run), and open
 pages reconnect to it.
 """
@@ -20,11 +21,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from actors.kernel import Actor, Message, handles
+from actors.kernel import REPLY_LATER, Actor, Message, handles
 
 from ._artifacts import Artifacts
 from ._bridge import SurfacePushes, Surfaces
 from ._changes import CHANGED, ChatChanges
+from ._notifications import NOTIFY, PAGES, PageNotifications
 from ._state import start_run, write_endpoint, write_failure
 from ._uploads import PagesAndUploads
 from .door import DOOR
@@ -44,6 +46,7 @@ class WebHostActor(SurfacePushes, Actor):
         # The installed apps' surfaces it frames, and their bridge (`_bridge`).
         self.surfaces = Surfaces(self, self.data_dir)
         self.chat_changes = ChatChanges()
+        self.notifications = PageNotifications()
         # Previews of the conversations' pictures and the user's saves (`_artifacts`).
         self.artifacts = Artifacts(self, self.data_dir)
         # The open pages by conversation, and the files their users choose (`_uploads`).
@@ -69,6 +72,7 @@ class WebHostActor(SurfacePushes, Actor):
             self.surfaces,
             self.chat_changes,
             artifacts=self.artifacts,
+            notifications=self.notifications,
             pages=self.pages,
         )
         failed: BaseException | None = None
@@ -91,10 +95,25 @@ class WebHostActor(SurfacePushes, Actor):
     async def _chat_changed(self, msg: Message) -> None:
         self.chat_changes.notice()
 
-    @handles("web_host.pages")
+    @handles(NOTIFY)
+    async def _notify(self, msg: Message) -> Any:
+        """Shown on the open pages meanwhile; answered once a page showed it, or by its
+        deadline: the actor goes on with other messages while the pages answer."""
+
+        async def show() -> None:
+            shown_as = await self.notifications.show(msg.body)
+            await self.reply(msg.sender, msg.id, {"shown_as": shown_as or None})
+
+        self.nursery.start_soon(show)
+        return REPLY_LATER
+
+    @handles(PAGES)
     async def _pages(self, msg: Message) -> Any:
-        """How many pages show the conversation now: {`pages`}."""
-        return {"pages": self.pages.showing(str(msg.body["conversation_id"]))}
+        """How many pages are open, or show the conversation `conversation_id`: {`pages`}."""
+        conversation = msg.body.get("conversation_id")
+        if conversation is None:
+            return {"pages": self.notifications.pages}
+        return {"pages": self.pages.showing(str(conversation))}
 
     @handles("web_host.download")
     async def _download(self, msg: Message) -> Any:
@@ -110,6 +129,9 @@ class WebHostActor(SurfacePushes, Actor):
             "port": getattr(self, "port", None),
             **getattr(self, "counters", {}),
             "chat_notices": changes.notices if changes is not None else 0,
+            "notifications_shown": self.notifications.shown
+            if hasattr(self, "notifications")
+            else 0,
             "refused_requests": getattr(getattr(self, "guard", None), "refused", 0),
             "surfaces": self.surfaces.statistics() if hasattr(self, "surfaces") else {},
             "artifacts": self.artifacts.statistics() if hasattr(self, "artifacts") else {},

@@ -81,7 +81,8 @@ BURST: Final = 200.0
 # The reasons the page drops a message for (`surfaces.js`): counted by these names only.
 PAGE_REASONS: Final = frozenset(
     {"source", "not_text", "too_large", "invalid_json", "unknown_type", "invalid_payload",
-     "scope_mismatch", "undeclared_event", "undeclared_capability", "unknown_call"}
+     "scope_mismatch", "undeclared_event", "undeclared_capability", "unknown_call",
+     "undeclared_mode"}
 )  # fmt: skip
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]

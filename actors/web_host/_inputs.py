@@ -11,6 +11,7 @@ web host names the UI session itself.
 | `hello` | `page`, `conversation`, `since`, `open` | the page's subscription (`Hello`) |
 | `act` | `client_id`, `app` (`chat`, `app-registry`), `input` | `host.ui.action` |
 | `intent` | `client_id`, `intent` (open, focus, close app), `app_scope` | `host.intent` |
+| `notified` | `id` (a notification's), `as` (`system`, `toast`) | the page showed it |
 | `save` | `client_id`, `artifact_id` (one the page's conversation shows) | a save (`_artifacts`) |
 | `choose` | `client_id`, `interaction_id` (a card asking for a file) | an upload (`_uploads`) |
 
@@ -29,6 +30,8 @@ from typing import Any, Final
 from actors.contracts import is_app_scope, is_conversation_id
 from actors.kernel import is_valid_id
 from actors.store import is_artifact_id
+
+from ._notifications import MAX_NOTIFICATION_ID, SHOWN_AS
 
 MAX_FRAME: Final = 64 * 1024  # characters of one frame from the page
 MAX_TEXT: Final = 16_000  # characters of a message or a typed answer
@@ -128,6 +131,17 @@ def hello(frame: dict[str, Any]) -> Hello:
     if not isinstance(still_open, list) or len(still_open) > MAX_OPEN:
         raise Refused("The page sent a bad list of open items: reload it.")
     return Hello(page, conversation, since, frozenset(_id(i, "item id") for i in still_open))
+
+
+def notified(frame: dict[str, Any]) -> tuple[str, str]:
+    """A `notified` frame: which notification the page showed, and how."""
+    _fields(frame, {"t", "id", "as"})
+    if frame["as"] not in SHOWN_AS:
+        raise Refused("The page showed a notification in a way it cannot: reload it.")
+    given = frame["id"]
+    if not isinstance(given, str) or not 0 < len(given) <= MAX_NOTIFICATION_ID:
+        raise Refused("The page sent a bad notification id: reload it.")
+    return given, str(frame["as"])
 
 
 def _client_id(frame: dict[str, Any]) -> str:

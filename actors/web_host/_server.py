@@ -4,7 +4,7 @@
 |---|---|
 | `/?key=KEY` | takes the one-time key, sets the session cookie, sends the browser to `/` |
 | `/` | the page shell (`static/index.html`) |
-| `/app.js`, `/style.css` | its script and styles (no build step, nothing from elsewhere) |
+| `/app.js`, `/notify.js`, `/style.css` | its scripts and styles (no build step, nothing else) |
 | `/ws` | the page's WebSocket (`_socket`) |
 | `/surface/{token}/{path}`, `/surface-bridge.js` | an app's surface in the iframe, its bridge |
 | `/surfaces.js`, `/surface-socket` | the page's side of surfaces (`_bridge`) |
@@ -35,6 +35,7 @@ from ._access import Guard
 from ._artifacts import Artifacts
 from ._bridge import Surfaces
 from ._changes import ChatChanges
+from ._notifications import PageNotifications
 from ._socket import page_socket
 from ._state import LOOPBACK
 from ._uploads import PagesAndUploads
@@ -45,6 +46,7 @@ STATIC: Final = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
+    "/notify.js": ("notify.js", "text/javascript; charset=utf-8"),
 }
 MAX_PAGE_FRAME: Final = 256 * 1024  # bytes of one WebSocket message from a page
 
@@ -64,6 +66,7 @@ def build_app(
     changes: ChatChanges,
     *,
     artifacts: Artifacts,
+    notifications: PageNotifications,
     pages: PagesAndUploads,
 ) -> Guard:
     files = _files()
@@ -73,7 +76,15 @@ def build_app(
         return Response(body, media_type=media_type)
 
     async def websocket(socket: WebSocket) -> None:
-        await page_socket(socket, data_dir, counters, changes, artifacts=artifacts, pages=pages)
+        await page_socket(
+            socket,
+            data_dir,
+            counters,
+            changes,
+            artifacts=artifacts,
+            notifications=notifications,
+            pages=pages,
+        )
 
     routes: list[Any] = [Route(path, static) for path in STATIC]
     routes += [

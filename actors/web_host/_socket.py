@@ -14,9 +14,14 @@ is answered with `upload`, a one-time address to POST the file to (`_uploads`), 
 
 Out: after the page's `hello`, the chat items that differ from what it holds, then every
 change as it happens (`view`), the app registry (`registry`) and the runtime's link state
-(`status`), and a `download` of a file an app saved for the page's conversation. The chat's
+(`status`), the apps' notifications the capability gateway asks it to show
+(`notification`, which the page answers with `notified`: `_notifications`), and a
+`download` of a file an app saved for the page's conversation (`_uploads`). The chat's
 view is read again at each notice of the chat app (`_changes`) that
 finds its log changed (SQLite's `data_version`); `runtime.db` is looked at every `POLL_S`.
+
+Last, `stopped` when the web host is stopped because the runtime stops (`lineup stop`,
+Ctrl-C): the page then says so at once instead of reconnecting to nothing.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from . import _inputs
 from ._artifacts import Artifacts
 from ._changes import ChatChanges
 from ._inputs import Choose, Hello, Refused, Save
+from ._notifications import PageNotifications
 from ._uploads import PagesAndUploads, session_of
 from ._views import ChatFollower, fold_chat, link_state, registry
 
@@ -51,6 +57,8 @@ POLL_S: Final = 0.05
 SAFETY_S: Final = 1.0
 HELLO_TIMEOUT_S: Final = 10.0
 UI_TIMEOUT_S: Final = 5.0
+# How long a page's goodbye may hold the web host's stop (the runtime waits 5 s for it).
+GOODBYE_S: Final = 1.0
 # A page sends a handful of frames a second at most; past this it is not a person.
 RATE_PER_S: Final = 20.0
 BURST: Final = 60.0
@@ -99,9 +107,11 @@ class PageSocket:
         changes: ChatChanges,
         *,
         artifacts: Artifacts,
+        notifications: PageNotifications,
         pages: PagesAndUploads,
     ) -> None:
         self.ws = websocket
+        self.notifications = notifications
         self.data_dir = data_dir
         self.counters = counters
         self.changes = changes
@@ -150,15 +160,33 @@ class PageSocket:
                 await self._ui("host.session.open", {"session_id": session, "kind": "web"})
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._push, hello)
-                broke_the_rules = await self._take_actions(hello, session)
+                with self.notifications.page(self.send):  # the apps' notifications, shown
+                    broke_the_rules = await self._take_actions(hello, session)
                 nursery.cancel_scope.cancel()
             if broke_the_rules:  # too fast, or too many refusals in a row
                 await self.ws.close(code=1008)
+        except* trio.Cancelled:  # this process is being stopped
+            with trio.CancelScope(shield=True), trio.move_on_after(GOODBYE_S):
+                await self._goodbye()
+            raise
         finally:
             self.counters["pages"] -= 1
             self.pages.closed(hello.conversation, self)
             with contextlib.suppress(ControlError), trio.CancelScope(shield=True):
                 await self._ui("host.session.close", {"session_id": session})
+
+    async def _goodbye(self) -> None:
+        """The page hears `stopped` if the runtime is stopping (its supervisor says so on
+        the UI socket); a web host stopped alone, or killed, says nothing, and the page
+        reconnects until it gives up."""
+        call = partial(ui_request, self.data_dir, {"type": "status"}, timeout=GOODBYE_S)
+        try:
+            status = await trio.to_thread.run_sync(call)
+        except ControlError:
+            return
+        if status.get("state") == "stopping":
+            with contextlib.suppress(Exception):  # the page may be gone already
+                await self.send({"t": "stopped"})
 
     async def _hello(self, raw: str | None) -> Hello | None:
         if raw is None:
@@ -196,6 +224,10 @@ class PageSocket:
             frame: dict[str, Any] = {}
             try:
                 frame = _inputs.parse_frame(raw)
+                if frame["t"] == "notified":  # the page showed an app's notification
+                    self.notifications.notified(*_inputs.notified(frame))
+                    self.refusals = 0
+                    continue
                 if frame["t"] == "save":
                     saves.start_soon(self._save, _inputs.save(frame), hello.conversation)
                     self.refusals = 0
@@ -364,8 +396,17 @@ async def page_socket(
     changes: ChatChanges,
     *,
     artifacts: Artifacts,
+    notifications: PageNotifications,
     pages: PagesAndUploads,
 ) -> None:
     with contextlib.suppress(WebSocketDisconnect):
-        page = PageSocket(websocket, data_dir, counters, changes, artifacts=artifacts, pages=pages)
-        await page.run()
+        socket = PageSocket(
+            websocket,
+            data_dir,
+            counters,
+            changes,
+            artifacts=artifacts,
+            notifications=notifications,
+            pages=pages,
+        )
+        await socket.run()

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from actors.contracts import ContractError, accept_words, file_wanted, size_words
 from actors.store import read_apps, read_lifecycle
-from apps.chat import app_dir, artifact_label, visible
+from apps.chat import app_dir, artifact_label, refusal_sentence, visible
 from apps.sdk import ConversationView, EventLog
 
 from ._markdown import markdown_tree
@@ -32,6 +32,15 @@ from ._markdown import markdown_tree
 LOG_FILE: Final = "app.db"
 _ASK_FIELDS: Final = ("kind", "multiple", "confirm_label", "cancel_label", "placeholder", "origin")
 _REGISTRY_FIELDS: Final = ("app_scope", "kind", "installed_version", "enabled", "install_state")
+# A timer the runtime keeps for a tool call: its state, its moments (UTC, which the page
+# puts on the local clock and counts down to) and what is left while it is paused.
+_DEADLINE_STATES: Final = frozenset({"running", "paused", "finished", "interrupted"})
+_DEADLINE_FIELDS: Final = {
+    "ends_at": str,
+    "paused_at": str,
+    "ended_at": str,
+    "remaining_ms": int,
+}
 RECENT_OPERATIONS: Final = 5
 
 
@@ -77,7 +86,15 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
         chooser = _chooser_shown(interaction.get("chooser"))
         if chooser is not None:
             ask["chooser"] = chooser
+        if item.get("state") == "withdrawn":
+            ask["withdrawn"] = True
+            if item.get("reason"):
+                ask["reason"] = _shown(item["reason"])
         shown["ask"] = ask
+    if shown["kind"] == "message" and mine and item.get("state") == "refused":
+        sentence = refusal_sentence(item.get("code"))
+        if sentence:
+            shown["detail"] = sentence
     if shown["kind"] == "tool":
         if isinstance(item.get("percent"), int):
             shown["percent"] = item["percent"]
@@ -85,6 +102,13 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
             shown["detail"] = visible(item["message"])
         if isinstance(item.get("artifact"), dict):
             shown["artifact"] = _artifact_shown(item["artifact"])
+        deadline = item.get("deadline")
+        if isinstance(deadline, dict) and deadline.get("state") in _DEADLINE_STATES:
+            shown["deadline"] = {"state": deadline["state"]} | {
+                key: deadline[key]
+                for key, kind in _DEADLINE_FIELDS.items()
+                if isinstance(deadline.get(key), kind)
+            }
     return shown
 
 

@@ -1,6 +1,7 @@
 """What the web host takes: what an app's process pushes to the surfaces the web host shows
-for it, the chat app's notice that its view changed, and the capability gateway's questions
-about the open pages and the files it hands them. Otherwise it is a UI client kept
+for it, the chat app's notice that its view changed, and the capability gateway's
+notifications for the open pages (`_notifications`), its questions about them and the
+files it hands them (`_uploads`). Otherwise it is a UI client kept
 alive by the supervisor: it speaks to the host actor through the UI socket, like the
 terminal chat."""
 
@@ -12,6 +13,8 @@ from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
 
 from actors.kernel import Door, accept
+
+from ._notifications import MAX_NOTIFICATION_ID
 
 
 class SurfacePush(TypedDict):
@@ -30,9 +33,11 @@ class SurfacePush(TypedDict):
     arguments: NotRequired[dict[str, JsonValue]]
 
 
-class Conversation(TypedDict):
+class PagesAsked(TypedDict):
+    """How many pages: all that are open, or those that show `conversation_id`."""
+
     __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
-    conversation_id: Annotated[str, Field(min_length=1, max_length=256)]
+    conversation_id: NotRequired[Annotated[str, Field(min_length=1, max_length=256)]]
 
 
 class Download(TypedDict):
@@ -49,6 +54,19 @@ class ChatChanged(TypedDict):
     __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
 
 
+class Notify(TypedDict):
+    """An app's notification to show on the open pages, by its deadline (wall clock, ms):
+    the gateway's key of the request (the browser's tag for it), the app's title, and the
+    notification's title and text as the gateway checked them."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    notification_id: Annotated[str, Field(min_length=1, max_length=MAX_NOTIFICATION_ID)]
+    app: Annotated[str, Field(min_length=1, max_length=200)]
+    title: Annotated[str, Field(max_length=100)]
+    text: Annotated[str, Field(min_length=1, max_length=500)]
+    deadline_ms: int
+
+
 DOOR = Door(
     {
         # What any app tells it: what its surfaces show. Whose instance it is, is
@@ -56,9 +74,12 @@ DOOR = Door(
         "web_host.surface.push": accept("app.*", body=SurfacePush),
         # The chat app's word that its log changed: the pages read it again.
         "web_host.chat.changed": accept("app.chat", body=ChatChanged),
-        # The capability gateway's: does a page show a conversation, and a file an app
+        # An app's notification, past the gateway's checks and the user's consent: only the
+        # gateway asks, so no app shows one on the page by itself.
+        "web_host.notify": accept("capability_gateway", body=Notify),
+        # The gateway's: how many pages are open or show a conversation, and a file an app
         # saved for the pages that do (`_uploads`).
-        "web_host.pages": accept("capability_gateway", body=Conversation),
+        "web_host.pages": accept("capability_gateway", body=PagesAsked),
         "web_host.download": accept("capability_gateway", body=Download),
     }
 )

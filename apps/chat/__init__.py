@@ -2,7 +2,9 @@
 
 `_app` is the app; `_markdown` the safe rendering of untrusted text (`visible`: control and
 invisible formatting characters written out); `_artifact` how an artifact a tool call
-handed the agent is shown (`artifact_label`); `_notices` its word to the web host that its
+handed the agent is shown (`artifact_label`); `_times` moments on the local clock and a
+runtime's timer in words (`local_times`, `deadline_words`); `_refusals` the sentence for an
+answer it refused itself (`refusal_sentence`); `_notices` its word to the web host that its
 view changed. `history` is what `lineup chat history` prints: the timeline as the user sees
 it, read from the app's own log.
 """
@@ -16,6 +18,8 @@ from apps.sdk import read_view
 
 from ._artifact import artifact_label
 from ._markdown import plain, render, safe_markdown_source, visible
+from ._refusals import refusal_sentence
+from ._times import deadline_words, local_times
 
 if TYPE_CHECKING:
     from ._app import ChatApp
@@ -71,9 +75,12 @@ __all__ = [
     "app_dir",
     "artifact_label",
     "conversations",
+    "deadline_words",
     "has_log",
     "history",
+    "local_times",
     "plain",
+    "refusal_sentence",
     "render",
     "safe_markdown_source",
     "visible",

@@ -4,13 +4,15 @@ It shows the conversation's timeline, tasks and pending interactions (the SDK's 
 model), turns the user's input into declarative actions (`send_text`, `answer`) and into
 stops of the agent's open tool calls (`stop`: the user's interrupt), and
 acknowledges an interaction request once the user has answered it; display messages are
-acknowledged by the SDK after delivery.
+acknowledged by the SDK after delivery, and a request the agent withdrew by its
+withdrawal. An answer to a withdrawn question is shown refused (`withdrawn`), never sent.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from actors.contracts import Code
 from apps.sdk import RuntimeApp, declare_app
 
 from ._consent import consent_input
@@ -29,6 +31,7 @@ from ._notices import ViewNotices
         {"type": "lineup.message", "scope": "conversation"},
         {"type": "lineup.task.progress", "scope": "conversation"},
         {"type": "lineup.interaction.request", "scope": "conversation"},
+        {"type": "lineup.interaction.withdraw", "scope": "conversation"},
     ],
 )
 class ChatApp(RuntimeApp):
@@ -74,26 +77,41 @@ class ChatApp(RuntimeApp):
                 None,
             )
             if request is None:
-                return  # answered already, or never asked: nothing to send
-            response: dict[str, Any] = {
-                "interaction_id": request["interaction_id"],
-                "kind": request["kind"],
-            }
-            if request["kind"] == "choice":
-                response["selected"] = list(body.get("selected") or [])
-            elif request["kind"] == "confirm":
-                response["confirmed"] = bool(body.get("confirmed"))
-            else:
-                response["text"] = str(body.get("text", ""))
+                await self._late_answer(str(conversation), body)
+                return
             await self.sdk.actions.dispatch(
                 {
                     "action": "answer",
                     "conversation_id": conversation,
-                    "response": response,
+                    "response": _response(request, body),
                     "reply_to": request["message_id"],
                 }
             )
             await self.sdk.agent_messages.acknowledge(request["message_id"])
+
+    async def _late_answer(self, conversation: str, body: dict[str, Any]) -> None:
+        """An answer to a question that is not open. One the agent withdrew is refused
+        `withdrawn` where the user sees it (they answered while it went away: a page that
+        was cut off, a card not yet redrawn), and nothing is sent; an answer to a question
+        answered already, or never asked, is dropped."""
+        view = self.sdk.state.snapshot(conversation)
+        asked = next(
+            (
+                item
+                for item in reversed(view["timeline"])
+                if item["kind"] == "interaction"
+                and item["interaction"].get("interaction_id") == body.get("interaction_id")
+            ),
+            None,
+        )
+        if asked is None or asked["state"] != "withdrawn":
+            return
+        action = {
+            "action": "answer",
+            "conversation_id": conversation,
+            "response": _response(asked["interaction"], body),
+        }
+        await self.sdk.actions.refuse(action, Code.WITHDRAWN)
 
     async def _stop(self, conversation: str, call_id: str) -> None:
         """The user stops a tool call this conversation shows open; one that has ended, or
@@ -104,3 +122,19 @@ class ChatApp(RuntimeApp):
         )
         if shown is not None and shown["state"] not in ("succeeded", "failed"):
             await self.sdk.tools.stop_for_user(call_id)
+
+
+def _response(request: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """The answer to `request` the user's input gives (`selected`, `confirmed` or `text`,
+    by the question's kind)."""
+    response: dict[str, Any] = {
+        "interaction_id": request["interaction_id"],
+        "kind": request["kind"],
+    }
+    if request["kind"] == "choice":
+        response["selected"] = list(body.get("selected") or [])
+    elif request["kind"] == "confirm":
+        response["confirmed"] = bool(body.get("confirmed"))
+    else:
+        response["text"] = str(body.get("text", ""))
+    return response

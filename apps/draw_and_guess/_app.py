@@ -11,11 +11,17 @@ instance's only once the runtime's news shows it took it.
 
 The surface shows the instance's session data, which the app writes from its private
 record of the round (`_rounds`) each time the round changes: {`round`, `mode`, `word`
-(only when the user draws it), `shapes` (the agent's drawing to guess, or the user's
-strokes), `guesses`, `state` (playing, ended), `outcome`?, `ends_at`?, `score`}. The word
-the user must guess is never in it. The surface emits `stroke`, `guess`, `done` and
-`give_up`; one that does not fit the round (a stroke when the user guesses, a Done when
+(when the user draws it, or once the round has ended), `shapes` (the agent's drawing to
+guess, or the user's strokes), `guesses`, `state` (playing, ended), `outcome`?,
+`seconds_used`? (of a round the user ended), `ends_at`?, `score`}. The word the user must
+guess is in it only once the round has ended. The surface emits `stroke`, `guess`, `done`
+and `give_up`; one that does not fit the round (a stroke when the user guesses, a Done when
 they have drawn nothing, anything after the end) changes nothing.
+
+A round's end stays on the game's screen, which says how it ended and what the word was,
+while the agent has the round's result at once: the game keeps the front (its tool gives
+none back) until the user closes it (`close`, its end screen's button, or the page's) or
+the agent starts the next round.
 """
 
 from __future__ import annotations
@@ -123,6 +129,7 @@ SURFACE_EVENTS: Final = [
     _event("guess", {"text": {"type": "string", "minLength": 1, "maxLength": MAX_GUESS_LENGTH}}),
     _event("done", {}),
     _event("give_up", {}),
+    _event("close", {}),
 ]
 
 
@@ -131,7 +138,8 @@ def _points(shapes: list[dict[str, Any]]) -> int:
 
 
 def _view(record: dict[str, Any]) -> dict[str, Any]:
-    """What the surface shows of a round: all but the word the user must guess."""
+    """What the surface shows of a round: all but the word the user must guess, until the
+    round has ended."""
     drawing = record["mode"] == USER_DRAWS
     shown: dict[str, Any] = {
         "round": record["round"],
@@ -141,10 +149,10 @@ def _view(record: dict[str, Any]) -> dict[str, Any]:
         "state": record["state"],
         "score": record["score"],
     }
-    if drawing:
+    if drawing or record["state"] == "ended":
         shown["word"] = record["word"]
-    for name in ("outcome", "ends_at"):
-        if record.get(name):
+    for name in ("outcome", "ends_at", "seconds_used"):
+        if record.get(name) is not None:
             shown[name] = record[name]
     return shown
 
@@ -173,6 +181,7 @@ class DrawAndGuessApp(RuntimeApp):
         self.sdk.surface.on_event("guess", self._guess)
         self.sdk.surface.on_event("done", self._done)
         self.sdk.surface.on_event("give_up", self._give_up)
+        self.sdk.surface.on_event("close", self._close)
 
     @tool(
         "game.start_round",
@@ -183,9 +192,10 @@ class DrawAndGuessApp(RuntimeApp):
         # Its time-up end is the runtime's: the round is a deadline operation.
         handling="runtime_operation",
         risk="low",
-        # The user plays in the game's surface; the conversation comes back after.
+        # The user plays in the game's surface, which stays in front with the round's end
+        # until the user closes it or the next round starts.
         activation_requirement="foreground_required",
-        launch_policy={"launch": "if_needed", "focus": "foreground", "restore_focus": True},
+        launch_policy={"launch": "if_needed", "focus": "foreground", "restore_focus": False},
     )
     async def start_round(self, arguments: dict[str, Any], call: ToolCall) -> Any:
         """Starts a round of `seconds` (default 90). One round at a time: while one is
@@ -244,6 +254,7 @@ class DrawAndGuessApp(RuntimeApp):
         decided = record.get("output")
         if operation["state"] == "finished" and operation.get("ended_by") == "app" and decided:
             outcome, score = decided["outcome"], decided["score"]
+            record["seconds_used"] = decided["seconds_used"]
         elif operation["state"] == "finished":
             outcome, score = "time_up", scored(record["score"], "time_up")
         else:
@@ -293,6 +304,17 @@ class DrawAndGuessApp(RuntimeApp):
         record = self._playing(instance_id)
         if record is not None:
             await self._end(instance_id, record, "gave_up")
+
+    async def _close(self, payload: dict[str, Any], instance_id: str) -> None:
+        """The user closes the game from its end screen. While a round is playing the game
+        stays (giving up ends a round); the instance is the app's own to close."""
+        record = self._rounds.get(instance_id)
+        if record is not None and record["state"] == "playing":
+            return
+        try:
+            await self.sdk.navigation.close(instance_id)
+        except CallFailed as exc:  # closed already
+            log.info("the game %s not closed: %s", instance_id, exc.code)
 
     async def _end(self, instance_id: str, record: dict[str, Any], outcome: str) -> None:
         """End the round now with the app's own result. The result is kept before it is

@@ -1,6 +1,7 @@
 """The pomodoro app: one focus timer per conversation, kept by the runtime.
 
-A timer is a deadline operation: `pomodoro.start` hands its call to the runtime, which
+A timer is a deadline operation: `pomodoro.start` (of `minutes`, or of `seconds` for a short
+one) hands its call to the runtime, which
 starts it once the timer's app is in front (the agent then gets `started`, with when it
 ends), ends it at that moment with the one result, and stops it early when the agent or the
 user interrupts it. One timer at a time per conversation: a start while one is open is
@@ -8,15 +9,16 @@ refused by the runtime as it takes the handover (`already_running`), and the ope
 on. The app never counts the time itself, so a timer outlives the app's
 process, the runtime's restarts and its own end while nothing ran.
 
-The `timer` entrypoint's surface (`ui/`) shows the countdown and has the user's buttons:
+The `timer` entrypoint's surface (`ui/`) shows the countdown, "Done" once the time is up,
+and has the user's buttons:
 Pause, Resume and Interrupt emit the events `pause`, `resume` and `interrupt` ({}), and the
 app asks the runtime to pause, resume or stop (`cancelled_by_user`) the timer the instance
 shows. The surface names no call: it can act only on its own instance's timer.
 
 What the app keeps is only what it shows, in its instance's session data: the timer's
-state, minutes, when it ends and ended, and what is left while it is paused (`{state,
-minutes, call_id, ends_at?, ended_at?, remaining_ms?}`), written each time the runtime says
-it started, paused, resumed or ended.
+state, its length, when it ends and ended, and what is left while it is paused (`{state,
+minutes | seconds, call_id, ends_at?, ended_at?, remaining_ms?}`), written each time the
+runtime says it started, paused, resumed or ended.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ _SESSION = {
     "properties": {
         "state": {"enum": ["idle", "waiting", "running", "paused", "finished", "stopped"]},
         "minutes": {"type": "integer", "minimum": 1, "maximum": 120},
+        "seconds": {"type": "integer", "minimum": 5, "maximum": 3600},
         "remaining_seconds": {"type": "integer", "minimum": 0},
         "ends_at": _MOMENT,
         "ended_at": _MOMENT,
@@ -81,15 +84,19 @@ def _seconds_until(moment: str, now: float) -> int:
     return max(0, math.ceil(ends - now))
 
 
+def _length(operation: dict[str, Any]) -> dict[str, int]:
+    """How long the timer was asked for, as it was asked: {minutes} or {seconds}."""
+    display = operation.get("display", {})
+    return {k: display[k] for k in ("minutes", "seconds") if isinstance(display.get(k), int)}
+
+
 def _display(operation: dict[str, Any]) -> dict[str, Any]:
     """What the timer's instance shows of the runtime's record of it."""
     shown: dict[str, Any] = {
         "state": _STATES.get(operation["state"], "idle"),
         "call_id": operation["call_id"],
+        **_length(operation),
     }
-    minutes = operation.get("display", {}).get("minutes")
-    if isinstance(minutes, int):
-        shown["minutes"] = minutes
     for moment in ("ends_at", "ended_at"):
         if operation.get(moment):
             shown[moment] = operation[moment]
@@ -180,10 +187,10 @@ class PomodoroApp(RuntimeApp):
         """The timer as `pomodoro.status` tells it, from the runtime's record."""
         if operation is None:
             return {"state": "idle"}
-        session: dict[str, Any] = {"state": _STATES.get(operation["state"], "idle")}
-        minutes = operation.get("display", {}).get("minutes")
-        if isinstance(minutes, int):
-            session["minutes"] = minutes
+        session: dict[str, Any] = {
+            "state": _STATES.get(operation["state"], "idle"),
+            **_length(operation),
+        }
         if operation.get("ends_at"):
             session["ends_at"] = operation["ends_at"]
         if operation["state"] == "running" and operation.get("ends_at"):
@@ -199,8 +206,12 @@ class PomodoroApp(RuntimeApp):
         title="Start a focus timer",
         input_schema={
             "type": "object",
-            "properties": {"minutes": {"type": "integer", "minimum": 1, "maximum": 120}},
-            "required": ["minutes"],
+            "properties": {
+                "minutes": {"type": "integer", "minimum": 1, "maximum": 120},
+                "seconds": {"type": "integer", "minimum": 5, "maximum": 3600},
+            },
+            # One length: whole minutes for a focus, or seconds for a short timer.
+            "oneOf": [{"required": ["minutes"]}, {"required": ["seconds"]}],
             "additionalProperties": False,
         },
         output_schema=_FINISHED,
@@ -213,13 +224,17 @@ class PomodoroApp(RuntimeApp):
         launch_policy={"launch": "if_needed", "focus": "foreground"},
     )
     async def start(self, arguments: dict[str, Any]) -> Any:
-        """Starts a timer of `minutes`. Progress `started` (with `ends_at`) says it runs;
+        """Starts a timer of `minutes` (or of `seconds`, for a short one: give one of the
+        two). Progress `started` (with `ends_at`) says it runs;
         the result comes when it has run out. One timer at a time: while one is waiting,
         running or paused, this is refused (`already_running`, saying until when it runs)
         and that timer goes on; stop it first with `pomodoro.stop`. The user may pause and
         resume it on the timer's surface, or interrupt it there (`cancelled_by_user`)."""
-        minutes = int(arguments["minutes"])
-        return self.sdk.tools.deadline(60 * minutes, display={"minutes": minutes}, alone=True)
+        length: dict[str, Any] = {
+            key: int(arguments[key]) for key in ("minutes", "seconds") if key in arguments
+        }
+        seconds = length.get("seconds") or 60 * length["minutes"]
+        return self.sdk.tools.deadline(seconds, display=length, alone=True)
 
     @tool(
         "pomodoro.status",

@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS events (
     type TEXT NOT NULL,
     body TEXT NOT NULL,
     state TEXT NOT NULL,             -- received | acked (agent); pending | accepted | rejected
+                                     -- | refused (by the app itself: never sent) (action)
     seq INTEGER,
     code TEXT,
     at_ns INTEGER                    -- wall clock (ns) when the app applied it
@@ -162,20 +163,30 @@ class EventLog:
             )
             return True
 
-    def add_action(self, kernel_id: str, action: dict[str, Any]) -> bool:
-        """Record a dispatched action as pending (the local echo); False if already there."""
+    def add_action(
+        self,
+        kernel_id: str,
+        action: dict[str, Any],
+        *,
+        state: str = "pending",
+        code: str | None = None,
+    ) -> bool:
+        """Record a dispatched action as pending (the local echo), or one the app refused
+        itself (`state="refused"` with its code: never sent); False if already there."""
         with applied_once(self.db, kernel_id) as fresh:
             if not fresh:
                 return False
             return bool(
                 self.db.execute(
-                    "INSERT INTO events (id, kind, conversation_id, type, body, state)"
-                    " VALUES (?, 'action', ?, ?, ?, 'pending') ON CONFLICT(id) DO NOTHING",
+                    "INSERT INTO events (id, kind, conversation_id, type, body, state, code)"
+                    " VALUES (?, 'action', ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
                     (
                         action["id"],
                         action.get("conversation_id", ""),
                         action["action"],
                         _encode(action),
+                        state,
+                        code,
                     ),
                 ).rowcount
             )

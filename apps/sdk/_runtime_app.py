@@ -5,10 +5,12 @@ An app subclasses `RuntimeApp` and uses only `self.sdk`:
 - `sdk.app`: its context (scope, kind, version);
 - `sdk.state.snapshot(conversation_id)` / `sdk.state.subscribe(listener)`: the view model;
 - `sdk.agent_messages.list(...)`, `.subscribe(handler, ...)`, `.acknowledge(id)`:
-  display messages (`lineup.message`, `lineup.task.progress`) are acknowledged once the
-  subscribers have run; interaction requests wait for an explicit `acknowledge`;
+  display messages (`lineup.message`, `lineup.task.progress`) and withdrawals
+  (`lineup.interaction.withdraw`) are acknowledged once the subscribers have run;
+  interaction requests wait for an explicit `acknowledge`, or for their withdrawal;
 - `sdk.actions.dispatch(action)`: a declarative action (`send_text`, `answer`) into the
-  runtime's outbox, shown at once as a pending local echo;
+  runtime's outbox, shown at once as a pending local echo; `sdk.actions.refuse(action,
+  code)`: one the app refuses itself, shown refused and never sent;
 - `sdk.navigation`, `sdk.lifecycle`, `sdk.apps`: other apps and its own instances
   (`_navigation`);
 - `sdk.artifacts`: bytes with a media type and a title, kept by the runtime:
@@ -54,14 +56,14 @@ from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
 from ._session_data import SessionDataAPI, SessionDataInbox
 from ._settings import SettingsAPI
-from ._surface import SurfaceAPI, SurfaceInbox, declared_events
+from ._surface import SurfaceAPI, SurfaceInbox, declared_events, declares_surface
 from ._tools import TOOL_ROUTER, ToolsAPI
-from ._view import ConversationView, ViewModel
+from ._view import WITHDRAW, ConversationView, ViewModel
 from .door import DOOR
 
 log = logging.getLogger("lineup.app")
 
-AUTO_ACK_TYPES: Final = frozenset({"lineup.message", "lineup.task.progress"})
+AUTO_ACK_TYPES: Final = frozenset({"lineup.message", "lineup.task.progress", WITHDRAW})
 ROUTER: Final = "router"
 HOST: Final = "host"
 STORE: Final = "store"
@@ -193,6 +195,58 @@ class ActionsAPI:
         await app.cast(ROUTER, "router.action", action, id=app._ids.next())
         return {"id": action["id"], "state": "pending"}
 
+    async def refuse(self, action: dict[str, Any], code: Code) -> dict[str, Any]:
+        """Record what the user asked as refused by the app itself, with `code`, and send
+        nothing: shown in the timeline like any action of theirs (an answer to a question
+        the agent no longer asks). Returns its receipt {id, state: refused, code}."""
+        app = self._app
+        action = {**action, "id": app._ids.next()}
+        if app._log.add_action(app._ids.next(), action, state="refused", code=code.value):
+            event = {
+                "kind": "action",
+                "conversation_id": action.get("conversation_id", ""),
+                "body": action,
+                "state": "refused",
+                "code": code.value,
+            }
+            await app._apply(event)
+        return {"id": action["id"], "state": "refused", "code": code.value}
+
+
+@dataclass(frozen=True)
+class _Withdrawal:
+    """The agent's withdrawal of a question, judged before the view applies it: it closes
+    the open request (which needs no answer now, so it is acknowledged), or changes nothing,
+    and the app files why in its diagnostics (the agent hears nothing back from an app)."""
+
+    message: dict[str, Any]
+    request_id: str | None  # the message that asked, when the withdrawal closes it
+    refusal: Code | None
+
+    @classmethod
+    def of(cls, views: ViewModel, message: dict[str, Any]) -> _Withdrawal | None:
+        if message["type"] != WITHDRAW:
+            return None
+        view = views.conversations.get(message["conversation_id"])
+        view = view or ConversationView(message["conversation_id"])
+        refusal = view.withdraw_refusal(message)
+        if refusal is not None:
+            return cls(message, None, Code(refusal))
+        request = view.pending_interactions[str(message["payload"]["interaction_id"])]
+        return cls(message, str(request["message_id"]), None)
+
+    async def settle(self, app: RuntimeApp) -> None:
+        if self.request_id is not None:
+            app._ack([self.request_id])
+            return
+        assert self.refusal is not None
+        fields = {
+            "code": self.refusal.value,
+            "interaction_id": str(self.message["payload"].get("interaction_id")),
+            "message_id": self.message["id"],
+        }
+        await app.sdk.diagnostics.event("warning", "interaction.withdraw.refused", fields)
+
 
 class SDK:
     def __init__(self, app: RuntimeApp, context: AppContext) -> None:
@@ -209,7 +263,9 @@ class SDK:
         self.diagnostics = DiagnosticsAPI(app)
         self.capabilities = CapabilitiesAPI(app)
         self.settings = SettingsAPI(app)
-        self.surface = SurfaceAPI(app, declared_events(type(app)))
+        self.surface = SurfaceAPI(
+            app, declared_events(type(app)), shown=declares_surface(type(app))
+        )
 
 
 class RuntimeApp(SessionDataInbox, SurfaceInbox, Actor):
@@ -276,6 +332,7 @@ class RuntimeApp(SessionDataInbox, SurfaceInbox, Actor):
         with self._ids.deriving(msg.id):
             messages = msg.body["messages"]
             for message in self._log.add_agent_messages(msg.id, messages):
+                withdrawal = _Withdrawal.of(self._views, message)
                 await self._apply(
                     {
                         "kind": "agent",
@@ -284,6 +341,8 @@ class RuntimeApp(SessionDataInbox, SurfaceInbox, Actor):
                         "state": "received",
                     }
                 )
+                if withdrawal is not None:
+                    await withdrawal.settle(self)
             waiting = self._log.unacked([m["id"] for m in messages])
             auto = []
             for message in messages:

@@ -162,3 +162,4 @@ class SessionDataInbox(Actor):
     async def _session_data_changed(self, msg: Message) -> None:
         self._from(msg, STORE)  # the store announces what it committed; nobody else
         await self.sdk.session_data._changed(dict(msg.body))
+        await self.sdk.surface._session_changed(str(msg.body.get("instance_id")))

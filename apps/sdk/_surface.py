@@ -16,6 +16,11 @@ with its own SDK, so what a surface can do is what its app can do, no more:
 | `tool.calls` | the open calls handed to the instance's surfaces | {`calls`} |
 | `tool.result` / `tool.error` / `tool.progress` | ends / reports on such a call | {`ok`} |
 
+A subscription lives in the app's process: a surface shown while that process restarts
+subscribed with the one that is gone and is not asked again, so the process that follows
+pushes the revisions of an instance's data from its first change on, whoever subscribed
+(the web host relays them to the instance's surfaces it shows, and drops them if none is).
+
 A `miniapp_sdk` tool's call stays with its `@tool` handler, which runs in the process
 whether a surface is shown or not and shows what it decided with `patch`. A
 `surface_bridge` tool's handler may hand its call to the surface (`sdk.tools`): the call is
@@ -58,9 +63,12 @@ def _refusal(failed: CallFailed) -> ContractError:
 
 
 class SurfaceAPI:
-    def __init__(self, app: RuntimeApp, events: dict[str, SurfaceEvent]) -> None:
+    def __init__(
+        self, app: RuntimeApp, events: dict[str, SurfaceEvent], *, shown: bool = False
+    ) -> None:
         self._app = app
         self._events = events  # every event the manifest's surfaces declare
+        self._shown = shown  # whether the app has a surface to show at all
         self._handlers: dict[str, list[EventHandler]] = {}
         self._subscribed: set[str] = set()  # instances whose session data goes to the host
 
@@ -138,6 +146,17 @@ class SurfaceAPI:
                 raise ContractError(Code.HANDLER_FAILED, f"event {event.name!r}") from None
         return {"ok": True}
 
+    async def _session_changed(self, instance: str) -> None:
+        """The instance's session data changed: pushed to its surfaces from now on, if no
+        surface has subscribed in this process yet (see above); an app without surfaces
+        pushes nothing."""
+        if not self._shown or instance in self._subscribed:
+            return
+        try:
+            await self._subscribe(instance)
+        except CallFailed as exc:  # the instance closed meanwhile: nothing shows it
+            log.info("session data of %s not pushed: %s", instance, exc.code)
+
     async def _subscribe(self, instance: str) -> dict[str, Any]:
         if instance not in self._subscribed:
             self._subscribed.add(instance)
@@ -160,16 +179,24 @@ class SurfaceAPI:
         await self._app.reply(msg.sender, msg.id, outcome)
 
 
-def declared_events(app_class: type[RuntimeApp]) -> dict[str, SurfaceEvent]:
-    """The events the surfaces of a declared app may emit (none for an undeclared class)."""
+def _entrypoints(app_class: type[RuntimeApp]) -> list[dict[str, Any]]:
     from ._declare import manifest_of  # noqa: PLC0415 - _declare imports the app's base
 
     try:
-        manifest = manifest_of(app_class)
+        return list(manifest_of(app_class)["entrypoints"])
     except TypeError:  # not declared with @declare_app: it has no surface
-        return {}
+        return []
+
+
+def declares_surface(app_class: type[RuntimeApp]) -> bool:
+    """Whether a declared app has a surface at all."""
+    return any(entry.get("surface") for entry in _entrypoints(app_class))
+
+
+def declared_events(app_class: type[RuntimeApp]) -> dict[str, SurfaceEvent]:
+    """The events the surfaces of a declared app may emit (none for an undeclared class)."""
     events = {}
-    for entry in manifest["entrypoints"]:
+    for entry in _entrypoints(app_class):
         for raw in entry.get("surface_events") or ():
             event = SurfaceEvent.model_validate(raw)
             events[event.name] = event

@@ -1,12 +1,18 @@
 """The view model an app reads (the SDK's `AppStateAPI`): a fold over its event log.
 
 Per conversation: the timeline (agent messages, the user's own messages with their
-delivery state, interaction requests and answers, the agent's tool calls with their state
-and the artifact reference a call's result handed the agent),
+delivery state, interaction requests and answers, the agent's tool calls with their state,
+the artifact reference a call's result handed the agent and, for a call the runtime keeps
+until a deadline, that timer's state and moments),
 the tasks' latest progress (the agent's tasks, and each tool call as a task), and the
 interactions still waiting for an answer. It is rebuilt from the log at start and updated
 event by event afterwards; both paths run the same `apply`, so what a restarted app shows
 is what it showed before.
+
+A question leaves the open ones when the user answers it, or when the agent that asked it
+withdraws it (`lineup.interaction.withdraw`): its item's state is then `withdrawn`, with the
+agent's reason. A withdrawal of anything else changes nothing (`withdraw_refusal` says
+why, with a code of the contracts).
 """
 
 from __future__ import annotations
@@ -21,6 +27,11 @@ CONSENT_OPTIONS: tuple[dict[str, str], ...] = (
     {"id": "always", "label": "Always allow"},
     {"id": "deny", "label": "Deny"},
 )
+# Why a withdrawal changed nothing (`actors.contracts.Code` values: this module is read
+# where the contracts are not loaded).
+NOT_FOUND = "interaction_not_found"
+CLOSED = "interaction_closed"
+WITHDRAW = "lineup.interaction.withdraw"
 # What the timeline keeps of an artifact a tool call handed the agent.
 _ARTIFACT_FIELDS = ("artifact_id", "title", "media_type", "size")
 
@@ -94,6 +105,33 @@ class ConversationView:
                     "state": "waiting",
                 }
             )
+        elif type_ == WITHDRAW and self.withdraw_refusal(message) is None:
+            request = self.pending_interactions.pop(payload["interaction_id"])
+            item = self.timeline[self._index[request["message_id"]]]
+            item["state"] = "withdrawn"
+            if payload.get("reason"):
+                item["reason"] = payload["reason"]
+
+    def withdraw_refusal(self, message: dict[str, Any]) -> str | None:
+        """None if `message` (a withdrawal) closes an open question: one the same agent
+        asked in this conversation, never a consent card (the runtime's). Otherwise why it
+        changes nothing: no such question of that agent's here, or it is closed already."""
+        key = (message.get("payload") or {}).get("interaction_id")
+        sender = _sender(message)
+        request = self.pending_interactions.get(str(key))
+        if (
+            request is not None
+            and request.get("origin") != "runtime"
+            and self.timeline[self._index[request["message_id"]]]["sender"] == sender
+        ):
+            return None
+        asked = any(
+            item["kind"] == "interaction"
+            and item["sender"] == sender
+            and item["interaction"].get("interaction_id") == key
+            for item in self.timeline
+        )
+        return CLOSED if asked else NOT_FOUND
 
     def _tool(self, step: dict[str, Any]) -> None:
         """An agent's tool call as a timeline item updated in place and as a task."""
@@ -122,6 +160,8 @@ class ConversationView:
         for key in ("percent", "code", "message"):
             if step.get(key) is not None:
                 item[key] = step[key]
+        if isinstance(step.get("deadline"), dict):  # the runtime's timer: its latest state
+            item["deadline"] = dict(step["deadline"])
         reference = step.get("artifact")
         if isinstance(reference, dict):  # what the call handed the agent: never a path
             item["artifact"] = {k: reference.get(k) for k in _ARTIFACT_FIELDS}
@@ -180,6 +220,8 @@ class ConversationView:
             return
         if action["action"] == "send_text":
             text = action.get("text", "")
+        elif state == "refused":  # the app's own verdict: never sent, the question unchanged
+            text = _answer_text(action.get("response") or {})
         else:
             response = action.get("response") or {}
             interaction_id = str(response.get("interaction_id"))

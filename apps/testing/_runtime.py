@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import signal
 import sqlite3
@@ -178,9 +179,12 @@ async def running_app(
             sys.executable, "-m", "lineup.cli", "run", "--headless", "--no-web",
             "--no-demo-agent", "--data-dir", str(data_dir),
         ]  # fmt: skip
+        # Without the session bus, the test's runtime keeps its token in its data dir's file
+        # and leaves no item in the author's keyring.
+        env = {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
         with open(work / "runtime.log", "wb") as log:  # noqa: ASYNC230 (opened once)
             process = await trio.lowlevel.open_process(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env
             )
         runtime = AppRuntime(data_dir, bundle, process)
         try:

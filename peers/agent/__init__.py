@@ -2,11 +2,12 @@
 
 - `_client`: `AgentClient` on a `link.Link` with role `agent`: receive messages in order
   and once, keep the cursor and the latest inventory per conversation, send text, Markdown,
-  task progress, choice / confirm / input requests and state patches to an app instance;
-  call tools (`call()`, a `ToolCall` followed to its final result, many at once) and cancel
-  them;
+  task progress, choice / confirm / input requests (and withdraw them) and state patches
+  to an app instance; call tools (`call()`, a `ToolCall` followed to its final result, many
+  at once) and cancel them;
 - `_demo`: `DemoAgent`, the deterministic conversation script, and `run_demo_agent`, which
-  is what `lineup run` starts beside its embedded AppServer;
+  is what `lineup run` starts beside its embedded AppServer; `_questions`, the question it
+  has open in each conversation, which it withdraws when the conversation moves on;
 - `_sample_apps`: the script's use of the sample apps' tools (draw on the whiteboard, ask
   what it holds, export it, play draw-and-guess), with `_drawings`, the shapes it draws;
 - `_recorder`: `Recorder`, an agent that appends what it sends and receives to a JSONL
@@ -15,6 +16,9 @@
 
 The link's names an agent meets (`LinkFailed` when the AppServer refuses it for good, ...)
 are exported here too. `lineup agent send|demo|inventory|call` is lineup/agent_cmd.py.
+
+`peers.agent.mcp` (not imported here: it needs the optional MCP SDK) is `lineup agent mcp`,
+an agent of this client for an MCP host.
 """
 
 from link import Link, LinkFailed, LinkStatistics, Received, Submission

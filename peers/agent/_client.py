@@ -2,9 +2,10 @@
 
 An agent receives, in the conversations it belongs to, the users' messages and answers, the
 runtime's inventory revisions and its tool calls' receipts and results; it sends messages,
-task progress, interaction requests and tool calls. Every envelope is built here with
-`sender: {kind: agent, id: <agent id>}` and checked by `validate_envelope` before it leaves,
-so a mistake is a `ContractError` at the call site, not a rejection later.
+task progress, interaction requests (and their withdrawals) and tool calls. Every envelope
+is built here with `sender: {kind: agent, id: <agent id>}` and checked by
+`validate_envelope` before it leaves, so a mistake is a `ContractError` at the call site,
+not a rejection later.
 
 One task (the dispatcher, started by `run()`) takes every received message off the link
 in stream order: it keeps the latest inventory per conversation, hands each receipt and
@@ -802,6 +803,31 @@ class AgentClient:
         if multiline:
             payload["multiline"] = True
         return await self._ask(conversation_id, payload, interaction_id, reply_to, message_id)
+
+    async def withdraw(
+        self,
+        conversation_id: str,
+        interaction_id: str,
+        *,
+        reason: str | None = None,
+        reply_to: str | None = None,
+        message_id: str | None = None,
+    ) -> Sent:
+        """Takes back a question asked with `ask_*` (`lineup.interaction.withdraw`): the
+        chat shows it closed ("No longer asked", with `reason`, a short label) and sends no
+        answer to it any more. A question already answered or withdrawn, or one this agent
+        never asked in the conversation, stays as it is."""
+        payload = {"interaction_id": interaction_id}
+        if reason is not None:
+            payload["reason"] = reason
+        envelope = self.envelope(
+            "lineup.interaction.withdraw",
+            conversation_id,
+            payload,
+            reply_to=reply_to,
+            message_id=message_id,
+        )
+        return await self._send(envelope, interaction_id=interaction_id)
 
     def call(
         self,

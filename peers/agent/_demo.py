@@ -9,12 +9,20 @@ timer (25 without N) through the `pomodoro.start` tool, if the conversation's in
 lists it, and says how that went: started (the call's `started` progress, with when it
 ends) or why not. "draw X", "what's on the board", "export the board", "let's play" and
 "let's draw" use the sample apps' tools (`_sample_apps`). Each tool call waits in a task of
-its own, so the agent answers other messages meanwhile. No randomness, no network beyond the
-AppServer, no state beyond the interaction ids: each step's id carries what the next step
-needs, so a restarted demo agent picks any conversation up where it was. Every message it
-sends has an id derived from the message it reacts to (`derive_message_id`), so handling a
-message twice (a crash before the cursor was saved) re-sends the same ids and the
-AppServer keeps the first copy: the user sees each step once.
+its own, so the agent answers other messages meanwhile.
+
+It asks one question at a time. When the user writes a message while one of its questions
+is open, the conversation has moved on: a message is never an answer (answers come as
+`lineup.interaction.response`, from the question's own buttons, `/1`, `/yes`, `/say`), so
+the agent withdraws the question ("the conversation moved on") and then reacts to the
+message as usual. An answer to the question that raced its withdrawal is still taken.
+
+No randomness, no network beyond the AppServer, no state beyond the interaction ids and the
+question open in each conversation (`_questions`, kept beside the cursor): each step's id
+carries what the next step needs, so a restarted demo agent picks any conversation up where
+it was. Every message it sends has an id derived from the message it reacts to
+(`derive_message_id`), so handling a message twice (a crash before the cursor was saved)
+re-sends the same ids and the AppServer keeps the first copy: the user sees each step once.
 """
 
 from __future__ import annotations
@@ -37,9 +45,14 @@ from ._client import (
     ToolCall,
 )
 from ._offer import ASK_ME, what_i_can_do
+from ._questions import OpenQuestions
 from ._sample_apps import SampleApps, intent_of
 
 COLOURS: Final = {"red": "Red", "green": "Green", "blue": "Blue"}
+# The withdrawal of the open question, derived from the message that moved on past it: far
+# from the indices of the reactions to that message (0 the answer, 1 … the script's steps).
+WITHDRAW_INDEX: Final = 1000
+MOVED_ON: Final = "the conversation moved on"
 TASK_STEPS: Final[tuple[tuple[TaskStatus, int, str], ...]] = (
     ("running", 0, "Reading your message"),
     ("running", 50, "Thinking it over"),
@@ -99,6 +112,7 @@ class DemoAgent:
     def __init__(self, client: AgentClient, *, log: Callable[[str], None] | None = None) -> None:
         self.client = client
         self._log = log or (lambda _line: None)
+        self.questions = OpenQuestions(client.state_dir)
 
     async def run(self) -> None:
         """Handles messages until cancelled; tool calls wait in tasks of the agent's own."""
@@ -109,6 +123,7 @@ class DemoAgent:
 
     async def _handle(self, message: AgentMessage, calls: trio.Nursery, apps: SampleApps) -> None:
         if message.type == "lineup.message" and message.sender.kind == "user":
+            await self._move_on(message)
             text = message.payload().text
             focus = _FOCUS.fullmatch(text.strip())
             intent = intent_of(text)
@@ -125,6 +140,26 @@ class DemoAgent:
             await self._answer(message)
         elif message.type in TOOL_FINAL_TYPES:  # a call made before a restart has ended
             await apps.finished(message)
+
+    async def _move_on(self, message: AgentMessage) -> None:
+        """The user wrote instead of answering: the open question is withdrawn."""
+        conversation = message.conversation_id
+        question = self.questions.passed_by(conversation, message.seq)
+        if question is None:
+            return
+        try:
+            await self.client.withdraw(
+                conversation,
+                question,
+                reason=MOVED_ON,
+                reply_to=message.id,
+                message_id=derive_message_id(message.id, WITHDRAW_INDEX),
+            )
+        except SubmitRejected as rejected:  # the question stays; the message is answered
+            self._log(f"{conversation}: {question} not withdrawn ({rejected.code})")
+            return
+        self._log(f"{conversation}: withdrew {question}")
+        self.questions.closed(conversation, question)
 
     async def _offer(self, message: AgentMessage, *, understood: bool) -> None:
         """What it can do here, from the conversation's live inventory."""
@@ -159,6 +194,7 @@ class DemoAgent:
             reply_to=trigger,
             message_id=derive_message_id(trigger, len(TASK_STEPS) + 1),
         )
+        self.questions.asked(conversation, f"colour.{trigger}", message.seq)
 
     async def _focus(self, message: AgentMessage, minutes: int) -> None:
         """Starts a focus timer through the pomodoro app, if the inventory offers it, and
@@ -226,6 +262,7 @@ class DemoAgent:
         trigger, _, colour = rest.partition(".")
         conversation, follow_up = message.conversation_id, derive_message_id(message.id, 1)
         self._log(f"{conversation}: answer to {answer.interaction_id}")
+        self.questions.closed(conversation, answer.interaction_id)
         if step == "colour" and answer.kind == "choice":
             choice = answer.selected[0]
             if choice not in COLOURS:
@@ -241,6 +278,7 @@ class DemoAgent:
                 reply_to=message.id,
                 message_id=follow_up,
             )
+            self.questions.asked(conversation, f"create.{trigger}.{choice}", message.seq)
         elif step == "create" and answer.kind == "confirm" and colour in COLOURS:
             if answer.confirmed:
                 await self._say(message, "Great, let's do it.")
@@ -256,6 +294,7 @@ class DemoAgent:
                 reply_to=message.id,
                 message_id=follow_up,
             )
+            self.questions.asked(conversation, ask_id, message.seq)
         elif step == "name" and answer.kind == "input" and colour in COLOURS:
             name = answer.text.strip() or "Untitled"
             await self._say(message, f"Done: the {colour} board **{name}** is ready.")

@@ -29,7 +29,12 @@ def test_the_lists_of_core_apps_are_the_declared_ones() -> None:
 
 def test_the_chat_subscriptions_come_from_its_declaration() -> None:
     declared = [s["type"] for s in supervisor.CORE_MANIFESTS["chat"]["agent_subscriptions"]]
-    assert declared == ["lineup.message", "lineup.task.progress", "lineup.interaction.request"]
+    assert declared == [
+        "lineup.message",
+        "lineup.task.progress",
+        "lineup.interaction.request",
+        "lineup.interaction.withdraw",
+    ]
     config = supervisor.default_config()
     router = next(child for child in config.children if child.name == "router")
     assert router.config["apps"]["chat"]["subscriptions"] == declared

@@ -56,8 +56,11 @@ def test_the_pomodoro_manifest_is_what_its_declarations_say() -> None:
     start = tools["pomodoro.start"]
     assert start["input_schema"] == {
         "type": "object",
-        "properties": {"minutes": {"type": "integer", "minimum": 1, "maximum": 120}},
-        "required": ["minutes"],
+        "properties": {
+            "minutes": {"type": "integer", "minimum": 1, "maximum": 120},
+            "seconds": {"type": "integer", "minimum": 5, "maximum": 3600},
+        },
+        "oneOf": [{"required": ["minutes"]}, {"required": ["seconds"]}],
         "additionalProperties": False,
     }
     assert start["activation_requirement"] == "foreground_required"

@@ -45,6 +45,8 @@ def _summary(message: dict[str, Any]) -> tuple[Any, ...]:
         return ("say", payload["text"])
     if envelope.type == "lineup.task.progress":
         return ("task", payload["status"], payload["percent"], payload["label"])
+    if envelope.type == "lineup.interaction.withdraw":
+        return ("withdraw", payload["interaction_id"], payload["reason"])
     extra = [option["id"] for option in payload.get("options", [])]
     return ("ask", payload["kind"], payload["interaction_id"], payload["prompt"], *extra)
 
@@ -129,19 +131,23 @@ async def test_a_restarted_demo_repeats_nothing(
     state = tmp_path / "demo-state"
     async with runtime_link(server) as user:
         async with _demo(server, state):
-            await user.submit(user_text("ask me something"))
+            trigger = user_text("ask me something")
+            await user.submit(trigger)
             first = await _from_agent(user, 5)
         accepted = server.statistics().accepted
         # As if the demo had crashed before saving its cursor: it handles the first again.
         (state / "cursor.json").unlink()
         async with _demo(server, state):
             await user.submit(user_text("Ask me something."))
-            again = await _from_agent(user, 5)
+            again = await _from_agent(user, 6)
         stats = server.statistics()
     assert first[0][1].endswith("> ask me something\n\nLet me show you what I can do.")
-    assert again[0][1].endswith("> Ask me something.\n\nLet me show you what I can do.")
+    # The second message moved on past the first's question (which the replay of the first
+    # left open): withdrawn once, before the answer to the second.
+    assert again[0] == ("withdraw", f"colour.{trigger['id']}", "the conversation moved on")
+    assert again[1][1].endswith("> Ask me something.\n\nLet me show you what I can do.")
     # The replayed reactions to the first were the same ids: recognised, not accepted again.
-    assert stats.accepted == accepted + 1 + 5
+    assert stats.accepted == accepted + 1 + 6
     assert stats.duplicates >= 5
 
 

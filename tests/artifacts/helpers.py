@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import supervisor
+from actors.runtime_token import write_token
 from actors.store import read_artifacts
-from actors.transport import write_token
 from lineup.ui_session import UiSession
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import Runtime

@@ -1,4 +1,5 @@
-"""`lineup bench tools` runs end to end on a tiny size and reports every figure.
+"""`lineup bench tools` runs end to end on a tiny size and reports every figure, the MCP
+client's calls through `lineup agent mcp` (c) and through a bare MCP server (d) with them.
 
 Speed is measured by the bench, never asserted here: this checks only that each figure is
 there and positive, that every call (runtime and baseline) ended with a result, that the
@@ -30,6 +31,11 @@ FIGURES = [
     "bare_cpu_ms_per_call_total",
     "commits_per_call",
     "unloaded_commits_per_call",
+    "mcp_call_p50_ms",
+    "mcp_call_p99_ms",
+    "mcp_bare_p50_ms",
+    "mcp_bare_p99_ms",
+    "mcp_runtime_p50_ms",
 ]
 HEADER = ["date", "cpus", "python", "sqlite", "loadavg_1m"]
 LEGS = {"to_accepted", "accepted_to_running", "running_to_final", "final_to_agent"}
@@ -37,6 +43,7 @@ LEGS = {"to_accepted", "accepted_to_running", "running_to_final", "final_to_agen
 
 def test_bench_tools_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
     sizes = ["--calls", "10", "--unloaded", "5", "--burst", "20", "--in-flight", "5"]
+    sizes += ["--mcp-calls", "5"]
     done = subprocess.run(
         [
             sys.executable,
@@ -60,8 +67,9 @@ def test_bench_tools_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
         assert record[key] > 0, key
     for key in HEADER:
         assert record[key], key
-    sizes_seen = ("calls", "unloaded_calls", "burst", "in_flight")
-    assert tuple(record[key] for key in sizes_seen) == (10, 5, 20, 5)
+    sizes_seen = ("calls", "unloaded_calls", "burst", "in_flight", "mcp_calls")
+    assert tuple(record[key] for key in sizes_seen) == (10, 5, 20, 5, 5)
+    assert isinstance(record["mcp_call_ratio"], float)
     # Every call ended with a result, on both paths, and the runtime's rows say so too.
     assert record["calls_succeeded"] == 35
     assert record["calls_failed"] == {} and record["bare_calls_failed"] == {}
@@ -72,7 +80,7 @@ def test_bench_tools_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
     assert {"supervisor", "store", "tool_router", "app.benchtool"} <= set(record["cpu_ms_per_call"])
     for found in ("deepest_mailboxes_paced", "deepest_mailboxes_burst"):
         assert all(isinstance(depth, int) for depth in record[found].values()), found
-    assert set(record["targets"]) == {"call_p50_ratio", "calls_per_s"}
+    assert set(record["targets"]) == {"call_p50_ratio", "calls_per_s", "mcp_call_ratio"}
     assert all(isinstance(v["met"], bool) for v in record["targets"].values())
     assert list(tmp_path.iterdir()) == []
     assert _processes_mentioning(str(tmp_path)) == []

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import supervisor
-from actors.transport import write_token
+from actors.runtime_token import write_token
 from apps.chat import history
 from lineup.ui_session import UiSession
 from tests.kernel.helpers import Runtime
@@ -18,6 +18,13 @@ from tests.runtime.helpers import CONVERSATION, Stack, runtime_config, wait_for
 from tests.tools.helpers import Agent, app, final_of, new_revision, tools_of
 
 SCOPE = "keeper"
+AFTER_EFFECT = "capability_gateway.after_effect"
+
+
+def crashing_once(once: Path) -> dict[str, str]:
+    """The environment in which the gateway kills itself after its first effect, once."""
+    once.mkdir()
+    return {"LINEUP_CRASH": f"{AFTER_EFFECT}@1", "LINEUP_CRASH_ONCE_DIR": str(once)}
 
 
 def configure(stack: Stack, gateway: dict[str, Any]) -> None:

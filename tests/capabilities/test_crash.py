@@ -1,9 +1,9 @@
 """The gateway SIGKILLed after an effect and before its record (a crash point in the gateway
 itself): the request has one outcome, an effect that cannot be repeated is not run again and
-ends `in_doubt`, and one that can (`file.save`) is run again to the same file. A request
-waiting for the user outlives a kill of the gateway. A request whose call ends first (the
-app killed, the call cancelled) is taken back: its card closes, and a late answer starts
-nothing."""
+ends `in_doubt` (a notification: `test_desktop`), and one that can (`file.save`; speech:
+`test_speech`) is run again to the same result. A request waiting for the user outlives a
+kill of the gateway. A request whose call ends first (the app killed, the call cancelled) is
+taken back: its card closes, and a late answer starts nothing."""
 
 from __future__ import annotations
 
@@ -16,61 +16,29 @@ from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import final_of
 
 from .helpers import (
+    AFTER_EFFECT,
     answer,
     ask,
     asked,
     audit_of,
     card_for,
     cards,
+    crashing_once,
     keeper_ready,
     outcome,
     requests,
 )
 
-POINT = "capability_gateway.after_effect"
-
-
-def _crashing(once: Path) -> dict[str, str]:
-    """The environment in which the gateway kills itself after its first effect, once."""
-    once.mkdir()
-    return {"LINEUP_CRASH": f"{POINT}@1", "LINEUP_CRASH_ONCE_DIR": str(once)}
-
-
-async def test_a_notification_cut_short_by_a_kill_is_in_doubt_never_shown_twice(
-    stack: Stack, keeper: tuple[Path, Path], tmp_path: Path
-) -> None:
-    agent = await keeper_ready(stack, keeper, env=_crashing(tmp_path / "once"))
-    await ask(agent, "k-1", "notification.show", {"text": "once only"})
-    answer(stack, await card_for(stack, "notification.show"), "always")
-    assert await outcome(stack, "k-1") == {"status": "in_doubt", "output": None}
-    assert (tmp_path / "once" / POINT).exists()  # the gateway did die there
-    assert stack.runtime is not None
-    assert stack.runtime.actors()["capability_gateway"]["restarts"] >= 1
-    shown, _ = read_notifications(stack.data_dir)
-    assert [n["text"] for n in shown] == ["once only"]
-    [row] = requests(stack)
-    assert (row["state"], row["status"]) == ("finished", "in_doubt")
-    assert audit_of(stack, row["request_id"]) == [
-        "capability.consent_asked",
-        "capability.started",
-        "capability.in_doubt",
-    ]
-    # The grant was recorded with the start: the next request runs without asking.
-    assert (await asked(agent, "k-2", "notification.show", input={"text": "again"}))[
-        "status"
-    ] == "completed"
-    assert [n["text"] for n in read_notifications(stack.data_dir)[0]] == ["once only", "again"]
-
 
 async def test_a_save_cut_short_by_a_kill_is_saved_once(
     stack: Stack, keeper: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    agent = await keeper_ready(stack, keeper, env=_crashing(tmp_path / "once"))
+    agent = await keeper_ready(stack, keeper, env=crashing_once(tmp_path / "once"))
     data = {"name": "notes.txt", "data_base64": "aGVsbG8="}
     await ask(agent, "s-1", "file.save", data, front=True)
     answer(stack, await card_for(stack, "file.save"), "once")
     assert await outcome(stack, "s-1") == {"status": "completed", "output": {"name": "notes.txt"}}
-    assert (tmp_path / "once" / POINT).exists()
+    assert (tmp_path / "once" / AFTER_EFFECT).exists()
     downloads = stack.data_dir / "downloads"
     assert os.listdir(downloads) == ["notes.txt"]  # no second copy, no temporary file left
     assert (downloads / "notes.txt").read_text() == "hello"

@@ -18,6 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from actors.capability_gateway._files import user_downloads
+from actors.capability_gateway._notifications import (
+    KEEP,
+    NOTIFICATIONS_FILE,
+    write_for_terminal,
+)
 from lineup._capability_lines import Attach, Chosen, notification_lines, read_attachment
 from lineup.terminal_chat import parse_line
 from tests.kernel.helpers import REPO_ROOT
@@ -139,17 +144,26 @@ def test_the_downloads_folder_is_the_one_the_desktop_names(tmp_path: Path) -> No
     assert user_downloads({"HOME": str(home)}).path == home / "Downloads"
 
 
-def test_each_notification_is_shown_once_as_text(tmp_path: Path) -> None:
-    notes = tmp_path / "notifications.jsonl"
-    first = {"app_scope": "keeper", "title": "Tea", "text": "ready \x1b[31mnow"}
-    notes.write_text(json.dumps(first) + "\n" + '{"app_scope": "keeper", "te')  # half a line
-    lines, offset = notification_lines(tmp_path, 0)
-    assert [line.plain for line in lines] == ["  ! keeper: Tea — ready \\x1b[31mnow"]
-    assert notification_lines(tmp_path, offset) == ([], offset)  # the half line waits
-    with notes.open("a") as out:
-        out.write('xt": "second"}\n')
-    lines, _ = notification_lines(tmp_path, offset)
-    assert [line.plain for line in lines] == ["  ! keeper: second"]
+def test_each_notification_is_shown_once_as_text_and_the_file_keeps_the_newest(
+    tmp_path: Path,
+) -> None:
+    first = {"app_scope": "keeper", "app": "Keeper", "title": "Tea", "text": "ready \x1b[31mnow"}
+    write_for_terminal(tmp_path, first)
+    lines, last = notification_lines(tmp_path, 0)
+    assert [line.plain for line in lines] == ["  ! Keeper: Tea — ready \\x1b[31mnow"]
+    assert notification_lines(tmp_path, last) == ([], last)  # shown once
+    # Past KEEP the oldest go; the numbers go on, so a reader misses none of the new ones.
+    for n in range(KEEP + 5):
+        write_for_terminal(tmp_path, {"app_scope": "keeper", "app": "Keeper", "text": f"n{n}"})
+    kept = (tmp_path / NOTIFICATIONS_FILE).read_text().splitlines()
+    assert len(kept) == KEEP and json.loads(kept[0])["text"] == "n5"
+    lines, newest = notification_lines(tmp_path, last + KEEP)
+    assert [line.plain for line in lines] == [f"  ! Keeper: n{n}" for n in range(KEEP, KEEP + 5)]
+    assert newest == KEEP + 6
+    # A file begun anew (removed by the user) is read from its start.
+    (tmp_path / NOTIFICATIONS_FILE).unlink()
+    write_for_terminal(tmp_path, {"app_scope": "keeper", "app": "Keeper", "text": "anew"})
+    assert [line.plain for line in notification_lines(tmp_path, newest)[0]] == ["  ! Keeper: anew"]
 
 
 def _attach(data_dir: Path, home: Path) -> subprocess.Popen[str]:
@@ -224,7 +238,7 @@ async def test_the_user_answers_in_lineup_chat_attach(
         assert chat.count("keeper asks to use notification.show: to say the tea is ready")
         chat.type("/3")  # Always allow
         assert (await outcome(stack, "t-1"))["status"] == "completed"
-        await chat.shows("  ! keeper: Tea — ready")
+        await chat.shows("  ! Keeper: Tea — ready")
         await ask(agent, "t-2", "file.save", {"name": "a", "data_base64": ""}, front=True)
         await chat.shows("keeper asks to use file.save")
         chat.type("/dismiss")
@@ -234,7 +248,7 @@ async def test_the_user_answers_in_lineup_chat_attach(
         assert chat.process.wait(10) == 0
     finally:
         chat.close()
-    assert chat.count("  ! keeper:") == 1  # shown once
+    assert chat.count("  ! Keeper:") == 1  # shown once
 
 
 async def _a_file_attached_and_saved(
@@ -254,14 +268,14 @@ async def _a_file_attached_and_saved(
     chat.type("/attach ~/lists/groceries.txt")
     opened = await outcome(stack, "t-3")
     assert opened["status"] == "completed", opened
-    output = opened["output"]
-    assert (output["name"], output["media_type"], output["size"]) == (
+    reference = opened["output"]["artifact"]
+    assert (reference["title"], reference["media_type"], reference["size"]) == (
         "groceries.txt",
         "text/plain",
         10,
     )
     assert str(home) not in json.dumps(opened)  # the app never learns where it was
-    digest = {"artifact_id": output["artifact_id"]}
+    digest = {"artifact_id": reference["artifact_id"]}
     await agent.client.submit(agent.invoke("call_t-4", "keeper.digest", digest))
     assert await outcome(stack, "t-4") == {
         "sha256": hashlib.sha256(groceries).hexdigest(),

@@ -37,6 +37,7 @@ EXPECTED = {
     ),
     "lineup tools calls --state failed": "no tool calls (state failed)",
     "lineup agent history --conversation main": "lineup.tool.accepted",
+    "lineup agent mcp --print-config": '"mcpServers"',
     "lineup app keygen --out keys --name me": "me.pub",
     "test -f keys/me.key || lineup app keygen --out keys --name me": "",
     (

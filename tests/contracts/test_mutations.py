@@ -51,6 +51,7 @@ PAYLOAD_REQUIRED = {
     "lineup.task.progress": ["task_id", "status"],
     "lineup.interaction.request": ["interaction_id", "kind", "prompt"],
     "lineup.interaction.response": ["interaction_id", "kind"],
+    "lineup.interaction.withdraw": ["interaction_id"],
     "lineup.surface.open": ["entrypoint"],
     "lineup.app.state.patch": ["patch"],
     "lineup.tool.invoke": ["method", "contract_version", "arguments"],

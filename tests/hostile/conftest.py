@@ -50,11 +50,12 @@ class Hostile:
         self.data_dir = runtime_stack.data_dir
         self.app_dir = self.data_dir / "apps" / SCOPE
 
-    async def start_conversation(self) -> AgentClient:
-        """The AppServer, the runtime and the agent, whose first message in the conversation
-        has been given the first inventory revision: where an app's tools are offered."""
+    async def start_conversation(self, env: dict[str, str] | None = None) -> AgentClient:
+        """The AppServer, the runtime (its processes with `env`) and the agent, whose first
+        message in the conversation has been given the first inventory revision: where an
+        app's tools are offered."""
         await self.stack.start_appserver()
-        await self.stack.start_runtime()
+        await self.stack.start_runtime(env=env)
         client = await self.stack.start_agent()
         await client.send_text(CONVERSATION, "hello")
         await new_revision(self.stack, 0)

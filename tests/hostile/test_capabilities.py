@@ -4,34 +4,54 @@ answer the keeper's consent card or take it back, put a card of its own in the c
 the keeper's name, see or take back the user's grants, get a capability it did not declare,
 or hand a "chosen" file to a request or to itself. An app that declares `file.open` cannot
 ask past the runtime's size cap, and learns of the file the user chose its name and bytes,
-never where it was. Every assertion reads an independent record: runtime.db (requests,
-grants, audit), mailbox.db, the chat's own log."""
+never where it was. The notification it declares it shows only once the user allowed it,
+within its rate, and as text on a real desktop (a session bus with dunst, read back from
+dunst); it has nothing but a recording of its own transcribed, even once the user allowed
+it. Every assertion reads an independent record: runtime.db (requests, grants, audit),
+mailbox.db, the chat's own log, dunst's history."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from xml.sax.saxutils import escape
+
+import trio
 
 from actors.contracts import FILE_OPEN_MAX_BYTES
 from lineup.ui_session import UiSession
 from tests.capabilities.conftest import keeper  # noqa: F401 - the signed keeper bundle
 from tests.capabilities.helpers import answer, ask, asked, card_for, cards, keeper_ready, outcome
 from tests.capabilities.helpers import requests as gateway_requests
+from tests.desktop import Desktop, desktop
 from tests.runtime.helpers import wait_for
 from tests.tools.helpers import Agent
 
+from .app._capability_attacks import MARKUP
 from .conftest import Hostile
 
 FLOOD = 2_000  # refused requests, each under an id of its own
+FLOODED = 15  # notifications asked for at once, past the rate of 10 at once
 
 
-async def test_an_app_cannot_answer_anothers_consent_or_reach_the_grants(
+async def test_an_app_cannot_answer_anothers_consent_reach_the_grants_or_misuse_its_capabilities(
     hostile: Hostile,
     keeper: tuple[Path, Path],  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
 ) -> None:
+    with desktop(tmp_path / "desktop") as shown:
+        env = {"DBUS_SESSION_BUS_ADDRESS": shown.bus}
+        agent = await keeper_ready(hostile.stack, keeper, env=env)
+        await forged_consent_is_refused(hostile, agent)
+        await speech_is_of_its_own_recordings_only(hostile, agent)
+        await notifications_wait_for_the_user_and_keep_their_rate(hostile, shown)
+
+
+async def forged_consent_is_refused(hostile: Hostile, agent: Agent) -> None:
     stack = hostile.stack
-    agent = await keeper_ready(stack, keeper)
-    await hostile.install({"attacks": ["forge_consent"]})
+    await hostile.install(
+        {"attacks": ["forge_consent", "misuse_speech", "notify_markup_and_flood"]}
+    )
     await hostile.launch()
     await ask(agent, "h-1", "notification.show", {"text": "from the keeper"})
     victim = await card_for(stack, "notification.show")
@@ -107,9 +127,72 @@ async def _a_file_asks_within_the_cap_and_gets_no_path(agent: Agent) -> None:
     UiSession(stack.data_dir, session_id="test").choose_file(chosen)
     opened = await outcome(stack, "h-3")
     assert opened["status"] == "completed", opened
-    assert set(opened["output"]) == {"artifact_id", "name", "media_type", "size"}
-    assert opened["output"]["name"] == "notes.txt"
+    reference = opened["output"]["artifact"]
+    assert set(reference) == {"artifact_id", "title", "media_type", "size"}
+    assert reference["title"] == "notes.txt"
     assert "someone" not in json.dumps(opened)
+
+
+async def speech_is_of_its_own_recordings_only(hostile: Hostile, agent: Agent) -> None:
+    """The keeper's recording is not the hostile app's to transcribe, even with the user's
+    grant; nor is its own text, nor bytes it calls a WAV; speak it did not declare."""
+    stack = hostile.stack
+    await ask(agent, "h-speak", "speech.speak", {"text": "twenty five"})
+    answer(stack, await card_for(stack, "speech.speak"), "once")
+    spoken = await outcome(stack, "h-speak")
+    hostile.order("misuse_speech", {"artifact_id": spoken["output"]["artifact"]["artifact_id"]})
+    answer(stack, await card_for(stack, "speech.transcribe"), "always")
+    speech = await wait_for(
+        lambda: (hostile.report() or {}).get("results", {}).get("misuse_speech"),
+        60,
+        "the hostile app's speech attacks",
+    )
+    failed = {"status": "failed", "output": None}
+    assert speech["another's"] == {**failed, "code": "artifact_not_found"}, speech
+    assert speech["text"] == {**failed, "code": "invalid_payload"}, speech
+    assert speech["fake wav"] == {**failed, "code": "invalid_payload"}, speech
+    assert speech["as keeper"] == {**failed, "code": "invalid_payload"}, speech
+    assert speech["speak"] == {"status": "permission_denied", "output": None}, speech
+    assert speech["keep"] == "refused:sender_not_allowed", speech
+    kept = hostile.runtime_rows("SELECT app_scope, media_type FROM artifacts ORDER BY rowid")
+    # The keeper's: the file the user chose for it, then its recording.
+    assert kept == [
+        ("keeper", "text/plain"),
+        ("keeper", "audio/wav"),
+        ("hostile", "audio/wav"),
+        ("hostile", "text/plain"),
+    ]
+
+
+async def notifications_wait_for_the_user_and_keep_their_rate(
+    hostile: Hostile, shown: Desktop
+) -> None:
+    """A capability it declares, misused: markup in a notification, and more
+    notifications at once than its rate allows."""
+    stack = hostile.stack
+    hostile.order("notify", {"count": FLOODED})
+    card = await card_for(stack, "notification.show")
+    # Declared is not allowed: nothing reaches the desktop before the user says yes.
+    assert await trio.to_thread.run_sync(shown.shown) == []
+    answer(stack, card, "session")
+    result = await wait_for(
+        lambda: (hostile.report() or {}).get("results", {}).get("notify_markup_and_flood"),
+        60,
+        "the hostile app's notifications",
+    )
+    assert result["markup"] == {"status": "completed", "output": {"shown": True}}, result
+    # Past its rate (10 at once) the rest are refused before anything is shown.
+    flood = result["flood"]
+    completed, limited = flood.count("completed"), flood.count("rate_limited")
+    assert completed + limited == FLOODED and limited >= FLOODED - 10, result
+    notes = await trio.to_thread.run_sync(shown.shown, "summary", "body", "message")
+    assert len(notes) == 1 + completed
+    # The summary is plain text (dunst quotes it); the body is escaped, as dunst reads markup
+    # in bodies: what it draws has no tag of the app's, only its own bold around the summary.
+    marked = notes[0]
+    assert marked["summary"] == f"Hostile: {MARKUP['title']}"
+    assert marked["body"] == escape(MARKUP["text"])
+    assert marked["message"] == f"<b>{escape(marked['summary'])}</b>\n{marked['body']}"
 
 
 async def test_a_flood_of_refused_requests_costs_the_store_little_and_others_nothing(

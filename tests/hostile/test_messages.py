@@ -1,15 +1,23 @@
 """The hostile app attacks through its channel: it must not speak as the agent, the user or
-another actor, silence the user, cut the stream, forge state or audit, or break any actor
-with what it sends. Every assertion reads an independent record: the AppServer's own
-database, runtime.db, the chat timeline, mailbox.db, restart counts and process sizes."""
+another actor (nor take back the agent's question), silence the user, cut the stream,
+forge state or audit, or break any actor with what it sends. Every assertion reads an
+independent record: the AppServer's own database, runtime.db, the chat timeline,
+mailbox.db, restart counts and process sizes."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tests.runtime.helpers import CONVERSATION, texts, wait_for
+from apps.chat import history
+from tests.runtime.helpers import CONVERSATION, Stack, texts, wait_for
 
-from .app._attacks import FAKE_AGENT_ID, FAKE_PROMPT_ID, FAKE_USER_ID
+from .app._attacks import (
+    FAKE_AGENT_ID,
+    FAKE_PROMPT_ID,
+    FAKE_USER_ID,
+    FAKE_WITHDRAW_ID,
+    VICTIM_QUESTION,
+)
 from .conftest import Hostile
 
 CORE = ("store", "router", "app_manager", "transport", "host", "app.chat")
@@ -27,7 +35,8 @@ async def test_the_hostile_app_speaks_for_nobody(hostile: Hostile) -> None:
     runtime = await stack.start_runtime()
     agent = await stack.start_agent()
     await agent.send_text(CONVERSATION, "before")
-    await wait_for(lambda: texts(stack.timeline()) == ["before"], 30, "the first message")
+    await agent.ask_confirm(CONVERSATION, "Keep it?", interaction_id=VICTIM_QUESTION)
+    await wait_for(lambda: _open(stack) == [VICTIM_QUESTION], 30, "the agent's question")
     restarts = hostile.restarts()
     operations = hostile.runtime_rows("SELECT count(*) FROM app_operations")[0][0]
     await hostile.install(
@@ -56,12 +65,13 @@ async def test_the_hostile_app_speaks_for_nobody(hostile: Hostile) -> None:
 
     # Nothing it said was stored as the agent's or the user's, nor shown.
     stored = hostile.runtime_rows(
-        "SELECT id FROM messages WHERE id IN (?, ?, ?)",
-        (FAKE_AGENT_ID, FAKE_PROMPT_ID, FAKE_USER_ID),
+        "SELECT id FROM messages WHERE id IN (?, ?, ?, ?)",
+        (FAKE_AGENT_ID, FAKE_PROMPT_ID, FAKE_USER_ID, FAKE_WITHDRAW_ID),
     )
     assert stored == []
     timeline_ids = {item["id"] for item in stack.timeline()}
     assert not timeline_ids & {FAKE_AGENT_ID, FAKE_PROMPT_ID}
+    assert _open(stack) == [VICTIM_QUESTION]  # the agent's question is still the user's
     assert hostile.appserver_rows(
         "SELECT count(*) FROM messages WHERE message_id = ?", (FAKE_USER_ID,)
     ) == [(0,)]
@@ -104,6 +114,12 @@ async def test_the_hostile_app_speaks_for_nobody(hostile: Hostile) -> None:
     silenced = sum(results["silence_user"]["outcomes"].values())
     assert refusals["sender_not_allowed"] >= silenced + 20
     assert refusals["too_large"] == 16 and refusals["too_deep"] == 1
+
+
+def _open(stack: Stack) -> list[str]:
+    """The questions open in the chat, by interaction id."""
+    view = history(stack.data_dir, CONVERSATION)
+    return [str(w["interaction_id"]) for w in view["pending_interactions"]]
 
 
 def _text(body: str) -> str:

@@ -8,6 +8,7 @@ installed like any third-party app: no core-app shortcut is taken anywhere here.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,13 +16,20 @@ from typing import Any
 
 import trio
 from selenium.webdriver.chrome.webdriver import WebDriver
+from selenium.webdriver.common.by import By
 
 from actors.store import read_apps, read_artifacts, read_session_data
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import Stack, wait_for
 from tests.web.axe import axe_source, page_and_frame_violations
-from tests.web.conftest import default_viewport, in_browser, stage_in_view
+from tests.web.conftest import (
+    controls_in_view,
+    default_viewport,
+    in_browser,
+    save_view,
+    stage_in_view,
+)
 
 PUBLISHER = "sample"
 
@@ -128,19 +136,43 @@ async def killed_and_back(stack: Stack, name: str) -> None:
 
 
 async def owns_the_stage(browser: WebDriver) -> None:
-    """The app in front owns the stage: its frame lies wholly in the window at a desktop's
-    size and a phone's, and the page itself does not scroll; a desktop docks the chat beside
-    it, a phone shows the app alone; neither the page nor the app's surface has a serious or
-    critical accessibility violation at either size."""
+    """The app in front owns the stage: the stage takes most of the window and the app's
+    frame lies wholly in it at a desktop's size and a phone's, and the page itself does not
+    scroll; every control of the app is in its frame's view, nothing of it scrolled away; a
+    desktop docks the chat beside it, a phone shows the app alone; neither the page nor the
+    app's surface has a serious or critical accessibility violation at either size."""
     source = axe_source()
     for width, height, chat_beside in ((1280, 800, True), (390, 844, False)):
         box = await in_browser(stage_in_view, browser, width, height)
-        assert 0 <= box["left"] < box["right"] <= width, box
-        assert 0 <= box["top"] < box["bottom"] <= height, box
-        assert box["right"] - box["left"] >= width / 2, box
-        assert box["bottom"] - box["top"] >= height / 2, box
+        left, top, right, bottom = box["slot"]
+        assert 0 <= left < right <= width and 0 <= top < bottom <= height, box
+        assert right - left >= width / 2 and bottom - top >= height / 2, box
+        assert left <= box["left"] < box["right"] <= right, box
+        assert top <= box["top"] < box["bottom"] <= bottom, box
         assert not box["page_scrolls"], box
+        controls = await in_browser(controls_in_view, browser)
+        assert controls == {"outside": [], "scrolled": 0, "scrolls": False}, (width, controls)
+        title = await in_browser(lambda: browser.find_element(By.ID, "stage-title").text)
+        await in_browser(save_view, browser, f"{title}-{width}x{height}")
         assert box["chat_shown"] is chat_beside, box
         found = await in_browser(page_and_frame_violations, browser, source)
         assert found == {"page": [], "surface": []}, (width, found)
     await in_browser(default_viewport, browser)
+
+
+def looked_at(driver: WebDriver, name: str) -> None:
+    """With LINEUP_SCREENSHOTS set, the page saved there at a desktop's size and a phone's,
+    for a person to look at."""
+    folder = os.environ.get("LINEUP_SCREENSHOTS")
+    if not folder:
+        return
+    for width, height in ((1280, 800), (390, 844)):
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500},
+        )
+        driver.execute_async_script(
+            "const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(done));"
+        )
+        driver.save_screenshot(str(Path(folder) / f"{name}-{width}x{height}.png"))
+    default_viewport(driver)

@@ -5,12 +5,15 @@ user's moves made with Selenium in the game's surface in a headless Chromium.
 A round is a deadline operation: the app ends it with its own result when the user guesses
 the word, presses Done or gives up, and the runtime ends it when time runs out, however
 the app, the tool router and the web host were killed meanwhile; either way the agent gets
-one final. The word the user must guess never reaches the surface.
+one final at once, and the game stays in front with its end screen (how the round ended,
+what the word was) until the user closes it or the next round starts. The word the user
+must guess reaches the surface only once the round is over.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -26,6 +29,7 @@ from tests.installed.helpers import (
     cli,
     focus_stack,
     install_enabled,
+    looked_at,
     owns_the_stage,
     remove_confirmed,
     signed_app,
@@ -33,7 +37,15 @@ from tests.installed.helpers import (
 )
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import Agent, call_row, final_of, finals, new_revision, tools_of
-from tests.web.conftest import in_browser, open_page, start_web_runtime, until
+from tests.web.conftest import (
+    controls_in_view,
+    default_viewport,
+    in_browser,
+    open_page,
+    stage_in_view,
+    start_web_runtime,
+    until,
+)
 from tests.web.test_surfaces import page_counters, session_rows
 
 SCOPE = "draw-and-guess"
@@ -41,6 +53,7 @@ INSTANCE = f"{SCOPE}:{CONVERSATION}"
 START = "game.start_round"
 FRAME = "#surface-slot iframe"
 TITLE = "Draw and guess"
+IN_VIEW = {"outside": [], "scrolled": 0, "scrolls": False}  # `controls_in_view` when all are
 # The agent's drawing of a house: walls, a roof, a door, and a word.
 HOUSE = [
     {"kind": "rect", "colour": "black", "points": [[300, 300], [700, 650]]},
@@ -183,6 +196,28 @@ async def _started(stack: Stack, agent: Agent, call_id: str, arguments: dict[str
     assert focus_stack(stack)[-2:] == ["chat:main", INSTANCE]
 
 
+def _end_text(driver: WebDriver) -> str | None:
+    """What the game's end screen says, once it is shown in the game's frame."""
+    frame = _frame(driver)
+    driver.switch_to.frame(frame)
+    try:
+        found = driver.find_elements(By.ID, "end-text")
+        if not found or not found[0].is_displayed():
+            return None
+        return str(found[0].text) or None
+    finally:
+        driver.switch_to.default_content()
+
+
+async def _ends_in_front(stack: Stack, driver: WebDriver, pattern: str) -> re.Match[str]:
+    """The game's end screen once its text fits `pattern`; the game stays in front."""
+    text = await in_browser(until, driver, _end_text)
+    found = re.fullmatch(pattern, text)
+    assert found, text
+    assert focus_stack(stack)[-1] == INSTANCE
+    return found
+
+
 async def _one_final(stack: Stack, call_id: str) -> dict[str, Any]:
     """The call's row once it ended, with exactly one final sent to the agent."""
     row = await final_of(stack, call_id)
@@ -207,6 +242,10 @@ async def test_draw_and_guess_from_install_to_removal(
     page = await in_browser(_in_frame, browser, frame, "return document.documentElement.outerHTML;")
     assert "house" not in state.lower() and "house" not in page.lower()
 
+    # The user plays at a laptop's size: the guess box is in view, nothing scrolled.
+    await in_browser(stage_in_view, browser, 1280, 800)
+    assert await in_browser(controls_in_view, browser) == IN_VIEW
+
     # A surface cannot end the round without the word: Done is for a drawing round, and
     # a guess over the declared length is dropped by the page.
     assert await in_browser(_emit, browser, frame, "done", {}) == "ok"
@@ -218,9 +257,11 @@ async def test_draw_and_guess_from_install_to_removal(
     assert call_row(stack, "call_house")["state"] == "deadline"  # type: ignore[index]
 
     await in_browser(_guess, browser, frame, " House ")
+    assert await in_browser(controls_in_view, browser) == IN_VIEW  # typing scrolled nothing
+    await in_browser(default_viewport, browser)
     row = await _one_final(stack, "call_house")
     assert row["state"] == "succeeded", row
-    output = row["output"]
+    output = dict(row["output"])
     assert output.pop("seconds_used") <= 60
     assert output == {
         "mode": "user_guesses",
@@ -231,11 +272,19 @@ async def test_draw_and_guess_from_install_to_removal(
         "round": 1,
         "score": {"user": 1, "agent": 0},
     }
-    # The round's tool gives the front back: the chat is in front again.
-    await wait_foreground(stack, "chat:")
+    # The game stays in front with its end: right, the word, and how long it took.
+    used = row["output"]["seconds_used"]
+    took = f"{used // 60}:{used % 60:02d}"
+    await _ends_in_front(stack, browser, f"Correct! It was “house” — you won in {took}")
+    await in_browser(_shows, browser, frame, {"state": "ended", "shapes": str(len(HOUSE))})
+    await in_browser(looked_at, browser, "game-end")
     ended = await wait_for(lambda: (s := _session(stack)).get("state") == "ended" and s, 30, "end")
     assert (ended["outcome"], ended["score"]) == ("guessed", {"user": 1, "agent": 0})
-    assert "word" not in ended
+    assert ended["word"] == "house"  # told once the round is over, never before
+    # Closed from its end screen: the chat is in front again.
+    await in_browser(_click, browser, frame, "close")
+    await wait_foreground(stack, "chat:")
+    await wait_for(lambda: INSTANCE not in focus_stack(stack), 30, "the game closed")
 
     # Disabled: the tool leaves the inventory under a new revision; a late call is refused.
     await cli(stack, "app", "disable", SCOPE)
@@ -280,7 +329,9 @@ async def test_the_user_draws_two_strokes_and_presses_done(
     assert first["points"][0][0] < 500 < second["points"][0][0]
     assert first["points"][-1][0] > first["points"][0][0]
     assert second["points"][1][1] > second["points"][0][1]
-    await wait_foreground(stack, "chat:")
+    took = f"{output['seconds_used'] // 60}:{output['seconds_used'] % 60:02d}"
+    drew = f"Done! You drew “cat” in {took} — the agent has your drawing"
+    await _ends_in_front(stack, browser, drew)
 
 
 def _restarted(stack: Stack, name: str, before: int) -> bool:
@@ -319,7 +370,7 @@ async def test_a_round_outlives_kills_and_ends_once(
     await in_browser(_guess, browser, frame, "KITE")
     row = await _one_final(stack, "call_kite")
     assert (row["output"]["outcome"], row["output"]["guesses"]) == ("guessed", ["box", "KITE"])
-    await wait_foreground(stack, "chat:")
+    await _ends_in_front(stack, browser, "Correct! It was “kite” — you won in 0:[0-5][0-9]")
 
     # A round whose time runs out while the game and the tool router are down ends once,
     # with the runtime's time-up result; the game records it when it runs again.
@@ -335,5 +386,5 @@ async def test_a_round_outlives_kills_and_ends_once(
     ended = await wait_for(lambda: (s := _session(stack)).get("state") == "ended" and s, 30, "end")
     assert (ended["round"], ended["outcome"]) == (2, "time_up")
     assert ended["score"] == {"user": 1, "agent": 1}
-    await wait_foreground(stack, "chat:")
+    await _ends_in_front(stack, browser, "Time's up — it was “boat”")
     assert len(finals(stack, "call_kite")) == len(finals(stack, "call_boat")) == 1

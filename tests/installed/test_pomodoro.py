@@ -5,8 +5,10 @@ The agent starts a timer; it comes to the front with its surface, which counts d
 the runtime's record. The user's Pause, Resume and Interrupt, clicked in the surface's
 frame, reach the runtime's deadline operation through the app: paused, the timer holds what
 is left (through SIGKILLs of the app, the tool router and the web host); interrupted, the
-agent gets exactly one final, `cancelled_by_user`, and chat is back in front. A surface
-cannot name another call: its events carry no payload.
+agent gets exactly one final, `cancelled_by_user`, and chat is back in front. A timer that
+runs out says "Done" in its own frame. The chat's line for the call reads the local clock
+and counts in minutes ("ends 12:27 · in 2 min"); no UTC timestamp is on the page. A
+surface cannot name another call: its events carry no payload.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from .helpers import (
     focus_stack,
     install_enabled,
     killed_and_back,
+    looked_at,
     owns_the_stage,
     remove_confirmed,
     signed_app,
@@ -54,6 +57,12 @@ from .helpers import (
 INSTANCE = f"pomodoro:{CONVERSATION}"
 # How long the surface must be seen holding a paused timer's countdown still.
 HOLD_S = 1.5
+# The first timer's length: long enough to be counted in minutes on the chat's line.
+MINUTES = 2
+# How far behind the clock the page's line for a running timer may be (its tick).
+TICK_MS = 15_000
+# A moment written as the runtime writes it, which the page must never show.
+UTC_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}|\bUTC\b")
 
 
 async def pomodoro_bundle(tmp_path: Path) -> SignedApp:
@@ -149,21 +158,29 @@ async def held(driver: WebDriver, frame: WebElement, seconds: int) -> None:
 
 
 async def paused_by_the_user(
-    stack: Stack, driver: WebDriver, frame: WebElement, call_id: str
+    stack: Stack, driver: WebDriver, frame: WebElement, call_id: str, minutes: int = 1
 ) -> int:
     """The user presses Pause: the runtime's timer, the app's display and the surface all
     hold what is left. Returns that, in ms."""
     await in_browser(press, driver, frame, "pause")
     paused = await operation_in(stack, call_id, "paused")
     remaining_ms = int(paused["remaining_ms"])
-    assert 0 < remaining_ms < 60_000 and paused["ends_ms"] is None
-    expected = {"state": "paused", "minutes": 1, "call_id": call_id, "remaining_ms": remaining_ms}
+    assert 0 < remaining_ms < minutes * 60_000 and paused["ends_ms"] is None
+    expected = {
+        "state": "paused",
+        "minutes": minutes,
+        "call_id": call_id,
+        "remaining_ms": remaining_ms,
+    }
     await wait_for(lambda: shown(stack) == expected, 30, "the paused timer shown")
     frame, _ = await surface_shows(driver, "paused", math.ceil(remaining_ms / 1000))
     await held(driver, frame, math.ceil(remaining_ms / 1000))
-    # The chat's line for the call says it is paused, and how long is left.
-    line = await in_browser(until, driver, lambda d: _tool_line(d, "paused, "))
-    assert re.fullmatch(r"paused, (\d{1,2} s|1 min) left", line), line
+    # The chat's line for the call says since when it is paused, and how long is left.
+    line = await in_browser(until, driver, lambda d: _tool_line(d, "paused at "))
+    found = re.fullmatch(r"paused at (?P<at>.+) · (?P<left>.+) left", line)
+    assert found, line
+    assert on_the_clock(found["at"], time.time()), line
+    assert found["left"] == time_left(remaining_ms), line
     return remaining_ms
 
 
@@ -198,6 +215,52 @@ def _fits(driver: WebDriver) -> bool:
         driver.switch_to.default_content()
 
 
+def half_up(value: float) -> int:
+    return math.floor(value + 0.5)
+
+
+def time_left(ms: float) -> str:
+    """A paused timer's time left as the chat says it: seconds under a minute, else minutes."""
+    return f"{half_up(ms / 1000)} s" if ms < 60_000 else f"{half_up(ms / 60_000)} min"
+
+
+def on_the_clock(shown: str, epoch_s: float) -> bool:
+    """Whether `shown` ("12:27", "12:27 PM") is the local clock's minute of `epoch_s` (or of
+    the minute before, for a moment read just after the minute turned)."""
+    found = re.fullmatch(r"(\d{1,2}):(\d{2})(?: ([AP]M))?", shown)
+    if not found:
+        return False
+    hour, minute = int(found[1]), int(found[2])
+    if found[3]:
+        hour = hour % 12 + (12 if found[3] == "PM" else 0)
+    moments = (datetime.fromtimestamp(epoch_s - lag) for lag in (0, 1))
+    return any((m.hour, m.minute) == (hour, minute) for m in moments)
+
+
+def no_utc_anywhere(driver: WebDriver) -> None:
+    """No moment on the page or in its frames is written as the runtime writes it."""
+    texts = [str(driver.execute_script("return document.body.textContent"))]
+    for frame in driver.find_elements(By.CSS_SELECTOR, "#surface-slot iframe"):
+        driver.switch_to.frame(frame)
+        try:
+            texts.append(str(driver.execute_script("return document.body.textContent")))
+        finally:
+            driver.switch_to.default_content()
+    found = [UTC_TIMESTAMP.search(text) for text in texts]
+    assert not any(found), [f.group() for f in found if f]
+
+
+def _frame_says(driver: WebDriver, element_id: str) -> str | None:
+    """The text of an element of the timer's surface, while it is shown."""
+    frame = surface_frame(driver, "pomodoro")
+    driver.switch_to.frame(frame)
+    try:
+        found = driver.find_elements(By.ID, element_id)
+        return str(found[0].text) if found and found[0].is_displayed() else None
+    finally:
+        driver.switch_to.default_content()
+
+
 def _tool_line(driver: WebDriver, start: str) -> str | None:
     """The chat's line for the timer's call once it starts with `start`."""
     for line in driver.find_elements(By.CSS_SELECTOR, "#timeline .tool .detail"):
@@ -207,13 +270,51 @@ def _tool_line(driver: WebDriver, start: str) -> str | None:
     return None
 
 
+async def ends_line_is_right(browser: WebDriver, running: dict[str, Any]) -> None:
+    """The chat says when the running timer ends on the wall clock, and in how many minutes."""
+    line = await in_browser(until, browser, lambda d: _tool_line(d, "ends "))
+    read_at = time.time()
+    found = re.fullmatch(r"ends (?P<at>.+) · in (?P<n>\d+) min", line)
+    assert found, line
+    assert on_the_clock(found["at"], running["ends_ms"] / 1000), line
+    left_ms = running["ends_ms"] - read_at * 1000
+    assert int(found["n"]) in {half_up(left_ms / 60_000), half_up((left_ms + TICK_MS) / 60_000)}
+
+
+async def a_short_timer_runs_out(agent: Agent, browser: WebDriver) -> None:
+    """A short timer runs out: its frame says "Done", the chat's line when it ended, and the
+    call is done, with no progress left on screen."""
+    stack = agent.stack
+    await agent.client.submit(agent.invoke("call_short", "pomodoro.start", {"seconds": 5}))
+    await wait_foreground(stack, "pomodoro:")
+    row = await final_of(stack, "call_short")
+    assert (row["state"], row["output"]["state"]) == ("succeeded", "finished")
+    await surface_shows(browser, "finished", 0)
+    assert await in_browser(until, browser, lambda d: _frame_says(d, "state")) == "Done"
+    ended_at = datetime.fromisoformat(row["output"]["ended_at"]).timestamp()
+    line = await in_browser(until, browser, lambda d: _tool_line(d, "ended "))
+    assert on_the_clock(line.removeprefix("ended "), ended_at), line
+    item = "#timeline li[data-id='call_short']"
+    await in_browser(
+        until, browser, lambda d: d.find_element(By.CSS_SELECTOR, f"{item} .state").text == "done"
+    )
+    assert not await in_browser(browser.find_elements, By.CSS_SELECTOR, f"{item} progress")
+    await in_browser(no_utc_anywhere, browser)
+    # The chat is back in front, the timer afloat beside it, still saying it is done.
+    await wait_foreground(stack, "chat:")
+    await in_browser(until, browser, _afloat)
+    assert await in_browser(until, browser, _fits)
+    assert await in_browser(_frame_says, browser, "state") == "Done"
+    await in_browser(looked_at, browser, "pomodoro-done")
+
+
 async def test_pomodoro_from_install_to_removal(
     stack: Stack, browser: WebDriver, tmp_path: Path
 ) -> None:
     agent, revision = await installed(stack, tmp_path, browser)
     call_id = "call_focus"
     await agent.client.submit(
-        agent.invoke(call_id, "pomodoro.start", {"minutes": 1}, revision=revision)
+        agent.invoke(call_id, "pomodoro.start", {"minutes": MINUTES}, revision=revision)
     )
     # The timer comes to the front for the call, above chat, and then starts.
     await wait_foreground(stack, "pomodoro:")
@@ -221,26 +322,29 @@ async def test_pomodoro_from_install_to_removal(
     running = await operation_in(stack, call_id, "running")
     await wait_for(lambda: started_progress(stack, call_id), 30, "`started` to the agent")
 
-    # The surface counts down from the runtime's end: it shows a minute or less, moving.
+    # The surface counts down from the runtime's end: it shows its minutes or less, moving.
     frame, left = await surface_shows(browser, "running")
-    assert left is not None and 0 < left <= 60
+    assert left is not None and 0 < left <= MINUTES * 60
     await surface_shows(browser, "running", left - 1)
+    assert await in_browser(_frame_says, browser, "state") == "Focus"
     assert shown(stack)["ends_at"] == ends_at(running)
     await owns_the_stage(browser)
-    # The chat says until when on the wall clock, not as a UTC timestamp.
-    detail = await in_browser(until, browser, lambda d: _tool_line(d, "until "))
-    assert re.fullmatch(r"until (\w{3} \d{1,2} )?\d{1,2}:\d{2}( [AP]M)?", detail), detail
+    await ends_line_is_right(browser, running)
+    await in_browser(no_utc_anywhere, browser)
+    await in_browser(looked_at, browser, "pomodoro-running")
 
-    remaining_ms = await paused_by_the_user(stack, browser, frame, call_id)
+    remaining_ms = await paused_by_the_user(stack, browser, frame, call_id, MINUTES)
+    await in_browser(no_utc_anywhere, browser)
+    await in_browser(looked_at, browser, "pomodoro-paused")
 
     await in_browser(press, browser, frame, "resume")
     resumed = await operation_in(stack, call_id, "running")
     # It ends what was left from the resume: a later end than the first one.
     assert resumed["ends_ms"] > running["ends_ms"]
-    assert resumed["ends_ms"] - remaining_ms >= running["ends_ms"] - 60_000
+    assert resumed["ends_ms"] - remaining_ms >= running["ends_ms"] - MINUTES * 60_000
     frame, _ = await surface_shows(browser, "running")
-    # Running again, the chat's line says until when once more.
-    await in_browser(until, browser, lambda d: _tool_line(d, "until "))
+    # Running again, the chat's line says when it ends once more.
+    await in_browser(until, browser, lambda d: _tool_line(d, "ends "))
 
     await in_browser(press, browser, frame, "interrupt")
     row = await final_of(stack, call_id)
@@ -253,6 +357,8 @@ async def test_pomodoro_from_install_to_removal(
     # window, its controls inside its frame; the chat has the main area.
     await in_browser(until, browser, _afloat)
     assert await in_browser(until, browser, _fits)
+
+    await a_short_timer_runs_out(agent, browser)
 
     # Disabled: its tools leave the inventory, and a late call is refused.
     enabled = revision_of(stack)

@@ -13,8 +13,9 @@ pages of one board each add shapes, at the same revision too: no write is lost. 
 outlives a SIGKILL of the app, of the tool router and of the web host with one final each,
 and the board stays what was committed. A patch that breaks the shapes' contract changes
 nothing, with its code in the app's diagnostics; one aimed at another app's instance never
-reaches it. Saving the board as a file asks the user in the chat: allowed once, it is in the
-downloads; denied the next time, the agent gets `permission_denied` and no file is made.
+reaches it. Saving the board as a file asks the user in the chat (a consent card axe-core
+finds no serious violation in): allowed once with its button, it is in the downloads;
+denied the next time, the agent gets `permission_denied` and no file is made.
 """
 
 from __future__ import annotations
@@ -50,13 +51,14 @@ from tests.tools.helpers import (
     tools_of,
 )
 from tests.web._png import rgb_rows
+from tests.web.axe import axe_source, violations_at_sizes
 from tests.web.conftest import (
     in_browser,
     open_page,
     start_web_runtime,
     until,
 )
-from tests.web.test_surfaces import SURFACE_FRAME, fetch, inside, surface_frame
+from tests.web.test_surfaces import SURFACE_FRAME, ask_display, fetch, inside, surface_frame
 
 from .helpers import (
     SignedApp,
@@ -322,7 +324,7 @@ def one_final(stack: Stack, call_id: str) -> dict[str, Any]:
 async def _full_screen_and_back(browser: WebDriver, frame: WebElement) -> None:
     """The board asks for the whole window: the page gives it and says so; the page's
     button gives the window back, and the board hears it is on the stage again."""
-    asked = await in_browser(_ask_display, browser, frame, "fullscreen")
+    asked = await in_browser(ask_display, browser, frame, "fullscreen")
     assert asked == {"mode": "fullscreen"}
     box = await in_browser(
         browser.execute_script,
@@ -337,18 +339,6 @@ async def _full_screen_and_back(browser: WebDriver, frame: WebElement) -> None:
         lambda d: _in_frame_script(d, frame, "return lineup.display.mode();") == "stage",
     )
     assert await in_browser(browser.execute_script, "return document.body.dataset.display") == ""
-
-
-def _ask_display(driver: WebDriver, frame: WebElement, mode: str) -> Any:
-    driver.switch_to.frame(frame)
-    try:
-        return driver.execute_async_script(
-            "const done = arguments[arguments.length - 1];"
-            "lineup.display.request(arguments[0]).then(done, (e) => done({error: e.code}));",
-            mode,
-        )
-    finally:
-        driver.switch_to.default_content()
 
 
 def _in_frame_script(driver: WebDriver, frame: WebElement, script: str) -> Any:
@@ -698,8 +688,26 @@ def test_the_board_holds_shapes_to_their_contract() -> None:
     }
 
 
+CARD = "#timeline .kind-interaction:has(.card.consent)"  # the card and its item's head
+
+
+def _consent_card_in_view(driver: WebDriver) -> bool:
+    """The consent card shown; on a phone, where the board in front hides the chat, the
+    chat is brought up first, as a person would."""
+    card = driver.find_element(By.CSS_SELECTOR, "#timeline .card.consent")
+    if not card.is_displayed() and driver.find_element(By.ID, "dock-toggle").is_displayed():
+        driver.find_element(By.ID, "dock-toggle").click()
+    return bool(card.is_displayed())
+
+
+def _allow_once(driver: WebDriver) -> None:
+    card = driver.find_element(By.CSS_SELECTOR, CARD)
+    button = next(b for b in card.find_elements(By.TAG_NAME, "button") if b.text == "Allow once")
+    button.click()
+
+
 async def test_saving_the_board_asks_the_user_each_time(
-    stack: Stack, whiteboard: SignedApp
+    stack: Stack, whiteboard: SignedApp, browser: WebDriver
 ) -> None:
     await start_web_runtime(stack)
     client = await stack.start_agent()
@@ -713,10 +721,17 @@ async def test_saving_the_board_asks_the_user_each_time(
     await patch(agent, instance, {"shapes": {"agent-rect": RECT}})
     downloads = stack.data_dir / "downloads"
 
-    # The user allows it once: the PNG is in their downloads, named after the board.
+    # The card in the page has no serious accessibility violation, at a desktop's size and
+    # a phone's (the rest of the page is the accessibility test's); the user allows it once
+    # there: the PNG is in their downloads, named after the board.
     await client.submit(agent.invoke("call_save", "board.save", {"format": "png"}))
     card = await card_for(stack, "file.save")
-    answer(stack, card, "once")
+    await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
+    assert await in_browser(
+        violations_at_sizes, browser, axe_source(), _consent_card_in_view, "consent", CARD
+    ) == {"1280x800": [], "390x844": []}
+    await in_browser(until, browser, _consent_card_in_view)
+    await in_browser(_allow_once, browser)
     row = await final_of(stack, "call_save", 60)
     assert row["state"] == "succeeded", (row["code"], row["history"])
     assert row["output"] == {"saved": True, "name": "Plan-B.png"}

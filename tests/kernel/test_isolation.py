@@ -26,7 +26,7 @@ import pytest
 from actors.jail._launcher import Report
 from actors.kernel import ChildSpec, RuntimeConfig, new_id
 from actors.kernel._sandbox import JailPlan, app_id, scrubbed_environment
-from actors.transport import write_token
+from actors.runtime_token import write_token
 
 from .conftest import MakeRuntime
 from .helpers import REPO_ROOT, Runtime, child, outcomes, pid_alive, wait_until

@@ -18,8 +18,8 @@ import trio
 
 import supervisor
 from actors.kernel import ControlError, control_request
+from actors.runtime_token import write_token
 from actors.store import read_audit, read_lifecycle, read_outbox
-from actors.transport import write_token
 from apps.chat import history
 from lineup.ui_session import UiSession
 from peers.agent import AgentClient
@@ -91,7 +91,9 @@ class Stack:
 
     # -- the runtime ---------------------------------------------------------------------
 
-    async def start_runtime(self, **transport: Any) -> Runtime:
+    async def start_runtime(
+        self, *, env: dict[str, str] | None = None, **transport: Any
+    ) -> Runtime:
         assert self.server is not None
         self.data_dir.mkdir(parents=True, exist_ok=True)
         write_token(self.data_dir / supervisor.TOKEN_FILE, self.server.credentials.runtime_token)
@@ -101,7 +103,7 @@ class Stack:
                 runtime_config(self.data_dir, self.url, **transport),
                 log_dir=self.base,
             )
-        self.runtime.start(wait=False)
+        self.runtime.start(wait=False, env=env)
         await self.wait_lifecycle("online")
         # Online is the transport's word; every other actor has started once the supervisor
         # says running (or degraded), which a test may compare with later.

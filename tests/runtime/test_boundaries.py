@@ -11,6 +11,7 @@
   child specs (`supervisor.default_config()`, with the web host), not a list kept here;
   the web host, a UI client like the command line, reads the projections it shows with
   the readers the command line uses (`READERS`) and imports nothing else of the runtime;
+  the transport reads the AppServer token with `actors.runtime_token`, as they do;
 - apps import only the SDK and the contracts; the SDK reaches the kernel.
 """
 
@@ -124,8 +125,12 @@ def runtime_actors() -> list[str]:
 
 # What the web host reads, as `lineup chat history` and `lineup app list` do: the chat
 # app's view (the SDK's log reader, the chat's text helpers) and the store's read-only
-# readers of the registry and the link state.
-READERS: Final = {"web_host": ("apps.sdk", "apps.chat", "actors.store")}
+# readers of the registry and the link state. The transport reads the AppServer token with
+# the package `lineup run` keeps it with and `lineup debug status` finds it with, no actor.
+READERS: Final = {
+    "web_host": ("apps.sdk", "apps.chat", "actors.store"),
+    "transport": ("actors.runtime_token",),
+}
 
 
 def actor_violations(base: Path = REPO_ROOT) -> list[str]:

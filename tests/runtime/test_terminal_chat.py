@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.text import Text
 
+from actors.contracts import utc_timestamp
 from actors.store import read_lifecycle
 from lineup.terminal_chat import (
     COMMANDS,
@@ -105,9 +107,56 @@ def test_task_progress_names_the_task_and_is_one_line_that_changes() -> None:
     assert isinstance(moved, TaskLine) and moved.task_id == "call-1"
     assert not moved.status_changed  # the same line, rewritten in place on a terminal
     (done,) = render_new(
-        _view(tasks={"call-1": {**tool, "percent": 100, "status": "succeeded"}}), seen
+        _view(tasks={"call-1": {**tool, "percent": 75, "status": "succeeded"}}), seen
     )
     assert isinstance(done, TaskLine) and done.status_changed
+    # Ended, a task shows no progress stuck where it stopped, and says it in a person's word.
+    assert done.text.plain == "  [task] pomodoro · timer.start (done)"
+
+
+def _on_the_wall(moment: datetime) -> str:
+    """A moment as the local clock reads it, its date said when it is not today."""
+    local = moment.astimezone()
+    if local.date() == datetime.now().astimezone().date():
+        return local.strftime("%H:%M")
+    return f"{local.strftime('%b')} {local.day} {local.strftime('%H:%M')}"
+
+
+def test_a_timer_kept_by_the_runtime_is_a_line_on_the_local_clock_each_time_it_changes() -> None:
+    seen: dict[str, str] = {}
+    now = datetime.now(UTC)
+    ends = now + timedelta(minutes=24, seconds=10)
+    label = "Start a focus timer · Pomodoro"
+    call = {"id": "call-1", "sender": "runtime:tools", "kind": "tool", "shown": label}
+    running = {"state": "running", "ends_at": utc_timestamp(ends)}
+    item = {**call, "state": "running", "deadline": running}
+    local = _on_the_wall(ends)
+    assert _shown(render_new(_view(timeline=[item]), seen)) == [
+        f"[runtime:tools] {label}  (running)",
+        f"  ↳ {label}: ends {local} · in 24 min",
+    ]
+    assert render_new(_view(timeline=[item]), seen) == []  # the same timer: nothing new
+    paused = {"state": "paused", "paused_at": utc_timestamp(now), "remaining_ms": 90_000}
+    assert _shown(render_new(_view(timeline=[{**item, "deadline": paused}]), seen)) == [
+        f"  ↳ {label}: paused at {_on_the_wall(now)} · 2 min left"
+    ]
+    ended = {"state": "finished", "ended_at": utc_timestamp(ends)}
+    assert _shown(
+        render_new(_view(timeline=[{**call, "state": "succeeded", "deadline": ended}]), seen)
+    ) == [
+        f"  ↳ {label} … now done",
+        f"  ↳ {label}: ended {local}",
+    ]
+    # What the agent wrote with a UTC timestamp in it is on the local clock too.
+    message = {
+        "id": "M9",
+        "sender": "agent:demo",
+        "text": f"Your timer runs until {utc_timestamp(ends)}.",
+        "format": "markdown",
+        "state": "received",
+    }
+    _, body = render_new(_view(timeline=[message]), seen)
+    assert isinstance(body, Markdown) and body.markup == f"Your timer runs until {local}."
 
 
 def test_screen_rewrites_a_task_line_in_place_on_a_terminal_only() -> None:
@@ -280,6 +329,12 @@ def test_several_open_questions_are_answered_by_id() -> None:
     assert shown[0] == "[agent:demo] asks q1: Which colour?  (waiting)"
 
 
+def _type(chat: subprocess.Popen[str], text: str) -> None:
+    assert chat.stdin is not None
+    chat.stdin.write(text)
+    chat.stdin.flush()
+
+
 def _attach(data_dir: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
@@ -318,27 +373,42 @@ async def test_a_session_in_lineup_chat_attach(tmp_path: Path) -> None:
         screen: list[str] = []
         reader = threading.Thread(target=lambda: screen.extend(chat.stdout or []), daemon=True)
         reader.start()
-        assert chat.stdin is not None
-        chat.stdin.write("ask me something\n")
-        chat.stdin.flush()
-        await wait_for(lambda: any("/2 Green" in line for line in screen), 30, "the choice")
+
+        def count(text: str) -> int:
+            return sum(text in line for line in screen)
+
+        _type(chat, "ask me something\n")
+        await wait_for(lambda: count("/2 Green"), 30, "the choice")
         assert any(line.startswith("[you] ask me something") for line in screen)
-        chat.stdin.write("/2 please\n/help\n")  # refused with a hint; the help
-        chat.stdin.flush()
-        await wait_for(lambda: any("/questions" in line for line in screen), 30, "the help")
-        assert any("/2 takes nothing after it" in line for line in screen)
-        chat.stdin.write("/2\n")
-        chat.stdin.flush()
-        await wait_for(lambda: any("     /yes" in line for line in screen), 30, "the confirm")
-        chat.stdin.write("/quit\n")
-        chat.stdin.flush()
+        _type(chat, "/2 please\n/help\n")  # refused with a hint; the help
+        await wait_for(lambda: count("/questions"), 30, "the help")
+        assert count("/2 takes nothing after it")
+        _type(chat, "/2\n")
+        await wait_for(lambda: count("     /yes"), 30, "the confirm")
+        # The user writes instead of answering: the agent withdraws its open question (q2),
+        # which takes no answer now.
+        _type(chat, "hello\n")
+        await wait_for(lambda: count("now withdrawn"), 30, "the confirm withdrawn")
+        _type(chat, "/q2 yes\n")
+        await wait_for(lambda: count("q2 is no longer asked"), 30, "the refusal of /q2")
+        # Asked again, only the new confirm is open: /yes names it alone.
+        _type(chat, "ask me something\n")
+        await wait_for(lambda: count("/2 Green") == 2, 30, "the second choice")
+        _type(chat, "/2\n")
+        await wait_for(lambda: count("     /yes") == 2, 30, "the second confirm")
+        _type(chat, "/yes\n")
+        await wait_for(lambda: count("Great, let's do it."), 30, "the confirm answered")
+        _type(chat, "/quit\n")
         assert chat.wait(10) == 0
         reader.join(5)
-        assert sum("[you] ask me something" in line for line in screen) == 1
-        assert sum(line.startswith("[you] chose ") for line in screen) == 1  # only /2
+        assert count("[you] ask me something") == 2
+        assert sum(line.startswith("[you] chose ") for line in screen) == 2  # only each /2
+        assert sum(line.startswith("[you] confirmed") for line in screen) == 1
+        assert not count("open questions take /yes"), screen
         tasks = [line for line in screen if line.startswith("  [task] demo.")]
-        assert tasks and tasks[-1].rstrip().endswith("(succeeded)"), screen
-        assert len(tasks) == len(set(tasks)) <= 2  # a line when it starts and when it ends
+        assert tasks and tasks[-1].rstrip().endswith("(done)"), screen
+        # A line when each task starts and when it ends.
+        assert len(tasks) == len(set(tasks)) <= 4
     finally:
         if chat is not None:
             if chat.poll() is None:

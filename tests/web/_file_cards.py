@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,8 @@ from actors.store import read_artifact_data
 from actors.web_host import mint_key
 from tests.runtime.helpers import Stack, wait_for
 
-from .axe import blocking_violations
-from .conftest import default_viewport, in_browser, until
+from .axe import axe_source, blocking_violations
+from .conftest import default_viewport, in_browser, save_view, until
 
 CHOOSER = "#timeline .card .chooser"
 TEXT = b"milk\neggs\nflour\n"
@@ -80,14 +79,6 @@ def _pick(driver: WebDriver, path: Path, before: str) -> tuple[str, str]:
     return until(driver, said)
 
 
-def _shot(driver: WebDriver, name: str) -> None:
-    """The page as it is now, saved as a PNG for a person where asked."""
-    folder = os.environ.get("LINEUP_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        driver.save_screenshot(str(Path(folder) / f"{name}.png"))
-
-
 def _card_at_sizes(driver: WebDriver, source: str) -> dict[str, Any]:
     """The card's blocking violations at a desktop's size and a phone's (where the chat is
     brought beside the app by its button), saved as PNGs for a person where asked."""
@@ -102,7 +93,7 @@ def _card_at_sizes(driver: WebDriver, source: str) -> dict[str, Any]:
             driver.find_element(By.ID, "dock-toggle").click()
         until(driver, lambda d: (c := open_chooser(d)) is not None and c.is_displayed())
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", chooser)
-        _shot(driver, f"file-card-{width}x{height}")
+        save_view(driver, f"file-card-{width}x{height}")
         found[f"{width}x{height}"] = blocking_violations(driver, source)
     default_viewport(driver)
     return found
@@ -127,7 +118,7 @@ async def a_file_chosen_in_the_card(
         "“fake.png” is not a PNG picture, as its name says: choose another file.",
         "unsupported_media_type",
     )
-    await in_browser(_shot, browser, "file-card-refused")
+    await in_browser(save_view, browser, "file-card-refused")
     (files / "long.txt").write_bytes(b"x" * 3000)
     said = await in_browser(_pick, browser, files / "long.txt", said[0])
     assert said[1] == "too_large" and "larger than the 2 KB this app takes" in said[0]
@@ -135,10 +126,14 @@ async def a_file_chosen_in_the_card(
     await in_browser(_send, browser, files / "list.txt")
     opened = await _outcomes(browser, frame, "opened", 1)
     assert opened[-1]["status"] == "completed", opened
-    output = opened[-1]["output"]
-    assert set(output) == {"artifact_id", "name", "media_type", "size"}
-    assert (output["name"], output["media_type"], output["size"]) == ("list.txt", "text/plain", 16)
-    row, data = read_artifact_data(stack.data_dir, output["artifact_id"]) or ({}, b"")
+    reference = opened[-1]["output"]["artifact"]
+    assert set(reference) == {"artifact_id", "title", "media_type", "size"}
+    assert (reference["title"], reference["media_type"], reference["size"]) == (
+        "list.txt",
+        "text/plain",
+        16,
+    )
+    row, data = read_artifact_data(stack.data_dir, reference["artifact_id"]) or ({}, b"")
     assert (row["app_scope"], data) == ("canvas", TEXT)  # the canvas's, byte for byte
     await in_browser(until, browser, lambda d: open_chooser(d) is None)
 
@@ -295,5 +290,22 @@ async def a_saved_file_is_downloaded(
     saved = downloads / "drawing.txt"
     await wait_for(lambda: saved.exists() and saved.read_bytes() == b"a red stroke", 20, "it")
     details = [a["detail"] for a in stack.audit() if a["source"] == "capability_gateway"]
-    handed = "handed as drawing.txt to the browser of the page showing the conversation"
+    handed = "downloaded as drawing.txt by the open page showing the conversation"
     assert any(handed in detail for detail in details), details
+
+
+async def files_between_the_user_and_the_app(
+    stack: Stack,
+    browser: WebDriver,
+    frame: WebElement,
+    port: int,
+    *,
+    conversation: str,
+    folder: Path,
+) -> None:
+    """One chosen in the card, forged uploads refused, one the app saves handed to the
+    browser of the page that shows `conversation`."""
+    (folder / "files").mkdir()
+    await a_file_chosen_in_the_card(stack, browser, frame, folder / "files", axe_source())
+    await forged_uploads_are_refused(stack, browser, frame, port, conversation)
+    await a_saved_file_is_downloaded(stack, browser, frame, folder / "downloads")

@@ -19,7 +19,11 @@ from typing import Any, TypeVar
 import pytest
 import trio
 from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import (
+    NoSuchElementException,
+    StaleElementReferenceException,
+    TimeoutException,
+)
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
@@ -89,17 +93,22 @@ def until(driver: WebDriver, condition: Callable[[WebDriver], T], timeout: float
 
 def web_config(data_dir: Path, url: str) -> dict[str, Any]:
     """The runtime tests' configuration, with the web host (any free port) last, and the
-    chat's and the capability gateway's configuration as it is beside a web host (the chat
-    tells the web host of changes, the gateway hands it the files saved for a page)."""
+    chat's and the capability gateway's configurations as they are beside a web host (the
+    chat tells it of changes, the gateway asks it to show notifications on open pages and
+    hands it the files saved for a page)."""
     config = runtime_config(data_dir, url)
     with_web = supervisor.default_config(data_dir, appserver_url=url, web_port=0).children
     web = with_web[-1]
     assert web.name == "web_host"
     config["children"].append(web.model_dump(mode="json"))
-    beside_web = {c.name: c for c in with_web if c.name in ("app.chat", "capability_gateway")}
+    beside_web = {
+        child.name: child.config
+        for child in with_web
+        if child.name in ("app.chat", "capability_gateway")
+    }
     for child in config["children"]:
         if child["name"] in beside_web:
-            child["config"] = dict(beside_web[child["name"]].config)
+            child["config"] = {**child["config"], **beside_web[child["name"]]}
     return config
 
 
@@ -163,8 +172,8 @@ def save_screenshot(driver: WebDriver, path: Path) -> int:
 
 def stage_in_view(driver: WebDriver, width: int, height: int) -> dict[str, Any]:
     """At a viewport of `width` by `height` CSS pixels (a phone's below 500): the surface
-    frame's box, whether the page itself scrolls, and whether the chat is shown beside it.
-    With LINEUP_SCREENSHOTS set, the page is saved there as PNG for a person to look at."""
+    frame's box, the stage slot's it lies in (`slot`: left, top, right, bottom), whether the
+    page itself scrolls, and whether the chat is shown beside it."""
     driver.execute_cdp_cmd(
         "Emulation.setDeviceMetricsOverride",
         {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500},
@@ -177,8 +186,10 @@ def stage_in_view(driver: WebDriver, width: int, height: int) -> dict[str, Any]:
         const frame = document.querySelector('#surface-slot iframe');
         if (!frame) return done(null);
         const box = frame.getBoundingClientRect();
+        const slot = document.getElementById('surface-slot').getBoundingClientRect();
         const page = document.scrollingElement;
         done({left: box.left, top: box.top, right: box.right, bottom: box.bottom,
+              slot: [slot.left, slot.top, slot.right, slot.bottom],
               width: innerWidth, height: innerHeight,
               page_scrolls: page.scrollHeight > page.clientHeight
                 || page.scrollWidth > page.clientWidth,
@@ -190,14 +201,60 @@ def stage_in_view(driver: WebDriver, width: int, height: int) -> dict[str, Any]:
         shown = d.execute_async_script(script)
         return shown if shown and shown["width"] == width and shown["right"] > 0 else None
 
-    shown = until(driver, measured)
+    return dict(until(driver, measured))
+
+
+def save_view(driver: WebDriver, name: str) -> None:
+    """With LINEUP_SCREENSHOTS set, what the browser shows is saved there as NAME.png, for a
+    person to look at."""
     folder = os.environ.get("LINEUP_SCREENSHOTS")
     if folder:
-        title = str(
-            driver.execute_script("return document.getElementById('stage-title').textContent")
-        )
-        driver.save_screenshot(str(Path(folder) / f"{title or 'chat'}-{width}x{height}.png"))
-    return dict(shown)
+        driver.save_screenshot(str(Path(folder) / f"{name}.png"))
+
+
+# Every control of a framed surface's document that is shown outside its viewport (with the
+# document not scrolled), and whether the document itself scrolls.
+CONTROLS = """
+  const page = document.scrollingElement;
+  const outside = [];
+  const controls = document.querySelectorAll('button, input, select, textarea, canvas');
+  for (const control of controls) {
+    const shown = control.getClientRects().length > 0;
+    if (!shown || getComputedStyle(control).visibility === 'hidden') continue;
+    const box = control.getBoundingClientRect();
+    const [right, bottom] = [innerWidth + 0.5, innerHeight + 0.5];
+    if (box.left < 0 || box.top < 0 || box.right > right || box.bottom > bottom) {
+      const edges = [box.left, box.top, box.right, box.bottom].map(Math.round).join(',');
+      const name = control.id || control.tagName.toLowerCase();
+      outside.push(`${name} at ${edges} of ${innerWidth}x${innerHeight}`);
+    }
+  }
+  return {outside, scrolled: page.scrollTop + page.scrollLeft,
+          scrolls: page.scrollHeight > page.clientHeight || page.scrollWidth > page.clientWidth};
+"""
+
+
+def controls_in_view(driver: WebDriver, frame_css: str = "iframe.surface") -> dict[str, Any]:
+    """Whether every control (button, input, select, textarea, canvas) of the framed
+    surface is within its frame's viewport without scrolling: `CONTROLS`, once that holds
+    (the frame is sized to its document a few animation frames after a change of size), or
+    as last seen when it does not within a few seconds."""
+    last: dict[str, Any] = {}
+
+    def look(d: WebDriver) -> dict[str, Any] | None:
+        nonlocal last
+        d.switch_to.frame(d.find_element(By.CSS_SELECTOR, frame_css))
+        try:
+            last = dict(d.execute_script(CONTROLS))
+        finally:
+            d.switch_to.default_content()
+        fits = not last["outside"] and not last["scrolled"] and not last["scrolls"]
+        return last if fits else None
+
+    try:
+        return until(driver, look, timeout=5)
+    except TimeoutException:
+        return last
 
 
 def default_viewport(driver: WebDriver) -> None:

@@ -5,32 +5,16 @@ have no serious or critical accessibility violation, at a desktop's size and a p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
 
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 
 from tests.runtime.helpers import CONVERSATION, Stack
 
-from .axe import axe_source, blocking_violations
-from .conftest import default_viewport, in_browser, open_page, start_web_runtime, until
+from .axe import axe_source, violations_at_sizes
+from .conftest import in_browser, open_page, start_web_runtime
 
 MESSAGE_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
-
-
-def _at_sizes(driver: WebDriver, source: str, ready: Callable[[WebDriver], Any]) -> dict[str, Any]:
-    """The blocking violations at 1280 by 800 and at 390 by 844, once `ready` holds."""
-    found = {}
-    for width, height in ((1280, 800), (390, 844)):
-        driver.execute_cdp_cmd(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500},
-        )
-        until(driver, ready)
-        found[f"{width}x{height}"] = blocking_violations(driver, source)
-    default_viewport(driver)
-    return found
 
 
 async def test_the_chat_and_the_registry_have_no_serious_violation(
@@ -51,7 +35,7 @@ async def test_the_chat_and_the_registry_have_no_serious_violation(
             d.find_elements(By.CSS_SELECTOR, "#task-list li")
         )
 
-    assert await in_browser(_at_sizes, browser, source, chat_ready) == {
+    assert await in_browser(violations_at_sizes, browser, source, chat_ready, "chat") == {
         "1280x800": [],
         "390x844": [],
     }
@@ -65,7 +49,7 @@ async def test_the_chat_and_the_registry_have_no_serious_violation(
     def registry_ready(d: WebDriver) -> bool:
         return len(d.find_elements(By.CSS_SELECTOR, "#apps-list li")) >= 3
 
-    assert await in_browser(_at_sizes, browser, source, registry_ready) == {
+    assert await in_browser(violations_at_sizes, browser, source, registry_ready, "apps") == {
         "1280x800": [],
         "390x844": [],
     }

@@ -35,6 +35,21 @@ def test_only_the_chat_app_may_tell_and_only_a_web_host_is_told(tmp_path: Path) 
     assert "view_watcher" not in _chat_config(supervisor.default_config(tmp_path))
 
 
+def test_only_the_gateway_asks_the_web_host_to_show_a_notification(tmp_path: Path) -> None:
+    config = supervisor.default_config(tmp_path, web_port=0)
+    web = next(spec for spec in config.children if spec.name == "web_host")
+    assert web.door is not None
+    door = load_door(web.door)
+    for asked in ("web_host.notify", "web_host.pages"):
+        # No app shows a notification on the page past the gateway's checks and consent.
+        assert door.senders_of(asked) == {"capability_gateway"}
+        assert not door.allows(asked, "app.hostile")
+    gateway = next(spec for spec in config.children if spec.name == "capability_gateway")
+    assert gateway.config["web_host"] == "web_host"
+    alone = supervisor.default_config(tmp_path).children
+    assert "web_host" not in next(s for s in alone if s.name == "capability_gateway").config
+
+
 def _web_host_notices(stack: Stack) -> int:
     actors = stack.control({"type": "actors", "stats": True})["actors"]
     record = next(actor for actor in actors if actor["name"] == "web_host")

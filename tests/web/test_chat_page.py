@@ -2,7 +2,8 @@
 what the agent says appears (its Markdown made safe), the user's answers and messages
 reach the agent exactly once (the AppServer's own record says so), also when typed while
 the AppServer is down or while the web host restarts after a SIGKILL, and the page keeps
-the same timeline across that restart."""
+the same timeline across that restart; once the runtime is stopped, the page says so at
+once."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ from .conftest import (
     until,
 )
 
+# How long the page reconnects in vain before it says, unasked, that the runtime stopped.
+GIVE_UP_S = 20
 MARKDOWN = (
     "**Plan** for today, see [the notes](https://example.org/notes?a=1).\n\n"
     "- <b>not bold</b> <img src=x onerror=alert(1)>\n"
@@ -256,6 +259,13 @@ async def test_what_is_typed_while_the_page_is_cut_off_waits_in_it_and_goes_out_
     assert after[1][2].splitlines()[-1] == "typed while cut off"
     assert _user_texts(stack) == ["typed while cut off"]
 
+    # The runtime stopped with `lineup stop`: the web host tells the page, which says so in
+    # one line with what to run, well before it would give up reconnecting on its own.
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.to_thread.run_sync, _lineup, "stop", "--data-dir", stack.data_dir)
+        stopped = await in_browser(until, browser, _stopped_line, GIVE_UP_S / 2)
+    assert stopped == "the runtime has stopped: start it with `lineup run`, then `lineup open`"
+
 
 async def test_messages_typed_while_the_appserver_is_down_wait_and_go_out_once(
     stack: Stack, browser: WebDriver
@@ -358,6 +368,12 @@ async def test_the_registry_and_the_switcher_in_the_page(stack: Stack, browser: 
     await in_browser(until, browser, focus_chat)
     await wait_for(lambda: focus_stack()[-1:] == ["chat:main"], 30, "the chat in front again")
     await in_browser(until, browser, lambda d: stack_shown(d)[0] == "Chat (in front)")
+
+
+def _stopped_line(driver: WebDriver) -> str | None:
+    """What the header says once the page knows its runtime has stopped."""
+    shown = driver.find_element(By.ID, "connection")
+    return str(shown.text) if shown.get_attribute("data-state") == "stopped" else None
 
 
 def _lineup(*args: str | Path) -> None:

@@ -136,6 +136,21 @@ def test_a_registry_action_and_an_intent_are_what_the_page_may_ask() -> None:
         )
 
 
+def test_a_page_says_only_which_notification_it_showed_and_how() -> None:
+    assert _inputs.notified({"t": "notified", "id": "canvas/n-1", "as": "toast"}) == (
+        "canvas/n-1",
+        "toast",
+    )
+    for frame, sentence in (
+        ({"t": "notified", "id": "canvas/n-1", "as": "sound"}, "in a way it cannot"),
+        ({"t": "notified", "id": "x" * 161, "as": "system"}, "bad notification id"),
+        ({"t": "notified", "id": "canvas/n-1"}, "incomplete"),
+        ({"t": "notified", "id": "c", "as": "system", "app": "x"}, "unknown field"),
+    ):
+        with pytest.raises(_inputs.Refused, match=sentence):
+            _inputs.notified(frame)
+
+
 def test_a_save_names_an_artifact_by_its_id_only() -> None:
     artifact_id = "art_" + "A1" * 13
     frame = {"t": "save", "client_id": new_id(), "artifact_id": artifact_id}

@@ -25,6 +25,7 @@ from tests.tools.helpers import Agent, call_row, final_of, new_revision, stream_
 
 from .conftest import appserver_messages, in_browser, open_page, start_web_runtime, until
 from .test_surfaces import (
+    ATTACK_DROPS,
     CONVERSATION,
     DIRECT,
     SURFACE_FRAME,
@@ -55,16 +56,6 @@ Promise.all(arguments[0].map((path) => fetch(path).then((answer) => [answer.stat
   answer.headers.get("content-type"), answer.headers.get("content-security-policy")])))
   .then(done);
 """
-
-# What the trojan's attack at load has the page drop (`test_surfaces`), before any call.
-ATTACK_DROPS = {
-    "scope_mismatch": 1,
-    "undeclared_event": 1,
-    "too_large": 1,
-    "not_text": 1,
-    "undeclared_capability": 1,
-    "invalid_payload": 1,
-}
 
 
 async def agent_with(stack: Stack, bundles: dict[str, Path], scope: str) -> Agent:
@@ -183,7 +174,11 @@ async def test_a_hostile_surface_answers_only_its_own_call_once(
     counters = await in_browser(
         until,
         browser,
-        lambda d: (c := forged_drops(page_counters(d)["dropped"])) and sum(c.values()) >= 6 and c,
+        lambda d: (
+            (c := forged_drops(page_counters(d)["dropped"]))
+            and sum(c.values()) >= sum(ATTACK_DROPS.values())
+            and c
+        ),
     )
     assert counters == ATTACK_DROPS
 

@@ -2,12 +2,14 @@
 
 Each test app is built, signed and installed like any app (`lineup app build | sign |
 install | enable | launch`); the web host frames the surface of the app in front. The
-canvas app's surface emits a declared event that reaches the app's process and keeps its
-session data through the bridge, across a reload, and asks the user for a file and saves
-one (`_file_cards`). The trojan's surface tries every way out
-of its frame, and every one is blocked: a loopback listener the test runs sees no request
-from it, and the bridge messages it forges are dropped by the page (counted by reason, in
-the page and in the web host's statistics) and refused again by the web host.
+canvas app's surface is shown inline, a card in the conversation as tall as its content,
+moves to the stage and back without being loaded again, emits a declared event that
+reaches the app's process and keeps its session data through the bridge, across a reload,
+and asks the user for a file and saves one (`_file_cards`). The trojan's surface tries
+every way out of its frame, and every one is blocked: a loopback listener the test runs
+sees no request from it, the bridge messages it forges are dropped by the page (counted by
+reason, in the page and in the web host's statistics) and refused again by the web host,
+and the sizes it reports, absurd or a flood, leave the page's layout whole.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import closing
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +38,22 @@ from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import Stack, wait_for
 
-from ._file_cards import (
-    a_file_chosen_in_the_card,
-    a_saved_file_is_downloaded,
-    forged_uploads_are_refused,
-)
+from ._file_cards import files_between_the_user_and_the_app
 from ._png import distinct_colours
-from .axe import axe_source
-from .conftest import in_browser, open_page, start_web_runtime, until
+from .axe import axe_source, page_and_frame_violations
+from .conftest import (
+    controls_in_view,
+    default_viewport,
+    in_browser,
+    open_page,
+    save_view,
+    start_web_runtime,
+    until,
+)
+from .notifications import RECORD, allow_offered, answer_consent, look, notes, permit, recorded
 
 CONVERSATION = "conv-1"
-SURFACE_FRAME = "#surface-slot iframe"
+SURFACE_FRAME = "iframe.surface"  # the page's one surface frame, on the stage or inline
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +151,14 @@ def inside(driver: WebDriver, frame: WebElement, attribute: str) -> str:
     return until(driver, read)
 
 
+def click_in_frame(driver: WebDriver, frame: WebElement, css: str) -> None:
+    driver.switch_to.frame(frame)
+    try:
+        driver.find_element(By.CSS_SELECTOR, css).click()
+    finally:
+        driver.switch_to.default_content()
+
+
 def in_frame(driver: WebDriver, frame: WebElement, css: str) -> str:
     driver.switch_to.frame(frame)
     try:
@@ -163,6 +179,131 @@ def forged_drops(dropped: dict[str, int]) -> dict[str, int]:
     (`source`) are left out: in some runs the page frames a surface a second time while it
     launches, and its first frame's own messages are then dropped as from another window."""
     return {reason: n for reason, n in dropped.items() if reason != "source"}
+
+
+# What the trojan's attack at load has the page drop (`ui/attack.js`), by reason.
+ATTACK_DROPS = {
+    "scope_mismatch": 1,
+    "undeclared_event": 1,
+    "too_large": 1,
+    "not_text": 1,
+    "undeclared_capability": 1,
+    "invalid_payload": 6,  # a payload off its schema, five sizes
+    "invalid_json": 1,  # a size of NaN, which JSON does not have
+    "undeclared_mode": 1,
+}
+
+
+def ask_display(driver: WebDriver, frame: WebElement, mode: str) -> Any:
+    """What the surface's `lineup.display.request(mode)` answered: {mode} or {error}."""
+    driver.switch_to.frame(frame)
+    try:
+        return driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "lineup.display.request(arguments[0]).then(done, (e) => done({error: e.code}));",
+            mode,
+        )
+    finally:
+        driver.switch_to.default_content()
+
+
+# Where the page shows the surface's frame: in the stage's slot or in the inline card of the
+# conversation (the chat then the main area), its box, and the chat's visible box.
+PLACED = """
+  const frame = document.querySelector(arguments[0]);
+  const main = document.getElementById('main');
+  const card = document.getElementById('surface-card');
+  const box = frame.getBoundingClientRect();
+  const chat = document.getElementById('chat-scroll').getBoundingClientRect();
+  const slot = document.getElementById('surface-slot').getBoundingClientRect();
+  const page = document.scrollingElement;
+  return {stage: main.dataset.stage, inline: main.dataset.inline === 'on',
+          in_card: Boolean(card) && card.contains(frame) && card.parentElement.id === 'timeline',
+          in_slot: document.getElementById('surface-slot').contains(frame),
+          top: box.top, bottom: box.bottom, left: box.left, right: box.right,
+          chat: [chat.top, chat.bottom, chat.left, chat.right],
+          slot: [slot.top, slot.bottom, slot.left, slot.right],
+          page_scrolls: page.scrollHeight > page.clientHeight
+            || page.scrollWidth > page.clientWidth};
+"""
+# The surface's side: its document's height, the mode it heard, a mark a reload would lose.
+HEARD = """
+  return [Math.ceil(document.documentElement.getBoundingClientRect().height),
+          lineup.display.mode(), window.mark || null];
+"""
+
+
+def placed(driver: WebDriver, frame: WebElement, mode: str) -> dict[str, Any]:
+    """Where the frame is once the surface heard `mode` and the frame is as tall as the
+    surface's document (one shorter than the stage and the inline cap: the canvas's, the
+    trojan's)."""
+
+    def sized(d: WebDriver) -> dict[str, Any] | None:
+        shown = dict(d.execute_script(PLACED, SURFACE_FRAME))
+        d.switch_to.frame(frame)
+        try:
+            content, heard, mark = d.execute_script(HEARD)
+        finally:
+            d.switch_to.default_content()
+        height = shown["bottom"] - shown["top"]
+        shown.update(height=height, content=content, mark=mark)
+        return shown if heard == mode and abs(height - content) <= 1 else None
+
+    return until(driver, sized)
+
+
+def inline_in_view(driver: WebDriver, width: int, height: int) -> dict[str, Any]:
+    """At a viewport of `width` by `height`: where the inline frame is (`PLACED`), once the
+    surface's controls are in its frame's view."""
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500},
+    )
+    script = """
+      const done = arguments[arguments.length - 1];
+      requestAnimationFrame(() => requestAnimationFrame(() => done(innerWidth)));
+    """
+    until(driver, lambda d: d.execute_async_script(script) == width)
+    controls = controls_in_view(driver, SURFACE_FRAME)
+    assert controls == {"outside": [], "scrolled": 0, "scrolls": False}, (width, controls)
+    save_view(driver, f"Canvas inline-{width}x{height}")
+    return dict(driver.execute_script(PLACED, SURFACE_FRAME))
+
+
+async def shown_inline_then_on_the_stage_and_back(browser: WebDriver, frame: WebElement) -> None:
+    """The canvas declares `inline` first: it opens as a card in the conversation, the chat
+    the main area, within the chat's pane at a desktop's size and a phone's; asked, it goes
+    to the stage and back, the same document throughout (moved, not loaded again)."""
+    shown = await in_browser(placed, browser, frame, "inline")
+    assert shown["in_card"] and shown["stage"] == "chat", shown
+    for width, height in ((1280, 800), (390, 844)):
+        box = await in_browser(inline_in_view, browser, width, height)
+        top, bottom, left, right = box["chat"]
+        assert top <= box["top"] < box["bottom"] <= bottom, box
+        assert left <= box["left"] < box["right"] <= right, box
+        assert not box["page_scrolls"], box
+    await in_browser(default_viewport, browser)
+    found = await in_browser(page_and_frame_violations, browser, axe_source())
+    assert found == {"page": [], "surface": []}, found
+    await in_browser(_in_frame_script, browser, frame, "window.mark = 'kept';")
+
+    assert await in_browser(ask_display, browser, frame, "stage") == {"mode": "stage"}
+    shown = await in_browser(placed, browser, frame, "stage")
+    assert shown["in_slot"] and shown["stage"] == "app" and not shown["inline"], shown
+    assert shown["mark"] == "kept", shown
+    assert not await in_browser(browser.find_elements, By.ID, "surface-card")
+
+    assert await in_browser(ask_display, browser, frame, "inline") == {"mode": "inline"}
+    shown = await in_browser(placed, browser, frame, "inline")
+    assert shown["in_card"] and shown["stage"] == "chat" and shown["mark"] == "kept", shown
+
+
+def _in_frame_script(driver: WebDriver, frame: WebElement, script: str) -> Any:
+    driver.switch_to.frame(frame)
+    try:
+        return driver.execute_script(script)
+    finally:
+        driver.switch_to.default_content()
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -207,6 +348,50 @@ def check_served(src: str, port: int) -> None:
         assert fetch(base + path)[0] == 404, path
 
 
+async def notified_on_the_page(
+    stack: Stack, browser: WebDriver, frame: WebElement, port: int
+) -> None:
+    """An app's notification, with no desktop service: the page shows it with the browser's
+    Notification API once the user allowed that (offered by a control until then), and as
+    a note of its own where denied. The app's markup is text either way."""
+    assert await in_browser(allow_offered, browser)
+    await in_browser(look, browser, "allow-notifications")
+    await in_browser(partial(permit, allowed=True), browser, port)
+    await in_browser(until, browser, lambda d: not allow_offered(d))
+    await in_browser(browser.execute_script, RECORD)
+    await in_browser(click_in_frame, browser, frame, "#remind")
+    await in_browser(
+        until, browser, lambda d: answer_consent(d, "Allow until the runtime restarts")
+    )
+    assert await in_browser(inside, browser, frame, "notified") == "completed"
+    head, body = "Canvas: Board <b>saved</b>", "Five strokes & counting"
+    assert await in_browser(recorded, browser) == [{"title": head, "body": body}]
+    await in_browser(partial(permit, allowed=False), browser, port)
+    await in_browser(click_in_frame, browser, frame, "#remind")  # the grant covers it
+    await in_browser(until, browser, lambda d: inside(d, frame, "notified").count("completed") == 2)
+    assert await in_browser(notes, browser) == [f"{head}\n{body}"]
+    await in_browser(look, browser, "notification-note")
+    assert len(await in_browser(recorded, browser)) == 1
+    code, out, err = await trio.to_thread.run_sync(
+        lambda: lineup("settings", "show", "--json", "--data-dir", stack.data_dir)
+    )
+    assert code == 0, err
+    by = {p["capability"]: p["by"] for p in json.loads(out)["providers"]}
+    assert by["notification.show"] == "an open page of the web host (1 open)"
+    # And where a file the app saves would go now, and how a file is chosen for it.
+    own = stack.data_dir / "downloads"
+    assert by["file.save"] == (
+        "downloaded by an open page showing the app's conversation,"
+        f" else saved in the runtime's downloads ({own})"
+    )
+    assert by["file.open"].startswith("chosen by the user")
+    served = [a["detail"] for a in stack.audit() if a["code"] == "capability.completed"]
+    assert [d.split(": ", 1)[1] for d in served if d.startswith("notification.show")] == [
+        "shown by an open page, as a browser notification",
+        "shown by an open page, as the page's toast",
+    ]
+
+
 async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     stack: Stack, browser: WebDriver, bundles: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -232,14 +417,15 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     assert await in_browser(in_frame, browser, frame, "#saved") == '{"visits":1}'
     # Its capability request went to the gateway as the app's: this host has no clipboard.
     assert await in_browser(inside, browser, frame, "capability") == "unsupported_on_host"
-    # Files between the user and the app: one chosen in the card, forged uploads refused,
-    # one the app saves handed to the browser (`_file_cards`).
-    (tmp_path / "files").mkdir()
-    await a_file_chosen_in_the_card(stack, browser, frame, tmp_path / "files", axe_source())
-    await forged_uploads_are_refused(stack, browser, frame, port, CONVERSATION)
-    await a_saved_file_is_downloaded(stack, browser, frame, tmp_path / "downloads")
+    await shown_inline_then_on_the_stage_and_back(browser, frame)
 
     await trio.to_thread.run_sync(check_served, src, port)
+
+    await notified_on_the_page(stack, browser, frame, port)
+    # Files between the user and the app (`_file_cards`).
+    await files_between_the_user_and_the_app(
+        stack, browser, frame, port, conversation=CONVERSATION, folder=tmp_path
+    )
 
     picture = tmp_path / "canvas-surface.png"
     png = await in_browser(lambda: frame.screenshot_as_png)
@@ -375,18 +561,19 @@ async def test_a_hostile_surface_is_held_in_its_frame(
     # The control, a declared event, reached the app; each forged message was dropped.
     probes = app_dir / "probes.jsonl"
     await wait_for(lambda: lines(probes), 10, "the control probe")
-    expected = {
-        "scope_mismatch": 1,
-        "undeclared_event": 1,
-        "too_large": 1,
-        "not_text": 1,
-        "undeclared_capability": 1,
-        "invalid_payload": 1,
-    }
+    expected = ATTACK_DROPS
     counters = await in_browser(
         until, browser, lambda d: forged_drops((c := page_counters(d))["dropped"]) == expected and c
     )
     sources = counters["dropped"].get("source", 0)
+
+    # The sizes within bounds, the flood's, were taken (once an animation frame); the frame
+    # is then as tall as the trojan's document again, in the stage, and the page whole.
+    shown = await in_browser(placed, browser, frame, "stage")
+    top, bottom, left, right = shown["slot"]
+    assert shown["in_slot"] and shown["stage"] == "app" and not shown["page_scrolls"], shown
+    assert top <= shown["top"] < shown["bottom"] <= bottom, shown
+    assert left <= shown["left"] < shown["right"] <= right, shown
 
     # A second frame that posts exactly what the first may post is not the first (and it
     # cannot take itself to the listener either: the page's frame-src).

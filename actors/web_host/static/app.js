@@ -34,7 +34,8 @@
     titles: new Map(), // app scope -> its title, from the registry
     asked: [], // registry operations asked for in this page, their outcome not seen yet
     latestOperation: null, // the last operation in the registry as last shown
-    framed: null, // the app surface framed now: {title, instanceId}
+    framed: null, // the app surface framed now: {title, instanceId, modes}
+    placement: null, // how the page shows an instance's surface: {instanceId, inline}
     front: null, // the instance in front, from the registry's focus stack
     saves: new Map(), // artifact id -> how its Save went: {text, busy, failed, href, name}
     saving: new Map(), // client id of a save under way -> its artifact id
@@ -84,8 +85,8 @@
 
   // What the header says of the connection: "reconnecting" only while a socket that was
   // open is down, "offline" only once the runtime said its AppServer link is down, and
-  // "stopped" once the runtime has not answered for a while (a runtime started again
-  // listens at another address: the page cannot find it by itself).
+  // "stopped" once the web host said the runtime stops, or the runtime has not answered for
+  // a while (killed: nobody said goodbye; a runtime started again needs a new address).
   function showConnection() {
     const shown = $("connection");
     let mode = "online";
@@ -149,7 +150,7 @@
       }
       state.choosing.clear();
       state.downSince = state.downSince || Date.now();
-      state.stopped = Date.now() - state.downSince > GIVE_UP_MS;
+      state.stopped = state.stopped || Date.now() - state.downSince > GIVE_UP_MS;
       showConnection();
       renderQueue();
       if (state.stopped) return; // reloading the page (or a new address) starts again
@@ -179,6 +180,18 @@
     } else if (frame.t === "refused") {
       if (frame.client_id) settle(frame.client_id);
       notice(frame.error);
+    } else if (frame.t === "notification") {
+      // An app's notification (notify.js shows it); the web host hears how it was shown.
+      const socket = state.socket;
+      const shown = (how) => {
+        if (socket.readyState === WebSocket.OPEN) {
+          socket.send(JSON.stringify({ t: "notified", id: frame.id, as: how }));
+        }
+      };
+      document.dispatchEvent(new CustomEvent("lineup:notification", { detail: { notification: frame, shown } }));
+    } else if (frame.t === "stopped") {
+      state.stopped = true;
+      showConnection();
     }
   }
 
@@ -250,7 +263,8 @@
   function applyView(frame) {
     if (frame.reset) {
       state.items.clear();
-      $("timeline").replaceChildren();
+      // An inline surface's card stays: taking its frame out of the page would end it.
+      for (const child of [...$("timeline").children]) if (child.id !== "surface-card") child.remove();
     }
     const page = $("chat-scroll");
     const nearBottom = page.scrollHeight - page.scrollTop - page.clientHeight < 80;
@@ -301,23 +315,29 @@
     received: "",
     waiting: "waiting for your answer",
     answered: "",
+    withdrawn: "",
+    refused: "not sent",
     running: "working…",
     succeeded: "done",
+    cancelled: "stopped",
     failed: "failed",
     rejected: "not delivered",
   };
 
   function stateWords(item) {
+    if (item.code === "cancelled_by_user") return "stopped"; // the user's or the agent's stop
     const words = Object.prototype.hasOwnProperty.call(STATE_WORDS, item.state)
       ? STATE_WORDS[item.state] : item.state;
     return item.code && words ? `${words}: ${item.code.replaceAll("_", " ")}` : words;
   }
 
-  // Who wrote an item, in words: the user, the agent (by its name), an app's tool call.
+  // Who wrote an item, in words: the user, the agent (by its name), an app's tool call, the
+  // runtime itself (a permission an app asks for) by the product's name.
   function sender(item) {
     if (item.mine) return "you";
     if (item.kind === "tool") return "tool";
     const [kind, name] = String(item.from).split(":", 2);
+    if (kind === "runtime") return "LineUp";
     return kind === "agent" && name ? `${name} (agent)` : item.from;
   }
 
@@ -331,7 +351,8 @@
     head.append(el("span", stateWords(item), "state"));
     node.append(head);
     if (item.md) node.append(renderMarkdown(item.md));
-    else if (item.kind !== "interaction") node.append(el("p", item.text, "text"));
+    else if (item.kind !== "interaction") node.append(el("p", item.mine ? item.text : localTimes(item.text), "text"));
+    if (item.kind === "message" && item.detail) node.append(el("p", item.detail, "detail"));
     if (item.kind === "tool") node.append(renderTool(item));
     if (item.ask) node.append(renderAsk(item));
     return node;
@@ -341,14 +362,61 @@
   // wall: the local time, with the date only when it is not today.
   const TIMESTAMP = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z\b/g;
 
+  function clock(stamp) {
+    const at = new Date(stamp);
+    if (typeof stamp !== "string" || Number.isNaN(at.getTime())) return "";
+    const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    const today = at.toDateString() === new Date().toDateString();
+    return today ? time : `${at.toLocaleDateString([], { month: "short", day: "numeric" })} ${time}`;
+  }
+
   function localTimes(text) {
-    return String(text).replace(TIMESTAMP, (stamp) => {
-      const at = new Date(stamp);
-      if (Number.isNaN(at.getTime())) return stamp;
-      const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-      const today = at.toDateString() === new Date().toDateString();
-      return today ? time : `${at.toLocaleDateString([], { month: "short", day: "numeric" })} ${time}`;
-    });
+    return String(text).replace(TIMESTAMP, (stamp) => clock(stamp) || stamp);
+  }
+
+  // A span as a person says it: "under a minute", "24 min", "1 h 5 min".
+  function duration(ms) {
+    if (ms < 60000) return "under a minute";
+    const minutes = Math.round(ms / 60000);
+    const hours = Math.floor(minutes / 60);
+    const rest = minutes % 60;
+    if (!hours) return `${rest} min`;
+    return rest ? `${hours} h ${rest} min` : `${hours} h`;
+  }
+
+  // The line of a timer the runtime keeps for a tool call, from its moments (the terminal
+  // chat words the same data the same way): "ends 12:27 · in 24 min", "paused at 12:03 ·
+  // 24 min left", "ended 12:27". A running one's line is worded again as time passes.
+  function deadlineWords(deadline, now) {
+    if (deadline.state === "running") {
+      const at = clock(deadline.ends_at);
+      if (!at) return "";
+      const left = Date.parse(deadline.ends_at) - now;
+      return `ends ${at} · ${left > 0 ? `in ${duration(left)}` : "now"}`;
+    }
+    if (deadline.state === "paused") {
+      const at = clock(deadline.paused_at);
+      const remaining = deadline.remaining_ms;
+      if (!at || typeof remaining !== "number") return "";
+      const left = remaining < 60000 ? `${Math.round(remaining / 1000)} s` : duration(remaining);
+      return `paused at ${at} · ${left} left`;
+    }
+    const ended = clock(deadline.ended_at);
+    if (!ended) return "";
+    return deadline.state === "finished" ? `ended ${ended}` : `stopped ${ended}`;
+  }
+
+  // How often the running timers' lines are worded again: a minute's rounding moves every
+  // 60 s, so no line is more than this behind the clock.
+  const DEADLINE_TICK_MS = 15000;
+
+  function tickDeadlines() {
+    const now = Date.now();
+    for (const line of document.querySelectorAll("#timeline .deadline[data-state='running']")) {
+      const item = state.items.get(line.dataset.call);
+      const words = item && item.deadline ? deadlineWords(item.deadline, now) : "";
+      if (words && line.textContent !== words) line.textContent = words;
+    }
   }
 
   function renderMarkdown(nodes) {
@@ -357,13 +425,16 @@
     return box;
   }
 
-  function markdownNode(node) {
-    if (typeof node === "string") return document.createTextNode(node);
+  // What the agent wrote, its UTC timestamps on the local clock (not inside code: that is
+  // quoted as written).
+  function markdownNode(node, literal = false) {
+    if (typeof node === "string") return document.createTextNode(literal ? node : localTimes(node));
     if (!Array.isArray(node)) return document.createTextNode("");
     const [tag, children, href] = node;
     const fragment = document.createDocumentFragment();
     const element = document.createElement(TAGS.has(tag) ? tag : "span");
-    for (const child of Array.isArray(children) ? children : []) element.append(markdownNode(child));
+    const quoted = literal || tag === "code" || tag === "pre";
+    for (const child of Array.isArray(children) ? children : []) element.append(markdownNode(child, quoted));
     fragment.append(element);
     if (tag === "a") {
       if (typeof href === "string" && SAFE_LINK.test(href)) {
@@ -378,16 +449,25 @@
 
   function renderTool(item) {
     const box = el("div", null, "tool");
-    if (typeof item.percent === "number") {
+    const ended = ["succeeded", "failed"].includes(item.state);
+    if (typeof item.percent === "number" && !ended) {
       const bar = el("progress");
       bar.max = 100;
       bar.value = item.percent;
       bar.setAttribute("aria-label", `${item.text}: ${item.percent} %`);
       box.append(bar);
     }
-    if (item.detail) box.append(el("p", localTimes(item.detail), "detail"));
+    const timer = item.deadline ? deadlineWords(item.deadline, Date.now()) : "";
+    if (timer) {
+      const line = el("p", timer, "detail deadline");
+      line.dataset.call = item.id;
+      line.dataset.state = item.deadline.state;
+      box.append(line);
+    } else if (item.detail) {
+      box.append(el("p", localTimes(item.detail), "detail"));
+    }
     if (item.artifact) box.append(renderArtifact(item.artifact));
-    if (!["succeeded", "failed"].includes(item.state)) {
+    if (!ended) {
       const stop = el("button", "Stop");
       stop.type = "button";
       stop.addEventListener("click", () =>
@@ -574,10 +654,13 @@
   function renderAsk(item) {
     const ask = item.ask;
     const card = el("div", null, `card card-${ask.kind}${ask.origin === "runtime" ? " consent" : ""}`);
-    card.append(el("p", item.text, "prompt"));
+    card.append(el("p", localTimes(item.text), "prompt"));
     const waiting = queuedAnswers().has(ask.interaction_id);
     if (!ask.open) {
-      card.append(el("p", ask.answer !== undefined ? `You answered: ${ask.answer}` : "closed", "closed"));
+      // A question the agent withdrew says so, with its reason: it takes no answer now.
+      const withdrawn = ask.reason ? `No longer asked: ${ask.reason}` : "No longer asked";
+      const closed = ask.answer !== undefined ? `You answered: ${ask.answer}` : ask.withdrawn ? withdrawn : "closed";
+      card.append(el("p", closed, "closed"));
       return card;
     }
     if (ask.chooser) card.append(renderChooser(ask));
@@ -849,17 +932,64 @@
   // The stage shows the framed app while its instance is in front; with the chat (or an
   // app without a surface) in front, the chat has the main area.
   // An app that may float (its entrypoint declares `pip`) stays in view, small, while
-  // another is in front: the host's choice of its display mode.
+  // another is in front: the host's choice of its display mode. One shown inline is a card
+  // in the conversation, in front or not, and the chat keeps the main area.
   function layoutStage() {
     const framed = state.framed;
-    const front = Boolean(framed) && framed.instanceId === state.front;
-    const floats = Boolean(framed) && !front && framed.modes.includes("pip");
-    onStage(front ? framed.title : null, floats ? framed : null);
+    const inline = Boolean(framed) && state.placement.inline;
+    const front = Boolean(framed) && !inline && framed.instanceId === state.front;
+    const floats = Boolean(framed) && !inline && !front && framed.modes.includes("pip");
+    onStage(front ? framed.title : null, floats ? framed : null, inline ? framed : null);
+  }
+
+  // A surface newly framed is shown inline when its entrypoint's first mode is `inline`,
+  // else on the stage; the same instance framed again (a reload, a restarted web host)
+  // keeps how it was shown.
+  function placeFramed(framed) {
+    state.framed = framed;
+    if (framed && (!state.placement || state.placement.instanceId !== framed.instanceId)) {
+      state.placement = { instanceId: framed.instanceId, inline: framed.modes[0] === "inline" };
+    }
+    layoutStage();
+  }
+
+  // An inline surface's card: the app's title, a button to the stage when the app may be
+  // shown there, and the slot its frame goes in (surfaces.js moves it). The card is placed
+  // after what the conversation holds when it first opens, and keeps that place; what is
+  // said later comes below it. Whether it is new.
+  function showCard(framed) {
+    const old = $("surface-card");
+    if (old && old.dataset.instance === framed.instanceId) return false;
+    if (old) old.remove();
+    const last = $("timeline").lastElementChild;
+    if (state.placement.order === undefined) {
+      state.placement.order = last ? Number(last.dataset.order) + 0.5 : 0;
+    }
+    const card = el("li", null, "item surface-card");
+    card.id = "surface-card";
+    card.dataset.instance = framed.instanceId;
+    card.dataset.order = String(state.placement.order);
+    const head = el("div", null, "head");
+    head.append(el("span", framed.title, "from"));
+    if (framed.modes.includes("stage")) {
+      const expand = el("button", "Expand", "quiet");
+      expand.type = "button";
+      expand.setAttribute("aria-label", `Expand ${framed.title} onto the stage`);
+      expand.addEventListener("click", () => onDisplayRequest("stage", () => {}));
+      head.append(expand);
+    }
+    const slot = el("div", null, "surface-card-slot");
+    slot.id = "surface-card-slot";
+    card.append(head, slot);
+    const after = [...$("timeline").children].find((child) => Number(child.dataset.order) > state.placement.order);
+    $("timeline").insertBefore(card, after || null);
+    return true;
   }
 
   // How the framed app is shown now, as its surface hears it.
   function displayMode() {
     const main = $("main");
+    if (main.dataset.inline === "on") return "inline";
     if (main.dataset.pip === "on") return "pip";
     if (main.dataset.stage !== "app") return "hidden";
     return document.body.dataset.display === "fullscreen" ? "fullscreen" : "stage";
@@ -873,37 +1003,52 @@
     document.dispatchEvent(new CustomEvent("lineup:display-mode", { detail: { mode } }));
   }
 
-  // A surface asks to be shown another way; the page decides among what it serves
-  // (`inline` it does not) and answers with the mode in force.
+  // A surface asks to be shown another way (surfaces.js let through only a mode it
+  // declares); the page decides and answers with the mode in force.
   function onDisplayRequest(mode, answer) {
-    const front = displayMode() === "stage" || displayMode() === "fullscreen";
-    if (mode === "fullscreen" && front) {
+    const framed = state.framed;
+    if (!framed) {
+      answer(displayMode());
+      return;
+    }
+    const inFront = framed.instanceId === state.front;
+    if (mode === "inline") {
+      document.body.dataset.display = "";
+      state.placement.inline = true;
+    } else if (mode === "fullscreen" && inFront) {
+      state.placement.inline = false;
       document.body.dataset.display = "fullscreen";
     } else if (mode === "stage") {
       document.body.dataset.display = "";
-      if (!front && state.framed) {
-        const scope = String(state.framed.instanceId).split(":")[0];
+      state.placement.inline = false;
+      if (!inFront) {
+        const scope = String(framed.instanceId).split(":")[0];
         enqueue({ t: "intent", intent: "focus_app", app_scope: scope }, null);
         answer("stage");  // it comes to the front as the registry moves it
         return;
       }
-    } else if (mode === "pip" && front) {
+    } else if (mode === "pip") {
       document.body.dataset.display = "";
-      enqueue({ t: "intent", intent: "focus_app", app_scope: "chat" }, null);
-      answer("pip");
-      return;
+      state.placement.inline = false;
+      if (inFront) {
+        enqueue({ t: "intent", intent: "focus_app", app_scope: "chat" }, null);
+        answer("pip");  // it floats as the registry brings the chat to the front
+        return;
+      }
     }
     layoutStage();
     answer(displayMode());
   }
 
-  function onStage(title, floating = null) {
+  function onStage(title, floating = null, inline = null) {
     const main = $("main");
     if (!title) document.body.dataset.display = ""; // full screen ends with its app in front
     const app = Boolean(title);
     const was = main.dataset.stage === "app" && $("stage-title").textContent === title;
     main.dataset.stage = app ? "app" : "chat";
     main.dataset.pip = floating ? "on" : "";
+    main.dataset.inline = inline ? "on" : "";
+    const newCard = Boolean(inline) && showCard(inline);
     $("stage").hidden = !app && !floating;
     $("stage-front").hidden = !floating;
     if (floating) $("stage-title").textContent = floating.title;
@@ -916,7 +1061,9 @@
     labelDock();
     describeHandle();
     $("stage-leave").hidden = document.body.dataset.display !== "fullscreen";
-    tellMode();
+    tellMode(); // the frame leaves the card first (surfaces.js), then the card goes
+    if (!inline && $("surface-card")) $("surface-card").remove();
+    if (newCard) $("surface-card").scrollIntoView({ block: "nearest" });
   }
 
   function setDock(shown) {
@@ -1006,10 +1153,7 @@
         onDisplayRequest("stage", () => {});
       }
     });
-    document.addEventListener("lineup:stage", (event) => {
-      state.framed = event.detail;
-      layoutStage();
-    });
+    document.addEventListener("lineup:stage", (event) => placeFramed(event.detail));
     phone.addEventListener("change", () => {
       $("main").dataset.stage = "chat"; // laid out anew for the new size
       layoutStage();
@@ -1024,5 +1168,7 @@
     renderQueue();
     showConnection();
     connect();
+    setInterval(tickDeadlines, DEADLINE_TICK_MS);
+    document.addEventListener("visibilitychange", tickDeadlines);
   });
 })();

@@ -18,9 +18,11 @@
 //     what it throws ends the call with the error's `code` (one an app may use, or
 //     handler_failed). A call offered again (a reload, a restarted web host) keeps its
 //     call id: a call id already taken in this frame is not run twice.
-//   lineup.display.request(mode)      asks to be shown another way ("stage", "fullscreen",
-//     "pip"; one its entrypoint declares): {mode}, the one the host put in force
+//   lineup.display.request(mode)      asks to be shown another way ("inline", "stage",
+//     "fullscreen", "pip"; one its entrypoint declares): {mode}, the one the host put in force
 //   lineup.display.mode() / onChange(fn)  how it is shown now, and each change of it
+// The bridge tells the page the document's height, and the frame's it was measured in, whenever
+// either changes; the page sizes the frame to it, within what the mode in force allows.
 // A refused request rejects with an Error whose `code` is the runtime's code.
 (function () {
   "use strict";
@@ -35,6 +37,9 @@
     "foreground_required", "operation_expired", "handler_failed"];
   const displayListeners = [];
   let displayMode = "stage";
+  // The most a size report may say; the page refuses a report of more.
+  const MAX_HEIGHT = 100000;
+  let toldSize = null;
   let counter = 0;
   let state = {};
   let markReady;
@@ -181,6 +186,37 @@
       }
     },
   };
+  // The document's height as its content needs it: the root's box, or the body's content
+  // when it overflows a body of fixed height. A document that fills its frame (a body of
+  // 100vh) measures the frame's own height: the page then gives it all the frame may have.
+  function contentHeight() {
+    let height = document.documentElement.getBoundingClientRect().height;
+    const body = document.body;
+    if (body) {
+      const style = getComputedStyle(body);
+      height = Math.max(height, body.scrollHeight + parseFloat(style.marginTop) + parseFloat(style.marginBottom));
+    }
+    return Math.min(MAX_HEIGHT, Math.ceil(height || 0));
+  }
+
+  // Told again when only the frame's height changed: the page's decision depends on both.
+  // Told from the document's load on: before it, its styles may not be applied yet.
+  function tellSize() {
+    if (document.readyState !== "complete") return;
+    const height = contentHeight();
+    const key = height + ":" + innerHeight;
+    if (key === toldSize) return;
+    toldSize = key;
+    post({ v: 1, id: "size", instance_id: instanceId, type: "size", height: height, viewport: innerHeight });
+  }
+
+  const sizes = new ResizeObserver(tellSize);
+  sizes.observe(document.documentElement);
+  if (document.body) sizes.observe(document.body);
+  else addEventListener("DOMContentLoaded", () => sizes.observe(document.body));
+  addEventListener("resize", tellSize);
+  addEventListener("load", tellSize);
+
   Object.freeze(api.session);
   Object.freeze(api.capabilities);
   Object.freeze(api.display);

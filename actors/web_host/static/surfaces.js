@@ -8,7 +8,8 @@
 //   - an event is declared by the app's manifest and its payload fits the event's schema,
 //   - a capability is declared by the manifest,
 //   - an answer to a tool call names a call handed to this frame and not answered yet
-//     (of a `surface_bridge` tool of its app), with an object output or an app's code.
+//     (of a `surface_bridge` tool of its app), with an object output or an app's code,
+//   - a display mode asked for is declared, a size is a whole number of pixels in bounds.
 // Anything else is dropped and counted by reason, reported to the web host's statistics.
 (function () {
   "use strict";
@@ -25,16 +26,18 @@
     "tool.error": ["call_id", "code", "message"],
     "tool.progress": ["call_id", "stage", "percent", "message"],
     "display.request": ["mode"],
+    size: ["height", "viewport"],
   };
   const REQUIRED = {
     event: ["name", "payload"], "session.replace": ["data", "expected_revision"], capability: ["capability", "purpose"],
     "tool.result": ["call_id", "output"], "tool.error": ["call_id", "code"], "tool.progress": ["call_id"],
-    "display.request": ["mode"],
+    "display.request": ["mode"], size: ["height", "viewport"],
   };
   // The codes an app may end a call with; the others are the runtime's to give.
   const APP_TOOL_CODES = ["cancelled_by_user", "permission_denied", "invalid_arguments",
     "foreground_required", "operation_expired", "handler_failed"];
   const slot = document.getElementById("surface-slot");
+  const MAX_HEIGHT = 100000; // the most a surface may say its document needs, in CSS pixels
   const counters = { relayed: 0, refused_by_host: 0, dropped: {}, retired: 0 };
   // The windows of frames this page framed and took down: what they posted before they went
   // may still arrive. It is theirs, not forged, and goes nowhere: counted apart from drops.
@@ -46,11 +49,19 @@
     stage(null);
   }
 
-  // The surface hears how it is shown whenever that changes (app.js says so).
-  document.addEventListener("lineup:display-mode", (event) => {
+  // The surface hears how it is shown whenever that changes (app.js says so), and when it
+  // is ready; its frame goes where that mode shows it.
+  let shownMode = "hidden";
+  function tellMode() {
     if (current && current.frame.contentWindow) {
-      current.frame.contentWindow.postMessage(JSON.stringify({ v: 1, type: "display", mode: event.detail.mode }), "*");
+      current.frame.contentWindow.postMessage(JSON.stringify({ v: 1, type: "display", mode: shownMode }), "*");
     }
+  }
+  document.addEventListener("lineup:display-mode", (event) => {
+    shownMode = event.detail.mode;
+    if (current) current.fit = null; // all the new place allows, until the surface reports
+    place();
+    tellMode();
   });
 
   // The page's layout follows what is framed: an app's surface takes the stage while its
@@ -164,6 +175,9 @@
     } else if (message.type === "display.request") {
       if (typeof message.mode !== "string") return "invalid_payload";
       if (!(declared.modes || ["stage"]).includes(message.mode)) return "undeclared_mode";
+    } else if (message.type === "size") {
+      const pixels = (n) => Number.isInteger(n) && n >= 0 && n <= MAX_HEIGHT;
+      if (!pixels(message.height) || !pixels(message.viewport)) return "invalid_payload";
     } else if (message.type.startsWith("tool.")) {
       if (!current.calls.has(message.call_id)) return "unknown_call";
       if (message.type === "tool.result" && !isObject(message.output)) return "invalid_payload";
@@ -201,6 +215,74 @@
     debug.dataset.counters = JSON.stringify(counters);
   }
 
+  // -- the frame's place and size -------------------------------------------------------------
+  // One frame at a time, on the stage's slot or, inline, in its card in the conversation
+  // (app.js keeps the card). It is moved between them with moveBefore, which keeps its
+  // document; a browser without it loads the surface again in its new place, where it finds
+  // what the runtime keeps for it (its state, session data and open calls).
+
+  function place() {
+    if (!current || !current.frame.isConnected) return; // a retired frame stays retired
+    const card = document.getElementById("surface-card-slot");
+    const home = shownMode === "inline" && card ? card : slot;
+    const frame = current.frame;
+    if (frame.parentElement !== home) {
+      try {
+        home.moveBefore(frame, home.firstChild);
+      } catch (error) { // no moveBefore here: the surface is loaded again
+        retiredWindows.add(frame.contentWindow);
+        home.insertBefore(frame, home.firstChild);
+      }
+    }
+    fit();
+  }
+
+  // The frame is as tall as the surface's document, within the place's bounds: the stage's
+  // slot, or an inline card's cap (a bounded part of the conversation's height). The
+  // surface reports its document's height and its frame's (bridge.js). A document shorter
+  // than its frame gets its own height (`fit`, a number); one as tall as its frame or taller
+  // gets all the place allows ("fill"), and reports again from there: one that fills
+  // whatever it is given stays so, one that only overflowed is then shorter and shrinks to
+  // its height. A document exactly as tall as the frame it was given keeps it. Before any
+  // report (a new frame, a new place) the frame gets all there is. Picture-in-picture is a
+  // fixed small box the surface fits itself to. Reports are applied once per animation
+  // frame: a flood of them costs one layout a frame.
+  function judged(fit, height, viewport) {
+    if (height < viewport - 1) return height;
+    if (typeof fit === "number" && Math.abs(fit - height) <= 1 && Math.abs(viewport - fit) <= 1) return fit;
+    return "fill";
+  }
+
+  const MIN_HEIGHT = 48;
+  const INLINE_MAX = 560;
+  let fitting = 0;
+
+  function fitSoon() {
+    if (!fitting) fitting = requestAnimationFrame(() => { fitting = 0; fit(); });
+  }
+
+  function inlineMax() {
+    const chat = document.getElementById("chat-scroll");
+    return Math.max(MIN_HEIGHT, Math.min(INLINE_MAX, Math.round(chat.clientHeight * 0.7)));
+  }
+
+  function fit() {
+    if (!current) return;
+    const frame = current.frame;
+    const inline = frame.parentElement !== slot;
+    const most = inline ? inlineMax() : slot.clientHeight;
+    const fills = shownMode === "pip" || typeof current.fit !== "number";
+    frame.dataset.fit = fills ? "fill" : "content";
+    const height = fills ? most : Math.min(most, Math.max(MIN_HEIGHT, current.fit));
+    // On the stage the slot's flex layout fills it; inline the card takes the frame's height.
+    frame.style.height = inline || !fills ? height + "px" : "";
+  }
+
+  // The places' bounds change with the window, and with the chat's pane (shown again after
+  // the Apps view, its message box resized).
+  addEventListener("resize", fitSoon);
+  if (slot) new ResizeObserver(fitSoon).observe(document.getElementById("chat-scroll"));
+
   // -- the frame ------------------------------------------------------------------------------
 
   function show(opened) {
@@ -213,9 +295,13 @@
     frame.title = opened.title;
     frame.className = "surface";
     frame.src = opened.src;
-    current = { token: opened.token, instanceId: opened.instance_id, declared: opened.declared, frame: frame, calls: new Set() };
+    current = {
+      token: opened.token, instanceId: opened.instance_id, declared: opened.declared, frame: frame,
+      calls: new Set(), fit: null,
+    };
     slot.insertBefore(frame, slot.firstChild);
-    stage(opened);
+    stage(opened); // app.js lays the page out for it, and says how it is shown
+    place();
     render();
   }
 
@@ -240,6 +326,16 @@
       document.dispatchEvent(new CustomEvent("lineup:display", { detail: { mode: message.mode, answer } }));
       return;
     }
+    if (message.type === "size") {
+      // The page's alone too. A report measured in a frame of another height than the
+      // frame's now came before a move or a resize: the surface reports again after it.
+      if (Math.abs(message.viewport - current.frame.clientHeight) <= 1) {
+        current.fit = judged(current.fit, message.height, message.viewport);
+        fitSoon();
+      }
+      return;
+    }
+    if (message.type === "ready") tellMode();
     if (message.type === "tool.result" || message.type === "tool.error") {
       current.calls.delete(message.call_id);  // one answer per call: a second is dropped
     }

@@ -1,18 +1,13 @@
 // The game's surface: shows the round the app keeps in the instance's session data (the
 // agent's drawing to guess, or the user's own strokes and the word to draw), the
 // countdown and the score; the user's strokes, guesses, Done and Give up go to the app as
-// declared events. The word the user must guess is never sent here.
+// declared events. The word the user must guess is sent here only once the round is over:
+// its end screen says how it ended and what the word was, until the user closes the game
+// (Close, a declared event too) or the agent starts the next round.
 (function () {
   "use strict";
   const MAX_POINTS = 500; // a stroke's points, as the app takes them
   const COLOURS = ["black", "red", "blue", "green", "orange", "purple"];
-  const OUTCOMES = {
-    guessed: "You guessed it!",
-    drawn: "Drawing sent to the agent.",
-    time_up: "Time is up.",
-    gave_up: "You gave up.",
-    stopped: "The round was stopped.",
-  };
   const $ = (id) => document.getElementById(id);
   const board = $("board");
   let round = {};
@@ -36,16 +31,31 @@
     window.drawBoard(board, round.shapes.concat(drawing));
   }
 
+  function clock(seconds) {
+    return Math.floor(seconds / 60) + ":" + String(seconds % 60).padStart(2, "0");
+  }
+
   function countdown() {
     const left = playing() && round.ends_at
       ? Math.max(0, Math.ceil((Date.parse(round.ends_at) - Date.now()) / 1000)) : null;
-    $("countdown").textContent = left === null ? ""
-      : Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
+    $("countdown").textContent = left === null ? "" : clock(left);
     document.body.dataset.remaining = left === null ? "" : String(left);
   }
 
+  // The round's end in words: how it ended, what the word was, how long the user took.
+  function ending() {
+    const word = round.word ? "“" + round.word + "”" : "the word";
+    const took = typeof round.seconds_used === "number" ? clock(round.seconds_used) : "";
+    if (round.outcome === "guessed") return "Correct! It was " + word + (took ? " — you won in " + took : "");
+    if (round.outcome === "drawn") {
+      return "Done! You drew " + word + (took ? " in " + took : "") + " — the agent has your drawing";
+    }
+    if (round.outcome === "time_up") return "Time's up — it was " + word;
+    if (round.outcome === "gave_up") return "You gave up — it was " + word;
+    return "The round was stopped — it was " + word;
+  }
+
   function status() {
-    if (round.state === "ended") return (OUTCOMES[round.outcome] || "The round ended.");
     if (!round.state) return "Waiting for a round…";
     const ready = round.ends_at ? "" : " Get ready…";
     if (round.mode === "user_draws") return "Draw: " + round.word + "." + ready;
@@ -67,7 +77,11 @@
     $("score-user").textContent = String(score.user);
     $("score-agent").textContent = String(score.agent);
     body.score = score.user + ":" + score.agent;
-    $("status").textContent = status();
+    const ended = round.state === "ended";
+    $("status").hidden = ended;
+    $("status").textContent = ended ? "" : status();
+    $("end").hidden = !ended;
+    $("end-text").textContent = ended ? ending() : "";
     $("guesses").replaceChildren(...(round.guesses || []).map((text) => {
       const item = document.createElement("li");
       item.textContent = text;
@@ -135,6 +149,7 @@
   });
   $("done").addEventListener("click", () => send("done", {}));
   $("give-up").addEventListener("click", () => send("give_up", {}));
+  $("close").addEventListener("click", () => send("close", {}));
   setInterval(countdown, 250);
 
   lineup.ready

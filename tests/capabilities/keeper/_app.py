@@ -48,6 +48,8 @@ _ANY = {"type": "object"}
         "notification.show",
         "clipboard.write",
         "microphone.record",
+        "speech.speak",
+        "speech.transcribe",
     ],
 )
 class KeeperApp(RuntimeApp):

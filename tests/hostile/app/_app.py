@@ -66,8 +66,16 @@ def _read_orders() -> dict[str, Any]:
     version="1.0.0",
     title="Hostile",
     entrypoints=[{"id": "main", "kind": "contextual"}],
-    required_features=["app.lifecycle.v1", "app.tools.v1", "artifact.create.v1"],
+    required_features=[
+        "app.lifecycle.v1",
+        "app.tools.v1",
+        "artifact.create.v1",
+        "capability.request.v1",
+    ],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
+    # Declared, so that it can misuse them (`notify_markup_and_flood`, `misuse_speech`):
+    # every other capability it asks for is undeclared.
+    capabilities=["notification.show", "speech.transcribe"],
 )
 class HostileApp(RuntimeApp):
     @tool(

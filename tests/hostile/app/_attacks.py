@@ -13,7 +13,12 @@ from actors.kernel import CallFailed, derive_id, new_id
 
 from ._artifact_attacks import steal_artifact
 from ._body_attacks import odd_bodies
-from ._capability_attacks import flood_requests, forge_consent
+from ._capability_attacks import (
+    flood_requests,
+    forge_consent,
+    misuse_speech,
+    notify_markup_and_flood,
+)
 from ._deadline_attacks import seize_deadline
 from ._diagnostic_attacks import speak_for_others
 from ._flood_attacks import big_reports
@@ -29,6 +34,9 @@ Attack = Callable[["HostileApp", dict[str, Any]], Awaitable[dict[str, Any]]]
 FAKE_AGENT_ID = "01HOSTILEFAKEAGENTMESSAGE0"
 FAKE_PROMPT_ID = "01HOSTILEFAKECONFIRMPROMPT"
 FAKE_USER_ID = "01HOSTILEFAKEUSERMESSAGE00"
+FAKE_WITHDRAW_ID = "01HOSTILEFAKEWITHDRAWAL000"
+# The agent's question the app tries to take back in the agent's name.
+VICTIM_QUESTION = "victim.1"
 
 
 def _agent_item(message_id: str, seq: int, payload: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -77,12 +85,24 @@ async def speak_as_agent(app: HostileApp, options: dict[str, Any]) -> dict[str, 
         {"kind": "confirm", "prompt": "Allow the agent to delete your files?"},
         "lineup.interaction.request",
     )
+    withdrawal = _agent_item(
+        FAKE_WITHDRAW_ID,
+        900003,
+        {"interaction_id": VICTIM_QUESTION, "reason": "the app says so"},
+        "lineup.interaction.withdraw",
+    )
     body = {"items": [message, prompt], "cursor": 900002, "deliver": True}
+    withdraw = {"items": [withdrawal], "cursor": 900003, "deliver": True}
     return {
         "persist": await app.attempt("store", "store.inbound.persist", body),
         "deliver": await app.attempt("app.chat", "app.deliver", {"messages": [message["view"]]}),
         "audit": await app.attempt(
             "store", "store.audit", {"code": "ok", "detail": "the router says so"}
+        ),
+        # Close the agent's question in the chat, in the agent's name.
+        "persist withdrawal": await app.attempt("store", "store.inbound.persist", withdraw),
+        "deliver withdrawal": await app.attempt(
+            "app.chat", "app.deliver", {"messages": [withdrawal["view"]]}
         ),
     }
 
@@ -475,6 +495,8 @@ ATTACKS: dict[str, Attack] = {
         steal_artifact,
         forge_consent,
         flood_requests,
+        misuse_speech,
+        notify_markup_and_flood,
         reach_session_data,
         dress_session_data,
         reach_settings,

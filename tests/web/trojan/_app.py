@@ -1,4 +1,5 @@
-"""An installed app whose surface attacks everything a surface can reach (`ui/attack.js`).
+"""An installed app whose surface attacks everything a surface can reach (`ui/attack.js`),
+the page's layout included (sizes out of bounds, a flood of them, a mode it did not declare).
 
 It declares one event, `probe`: the control that shows the bridge works for what is
 declared. The app's process appends each probe it is told of to `probes.jsonl` in its

@@ -1,7 +1,8 @@
 // The canvas surface: draws, emits one stroke, counts its visits in session data, asks
-// for the clipboard, and answers the agent's `board.clear` calls as their arguments ask.
-// Its buttons ask the user for a file (`file.open`) and save one (`file.save`); each
-// outcome is kept in the body's data (`opened`, `filed`) as JSON, the latest last.
+// for the clipboard, asks for a notification when its button is pressed, and answers the
+// agent's `board.clear` calls as their arguments ask. Its other buttons ask the user for a
+// file (`file.open`) and save one (`file.save`); each outcome is kept in the body's data
+// (`opened`, `filed`) as JSON, the latest last.
 (async function () {
   "use strict";
   const kept = (key, outcome) => {
@@ -34,6 +35,12 @@
   colours.forEach((colour, n) => {
     board.fillStyle = colour;
     board.fillRect(20 + n * 58, 30 + (n % 2) * 40, 48, 48);
+  });
+  // Each press asks for a notification; its outcomes are kept in order.
+  document.getElementById("remind").addEventListener("click", async () => {
+    const asked = await lineup.capabilities.request("notification.show", "Remind you of the board", { title: "Board <b>saved</b>", text: "Five strokes & counting" });
+    const seen = document.body.dataset.notified;
+    document.body.dataset.notified = (seen ? seen + "," : "") + asked.status;
   });
   lineup.onState((state) => {
     document.getElementById("strokes").textContent = String(state.strokes || 0);

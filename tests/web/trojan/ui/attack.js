@@ -75,6 +75,18 @@
   parent.postMessage({ v: 1, id: "object", instance_id: instance, type: "event", name: "probe", payload: { n: 103 } }, "*");
   post({ id: "ask", type: "capability", capability: "clipboard.write", purpose: "steal", input: { text: "x" } });
   post({ id: "schema", type: "event", name: "probe", payload: { n: "not a number" } });
+  // Sizes out of bounds or not whole pixels, and a display mode it did not declare.
+  post({ id: "tall", type: "size", height: 1e9, viewport: innerHeight });
+  post({ id: "negative", type: "size", height: -5, viewport: innerHeight });
+  post({ id: "nan", type: "size", height: NaN, viewport: innerHeight }); // JSON has no NaN: null
+  post({ id: "half", type: "size", height: 10.5, viewport: innerHeight });
+  post({ id: "text", type: "size", height: "300", viewport: innerHeight });
+  parent.postMessage(`{"v":1,"id":"raw","instance_id":"${instance}","type":"size","height":NaN,"viewport":1}`, "*");
+  post({ id: "inline", type: "display.request", mode: "inline" });
+  // A flood of sizes within bounds, from nothing to the most a surface may say.
+  for (let n = 0; n < 5000; n += 1) {
+    post({ id: "flood", type: "size", height: n % 2 ? 100000 : 0, viewport: innerHeight });
+  }
   // The control: a declared event with its payload, which must reach the app.
   await lineup.emit("probe", { n: 1 });
   document.getElementById("report").textContent = JSON.stringify(report);

@@ -1,0 +1,103 @@
+"""Speech on the host: `speech.speak` keeps what espeak-ng says as a WAV artifact of the app
+that asked (once, even when the gateway is killed after speaking and speaks again),
+`speech.transcribe` gives PocketSphinx's text of one of the app's own WAV artifacts; what is
+not a recording of the app, or too long, is refused with its code."""
+
+from __future__ import annotations
+
+import array
+import io
+import math
+import wave
+from pathlib import Path
+
+from actors.capability_gateway import served_capabilities
+from tests.runtime.helpers import Stack
+
+from .helpers import (
+    AFTER_EFFECT,
+    answer,
+    ask,
+    asked,
+    audit_of,
+    card_for,
+    crashing_once,
+    keeper_ready,
+    outcome,
+    requests,
+)
+
+
+def _samples(data: bytes) -> tuple[tuple[int, int, int], array.array[int]]:
+    with wave.open(io.BytesIO(data), "rb") as reader:
+        shape = (reader.getnchannels(), reader.getsampwidth(), reader.getframerate())
+        samples = array.array("h", reader.readframes(reader.getnframes()))
+    return shape, samples
+
+
+async def test_speech_is_kept_as_an_artifact_and_written_back_as_text(
+    stack: Stack, keeper: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # The gateway kills itself once, after it spoke and before it recorded that it did.
+    agent = await keeper_ready(stack, keeper, env=crashing_once(tmp_path / "once"))
+    await ask(agent, "s-speak", "speech.speak", {"text": "focus twenty five"})
+    answer(stack, await card_for(stack, "speech.speak"), "always")
+    spoken = await outcome(stack, "s-speak")
+    assert spoken["status"] == "completed", spoken
+    assert (tmp_path / "once" / AFTER_EFFECT).exists()  # it did die there, and spoke again
+    [row] = requests(stack)
+    assert audit_of(stack, row["request_id"])[-2:] == ["capability.started", "capability.completed"]
+    served = [a["detail"] for a in stack.audit() if a["message_id"] == row["request_id"]][-1]
+    assert served.endswith("spoken by espeak-ng on this host"), served
+    reference, duration_ms = spoken["output"]["artifact"], spoken["output"]["duration_ms"]
+    assert reference["media_type"] == "audio/wav"
+    assert reference["title"] == "Speech: focus twenty five"
+    assert 800 < duration_ms < 3000, duration_ms
+    # The artifact is the keeper's, and it is speech: 16-bit mono 16 kHz, not silence.
+    data = (stack.data_dir / "artifacts" / reference["artifact_id"]).read_bytes()
+    assert len(data) == reference["size"]
+    shape, samples = _samples(data)
+    assert shape == (1, 2, 16_000)
+    assert abs(len(samples) / 16 - duration_ms) <= 1
+    rms = math.sqrt(sum(s * s for s in samples) / len(samples))
+    assert rms > 1000 and max(map(abs, samples)) > 8000, (rms, max(samples))
+
+    await ask(agent, "s-hear", "speech.transcribe", {"artifact_id": reference["artifact_id"]})
+    answer(stack, await card_for(stack, "speech.transcribe"), "always")
+    heard = await outcome(stack, "s-hear", timeout=120)
+    assert heard["status"] == "completed", heard
+    # PocketSphinx hears espeak-ng's "focus" as "so just"; the number it gets word for word.
+    assert "twenty five" in heard["output"]["text"], heard
+    assert heard["output"]["duration_ms"] == duration_ms
+
+    # A text artifact of the keeper's is no recording; an unknown id is nobody's artifact.
+    made = await agent.call("call_make", "keeper.make", arguments={"text": "hi", "title": "t"})
+    text_artifact = {"artifact_id": made["output"]["artifact_id"]}
+    refused = await asked(agent, "s-text", "speech.transcribe", input=text_artifact)
+    assert refused == {"status": "failed", "output": None, "code": "invalid_payload"}
+    nobodys = {"artifact_id": "art_" + "0" * 26}
+    missing = await asked(agent, "s-none", "speech.transcribe", input=nobodys)
+    assert missing == {"status": "failed", "output": None, "code": "artifact_not_found"}
+    # Too much to say at once: over the text's bound before anything runs, over the
+    # audio's after espeak-ng spoke it; neither leaves an artifact.
+    wordy = await asked(agent, "s-long", "speech.speak", input={"text": "word " * 39})
+    assert wordy == {"status": "failed", "output": None, "code": "too_large"}
+    too_long = await asked(agent, "s-201", "speech.speak", input={"text": "x" * 201})
+    assert too_long == {"status": "failed", "output": None, "code": "invalid_payload"}
+    # One recording, spoken twice around the kill, and the text: the store answered the
+    # second keep with the first artifact.
+    assert len(list((stack.data_dir / "artifacts").iterdir())) == 2
+
+
+def test_speech_is_served_only_where_its_engines_are(tmp_path: Path) -> None:
+    def tool(name: str) -> None:
+        path = tmp_path / name
+        path.write_text("#!/bin/sh\nexit 1\n")
+        path.chmod(0o755)
+
+    assert not {"speech.speak", "speech.transcribe"} & served_capabilities({"PATH": str(tmp_path)})
+    tool("sox")  # resampling alone: PocketSphinx transcribes, nothing speaks
+    served = served_capabilities({"PATH": str(tmp_path)})
+    assert "speech.transcribe" in served and "speech.speak" not in served
+    tool("espeak-ng")
+    assert {"speech.speak", "speech.transcribe"} <= served_capabilities({"PATH": str(tmp_path)})
