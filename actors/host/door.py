@@ -12,5 +12,7 @@ DOOR = Door(
         "host.session.close": accept("ui"),
         "host.ui.action": accept("ui"),
         "host.intent": accept("ui"),
+        # A file the user chose in a terminal for an app's file.open request.
+        "host.file.chosen": accept("ui"),
     }
 )

@@ -13,6 +13,7 @@ web host names the UI session itself.
 | `intent` | `client_id`, `intent` (open, focus, close app), `app_scope` | `host.intent` |
 | `notified` | `id` (a notification's), `as` (`system`, `toast`) | the page showed it |
 | `save` | `client_id`, `artifact_id` (one the page's conversation shows) | a save (`_artifacts`) |
+| `choose` | `client_id`, `interaction_id` (a card asking for a file) | an upload (`_uploads`) |
 
 `client_id` is the page's id for the action (a message id: 26 characters of Crockford
 base32): sent again after a reconnect, it names the same UI action, which the runtime's
@@ -65,6 +66,12 @@ class Action:
 class Save:
     client_id: str
     artifact_id: str
+
+
+@dataclass(frozen=True)
+class Choose:
+    client_id: str
+    interaction_id: str
 
 
 def _fields(
@@ -151,6 +158,14 @@ def save(frame: dict[str, Any]) -> Save:
     if not is_artifact_id(frame["artifact_id"]):
         raise Refused("The page named a file that is not there: reload it.")
     return Save(client_id, frame["artifact_id"])
+
+
+def choose(frame: dict[str, Any]) -> Choose:
+    """A `choose` frame: the user picked a file for the card `interaction_id`; the bytes
+    go by an upload of their own, never in a frame."""
+    client_id = _client_id(frame)
+    _fields(frame, {"t", "client_id", "interaction_id"})
+    return Choose(client_id, _id(frame["interaction_id"], "question id"))
 
 
 def action(frame: dict[str, Any], conversation: str) -> Action:

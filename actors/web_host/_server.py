@@ -10,6 +10,7 @@
 | `/surfaces.js`, `/surface-socket` | the page's side of surfaces (`_bridge`) |
 | `/artifact/{conversation}/{id}` | a picture the conversation shows (`_artifacts`) |
 | `/saved/{token}` | what the user saved, as a download (`_artifacts`) |
+| `/upload/{token}` (POST) | the file a user chose in the page for an app (`_uploads`) |
 
 Every route is behind the access rule (`_access.Guard`).
 """
@@ -37,6 +38,7 @@ from ._changes import ChatChanges
 from ._notifications import PageNotifications
 from ._socket import page_socket
 from ._state import LOOPBACK
+from ._uploads import PagesAndUploads
 
 log = logging.getLogger("lineup.web_host")
 
@@ -65,6 +67,7 @@ def build_app(
     *,
     artifacts: Artifacts,
     notifications: PageNotifications,
+    pages: PagesAndUploads,
 ) -> Guard:
     files = _files()
 
@@ -74,13 +77,20 @@ def build_app(
 
     async def websocket(socket: WebSocket) -> None:
         await page_socket(
-            socket, data_dir, counters, changes, artifacts=artifacts, notifications=notifications
+            socket,
+            data_dir,
+            counters,
+            changes,
+            artifacts=artifacts,
+            notifications=notifications,
+            pages=pages,
         )
 
     routes: list[Any] = [Route(path, static) for path in STATIC]
     routes += [
         *surfaces.routes(),  # installed apps' surfaces, their bridge (`_bridge`)
         *artifacts.routes(),  # previews and saved files (`_artifacts`)
+        *pages.routes(),  # the files users choose in the page (`_uploads`)
         WebSocketRoute("/ws", websocket),
     ]
     return Guard(Starlette(routes=routes), data_dir)

@@ -8,12 +8,15 @@ once. The page hears `stored` (it is the runtime's now), `retry` (the runtime di
 answer: the page keeps it queued) or `refused` (one sentence; it acts on nothing). A `save`
 of an artifact is the capability gateway's, asked by this process (`_artifacts`), while the
 page's other actions go on; the page hears `saved` (the name and where to download it) or
+`refused`. A `choose` (the user picked a file for a card of the page's that asks for one)
+is answered with `upload`, a one-time address to POST the file to (`_uploads`), or
 `refused`.
 
 Out: after the page's `hello`, the chat items that differ from what it holds, then every
 change as it happens (`view`), the app registry (`registry`) and the runtime's link state
-(`status`), and the apps' notifications the capability gateway asks it to show
-(`notification`, which the page answers with `notified`: `_notifications`). The chat's
+(`status`), the apps' notifications the capability gateway asks it to show
+(`notification`, which the page answers with `notified`: `_notifications`), and a
+`download` of a file an app saved for the page's conversation (`_uploads`). The chat's
 view is read again at each notice of the chat app (`_changes`) that
 finds its log changed (SQLite's `data_version`); `runtime.db` is looked at every `POLL_S`.
 
@@ -34,13 +37,15 @@ from typing import Any, Final
 import trio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from actors.contracts import ContractError, file_wanted
 from actors.kernel import ControlError, derive_id, ui_request
 
 from . import _inputs
 from ._artifacts import Artifacts
 from ._changes import ChatChanges
-from ._inputs import Hello, Refused, Save
+from ._inputs import Choose, Hello, Refused, Save
 from ._notifications import PageNotifications
+from ._uploads import PagesAndUploads, session_of
 from ._views import ChatFollower, fold_chat, link_state, registry
 
 log = logging.getLogger("lineup.web_host")
@@ -103,6 +108,7 @@ class PageSocket:
         *,
         artifacts: Artifacts,
         notifications: PageNotifications,
+        pages: PagesAndUploads,
     ) -> None:
         self.ws = websocket
         self.notifications = notifications
@@ -110,6 +116,7 @@ class PageSocket:
         self.counters = counters
         self.changes = changes
         self.artifacts = artifacts
+        self.pages = pages
         self.saving = 0
         self.sending = trio.Lock()
         self.held: dict[str, Any] = {}
@@ -147,6 +154,7 @@ class PageSocket:
             return
         session = f"web-{hello.page}"
         self.counters["pages"] += 1
+        self.pages.opened(hello.conversation, self)
         try:
             with contextlib.suppress(ControlError):
                 await self._ui("host.session.open", {"session_id": session, "kind": "web"})
@@ -163,6 +171,7 @@ class PageSocket:
             raise
         finally:
             self.counters["pages"] -= 1
+            self.pages.closed(hello.conversation, self)
             with contextlib.suppress(ControlError), trio.CancelScope(shield=True):
                 await self._ui("host.session.close", {"session_id": session})
 
@@ -223,6 +232,10 @@ class PageSocket:
                     saves.start_soon(self._save, _inputs.save(frame), hello.conversation)
                     self.refusals = 0
                     continue
+                if frame["t"] == "choose":
+                    await self.send(self._upload(_inputs.choose(frame)))
+                    self.refusals = 0
+                    continue
                 action = _inputs.action(frame, hello.conversation)
             except Refused as refusal:
                 self.refusals += 1
@@ -268,6 +281,27 @@ class PageSocket:
             self.saving -= 1
         await self.send(answer)
 
+    def _upload(self, request: Choose) -> dict[str, Any]:
+        """Where the page sends the file the user picked for a card: `upload` {`href`},
+        when the card is one the page shows open and asking for a file; else `refused`."""
+        answer: dict[str, Any] = {"client_id": request.client_id}
+        item = self.held.get(request.interaction_id) or {}
+        ask = item.get("ask") or {}
+        chooser = ask.get("chooser")
+        session = session_of(self.ws)
+        wanted = None
+        if ask.get("open") and isinstance(chooser, dict) and session:
+            with contextlib.suppress(ContractError):
+                wanted = file_wanted(
+                    {"accept": chooser.get("accept"), "max_bytes": chooser.get("max_bytes")}
+                )
+        if wanted is None or session is None:
+            self.counters["refused"] += 1
+            error = "This request does not wait for a file any more."
+            return {**answer, "t": "refused", "error": error}
+        href = self.pages.mint(request.interaction_id, session, wanted)
+        return {**answer, "t": "upload", "href": href}
+
     async def _ui(self, message_type: str, body: dict[str, Any], message_id: str = "") -> None:
         request: dict[str, Any] = {"type": message_type, "body": body}
         if message_id:
@@ -294,8 +328,10 @@ class PageSocket:
                 if reset
                 else fold.changed_since(fold.before, set(hello.still_open))
             )
-            await self._send_view(fold.pos, items, fold.tasks, reset=reset, always=True)
+            # What the page holds is known before it is sent: a page answering it at once
+            # (a file picked for a card it shows) is judged by it.
             self.held = fold.items
+            await self._send_view(fold.pos, items, fold.tasks, reset=reset, always=True)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._follow_runtime, runtime_db)
                 await self._follow_chat(hello, chat_log, look)
@@ -311,8 +347,8 @@ class PageSocket:
         while True:
             fold = await trio.to_thread.run_sync(follower.look)
             items = fold.changed_since(self.held, set())
-            await self._send_view(fold.pos, items, fold.tasks)
             self.held = fold.items
+            await self._send_view(fold.pos, items, fold.tasks)
             while True:
                 with trio.move_on_after(SAFETY_S):
                     await look.wait()
@@ -361,9 +397,16 @@ async def page_socket(
     *,
     artifacts: Artifacts,
     notifications: PageNotifications,
+    pages: PagesAndUploads,
 ) -> None:
     with contextlib.suppress(WebSocketDisconnect):
         socket = PageSocket(
-            websocket, data_dir, counters, changes, artifacts=artifacts, notifications=notifications
+            websocket,
+            data_dir,
+            counters,
+            changes,
+            artifacts=artifacts,
+            notifications=notifications,
+            pages=pages,
         )
         await socket.run()

@@ -169,7 +169,8 @@ class ConversationView:
     def _consent(self, card: dict[str, Any]) -> None:
         """A capability consent card: a question from the runtime (`origin: runtime`), not
         the agent, answered with one of `CONSENT_OPTIONS`; closed by the runtime once the
-        request is decided, whoever or whatever decided it."""
+        request is decided, whoever or whatever decided it. A card with a `chooser` (what
+        a `file.open` takes) is answered by the file the user chooses, or denied."""
         key = card["request_id"]
         if card["state"] != "asking":
             self.pending_interactions.pop(key, None)
@@ -179,18 +180,23 @@ class ConversationView:
             return
         if key in self._index:
             return
-        prompt = f"{card['app_scope']} asks to use {card['capability']}: {card['purpose']}"
+        chooser = card.get("chooser")
+        asks = "asks you for a file" if chooser else f"asks to use {card['capability']}"
+        prompt = f"{card['app_scope']} {asks}: {card['purpose']}"
+        options = [o for o in CONSENT_OPTIONS if not chooser or o["id"] == "deny"]
         interaction = {
             "interaction_id": key,
             "kind": "choice",
             "prompt": prompt,
-            "options": [dict(option) for option in CONSENT_OPTIONS],
+            "options": [dict(option) for option in options],
             "origin": "runtime",
             "message_id": key,
             "app_scope": card["app_scope"],
             "capability": card["capability"],
             "deadline_ms": card.get("deadline_ms"),
         }
+        if isinstance(chooser, dict):
+            interaction["chooser"] = dict(chooser)
         self.pending_interactions[key] = interaction
         self._add(
             {

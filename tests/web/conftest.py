@@ -94,7 +94,8 @@ def until(driver: WebDriver, condition: Callable[[WebDriver], T], timeout: float
 def web_config(data_dir: Path, url: str) -> dict[str, Any]:
     """The runtime tests' configuration, with the web host (any free port) last, and the
     chat's and the capability gateway's configurations as they are beside a web host (the
-    chat tells it of changes, the gateway asks it to show notifications on open pages)."""
+    chat tells it of changes, the gateway asks it to show notifications on open pages and
+    hands it the files saved for a page)."""
     config = runtime_config(data_dir, url)
     with_web = supervisor.default_config(data_dir, appserver_url=url, web_port=0).children
     web = with_web[-1]
