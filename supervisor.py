@@ -115,9 +115,12 @@ def default_config(
     appserver_url: str | None = None,
     token_file: str | Path | None = None,
     web_port: int | None = None,
+    user_downloads: bool = False,
 ) -> RuntimeConfig:
     """The runtime's children; with `data_dir`, each gets the settings it needs. With
-    `web_port` (0: any free port), the web host too, on 127.0.0.1.
+    `web_port` (0: any free port), the web host too, on 127.0.0.1. With `user_downloads`
+    (the user's own runtime, `lineup run`), a file an app saves goes into the user's
+    downloads folder when no page takes it, not the data dir's.
 
     The store and the app manager get the data dir; an app gets only its private directory
     (`DATA_DIR/apps/<scope>`), never the data dir, the token or the AppServer's address;
@@ -136,7 +139,10 @@ def default_config(
             "data_dir": str(root),
             "host_capabilities": sorted(served_capabilities(os.environ, pages=bool(web))),
         },
-        "capability_gateway": {"data_dir": str(root)},
+        "capability_gateway": {
+            "data_dir": str(root),
+            **({"downloads": "user"} if user_downloads else {}),
+        },
         **{
             f"app.{scope}": {"app_scope": scope, "app_dir": str(root / "apps" / scope)}
             for scope in CORE_MANIFESTS
@@ -154,7 +160,8 @@ def default_config(
     }
     if web:  # the chat tells the web host when its view changed (`apps/chat/_notices.py`)
         settings["app.chat"]["view_watcher"] = WEB_HOST.name
-        # The gateway shows an app's notification on an open page, where the desktop cannot.
+        # The gateway shows an app's notification on an open page, where the desktop cannot,
+        # and a file an app saves goes to the browser of a page that shows its conversation.
         settings["capability_gateway"]["web_host"] = WEB_HOST.name
     children = [
         child.model_copy(update={"config": {**child.config, **settings.get(child.name, {})}})

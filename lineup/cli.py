@@ -229,7 +229,9 @@ def _run_headless(args: argparse.Namespace) -> int:
             config = loaded
         else:
             web_port = None if args.no_web else args.web_port
-            config = supervisor.default_config(data_dir, appserver_url=url, web_port=web_port)
+            config = supervisor.default_config(
+                data_dir, appserver_url=url, web_port=web_port, user_downloads=True
+            )
         if args.synchronous:
             config.synchronous = args.synchronous
         return config

@@ -17,9 +17,10 @@ the capability gateway); else the agent's running tool call (naming it when seve
 the chat app passes the user's stop to the runtime, which ends the call
 `cancelled_by_user`. An app's request for a capability
 is a question too, asked by the runtime: `/1` ... answer it, `/dismiss` closes it without
-deciding. A question the agent withdrew is no longer open: it takes no answer and is not
-counted by `/1`, `/yes` or `/say`. An app's notification that neither the desktop nor an
-open page showed is printed as a line, with the bell.
+deciding; one that asks for a file is answered with `/attach PATH`, the file read here and
+sent as bytes with its name. A question the agent withdrew is no longer open: it takes no
+answer and is not counted by `/1`, `/yes` or `/say`. An app's notification that neither the
+desktop nor an open page showed is printed as a line, with the bell.
 
 Everything the agent or an app wrote (messages, prompts, options, task labels, codes) is
 untrusted: it is printed as text, never as console markup, with control and invisible
@@ -43,6 +44,7 @@ from rich.control import Control
 from rich.segment import ControlType
 from rich.text import Text
 
+from actors.contracts import size_words
 from actors.kernel import ControlError, ui_request
 from apps.chat import (
     artifact_label,
@@ -56,8 +58,12 @@ from apps.chat import (
 
 from ._capability_lines import (
     RECORDING,
+    Attach,
+    attach_request,
+    chooser_line,
     dismiss,
     notification_lines,
+    read_attachment,
     recording_line,
     recording_now,
 )
@@ -75,6 +81,7 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/q2 ANSWER", "answer question q2 when several are open: /q2 1, /q2 yes, /q2 TEXT"),
     ("/questions", "list the open questions again"),
     ("/dismiss [QN]", "close an app's permission request without deciding"),
+    ("/attach [QN] PATH", "send the file an app asks for (~ is your home folder)"),
     ("/stop [CALL]", "stop the recording under way, else the agent's running tool call"),
     ("/help", "this list"),
 )
@@ -83,7 +90,7 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
 STOP_RECORDING: Final = "stop_recording"  # the /stop of a recording: the host's, not the chat's
 QUIT_LEAVES: Final = ("/quit", "leave the chat (the runtime keeps running)")
 QUIT_STOPS: Final = ("/quit", "stop the runtime and leave (Ctrl-C too)")
-_WORDS: Final = ("help", "questions", "quit", "yes", "no", "say", "stop", "dismiss")
+_WORDS: Final = ("help", "questions", "quit", "yes", "no", "say", "stop", "dismiss", "attach")
 
 
 @dataclass(frozen=True)
@@ -132,6 +139,9 @@ def question_lines(view: dict[str, Any], request: dict[str, Any]) -> list[Render
         Text.assemble("  ? ", (short, "bold"), " ", visible(request.get("prompt", "")))
     ]
     prefix = f"/{short} " if several else "/"
+    chooser = chooser_line(request, f"{short} " if several else "")
+    if chooser is not None:
+        lines.append(chooser)
     if request["kind"] == "choice":
         for n, option in enumerate(request.get("options", []), start=1):
             label = visible(option.get("label", option.get("id")), newlines=False)
@@ -279,10 +289,11 @@ def catch_up(
 
 def parse_line(
     line: str, view: dict[str, Any], conversation: str, *, quit_stops: bool = False
-) -> dict[str, Any] | str:
-    """The `app.input` body for a typed line, or what to tell the user instead (a hint,
-    the open questions, the help); nothing is sent then. `quit_stops`: the chat's /quit
-    stops the runtime (it was started with the chat), which the help says."""
+) -> dict[str, Any] | Attach | str:
+    """The `app.input` body for a typed line, the file to attach for a request, or what to
+    tell the user instead (a hint, the open questions, the help); nothing is sent then.
+    `quit_stops`: the chat's /quit stops the runtime (it was started with the chat), which
+    the help says."""
     text = line.strip()
     if not text:
         return "nothing to send: type a message, or /help"
@@ -300,6 +311,8 @@ def parse_line(
         return _stop(view, conversation, rest)
     if command == "dismiss":
         return dismiss(view, conversation, rest.lower(), question_ids(view))
+    if command == "attach":
+        return attach_request(view, rest, question_ids(view))
     waiting: list[dict[str, Any]] = view.get("pending_interactions", [])
     ids = question_ids(view)
     if re.fullmatch(r"q\d+", command):
@@ -420,6 +433,23 @@ def _answer(
     return body
 
 
+def _send(screen: Any, session: UiSession, body: dict[str, Any]) -> None:
+    """What the user typed, to the runtime: the stop of a recording to the host, any other
+    input to the chat app; a runtime that does not take it is said in one line."""
+    try:
+        if body["kind"] == STOP_RECORDING:
+            session.stop_recording(str(body["request_id"]))
+        else:
+            session.act(body)
+    except ControlError as exc:
+        screen.print(
+            Text(
+                f"  (not sent: the runtime did not take it ({visible(exc)}); is it still running?)",
+                style="red",
+            )
+        )
+
+
 def attach(
     data_dir: Path,
     conversation: str,
@@ -476,22 +506,13 @@ def attach(
                 break
             view = history(data_dir, conversation)
             body = parse_line(line, view, conversation, quit_stops=quit_stops)
+            if isinstance(body, Attach):
+                _send_file(screen, session, body)
+                continue
             if isinstance(body, str):
                 screen.print(Text(body, style="yellow"))
                 continue
-            try:
-                if body["kind"] == STOP_RECORDING:
-                    session.stop_recording(str(body["request_id"]))
-                else:
-                    session.act(body)
-            except ControlError as exc:
-                screen.print(
-                    Text(
-                        f"  (not sent: the runtime did not take it ({visible(exc)}); is it"
-                        " still running?)",
-                        style="red",
-                    )
-                )
+            _send(screen, session, body)
     except KeyboardInterrupt:
         pass
     finally:
@@ -501,6 +522,24 @@ def attach(
             session.intent("background", app_scope="chat", timeout=2)
             session.close(timeout=2)
     return 0
+
+
+def _send_file(screen: _Screen, session: UiSession, attaching: Attach) -> None:
+    """Read the file `/attach` names and send it for its request, or say what is wrong."""
+    chosen = read_attachment(attaching)
+    if isinstance(chosen, str):
+        screen.print(Text(chosen, style="yellow"))
+        return
+    try:
+        session.choose_file(chosen.body())
+    except ControlError as exc:
+        screen.print(
+            Text(f"  (not sent: the runtime did not take it ({visible(exc)}); is it running?)")
+        )
+        return
+    size = size_words(len(chosen.data))
+    name = visible(chosen.name, newlines=False)
+    screen.print(Text(f"  ↳ sent “{name}” ({chosen.media_type}, {size})"))
 
 
 class _Screen:

@@ -44,6 +44,11 @@ class UiSession:
         """The user's action in `app_scope`'s UI (chat: `send`, `answer`); its message id."""
         return self._send("host.ui.action", {"app_scope": app_scope, "input": action}, timeout)
 
+    def choose_file(self, chosen: dict[str, Any], *, timeout: float = 10) -> str:
+        """A file the user chose for an app's `file.open` request: `request_id`, `name`,
+        `media_type`, `data` (the bytes, never a path)."""
+        return self._send("host.file.chosen", chosen, timeout)
+
     def stop_recording(self, request_id: str, *, timeout: float = 10) -> str:
         """The user's stop of the recording `request_id` (the gateway's key) made here."""
         return self._send("host.recording.stop", {"request_id": request_id}, timeout)

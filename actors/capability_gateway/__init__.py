@@ -2,7 +2,8 @@
 request's row and result (`_requests`), running an effect once (`_effects`); the
 requesting app's facts (`_apps`), the policy (`_policy`), the rate limit (`_rates`), this
 host's providers (`_providers`, each of the shape `_provider_base` declares), saving files
-safely (`_files`), showing notifications (`_notifications`: the desktop, an open page, the
+safely (`_files`) and where a saved file ends (`_places`), the file the user chose for an
+app (`_file_open`), showing notifications (`_notifications`: the desktop, an open page, the
 terminal) and speech (`_speech`).
 
 - `capability_gateway.request` (a call, from any app): `request_id`, `capability`,
@@ -19,12 +20,19 @@ terminal) and speech (`_speech`).
   file's capabilities section) → {`problem`: the first one, or null}.
 - `capability_gateway.save_artifact` (a call, from the operator, the host or the web host:
   the user): `artifact_id`, `name`? → {`artifact_id`, `name`, `size`}: the artifact, read
-  through the store, saved into downloads (`_artifact_save`).
+  through the store, saved into downloads (`_artifact_save`);
+- `capability_gateway.file_chosen` (a call, from the host or the web host: the user):
+  `request_id` (the gateway's key of a waiting `file.open`), `name`, `media_type`, `data`,
+  `chooser` → {`status`, `code`?}: the file the user chose, the yes to that request
+  (`_file_open`).
 
 It sends `app.capability.consent` to the chat app (a consent card opened, then closed with
 how it ended), keeps its rows through the store (`store.capabilities.*`), reads an app's own
 artifact that a provider needs (`store.artifacts.read`) and has the store keep one a
-provider made for the app (`store.artifacts.keep`).
+provider made for the app or the user chose for it (`store.artifacts.keep`). Of the web
+host it asks to show a notification on the open pages (`web_host.notify`), how many pages
+are open or show a conversation (`web_host.pages`), and hands it a file saved for a page
+(`web_host.download`).
 """
 
 from ._actor import CapabilityGatewayActor

@@ -50,10 +50,13 @@ from actors.kernel import (
 from ._apps import AppFacts, app_facts
 from ._artifact_save import ArtifactSaves
 from ._effects import Effects
+from ._file_open import CHOSEN_BY_THE_USER, FileChoices, chooser_of
+from ._files import Folder, user_downloads
 from ._notifications import NOTIFY, PAGES, desktop_service
+from ._places import saved_by
 from ._policy import load_policy, parse_section
 from ._provider_base import Provider
-from ._providers import SAVED_BY, clipboard_command, host_providers, written_by
+from ._providers import CHOSEN_BY, clipboard_command, host_providers, written_by
 from ._rates import RateLimiter
 from ._recording import ASKED_EACH_TIME, RECORD, Recordings, recorder_card
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
@@ -73,18 +76,26 @@ _CHAT: Final = f"app.{SCOPE_CHAT}"
 Refusal = tuple[CapabilityResult, str | None, str, str]
 
 
-class CapabilityGatewayActor(Recordings, ArtifactSaves, Effects, Actor):
+class CapabilityGatewayActor(Recordings, FileChoices, ArtifactSaves, Effects, Actor):
     door = DOOR
 
     async def on_start(self) -> None:
         self.data_dir = Path(str(self.config.get("data_dir", ".")))
         self.core = {str(m["app_scope"]): m for m in self.config.get("core_apps", [])}
-        # A notification goes to an open page through the web host, where there is one.
-        self.web_host = self.config.get("web_host")
-        page = self._ask_web_host if self.web_host else None
+        # Where a file.save ends when no page takes it: the user's downloads folder where
+        # the runtime is the user's (`lineup run`), else the runtime's own downloads.
+        user = self.config.get("downloads") == "user"
         self.env = dict(os.environ)
-        # A page records for an app too, where there is a web host (`_recording`).
-        self.providers: dict[str, Provider] = host_providers(self.data_dir, self.env, page=page)
+        self.folder = user_downloads(self.env) if user else Folder.runtime(self.data_dir)
+        # A notification goes to an open page through the web host, where there is one, a
+        # saved file to the page that shows its conversation, and a page records for an app
+        # (`_recording`).
+        self.web_host: str | None = self.config.get("web_host") or None
+        page = self._ask_web_host if self.web_host else None
+        hand_over = self._hand_over if self.web_host else None
+        self.providers: dict[str, Provider] = host_providers(
+            self.data_dir, self.env, page=page, hand_over=hand_over, folder=self.folder
+        )
         self._start_recordings()
         self.rates = RateLimiter.from_config(self.config.get("rate_limit"))
         # An app's refusals are each written while it has few; past that, counted and written
@@ -197,7 +208,7 @@ class CapabilityGatewayActor(Recordings, ArtifactSaves, Effects, Actor):
         if (
             grant is not None
             and grant["scope"] in ("session", "always")
-            and row["capability"] not in ASKED_EACH_TIME
+            and row["capability"] not in CHOSEN_BY_THE_USER | ASKED_EACH_TIME
         ):
             return await self._start(row, f"allowed by the user's {grant['scope']} grant")
         await self.write(
@@ -245,7 +256,7 @@ class CapabilityGatewayActor(Recordings, ArtifactSaves, Effects, Actor):
         that asked ended first (cancelled, or cut short by the app's restart). Its card
         closes and it ends `failed`, code `withdrawn`, so that a late answer starts nothing
         that nobody waits for. One answered already goes on: its effect may have begun; but a
-recording under way stops there and nothing of it is kept (`failed`, `withdrawn`)."""
+        recording under way stops there and nothing of it is kept (`failed`, `withdrawn`)."""
         await self.loaded.wait()
         if not msg.sender.startswith("app."):  # a request is an app's: so is taking it back
             raise ContractError(Code.SENDER_NOT_ALLOWED, "only an app takes back its request")
@@ -274,6 +285,9 @@ recording under way stops there and nothing of it is kept (`failed`, `withdrawn`
             log.info("an answer to %s, which is not waiting for one, is ignored", key)
             return
         row = pending.row
+        if answer not in ("deny", "dismiss") and row["capability"] in CHOSEN_BY_THE_USER:
+            log.info("%s waits for the user's choice, not an allow: %s is ignored", key, answer)
+            return
         if row["capability"] in ASKED_EACH_TIME and answer not in ("once", "deny", "dismiss"):
             log.info("%s is asked each time: the answer %s is ignored", key, answer)
             return
@@ -361,25 +375,38 @@ recording under way stops there and nothing of it is kept (`failed`, `withdrawn`
         """What would serve each capability if asked now, for the user's settings:
         `providers` [{`capability`, `by`}]; a capability this host does not serve is not
         listed (it is `unsupported_on_host`)."""
-        by = {"file.save": SAVED_BY, **SPEECH_SERVED_BY}
+        pages = await self._open_pages()
+        by = {"file.open": CHOSEN_BY, "file.save": self._save_route(pages), **SPEECH_SERVED_BY}
         clipboard = clipboard_command(self.env)
         if clipboard is not None:
             by["clipboard.write"] = written_by(clipboard)
-        by["notification.show"] = await self._notification_route()
+        by["notification.show"] = await self._notification_route(pages)
         if RECORD in self.providers:
             by[RECORD] = self.recorded_by()
         return {"providers": [{"capability": c, "by": by[c]} for c in sorted(self.providers)]}
 
-    async def _notification_route(self) -> str:
+    async def _open_pages(self) -> int:
+        """How many pages of the web host are open now (0: none, or no web host)."""
+        if not self.web_host:
+            return 0
+        try:
+            return int((await self.call(self.web_host, PAGES, {}, timeout=2.0))["pages"])
+        except CallFailed as exc:
+            log.info("the web host did not say how many pages are open: %s", exc)
+            return 0
+
+    def _save_route(self, pages: int) -> str:
+        """Where a file.save would go now: the page that shows its app's conversation, if
+        one is open, else the gateway's folder."""
+        folder = saved_by(self.folder)
+        if pages:
+            return f"downloaded by an open page showing the app's conversation, else {folder}"
+        return folder
+
+    async def _notification_route(self, pages: int) -> str:
         service = await desktop_service(self.env)
         if service is not None:
             return f"the desktop's notification service ({service})"
-        pages = 0
-        if self.web_host:
-            try:
-                pages = int((await self.call(str(self.web_host), PAGES, {}, timeout=2.0))["pages"])
-            except CallFailed as exc:
-                log.info("the web host did not say how many pages are open: %s", exc)
         if pages:
             return f"an open page of the web host ({pages} open)"
         return "the terminal chat, with the bell (no desktop service, no page open)"
@@ -443,6 +470,9 @@ recording under way stops there and nothing of it is kept (`failed`, `withdrawn`
         }
         if outcome is not None:
             body["outcome"] = outcome
+        chooser = chooser_of(row) if state == "asking" else None
+        if chooser is not None:
+            body["chooser"] = chooser
         if row["capability"] == RECORD and state == "asking":
             body["recorder"] = recorder_card(row["input"])
         slot = slot or (CARD_OPEN if state == "asking" else CARD_CLOSED)

@@ -50,7 +50,7 @@ class ArtifactSaves(Actor):
         row = found["artifact"]
         name = _files.safe_name(str(msg.body.get("name") or row["title"]))
         saved = await trio.to_thread.run_sync(
-            _files.save, self.data_dir, name, bytes(found["data"]), msg.id
+            _files.save, _files.Folder.runtime(self.data_dir), name, bytes(found["data"]), msg.id
         )
         detail = f"{artifact_id} of {row['app_scope']} saved by the user as {saved}"
         audit = {"code": "artifact.saved", "detail": detail, "message_id": msg.id}

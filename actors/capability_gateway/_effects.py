@@ -1,7 +1,8 @@
 """Running a capability's effect once (mixed into `CapabilityGatewayActor`).
 
-A request allowed is recorded `running`, with what the effect needs decided first (the name
-a `file.save` saves under), before its provider runs, and `finished` with its outcome after.
+A request allowed is recorded `running`, with what the effect needs decided first (the place
+and name a `file.save` saves under, `_places`; the name and type of the file a `file.open`
+was given, `_file_open`), before its provider runs, and `finished` with its outcome after.
 A gateway killed between the two finds the request `running` at its next start
 (`_resume`): an effect that can be repeated runs again and lands on the same result, any
 other ends `in_doubt` and is not run again. An artifact a provider made for the app is kept
@@ -23,6 +24,7 @@ from actors.kernel import Actor, CallFailed, crash_point, derive_id
 
 from . import _files
 from ._apps import app_facts
+from ._places import PAGE, SavePlaces
 from ._provider_base import Effect, NewArtifact, Provider
 from ._providers import file_bytes
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
@@ -32,7 +34,7 @@ log = logging.getLogger("lineup.capability_gateway")
 MADE_SLOT = 3  # the slot of a request's kept artifact (the consent card's are 1 and 2)
 
 
-class Effects(Actor):
+class Effects(SavePlaces, Actor):
     """The gateway's effects: started, run, recorded; resumed after a crash."""
 
     data_dir: Path
@@ -45,13 +47,25 @@ class Effects(Actor):
     _settle: Callable[[Pending, dict[str, Any], str], Awaitable[None]]
 
     async def _start(
-        self, row: dict[str, Any], why: str, grant: dict[str, Any] | None = None
+        self,
+        row: dict[str, Any],
+        why: str,
+        grant: dict[str, Any] | None = None,
+        *,
+        chosen: tuple[bytes, dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Record the request as started (with the grant that allowed it), run its
-        provider, record the outcome: the app's result."""
+        provider, record the outcome: the app's result. `chosen`: the content the user gave
+        and what was decided of it (a `file.open`'s file)."""
+        content: tuple[bytes, str | None] | None
+        prepared: dict[str, Any] | None
         try:
-            content = await self._content(row)
-            prepared = await self._prepare(row)
+            if chosen is not None:
+                data, prepared = chosen
+                content = data, str(prepared["media_type"])
+            else:
+                content = await self._content(row)
+                prepared = await self._prepare(row)
         except ContractError as exc:
             finished = finished_row(row, CapabilityResult.FAILED, str(exc.code))
             step = {"requests": [finished], "audit": [audit_row(str(exc.code), row, exc.detail)]}
@@ -178,18 +192,24 @@ class Effects(Actor):
 
     async def _prepare(self, row: dict[str, Any]) -> dict[str, Any] | None:
         """What the effect needs decided before it is recorded as started: for `file.save`
-        the name it saves under, so that a repeat after a crash writes the same file; for
-        `notification.show` the app's title, which the notification is shown under."""
+        the place and the name it saves under (and for a page, the conversation whose page
+        it is handed to), so that a repeat after a crash writes the same file in the same
+        place; for `notification.show` the app's title, which the notification is shown
+        under."""
         if row["capability"] == "notification.show":
             registry = await self.store("store.apps.load", {})
             return {"app_title": app_facts(registry, row["app_scope"], self.core).title}
         if row["capability"] != "file.save":
             return None
+        place = await self._place(row)
         try:
             name = await trio.to_thread.run_sync(
-                _files.free_name, self.data_dir, str(row["input"].get("name") or "")
+                _files.free_name, self.place_folder(place), str(row["input"].get("name") or "")
             )
         except OSError:  # the downloads directory cannot be made or read: said in the log
             log.exception("no name for %s of %s", row["request_id"], row["app_scope"])
             raise ContractError(Code.FAILED, "the downloads directory cannot be used") from None
-        return {"name": name}
+        prepared = {"name": name, "place": place}
+        if place == PAGE:
+            prepared["conversation_id"] = row["conversation_id"]
+        return prepared

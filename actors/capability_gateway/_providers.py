@@ -6,8 +6,13 @@ look (`check`, before the user is asked anything) and how it runs. A capability 
 provider here is `unsupported_on_host`, whatever the app declared.
 
 - `file.save` (foreground, idempotent): bytes (`data_base64`, or `artifact_id` of one of the
-  app's own artifacts) saved under `DATA_DIR/downloads/` (`_files`); the output is the saved
-  file's display name only.
+  app's own artifacts) saved where the gateway decided first (`_places`): the folder it was
+  given (the user's downloads folder, or `DATA_DIR/downloads/`), or the runtime's downloads
+  for the page that shows the conversation, whose browser it is handed to (`_files`); the
+  output is the saved file's display name only.
+- `file.open` (foreground, not idempotent): the file the user chose for the app
+  (`_file_open`), a new artifact of the app (`NewArtifact`); the output is its reference
+  (`artifact`), never a path. Kept twice would be two artifacts, so a replay is `in_doubt`.
 - `notification.show` (any time, not idempotent): shown by the desktop's notification
   service, else an open page of the web host, else the terminal chat with the bell
   (`_notifications`). Shown twice is seen twice, so a replay is `in_doubt`.
@@ -32,15 +37,20 @@ from typing import Any, Final
 
 import trio
 
+from actors.contracts import file_wanted
+
 from . import _files, _speech
+from ._files import Folder
 from ._notifications import PageCall, show_on_desktop, show_on_page, summary, write_for_terminal
-from ._provider_base import Effect, Provider, Served
+from ._places import PAGE, HandOver, handed_by, saved_by
+from ._provider_base import Effect, NewArtifact, Provider, Served
 from ._provider_base import invalid as _invalid
 from ._provider_base import text_field as _text
 from ._provider_base import with_fields as _object
 from ._recording import check_record, terminal_recorder
 
-SAVED_BY: Final = "saved into downloads"  # how a file.save is served, in its audit row
+# How a file.open is served (the card's chooser), in the user's settings.
+CHOSEN_BY: Final = "chosen by the user: a file input on the page's card, or /attach in the terminal"
 MAX_NOTIFICATION_TEXT: Final = 500
 MAX_NOTIFICATION_TITLE: Final = 100
 MAX_CLIPBOARD_CHARS: Final = 64 * 1024
@@ -74,15 +84,46 @@ def file_bytes(value: dict[str, Any]) -> bytes:
     return base64.b64decode(value["data_base64"], validate=True)
 
 
-def _file_save(data_dir: Path) -> Callable[[Effect], Awaitable[Served]]:
+def _file_save(
+    data_dir: Path, folder: Folder, hand_over: HandOver | None
+) -> Callable[[Effect], Awaitable[Served]]:
     async def run(effect: Effect) -> Served:
         assert effect.content is not None, "the gateway reads the content first"
+        # For a page's browser it is kept in the runtime's downloads, where the web host
+        # serves it from, and handed to the page; else saved in the folder it was given.
+        to_page = effect.prepared.get("place") == PAGE and hand_over is not None
+        place = Folder.runtime(data_dir) if to_page else folder
         saved = await trio.to_thread.run_sync(
-            _files.save, data_dir, str(effect.prepared["name"]), effect.content, effect.key
+            _files.save, place, str(effect.prepared["name"]), effect.content, effect.key
         )
-        return Served({"name": saved}, SAVED_BY)
+        if hand_over is None or not to_page:
+            return Served({"name": saved}, saved_by(folder, saved))
+        conversation = str(effect.prepared["conversation_id"])
+        pages = await hand_over(effect.key, {"conversation_id": conversation, "name": saved})
+        return Served({"name": saved}, handed_by(saved, pages))
 
     return run
+
+
+# -- file.open ---------------------------------------------------------------------------------
+
+
+def check_file_open(raw: Any) -> dict[str, Any]:
+    """`{accept?, max_bytes?}` (`actors.contracts.file_wanted`)."""
+    file_wanted(raw)
+    return dict(raw or {})
+
+
+async def _keep_chosen(effect: Effect) -> Served:
+    """The chosen file (the content, its name and type decided by the gateway first), a new
+    artifact of the app."""
+    assert effect.content is not None, "the gateway gives the chosen file"
+    media_type, name = str(effect.prepared["media_type"]), str(effect.prepared["name"])
+    chosen = f"{effect.prepared.get('chooser')}: {media_type}, {len(effect.content)} bytes"
+    return Served(
+        {"artifact": NewArtifact(effect.content, media_type, name)},
+        f"the file the user chose in the {chosen}",
+    )
 
 
 # -- notification.show -------------------------------------------------------------------------
@@ -173,7 +214,7 @@ async def _recorded_elsewhere(effect: Effect) -> Served:
 def served_capabilities(env: Mapping[str, str], *, pages: bool = False) -> frozenset[str]:
     """The names of the capabilities this host serves (what an agent may be offered);
     `pages`: a web host runs, whose pages can record."""
-    served = {"file.save", "notification.show"}
+    served = {"file.save", "file.open", "notification.show"}
     if clipboard_command(env) is not None:
         served.add("clipboard.write")
     served.update(_speech.speech_providers(env))
@@ -183,15 +224,27 @@ def served_capabilities(env: Mapping[str, str], *, pages: bool = False) -> froze
 
 
 def host_providers(
-    data_dir: Path, env: Mapping[str, str], *, page: PageCall | None = None
+    data_dir: Path,
+    env: Mapping[str, str],
+    *,
+    page: PageCall | None = None,
+    hand_over: HandOver | None = None,
+    folder: Folder | None = None,
 ) -> dict[str, Provider]:
     """The capabilities this host serves, by name; `page` asks the web host to show a
-    notification on an open page (None: the runtime runs no web host, whose pages could
-    also record)."""
+    notification on an open page, `hand_over` hands it a file saved for a page (None: the
+    runtime runs no web host, whose pages could also record); `file.save` saves into
+    `folder` otherwise (the runtime's downloads unless given)."""
+    folder = folder or Folder.runtime(data_dir)
     providers = {
         "file.save": Provider(
-            True, True, check_file_save, _file_save(data_dir), reads_artifact=True
+            True,
+            True,
+            check_file_save,
+            _file_save(data_dir, folder, hand_over),
+            reads_artifact=True,
         ),
+        "file.open": Provider(True, False, check_file_open, _keep_chosen),
         "notification.show": Provider(
             False, False, check_notification, _notify(data_dir, env, page)
         ),

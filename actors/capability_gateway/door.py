@@ -4,9 +4,11 @@ consent card from the chat app (where the user answers it) or the host (the user
 and a revocation from the operator (`lineup capabilities revoke`, on the control socket) or
 the settings app, which alone also lists the grants in force for the user; the operator also
 asks what would serve each capability now. The user's side alone (the operator, the host,
-the web host for its page's Save) saves an artifact into downloads. A recording's yes, its
-bytes and its stop come from the user's side only (the web host for its page, the host for
-the terminal). An app takes back only its own requests."""
+the web host for its page's Save) saves an artifact into downloads. A file the user chose
+for an app comes from the user's side only (the host for the terminal chat, the web host for
+its page): no app can hand itself a "chosen" file. A recording's yes, its bytes and its stop
+come from the user's side only too (the web host for its page, the host for the terminal).
+An app takes back only its own requests."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
 
-from actors.contracts import SCOPE_CHAT, SCOPE_SETTINGS
+from actors.contracts import FILE_OPEN_MAX_BYTES, SCOPE_CHAT, SCOPE_SETTINGS
 from actors.kernel import APPS, Door, accept
 
 from ._recording import MAX_RECORDING_BYTES
@@ -64,6 +66,15 @@ class SaveArtifact(TypedDict):
     name: NotRequired[Annotated[str, Field(min_length=1, max_length=1024)]]
 
 
+class FileChosen(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    request_id: _REQUEST_KEY
+    name: Annotated[str, Field(min_length=1, max_length=1024)]
+    media_type: Annotated[str, Field(max_length=255)]  # what the chooser declared; may be ""
+    data: Annotated[bytes, Field(max_length=FILE_OPEN_MAX_BYTES)]
+    chooser: Literal["web", "terminal"]
+
+
 class RecordStart(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     request_id: _REQUEST_KEY
@@ -98,6 +109,9 @@ DOOR = Door(
         # The user saves an artifact into downloads (`lineup artifacts save`, the page's
         # Save button); no app may.
         "capability_gateway.save_artifact": accept("debug", "host", "web_host", body=SaveArtifact),
+        # The file the user chose for a file.open request: the terminal chat's, through the
+        # host, or the page's, uploaded to the web host.
+        "capability_gateway.file_chosen": accept("host", "web_host", body=FileChosen),
         # The user's yes to a recording in the page, what the page recorded, and the user's
         # stop of one recorded here: the user's side only, never an app.
         "capability_gateway.record_start": accept("web_host", body=RecordStart),

@@ -14,7 +14,9 @@ from here and nowhere else. The layers, bottom up:
 - `_wire`: the AppServer wire frames (docs/protocol.md), and `_verdict`, the verdict on an
   outbox item as it travels from the transport to the store;
 - `_schemas`: the exported JSON Schemas and the committed copies;
-- `_policy_file`: the bounds and rule-list grammar of the user's policy file.
+- `_policy_file`: the bounds and rule-list grammar of the user's policy file;
+- `_file_choice`: what an app may ask for with `file.open`, and a chosen file's type told
+  from its bytes.
 
 This package imports nothing from the rest of the runtime, so any process can use it.
 """
@@ -41,6 +43,14 @@ _LAZY = {
     "Code": "._codes",
     "ContractError": "._codes",
     "ENVELOPE_VERSION": "._envelope",
+    "FILE_OPEN_MAX_BYTES": "._file_choice",
+    "FileWanted": "._file_choice",
+    "accept_words": "._file_choice",
+    "check_size": "._file_choice",
+    "chosen_type": "._file_choice",
+    "file_wanted": "._file_choice",
+    "size_words": "._file_choice",
+    "sniff_media_type": "._file_choice",
     "MAX_SEQUENCE": "._envelope",
     "Correlation": "._envelope",
     "RuntimeEnvelope": "._envelope",
@@ -211,6 +221,16 @@ if TYPE_CHECKING:
         Target,
         parse_payload,
         validate_envelope,
+    )
+    from ._file_choice import (
+        FILE_OPEN_MAX_BYTES,
+        FileWanted,
+        accept_words,
+        check_size,
+        chosen_type,
+        file_wanted,
+        size_words,
+        sniff_media_type,
     )
     from ._ids import (
         APP_SCOPE_MAX_LENGTH,
@@ -383,6 +403,7 @@ __all__ = [
     "DEFAULT_TOOL_TIMEOUT_MS",
     "ENTRY_TYPES",
     "ENVELOPE_VERSION",
+    "FILE_OPEN_MAX_BYTES",
     "INSTANCE_ID_PATTERN",
     "INVENTORY_REVISION_PATTERN",
     "LEGACY_APP_IDS",
@@ -438,6 +459,7 @@ __all__ = [
     "EntryKind",
     "Entrypoint",
     "ErrorFrame",
+    "FileWanted",
     "Frame",
     "Hello",
     "HostIntent",
@@ -492,15 +514,19 @@ __all__ = [
     "ToolStarting",
     "UiAction",
     "Welcome",
+    "accept_words",
     "check_bridge_text",
     "check_event_payload",
     "check_sdk_compatibility",
+    "check_size",
     "check_tool_arguments",
     "check_tool_output",
+    "chosen_type",
     "derive_message_id",
     "diff_schemas",
     "encode_frame",
     "export_schemas",
+    "file_wanted",
     "fixtures_dir",
     "from_legacy",
     "instance_app_scope",
@@ -517,6 +543,8 @@ __all__ = [
     "refuse_unknown",
     "rule_lists",
     "schemas_dir",
+    "size_words",
+    "sniff_media_type",
     "to_legacy",
     "utc_timestamp",
     "validate_envelope",

@@ -73,6 +73,9 @@ class Code(StrEnum):
     # call had ended (a late answer must not start an effect nobody waits for), or an
     # agent's question the conversation walked past (a late answer is not sent).
     WITHDRAWN = "withdrawn"
+    # A file the user chose for an app (`file.open`) whose bytes are not of a type the app
+    # takes, or not of the type its name or the browser says: the user chooses again.
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     # Contracts outside the message path: manifests, the wire (docs/protocol.md),
     # and envelopes that have no legacy form.
     INVALID_MANIFEST = "invalid_manifest"

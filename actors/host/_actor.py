@@ -6,12 +6,16 @@
 | `host.session.close` | `session_id` | the session is gone; audited |
 | `host.ui.action` | `session_id`, `app_scope`, `input` {...} | `app.input` to `app.<scope>` |
 | `host.intent` | `session_id`, `intent`, `app_scope`? | `app_manager.host_intent` |
+| `host.file.chosen` | `session_id`, `request_id`, `name`, `media_type`, `data` | to the gateway |
 | `host.recording.stop` | `session_id`, `request_id` | the gateway's recording stops |
 
 Every one is accepted only from a UI session (`ui`, a `host.*` request on the supervisor's
 UI socket) or the operator (`debug`), and audited in the store with its own code
-(`ui.action`, `host.intent`, `host.session.*`, `ui.recording_stop`), so the audit tells a
-user's action from an agent's. A refused one is audited with the code of its refusal: the
+(`ui.action`, `host.intent`, `host.session.*`, `ui.file_chosen`, `ui.recording_stop`), so
+the audit tells a user's action from an agent's. A file chosen is the terminal chat's answer
+to a `file.open` request (`/attach PATH`): the bytes the user's own process read, passed to
+the capability gateway (`capability_gateway.file_chosen`), which decides what they are and
+whether the request takes them. A refused one is audited with the code of its refusal: the
 UI socket has already answered the UI by then, and the audit is where the UI looks
 (`lineup debug` and the terminal chat show it).
 
@@ -30,7 +34,7 @@ from typing import Any, Final, TypeVar
 
 import msgpack
 
-from actors.contracts import SCOPE_CHAT, Code, ContractError
+from actors.contracts import FILE_OPEN_MAX_BYTES, SCOPE_CHAT, Code, ContractError
 from actors.kernel import Actor, Message, handles
 
 from .door import DOOR
@@ -45,6 +49,8 @@ HOST_INTENTS: Final = frozenset(
 )
 MAX_INPUT_BYTES: Final = 64 * 1024
 REQUEST_KEY: Final = re.compile(r"^[a-z0-9_.-]{1,64}/[A-Za-z0-9_.:-]{1,80}$")
+MAX_NAME: Final = 1024
+MAX_MEDIA_TYPE: Final = 255
 T = TypeVar("T")
 
 
@@ -101,6 +107,24 @@ def _intent(body: Any) -> tuple[str, str, str | None]:
     return session, intent, app
 
 
+def _file_chosen(body: Any) -> tuple[str, dict[str, Any]]:
+    session = _session_of(body)
+    request, name = body.get("request_id"), body.get("name")
+    media_type, data = body.get("media_type", ""), body.get("data")
+    if not isinstance(request, str) or not REQUEST_KEY.match(request):
+        raise _invalid(f"request_id: {str(request)[:80]!r} is not a request's key")
+    if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME:
+        raise _invalid(f"name: a file name of 1 to {MAX_NAME} characters is needed")
+    if not isinstance(media_type, str) or len(media_type) > MAX_MEDIA_TYPE:
+        raise _invalid(f"media_type: a string of at most {MAX_MEDIA_TYPE} characters")
+    if not isinstance(data, bytes):
+        raise _invalid("data: the file's bytes are needed")
+    if len(data) > FILE_OPEN_MAX_BYTES:
+        raise ContractError(Code.TOO_LARGE, f"a file over {FILE_OPEN_MAX_BYTES} bytes")
+    chosen = {"request_id": request, "name": name, "media_type": media_type, "data": data}
+    return session, chosen
+
+
 class HostActor(Actor):
     """The user's side: one entry for UI actions, one for host lifecycle intents."""
 
@@ -112,6 +136,7 @@ class HostActor(Actor):
         self.sessions: dict[str, str] = {}
         self.actions = 0
         self.intents = 0
+        self.files = 0
         self.refused = 0
 
     def statistics_extra(self) -> dict[str, Any]:
@@ -119,6 +144,7 @@ class HostActor(Actor):
             "sessions": dict(self.sessions),
             "ui_actions": self.actions,
             "host_intents": self.intents,
+            "files_chosen": self.files,
             "refused": self.refused,
         }
 
@@ -162,6 +188,21 @@ class HostActor(Actor):
         known = "" if session in self.sessions else " (session not open)"
         await self._audit("ui.action", f"{action['kind']} in {app} by {session}{known}", msg)
         await self.cast(f"app.{app}", "app.input", {**action, "ui_session": session})
+
+    @handles("host.file.chosen")
+    async def file_chosen(self, msg: Message) -> None:
+        """A file the user chose in a terminal for an app's `file.open` request, handed to
+        the capability gateway, which takes it or tells why not (its audit)."""
+        session, chosen = await self._checked(msg, lambda: _file_chosen(msg.body))
+        self.files += 1
+        size = len(chosen["data"])
+        detail = f"{chosen['name']!r} ({size} bytes) for {chosen['request_id']} by {session}"
+        await self._audit("ui.file_chosen", detail, msg)
+        await self.cast(
+            "capability_gateway",
+            "capability_gateway.file_chosen",
+            {**chosen, "chooser": "terminal"},
+        )
 
     @handles("host.recording.stop")
     async def recording_stop(self, msg: Message) -> None:

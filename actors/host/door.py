@@ -12,6 +12,8 @@ DOOR = Door(
         "host.session.close": accept("ui"),
         "host.ui.action": accept("ui"),
         "host.intent": accept("ui"),
+        # A file the user chose in a terminal for an app's file.open request.
+        "host.file.chosen": accept("ui"),
         # The terminal's stop of a recording the gateway makes from the sound server.
         "host.recording.stop": accept("ui"),
     }

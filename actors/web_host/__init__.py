@@ -8,6 +8,9 @@ user's side like the terminal chat: actions go to the host actor through the UI 
 projections (`_views`, Markdown as a tree the page builds without HTML: `_markdown`).
 `_state` keeps its files in `DATA_DIR/web/`; the command line uses it to print the address.
 `_surfaces` and `_bridge` frame installed apps' surfaces in the shell and relay their bridge.
+`_artifacts` serves a conversation's pictures and the user's saves; `_uploads` takes the
+file a user chooses in a card for an app, and hands the pages a file an app saved for them;
+`_notifications` shows the apps' notifications on the open pages.
 """
 
 from ._actor import WebHostActor

@@ -5,9 +5,12 @@ actor through the supervisor's UI socket, and what the page shows is read from t
 and registry apps' projections; the user's Save of an artifact it asks of the capability
 gateway itself, to hand the page the name it was saved under (`_artifacts`). Of messages it
 takes its apps' surface pushes (`_bridge`), the chat app's notice that its view changed
-(`_changes`: the pages look again) and the capability gateway's notifications for the open
-pages (`_notifications`); it
-never talks to the AppServer and never reads the AppServer's token. Killed, it is restarted by
+(`_changes`: the pages look again), and from the capability gateway its apps' notifications
+for the open pages (`web_host.notify`, `_notifications`), its questions about the pages
+(how many are open, or show a conversation: `web_host.pages`) and a file an app saved for
+a page (`web_host.download`, `_uploads`); the file a user picks in a page for an app it
+hands to the gateway (`_uploads`). It never talks to the AppServer and never reads the
+AppServer's token. Killed, it is restarted by
 its policy on the same port (kept in `DATA_DIR/web/endpoint.json` for this run), and open
 pages reconnect to it.
 """
@@ -46,7 +49,8 @@ class WebHostActor(SurfacePushes, Actor):
         self.notifications = PageNotifications()
         # Previews of the conversations' pictures and the user's saves (`_artifacts`).
         self.artifacts = Artifacts(self, self.data_dir)
-        # The open pages by conversation, and what their users record (`_uploads`).
+        # The open pages by conversation, the files their users choose and what they record
+        # (`_uploads`).
         self.pages = PagesAndUploads(self)
         # With no port asked for, the last run's is tried first, so that the address a
         # person keeps for this data dir stays the same while that port is free.
@@ -106,7 +110,19 @@ class WebHostActor(SurfacePushes, Actor):
 
     @handles(PAGES)
     async def _pages(self, msg: Message) -> Any:
-        return {"pages": self.notifications.pages}
+        """How many pages are open, or show the conversation `conversation_id`: {`pages`}."""
+        conversation = msg.body.get("conversation_id")
+        if conversation is None:
+            return {"pages": self.notifications.pages}
+        return {"pages": self.pages.showing(str(conversation))}
+
+    @handles("web_host.download")
+    async def _download(self, msg: Message) -> Any:
+        """A file the gateway saved in the runtime's downloads for the pages of a
+        conversation, handed to each as a download: {`pages`} that got it."""
+        name = str(msg.body["name"])
+        href = self.artifacts.offer_file(name)
+        return {"pages": await self.pages.hand_over(str(msg.body["conversation_id"]), name, href)}
 
     @handles("web_host.recording.stop")
     async def _recording_stop(self, msg: Message) -> None:

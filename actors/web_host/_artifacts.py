@@ -21,11 +21,17 @@ name it was saved under in downloads and `/saved/TOKEN`, a token for that one sa
 while this process runs. Its answer is the bytes the gateway saved (the artifact's, checked
 against the store's record) as an attachment of type `application/octet-stream`, under that
 name. The page names ids only, never a path.
+
+A file an app saved (`file.save`) for a page that shows its conversation is handed over the
+same way (`offer_file`): the gateway wrote it into the runtime's downloads, and
+`/saved/TOKEN` answers that file, opened by its one-component name without following a
+link.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
@@ -52,6 +58,8 @@ ARTIFACT_PREFIX: Final = "/artifact/"
 SAVED_PREFIX: Final = "/saved/"
 SAVE_TIMEOUT_S: Final = 15.0
 MAX_SAVED: Final = 256  # saves whose download a page may still ask for
+DOWNLOADS_DIR: Final = "downloads"  # the runtime's downloads, where the gateway saves
+MAX_SAVED_FILE: Final = 1024 * 1024  # far over what an app can send in one message
 # An artifact is at most 240 KiB (`ArtifactLimits`); a preview is refused past this.
 MAX_PREVIEW_BYTES: Final = 256 * 1024
 # The file's first bytes that say which picture it is: nothing else is shown inline.
@@ -113,10 +121,30 @@ def _of_conversation(
     return read_artifact_data(data_dir, artifact_id)
 
 
+def read_saved_file(data_dir: Path, name: str) -> bytes | None:
+    """The file `name` of the runtime's downloads, opened without following a link, or
+    None (no such file, not a plain name, or too large to be one the gateway saved)."""
+    if not name or "/" in name or name in (".", ".."):
+        return None
+    try:
+        folder = os.open(data_dir / DOWNLOADS_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
+    with os.fdopen(fd, "rb") as saved:
+        data = saved.read(MAX_SAVED_FILE + 1)
+    return data if len(data) <= MAX_SAVED_FILE else None
+
+
 @dataclass(frozen=True)
 class _Saved:
-    artifact_id: str
     name: str
+    artifact_id: str | None = None  # None: the file `name` of the runtime's downloads
 
 
 class Artifacts:
@@ -156,17 +184,32 @@ class Artifacts:
 
     async def _download(self, request: Request) -> Response:
         saved = self.saved.get(request.path_params["token"])
-        found = None
-        if saved is not None:
+        data = None
+        if saved is not None and saved.artifact_id is not None:
             found = await trio.to_thread.run_sync(
                 read_artifact_data, self.data_dir, saved.artifact_id
             )
-        if saved is None or found is None:
+            data = found[1] if found is not None else None
+        elif saved is not None:
+            data = await trio.to_thread.run_sync(read_saved_file, self.data_dir, saved.name)
+        if saved is None or data is None:
             self.counters["downloads_refused"] += 1
             return _refusal("This download is not here any more: press Save again.", 404)
         self.counters["downloads"] += 1
         headers = {**_FILE_HEADERS, "content-disposition": content_disposition(saved.name)}
-        return Response(found[1], media_type="application/octet-stream", headers=headers)
+        return Response(data, media_type="application/octet-stream", headers=headers)
+
+    def offer_file(self, name: str) -> str:
+        """Where a page downloads the file `name` the gateway saved in the runtime's
+        downloads for it."""
+        return self._keep(_Saved(name))
+
+    def _keep(self, saved: _Saved) -> str:
+        token = secrets.token_urlsafe(24)
+        self.saved[token] = saved
+        while len(self.saved) > MAX_SAVED:
+            self.saved.popitem(last=False)
+        return SAVED_PREFIX + token
 
     async def save(self, conversation: str, artifact_id: str, client_id: str) -> dict[str, str]:
         """Have the gateway save an artifact of `conversation` into downloads: the name it
@@ -187,12 +230,9 @@ class Artifacts:
             log.warning("the save of %s: %s", artifact_id, failed)
             raise Refused(_save_failure(failed)) from None
         name = str(answer["name"])
-        token = secrets.token_urlsafe(24)
-        self.saved[token] = _Saved(artifact_id, name)
-        while len(self.saved) > MAX_SAVED:
-            self.saved.popitem(last=False)
+        href = self._keep(_Saved(name, artifact_id))
         self.counters["saves"] += 1
-        return {"name": name, "href": SAVED_PREFIX + token}
+        return {"name": name, "href": href}
 
 
 def _save_failure(failed: CallFailed) -> str:

@@ -13,6 +13,7 @@ web host names the UI session itself.
 | `intent` | `client_id`, `intent` (open, focus, close app), `app_scope` | `host.intent` |
 | `notified` | `id` (a notification's), `as` (`system`, `toast`) | the page showed it |
 | `save` | `client_id`, `artifact_id` (one the page's conversation shows) | a save (`_artifacts`) |
+| `choose` | `client_id`, `interaction_id` (a card asking for a file) | an upload (`_uploads`) |
 | `record` | `client_id`, `interaction_id` (a card asking to record) | a recording (`_uploads`) |
 
 `client_id` is the page's id for the action (a message id: 26 characters of Crockford
@@ -69,9 +70,13 @@ class Save:
 
 
 @dataclass(frozen=True)
-class Record:
+class Choose:
     client_id: str
     interaction_id: str
+
+
+# A `record` frame has a `choose` frame's fields: the action, and the card it answers.
+Record = Choose
 
 
 def _fields(
@@ -158,6 +163,14 @@ def save(frame: dict[str, Any]) -> Save:
     if not is_artifact_id(frame["artifact_id"]):
         raise Refused("The page named a file that is not there: reload it.")
     return Save(client_id, frame["artifact_id"])
+
+
+def choose(frame: dict[str, Any]) -> Choose:
+    """A `choose` frame: the user picked a file for the card `interaction_id`; the bytes
+    go by an upload of their own, never in a frame."""
+    client_id = _client_id(frame)
+    _fields(frame, {"t", "client_id", "interaction_id"})
+    return Choose(client_id, _id(frame["interaction_id"], "question id"))
 
 
 def action(frame: dict[str, Any], conversation: str) -> Action:

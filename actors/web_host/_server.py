@@ -10,7 +10,7 @@
 | `/surfaces.js`, `/surface-socket` | the page's side of surfaces (`_bridge`) |
 | `/artifact/{conversation}/{id}` | a picture the conversation shows (`_artifacts`) |
 | `/saved/{token}` | what the user saved, as a download (`_artifacts`) |
-| `/upload/{token}` (POST) | what the user recorded in the page for an app (`_uploads`) |
+| `/upload/{token}` (POST) | a file a user chose, or a recording, for an app (`_uploads`) |
 
 Every route is behind the access rule (`_access.Guard`).
 """
@@ -91,7 +91,7 @@ def build_app(
     routes += [
         *surfaces.routes(),  # installed apps' surfaces, their bridge (`_bridge`)
         *artifacts.routes(),  # previews and saved files (`_artifacts`)
-        *pages.routes(),  # what users record in the page (`_uploads`)
+        *pages.routes(),  # the files users choose and what they record in the page (`_uploads`)
         WebSocketRoute("/ws", websocket),
     ]
     return Guard(Starlette(routes=routes), data_dir)

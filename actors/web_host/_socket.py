@@ -8,6 +8,8 @@ once. The page hears `stored` (it is the runtime's now), `retry` (the runtime di
 answer: the page keeps it queued) or `refused` (one sentence; it acts on nothing). A `save`
 of an artifact is the capability gateway's, asked by this process (`_artifacts`), while the
 page's other actions go on; the page hears `saved` (the name and where to download it) or
+`refused`. A `choose` (the user picked a file for a card of the page's that asks for one)
+is answered with `upload`, a one-time address to POST the file to (`_uploads`), or
 `refused`. A `record` (the user pressed "Start recording" on a card of the page's that asks
 for one) is the user's yes, given to the capability gateway; the page hears `recording`, a
 one-time address to POST the recording to with how long and how much it may be
@@ -16,7 +18,8 @@ one-time address to POST the recording to with how long and how much it may be
 Out: after the page's `hello`, the chat items that differ from what it holds, then every
 change as it happens (`view`), the app registry (`registry`) and the runtime's link state
 (`status`), the apps' notifications the capability gateway asks it to show
-(`notification`, which the page answers with `notified`: `_notifications`), and
+(`notification`, which the page answers with `notified`: `_notifications`), a
+`download` of a file an app saved for the page's conversation (`_uploads`), and
 `record_stop` when the gateway ends a recording the page makes. The chat's
 view is read again at each notice of the chat app (`_changes`) that
 finds its log changed (SQLite's `data_version`); `runtime.db` is looked at every `POLL_S`.
@@ -38,12 +41,13 @@ from typing import Any, Final
 import trio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from actors.contracts import ContractError, file_wanted
 from actors.kernel import CallFailed, ControlError, derive_id, ui_request
 
 from . import _inputs
 from ._artifacts import Artifacts
 from ._changes import ChatChanges
-from ._inputs import Hello, Record, Refused, Save
+from ._inputs import Choose, Hello, Record, Refused, Save
 from ._notifications import PageNotifications
 from ._uploads import PagesAndUploads, session_of
 from ._views import ChatFollower, fold_chat, link_state, registry
@@ -232,6 +236,10 @@ class PageSocket:
                     saves.start_soon(self._save, _inputs.save(frame), hello.conversation)
                     self.refusals = 0
                     continue
+                if frame["t"] == "choose":
+                    await self.send(self._upload(_inputs.choose(frame)))
+                    self.refusals = 0
+                    continue
                 if frame["t"] == "record":
                     saves.start_soon(self._record, _inputs.record(frame))
                     self.refusals = 0
@@ -280,6 +288,27 @@ class PageSocket:
         finally:
             self.saving -= 1
         await self.send(answer)
+
+    def _upload(self, request: Choose) -> dict[str, Any]:
+        """Where the page sends the file the user picked for a card: `upload` {`href`},
+        when the card is one the page shows open and asking for a file; else `refused`."""
+        answer: dict[str, Any] = {"client_id": request.client_id}
+        item = self.held.get(request.interaction_id) or {}
+        ask = item.get("ask") or {}
+        chooser = ask.get("chooser")
+        session = session_of(self.ws)
+        wanted = None
+        if ask.get("open") and isinstance(chooser, dict) and session:
+            with contextlib.suppress(ContractError):
+                wanted = file_wanted(
+                    {"accept": chooser.get("accept"), "max_bytes": chooser.get("max_bytes")}
+                )
+        if wanted is None or session is None:
+            self.counters["refused"] += 1
+            error = "This request does not wait for a file any more."
+            return {**answer, "t": "refused", "error": error}
+        href = self.pages.mint(request.interaction_id, session, wanted)
+        return {**answer, "t": "upload", "href": href}
 
     async def _record(self, request: Record) -> None:
         """The user's yes to a recording on a card the page shows open and asking for one:
@@ -331,7 +360,7 @@ class PageSocket:
                 else fold.changed_since(fold.before, set(hello.still_open))
             )
             # What the page holds is known before it is sent: a page answering it at once
-            # (a recording started on a card it shows) is judged by it.
+            # (a file picked, a recording started, on a card it shows) is judged by it.
             self.held = fold.items
             await self._send_view(fold.pos, items, fold.tasks, reset=reset, always=True)
             async with trio.open_nursery() as nursery:

@@ -1,42 +1,59 @@
-"""What a page sends the runtime beside its socket: a recording the user made in it for an
-app's `audio.record` request, and the pages each conversation is shown in.
+"""The file a user chooses in the page for an app's `file.open` request, what the user
+records in the page for an app's `audio.record` request, and the pages a saved file is
+handed to.
+
+**Upload.** A `file.open` card in the page carries a file input. When the user picks a
+file, the page asks its socket for an upload (`choose`, naming the card); the web host
+checks that its conversation shows that card open and asking for a file, and mints a
+one-time token bound to that request, to the page's session cookie and to what the request
+takes at most (`upload` {`href`: `/upload/TOKEN`}). The page then POSTs the file's bytes
+there, its name in `x-file-name` (percent-encoded) and its type as the browser declares it
+in `content-type`. The web host takes the token (once: a second POST with it finds
+nothing), checks that the POST comes from the web host's own page (`Origin`) under the
+same session, refuses a declared length over the request's `max_bytes` before reading, and
+reads the body as it streams, stopping at the first byte past it (`too_large`). What it
+read goes to the capability gateway (`capability_gateway.file_chosen`), which decides the
+type from the bytes and whether the request takes the file; its refusal is answered with
+its code and one sentence (`too_large`, `unsupported_media_type`, `invalid_state` once the
+card closed). Tokens not used are forgotten after `TOKEN_TTL_S` or past `MAX_TOKENS`.
 
 **Recording.** An `audio.record` card in the page carries "Start recording". When the user
 presses it, the page opens the browser's microphone, then asks its socket to record
-(`record`, naming the card); the web host checks that its conversation shows that card
-open and asking for a recording, and asks the capability gateway to start it
+(`record`, naming the card); the web host checks that its conversation shows that card open
+and asking for a recording, and asks the capability gateway to start it
 (`capability_gateway.record_start`: the user's yes), which answers how long and how much
-the page may record. The web host mints a one-time token bound to that request, to the
-page's session cookie and to that size (`recording` {`href`: `/upload/TOKEN`, `max_ms`,
-`max_bytes`}), and the page records, showing that it does. When it stops, it POSTs what it
-recorded there, its type as the browser's recorder declares it in `content-type` and why it
-stopped in `x-stopped`. The web host takes the token (once: a second POST with it finds
-nothing), checks that the POST comes from the web host's own page (`Origin`) under the same
-session, refuses a declared length over the size before reading, and reads the body as it
-streams, stopping at the first byte past it (`too_large`). What it read goes to the gateway
-(`capability_gateway.recorded`), which reads the recording from its bytes and keeps it as
-the app's artifact; its answer, the request's outcome, is the POST's. Tokens not used are
-forgotten after `TOKEN_TTL_S` or past `MAX_TOKENS`.
+the page may record. The web host mints a token the same way, bound to that size
+(`recording` {`href`, `max_ms`, `max_bytes`}), and the page records, showing that it does.
+When it stops, it POSTs what it recorded there, its type as the browser's recorder declares
+it in `content-type` and why it stopped in `x-stopped`; the route checks and reads it as it
+does a file and hands it to the gateway (`capability_gateway.recorded`), which reads the
+recording from its bytes and keeps it as the app's artifact; its answer, the request's
+outcome, is the POST's. The gateway keeps the recording's clock: at its limit, or when the
+app leaves the foreground, it tells the web host (`web_host.recording.stop`), and each
+page of the conversation hears `record_stop` for the card and sends what it has.
 
-**Stop.** The gateway keeps the recording's clock: at its limit, or when the app leaves the
-foreground, it tells the web host (`web_host.recording.stop`), and each page of the
-conversation hears `record_stop` for the card and sends what it has.
+**Download.** The capability gateway asks whether a page shows a conversation
+(`web_host.pages`) and hands it a file an app saved for it (`web_host.download`: the name
+it has in the runtime's downloads): each such page gets a `download` frame with a
+`/saved/TOKEN` of that file (`_artifacts`) and clicks it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import unquote
 
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from actors.contracts import Code
+from actors.contracts import Code, ContractError, FileWanted, check_size
 from actors.kernel import Actor, CallFailed, CallTimeout
 
 from ._access import cookie_name
@@ -47,15 +64,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("lineup.web_host")
 
 UPLOAD_PREFIX: Final = "/upload/"
+CHOSEN_TIMEOUT_S: Final = 15.0
 RECORDED_TIMEOUT_S: Final = 15.0
 RECORD_START_TIMEOUT_S: Final = 5.0
-TOKEN_TTL_S: Final = 600.0  # a recording lasts at most two minutes: far past it
+STOPPED: Final = frozenset({"user", "limit", "background"})  # why a page's recording stopped
+TOKEN_TTL_S: Final = 600.0  # a request's own deadline is at most ten minutes
 MAX_TOKENS: Final = 256
+MAX_NAME: Final = 1024
 MAX_MEDIA_TYPE: Final = 255
-STOPPED: Final = frozenset({"user", "limit", "background"})
-# Which refusals of the gateway are the person's to know, and how the page is told them.
+# Which refusals of the gateway are the person's to fix, and how the page is told them.
 _STATUS: Final = {
     Code.TOO_LARGE: 413,
+    Code.UNSUPPORTED_MEDIA_TYPE: 415,
     Code.INVALID_PAYLOAD: 422,
     Code.INVALID_STATE: 409,
 }
@@ -68,10 +88,11 @@ def session_of(connection: HTTPConnection) -> str | None:
 
 @dataclass(frozen=True)
 class _Upload:
-    request_id: str  # the gateway's key of the request the recording is for
+    request_id: str  # the gateway's key of the request the file or recording is for
     session: str
     max_bytes: int
     minted: float
+    wanted: FileWanted | None = None  # what a file.open takes; None: a recording
 
 
 class PagesAndUploads:
@@ -97,6 +118,43 @@ class PagesAndUploads:
         if not shown:
             self.pages.pop(conversation, None)
 
+    def showing(self, conversation: str) -> int:
+        return len(self.pages.get(conversation, ()))
+
+    async def hand_over(self, conversation: str, name: str, href: str) -> int:
+        """Tell every page of `conversation` to download `href` as `name`; how many did."""
+        handed = 0
+        for page in list(self.pages.get(conversation, ())):
+            try:
+                await page.send({"t": "download", "name": name, "href": href})
+            except Exception:  # a page that went meanwhile: the others still get it
+                log.info("a page went before its download of %s", name)
+                continue
+            handed += 1
+        self.counters["downloads_handed"] += handed
+        return handed
+
+    # -- uploads ------------------------------------------------------------------------
+
+    def mint(self, request_id: str, session: str, wanted: FileWanted) -> str:
+        """A one-time upload address for the file of request `request_id`."""
+        self.counters["uploads_offered"] += 1
+        return self._mint(_Upload(request_id, session, wanted.max_bytes, 0.0, wanted))
+
+    async def start_recording(self, request_id: str, session: str) -> dict[str, Any]:
+        """The user's yes to a recording, asked of the gateway: where the page sends it and
+        how long and how much it may be. Raises `CallFailed` with the gateway's word."""
+        answer = await self.actor.call(
+            "capability_gateway",
+            "capability_gateway.record_start",
+            {"request_id": request_id},
+            timeout=RECORD_START_TIMEOUT_S,
+        )
+        max_bytes = int(answer["max_bytes"])
+        href = self._mint(_Upload(request_id, session, max_bytes, 0.0))
+        self.counters["recordings_started"] += 1
+        return {"href": href, "max_ms": int(answer["max_ms"]), "max_bytes": max_bytes}
+
     async def tell_stop(self, conversation: str, request_id: str) -> int:
         """Tell every page of `conversation` to stop recording for `request_id`."""
         told = 0
@@ -110,24 +168,7 @@ class PagesAndUploads:
         self.counters["recording_stops"] += told
         return told
 
-    # -- recordings -----------------------------------------------------------------------
-
-    async def start_recording(self, request_id: str, session: str) -> dict[str, Any]:
-        """The user's yes to a recording, asked of the gateway: where the page sends it and
-        how long and how much it may be. Raises `CallFailed` with the gateway's word."""
-        answer = await self.actor.call(
-            "capability_gateway",
-            "capability_gateway.record_start",
-            {"request_id": request_id},
-            timeout=RECORD_START_TIMEOUT_S,
-        )
-        max_bytes = int(answer["max_bytes"])
-        href = self.mint(request_id, session, max_bytes)
-        self.counters["recordings_started"] += 1
-        return {"href": href, "max_ms": int(answer["max_ms"]), "max_bytes": max_bytes}
-
-    def mint(self, request_id: str, session: str, max_bytes: int) -> str:
-        """A one-time upload address for the recording of request `request_id`."""
+    def _mint(self, upload: _Upload) -> str:
         now = time.monotonic()
         while self.tokens and (
             len(self.tokens) >= MAX_TOKENS
@@ -135,7 +176,7 @@ class PagesAndUploads:
         ):
             self.tokens.popitem(last=False)
         token = secrets.token_urlsafe(24)
-        self.tokens[token] = _Upload(request_id, session, max_bytes, now)
+        self.tokens[token] = dataclasses.replace(upload, minted=now)
         return UPLOAD_PREFIX + token
 
     def routes(self) -> list[Any]:
@@ -144,13 +185,53 @@ class PagesAndUploads:
     async def _upload(self, request: Request) -> Response:
         upload = self.tokens.pop(request.path_params["token"], None)
         if upload is None or time.monotonic() - upload.minted > TOKEN_TTL_S:
-            return self._refused(404, "invalid_state", "This recording is not expected any more.")
+            return self._refused(
+                404, "invalid_state", "This upload is not expected any more: choose the file again."
+            )
         own_page = request.headers.get("origin") == f"http://{request.headers.get('host')}"
         if not own_page or session_of(request) != upload.session:
             return self._refused(
-                403, str(Code.SENDER_NOT_ALLOWED), "Record in the page that asks for it."
+                403, str(Code.SENDER_NOT_ALLOWED), "Use the page that asks for it."
             )
-        data = await self._read(request, upload.max_bytes)
+        if upload.wanted is None:
+            return await self._recorded(request, upload)
+        name = unquote(request.headers.get("x-file-name", ""))[:MAX_NAME] or "file"
+        media_type = request.headers.get("content-type", "")[:MAX_MEDIA_TYPE]
+        data = await self._read(request, upload, name)
+        if isinstance(data, Response):
+            return data
+        body = {
+            "request_id": upload.request_id,
+            "name": name,
+            "media_type": media_type,
+            "data": data,
+            "chooser": "web",
+        }
+        try:
+            answer = await self.actor.call(
+                "capability_gateway",
+                "capability_gateway.file_chosen",
+                body,
+                timeout=CHOSEN_TIMEOUT_S,
+            )
+        except CallFailed as failed:
+            status = _STATUS.get(failed.code)  # type: ignore[call-overload]
+            if status is not None:
+                return self._refused(status, failed.code, failed.detail)
+            log.warning("a file chosen for %s: %s", upload.request_id, failed)
+            late = isinstance(failed, CallTimeout)
+            sentence = (
+                "The runtime did not take the file in time: choose it again in a moment."
+                if late
+                else "The runtime could not take the file: choose it again."
+            )
+            return self._refused(503, failed.code, sentence)
+        self.counters["uploads"] += 1
+        return JSONResponse(dict(answer))
+
+    async def _recorded(self, request: Request, upload: _Upload) -> Response:
+        """What the page recorded, to the gateway: its outcome, or a refusal."""
+        data = await self._read(request, upload, "the recording")
         if isinstance(data, Response):
             return data
         body: dict[str, Any] = {
@@ -183,19 +264,28 @@ class PagesAndUploads:
         self.counters["recordings"] += 1
         return JSONResponse(dict(answer))
 
-    async def _read(self, request: Request, max_bytes: int) -> bytes | Response:
-        """The body, read as it streams and stopped past `max_bytes`; a refusal
+    async def _read(self, request: Request, upload: _Upload, name: str) -> bytes | Response:
+        """The body, read as it streams and stopped past `upload.max_bytes`; a refusal
         (`too_large`) for a longer one, declared or sent."""
         declared = request.headers.get("content-length", "")
-        too_large = f"The recording is over the {max_bytes // 1024} KiB it may be."
-        if declared.isdigit() and int(declared) > max_bytes:
-            return self._refused(413, str(Code.TOO_LARGE), too_large)
+        if declared.isdigit() and int(declared) > upload.max_bytes:
+            return self._too_large(upload, name, int(declared))
         data = bytearray()
         async for chunk in request.stream():
             data += chunk
-            if len(data) > max_bytes:
-                return self._refused(413, str(Code.TOO_LARGE), too_large)
+            if len(data) > upload.max_bytes:
+                return self._too_large(upload, name, len(data))
         return bytes(data)
+
+    def _too_large(self, upload: _Upload, name: str, size: int) -> Response:
+        if upload.wanted is None:
+            sentence = f"The recording is over the {upload.max_bytes // 1024} KiB it may be."
+            return self._refused(413, str(Code.TOO_LARGE), sentence)
+        try:
+            check_size(upload.wanted, name, size)
+        except ContractError as refused:  # the sentence for the person, with the sizes
+            return self._refused(413, str(refused.code), refused.detail)
+        raise AssertionError("a size over the limit is refused")
 
     def _refused(self, status: int, code: str, sentence: str) -> Response:
         self.counters["uploads_refused"] += 1

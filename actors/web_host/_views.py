@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from actors.contracts import ContractError, accept_words, file_wanted, size_words
 from actors.store import read_apps, read_lifecycle
 from apps.chat import app_dir, artifact_label, refusal_sentence, visible
 from apps.sdk import ConversationView, EventLog
@@ -82,6 +83,9 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
         ]
         if isinstance(item.get("answer"), dict):
             ask["answer"] = _answer_shown(item["answer"], interaction)
+        chooser = _chooser_shown(interaction.get("chooser"))
+        if chooser is not None:
+            ask["chooser"] = chooser
         recorder = _recorder_shown(interaction.get("recorder"), interaction.get("app_scope"))
         if recorder is not None:
             ask["recorder"] = recorder
@@ -111,6 +115,24 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
                 if isinstance(deadline.get(key), kind)
             }
     return shown
+
+
+def _chooser_shown(chooser: Any) -> dict[str, Any] | None:
+    """What a card that asks for a file shows beside its file input: what the app takes
+    (`accept`, for the input; `takes` in words) and at most how much (`max_bytes`, `limit`
+    in words)."""
+    if not isinstance(chooser, dict):
+        return None
+    try:
+        wanted = file_wanted({k: chooser[k] for k in ("accept", "max_bytes") if k in chooser})
+    except ContractError:  # not the gateway's shape: no chooser rather than a wrong one
+        return None
+    return {
+        "accept": [_shown(entry) for entry in wanted.accept],
+        "max_bytes": wanted.max_bytes,
+        "takes": accept_words(wanted.accept),
+        "limit": size_words(wanted.max_bytes),
+    }
 
 
 def _recorder_shown(recorder: Any, app_scope: Any) -> dict[str, Any] | None:

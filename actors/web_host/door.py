@@ -1,7 +1,8 @@
 """What the web host takes: what an app's process pushes to the surfaces the web host shows
-for it, the chat app's notice that its view changed, the capability gateway's notifications
-for the open pages (`_notifications`) and its word that a recording in a page ends. Otherwise
-it is a UI client kept
+for it, the chat app's notice that its view changed, and the capability gateway's
+notifications for the open pages (`_notifications`), its questions about them, the files it
+hands them and its word that a recording in a page ends (`_uploads`). Otherwise it is a UI
+client kept
 alive by the supervisor: it speaks to the host actor through the UI socket, like the
 terminal chat."""
 
@@ -33,6 +34,21 @@ class SurfacePush(TypedDict):
     arguments: NotRequired[dict[str, JsonValue]]
 
 
+class PagesAsked(TypedDict):
+    """How many pages: all that are open, or those that show `conversation_id`."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    conversation_id: NotRequired[Annotated[str, Field(min_length=1, max_length=256)]]
+
+
+class Download(TypedDict):
+    """A file the capability gateway saved in the runtime's downloads, by its name there."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    conversation_id: Annotated[str, Field(min_length=1, max_length=256)]
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+
+
 class RecordingStop(TypedDict):
     """The capability gateway ends a recording a page of the conversation makes."""
 
@@ -60,10 +76,6 @@ class Notify(TypedDict):
     deadline_ms: int
 
 
-class NoFields(TypedDict):
-    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
-
-
 DOOR = Door(
     {
         # What any app tells it: what its surfaces show. Whose instance it is, is
@@ -74,7 +86,10 @@ DOOR = Door(
         # An app's notification, past the gateway's checks and the user's consent: only the
         # gateway asks, so no app shows one on the page by itself.
         "web_host.notify": accept("capability_gateway", body=Notify),
-        "web_host.pages": accept("capability_gateway", body=NoFields),
+        # The gateway's: how many pages are open or show a conversation, and a file an app
+        # saved for the pages that do (`_uploads`).
+        "web_host.pages": accept("capability_gateway", body=PagesAsked),
+        "web_host.download": accept("capability_gateway", body=Download),
         # The capability gateway's word that a recording in a page ends (`_uploads`).
         "web_host.recording.stop": accept("capability_gateway", body=RecordingStop),
     }

@@ -173,8 +173,9 @@ class ConversationView:
     def _consent(self, card: dict[str, Any]) -> None:
         """A capability consent card: a question from the runtime (`origin: runtime`), not
         the agent, answered with one of `CONSENT_OPTIONS`; closed by the runtime once the
-        request is decided, whoever or whatever decided it. A card with a `recorder` (what
-        an `audio.record` takes) is answered by recording now (`RECORD_OPTIONS`) or not."""
+        request is decided, whoever or whatever decided it. A card with a `chooser` (what
+        a `file.open` takes) is answered by the file the user chooses, or denied; one with a
+        `recorder` (what an `audio.record` takes) by recording now (`RECORD_OPTIONS`) or not."""
         key = card["request_id"]
         if card["state"] != "asking":
             self.pending_interactions.pop(key, None)
@@ -184,11 +185,16 @@ class ConversationView:
             return
         if key in self._index:
             return
-        recorder = card.get("recorder")
-        asks = "asks to record you" if recorder else f"asks to use {card['capability']}"
+        chooser, recorder = card.get("chooser"), card.get("recorder")
+        asks = f"asks to use {card['capability']}"
+        if chooser:
+            asks = "asks you for a file"
+        elif recorder:
+            asks = "asks to record you"
         prompt = f"{card['app_scope']} {asks}: {card['purpose']}"
-        # The microphone is asked each time: the yes is a recording now, never a grant.
-        options = RECORD_OPTIONS if recorder else CONSENT_OPTIONS
+        options = [o for o in CONSENT_OPTIONS if not chooser or o["id"] == "deny"]
+        if recorder:  # the microphone is asked each time: the yes is a recording now
+            options = list(RECORD_OPTIONS)
         interaction = {
             "interaction_id": key,
             "kind": "choice",
@@ -200,6 +206,8 @@ class ConversationView:
             "capability": card["capability"],
             "deadline_ms": card.get("deadline_ms"),
         }
+        if isinstance(chooser, dict):
+            interaction["chooser"] = dict(chooser)
         if isinstance(recorder, dict):
             interaction["recorder"] = dict(recorder)
         self.pending_interactions[key] = interaction

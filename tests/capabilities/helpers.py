@@ -157,3 +157,9 @@ def audit_of(stack: Stack, request_id: str) -> list[str]:
         (request_id,),
     )
     return [code for (code,) in found]
+
+
+def audit_details(stack: Stack) -> list[str]:
+    """The details of the gateway's audit rows, in order."""
+    found = rows(stack, "SELECT detail FROM audit WHERE source = 'capability_gateway' ORDER BY pos")
+    return [detail for (detail,) in found]

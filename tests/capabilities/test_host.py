@@ -26,8 +26,12 @@ def test_the_clipboard_needs_a_tool_and_its_display(tmp_path: Path) -> None:
     assert clipboard_command({"PATH": x11, "DISPLAY": ":0"}) == ["xclip", "-selection", "clipboard"]
     assert clipboard_command({"PATH": str(tmp_path / "none"), "DISPLAY": ":0"}) is None
     served = host_providers(tmp_path, {"PATH": wayland, "WAYLAND_DISPLAY": "wayland-0"})
-    assert sorted(served) == ["clipboard.write", "file.save", "notification.show"]
-    assert sorted(host_providers(tmp_path, {"PATH": ""})) == ["file.save", "notification.show"]
+    assert sorted(served) == ["clipboard.write", "file.open", "file.save", "notification.show"]
+    assert sorted(host_providers(tmp_path, {"PATH": ""})) == [
+        "file.open",
+        "file.save",
+        "notification.show",
+    ]
     # What the tool router offers agents is what the gateway serves, with or without one.
     for env in ({"PATH": wayland, "WAYLAND_DISPLAY": "wayland-0"}, {"PATH": ""}):
         assert served_capabilities(env) == set(host_providers(tmp_path, env))

@@ -166,8 +166,9 @@ def test_the_readme_commands_work_as_written(home: tuple[Path, dict[str, str]]) 
             assert "Traceback" not in output, (command, output)
             assert done.returncode == 0, (command, output)
             assert EXPECTED.get(command, "") in " ".join(output.split()), (command, output)
-        # `lineup stop` returned once the runtime had stopped, as Ctrl-C stops it.
-        assert runtime.poll() == 0, log.read_text()[-3000:]
+        # `lineup stop` returned once the runtime had stopped, as Ctrl-C stops it; the
+        # shell that ran it ends right after it.
+        assert runtime.wait(timeout=10) == 0, log.read_text()[-3000:]
     finally:
         runtime.terminate()
         runtime.wait(timeout=30)

@@ -1,14 +1,15 @@
 """The hostile app against the capability gateway, beside the keeper (both installed from
 signed bundles through the CLI) waiting on the user's consent. The hostile app must not
 answer the keeper's consent card or take it back, put a card of its own in the chat, ask in
-the keeper's name, see or take back the user's grants, or get a capability it did not
-declare; the notification it declares it shows only once the user allowed it, within its
-rate, and as text on a real desktop (a session bus with dunst, read back from dunst); it has
-nothing but a recording of its own transcribed, even once the user allowed it; the
-microphone it declares it gets neither from behind another app, past the runtime's cap,
-nor without the user's yes. Every
-assertion reads an independent record: runtime.db (requests, grants, audit), mailbox.db,
-the chat's own log, dunst's history."""
+the keeper's name, see or take back the user's grants, get a capability it did not declare,
+or hand a "chosen" file to a request or to itself. An app that declares `file.open` cannot
+ask past the runtime's size cap, and learns of the file the user chose its name and bytes,
+never where it was. The notification it declares it shows only once the user allowed it,
+within its rate, and as text on a real desktop (a session bus with dunst, read back from
+dunst); it has nothing but a recording of its own transcribed, even once the user allowed
+it; the microphone it declares it gets neither from behind another app, past the runtime's
+cap, nor without the user's yes. Every assertion reads an independent record: runtime.db
+(requests, grants, audit), mailbox.db, the chat's own log, dunst's history."""
 
 from __future__ import annotations
 
@@ -19,16 +20,10 @@ from xml.sax.saxutils import escape
 
 import trio
 
+from actors.contracts import FILE_OPEN_MAX_BYTES
+from lineup.ui_session import UiSession
 from tests.capabilities.conftest import keeper  # noqa: F401 - the signed keeper bundle
-from tests.capabilities.helpers import (
-    answer,
-    ask,
-    asked,
-    card_for,
-    cards,
-    keeper_ready,
-    outcome,
-)
+from tests.capabilities.helpers import answer, ask, asked, card_for, cards, keeper_ready, outcome
 from tests.capabilities.helpers import requests as gateway_requests
 from tests.desktop import Desktop, desktop
 from tests.installed.helpers import focus_stack, wait_foreground
@@ -94,7 +89,7 @@ async def forged_consent_is_refused(hostile: Hostile, agent: Agent) -> None:
     assert "raised" not in result, result
     # Only the chat app (and the host) may carry the user's answer, only the gateway opens
     # cards, only the settings app and the operator see the grants: refused at the door.
-    for attack in ("consent", "card", "grants", "revoke"):
+    for attack in ("consent", "card", "grants", "revoke", "file chosen", "chosen artifact"):
         assert result[attack] == "refused:sender_not_allowed", (attack, result)
     # Its scope is the sender the supervisor stamped: a body naming another app is refused.
     assert result["as keeper"].startswith("refused:invalid_payload"), result
@@ -103,8 +98,9 @@ async def forged_consent_is_refused(hostile: Hostile, agent: Agent) -> None:
     assert result["withdraw"] == "accepted:null", result
     assert result["withdraw key"] == "refused:invalid_payload", result
     # What its own manifest does not declare, it does not get; that is audited as its own.
-    undeclared = json.loads(result["undeclared"].removeprefix("accepted:"))
-    assert undeclared == {"status": "permission_denied", "output": None}
+    for attack in ("undeclared", "file undeclared"):
+        undeclared = json.loads(result[attack].removeprefix("accepted:"))
+        assert undeclared == {"status": "permission_denied", "output": None}, attack
     # Through the SDK, an input that is no value or too large is a status and a code.
     assert result["unpackable"] == {"status": "failed", "output": None, "code": "invalid_payload"}
     assert result["too large"] == {"status": "failed", "output": None, "code": "too_large"}
@@ -123,12 +119,42 @@ async def forged_consent_is_refused(hostile: Hostile, agent: Agent) -> None:
     answer(stack, victim, "deny")
     assert (await outcome(stack, "h-1"))["status"] == "permission_denied"
     assert hostile.runtime_rows("SELECT * FROM capability_grants") == []
+    assert hostile.runtime_rows("SELECT * FROM artifacts WHERE app_scope = 'hostile'") == []
     by_app = {(r["request_id"].split("/")[0], r["status"]) for r in gateway_requests(stack)}
     assert by_app == {("keeper", "permission_denied"), ("hostile", "permission_denied")}
     audited = [a for a in stack.audit() if a["source"] == "capability_gateway"]
     assert any(
         a["message_id"].startswith("hostile/") and "not declared" in a["detail"] for a in audited
     )
+    await _a_file_asks_within_the_cap_and_gets_no_path(agent)
+
+
+async def _a_file_asks_within_the_cap_and_gets_no_path(agent: Agent) -> None:
+    """The keeper (which declares `file.open`) asks past the runtime's cap: refused before
+    the user is asked. Within it, the user's file reaches it as bytes and a name made safe,
+    whatever path the user's side named it by."""
+    stack = agent.stack
+    over = {"max_bytes": FILE_OPEN_MAX_BYTES + 1}
+    assert await asked(agent, "h-2", "file.open", input=over, front=True) == {
+        "status": "failed",
+        "output": None,
+        "code": "invalid_payload",
+    }
+    await ask(agent, "h-3", "file.open", {"accept": [".txt"]}, front=True)
+    card = await card_for(stack, "file.open")
+    chosen = {
+        "request_id": card,
+        "name": "/home/someone/secret plans/notes.txt",
+        "media_type": "",
+        "data": b"the plan",
+    }
+    UiSession(stack.data_dir, session_id="test").choose_file(chosen)
+    opened = await outcome(stack, "h-3")
+    assert opened["status"] == "completed", opened
+    reference = opened["output"]["artifact"]
+    assert set(reference) == {"artifact_id", "title", "media_type", "size"}
+    assert reference["title"] == "notes.txt"
+    assert "someone" not in json.dumps(opened)
 
 
 async def speech_is_of_its_own_recordings_only(hostile: Hostile, agent: Agent) -> None:
@@ -153,7 +179,13 @@ async def speech_is_of_its_own_recordings_only(hostile: Hostile, agent: Agent) -
     assert speech["speak"] == {"status": "permission_denied", "output": None}, speech
     assert speech["keep"] == "refused:sender_not_allowed", speech
     kept = hostile.runtime_rows("SELECT app_scope, media_type FROM artifacts ORDER BY rowid")
-    assert kept == [("keeper", "audio/wav"), ("hostile", "audio/wav"), ("hostile", "text/plain")]
+    # The keeper's: the file the user chose for it, then its recording.
+    assert kept == [
+        ("keeper", "text/plain"),
+        ("keeper", "audio/wav"),
+        ("hostile", "audio/wav"),
+        ("hostile", "text/plain"),
+    ]
 
 
 async def notifications_wait_for_the_user_and_keep_their_rate(

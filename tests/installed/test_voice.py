@@ -170,15 +170,21 @@ async def test_the_agent_asks_and_the_page_records_the_user(
     # desktop's size and a phone's; the bar is in view at both, wherever the user is.
     source = axe_source()
     clean = {"1280x800": [], "390x844": []}
-    assert await in_browser(
-        violations_at_sizes, browser, source, _card_in_view, "voice-card", CARD_ITEM
-    ) == clean
+    assert (
+        await in_browser(
+            violations_at_sizes, browser, source, _card_in_view, "voice-card", CARD_ITEM
+        )
+        == clean
+    )
     await in_browser(_start_recording, browser)
     bar = await in_browser(_recording_for, browser, 2)
     assert bar.startswith("Recording for voice: 0:0") and bar.endswith("of 0:20"), bar
-    assert await in_browser(
-        violations_at_sizes, browser, source, _bar_shown, "voice-recording", "#recording-bar"
-    ) == clean
+    assert (
+        await in_browser(
+            violations_at_sizes, browser, source, _bar_shown, "voice-recording", "#recording-bar"
+        )
+        == clean
+    )
     await in_browser(lambda: browser.find_element(By.ID, "recording-stop").click())
     # The host writes speech out: the app asks, the user lets it for this run.
     answer(stack, await card_for(stack, "speech.transcribe"), "session")

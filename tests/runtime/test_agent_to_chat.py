@@ -82,7 +82,10 @@ async def test_a_withdrawn_question_closes_once_and_a_late_answer_is_refused(sta
     )
     (asked,) = [item for item in view()["timeline"] if item["id"] == colour.message_id]
     assert (asked["state"], asked["reason"]) == ("withdrawn", "the conversation moved on")
-    assert _chat_log_state(stack, colour.message_id) == "acked"  # it waits for no answer now
+    # It waits for no answer now: the chat acknowledges it (its ack follows its view).
+    await wait_for(
+        lambda: _chat_log_state(stack, colour.message_id) == "acked", 30, "the question acked"
+    )
 
     # Withdrawing it again, or a question never asked, changes nothing: each has its code.
     again = await agent.withdraw(CONVERSATION, "colour")

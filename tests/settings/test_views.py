@@ -90,10 +90,15 @@ async def test_each_view_shows_what_the_owners_hold(
     }
     shown = await settings_json(data_dir, "show")
     assert shown["problems"] == {}
-    # What would serve each capability now: no desktop service, no web host here; speech by
-    # the engines on this host.
+    # What would serve each capability now: no desktop service, no web host here (a saved
+    # file goes into the runtime's downloads); speech by the engines on this host.
+    downloads = data_dir / "downloads"
     assert shown["providers"] == [
-        {"capability": "file.save", "by": "saved into downloads"},
+        {
+            "capability": "file.open",
+            "by": "chosen by the user: a file input on the page's card, or /attach in the terminal",
+        },
+        {"capability": "file.save", "by": f"saved in the runtime's downloads ({downloads})"},
         {
             "capability": "notification.show",
             "by": "the terminal chat, with the bell (no desktop service, no page open)",

@@ -131,8 +131,8 @@ def web_config(data_dir: Path, url: str) -> dict[str, Any]:
     """The runtime tests' configuration, with the web host (any free port) last, and the
     chat's, the capability gateway's and the tool router's configurations as they are
     beside a web host (the chat tells it of changes, the gateway asks it to show
-    notifications on open pages and records in them, so the tool router offers tools that
-    record)."""
+    notifications on open pages, hands it the files saved for a page and records in its
+    pages, so the tool router offers tools that record)."""
     config = runtime_config(data_dir, url)
     with_web = supervisor.default_config(data_dir, appserver_url=url, web_port=0).children
     web = with_web[-1]

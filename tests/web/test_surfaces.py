@@ -4,12 +4,12 @@ Each test app is built, signed and installed like any app (`lineup app build | s
 install | enable | launch`); the web host frames the surface of the app in front. The
 canvas app's surface is shown inline, a card in the conversation as tall as its content,
 moves to the stage and back without being loaded again, emits a declared event that
-reaches the app's process and keeps its session data through the bridge, across a reload.
-The trojan's surface tries every way out of its frame, and every one is blocked: a loopback
-listener the test runs sees no request from it, the bridge messages it forges are dropped
-by the page (counted by reason, in the page and in the web host's statistics) and refused
-again by the web host, and the sizes it reports, absurd or a flood, leave the page's layout
-whole.
+reaches the app's process and keeps its session data through the bridge, across a reload,
+and asks the user for a file and saves one (`_file_cards`). The trojan's surface tries
+every way out of its frame, and every one is blocked: a loopback listener the test runs
+sees no request from it, the bridge messages it forges are dropped by the page (counted by
+reason, in the page and in the web host's statistics) and refused again by the web host,
+and the sizes it reports, absurd or a flood, leave the page's layout whole.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import Stack, wait_for
 
+from ._file_cards import files_between_the_user_and_the_app
 from ._png import distinct_colours
 from .axe import axe_source, page_and_frame_violations
 from .conftest import (
@@ -375,9 +376,15 @@ async def notified_on_the_page(
         lambda: lineup("settings", "show", "--json", "--data-dir", stack.data_dir)
     )
     assert code == 0, err
-    assert {"capability": "notification.show", "by": "an open page of the web host (1 open)"} in (
-        json.loads(out)["providers"]
+    by = {p["capability"]: p["by"] for p in json.loads(out)["providers"]}
+    assert by["notification.show"] == "an open page of the web host (1 open)"
+    # And where a file the app saves would go now, and how a file is chosen for it.
+    own = stack.data_dir / "downloads"
+    assert by["file.save"] == (
+        "downloaded by an open page showing the app's conversation,"
+        f" else saved in the runtime's downloads ({own})"
     )
+    assert by["file.open"].startswith("chosen by the user")
     served = [a["detail"] for a in stack.audit() if a["code"] == "capability.completed"]
     assert [d.split(": ", 1)[1] for d in served if d.startswith("notification.show")] == [
         "shown by an open page, as a browser notification",
@@ -415,6 +422,10 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     await trio.to_thread.run_sync(check_served, src, port)
 
     await notified_on_the_page(stack, browser, frame, port)
+    # Files between the user and the app (`_file_cards`).
+    await files_between_the_user_and_the_app(
+        stack, browser, frame, port, conversation=CONVERSATION, folder=tmp_path
+    )
 
     picture = tmp_path / "canvas-surface.png"
     png = await in_browser(lambda: frame.screenshot_as_png)

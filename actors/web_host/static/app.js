@@ -39,6 +39,8 @@
     front: null, // the instance in front, from the registry's focus stack
     saves: new Map(), // artifact id -> how its Save went: {text, busy, failed, href, name}
     saving: new Map(), // client id of a save under way -> its artifact id
+    chosen: new Map(), // card id -> how the file chosen for it went: {text, busy, failed, code}
+    choosing: new Map(), // client id of a choice waiting for its upload -> {card, file}
   };
   // How long a socket may stay down before the page says the runtime has stopped.
   const GIVE_UP_MS = 20000;
@@ -143,6 +145,10 @@
         setSave(artifactId, { text: "The connection was lost before the save finished: try again.", failed: true });
       }
       state.saving.clear();
+      for (const { card } of state.choosing.values()) {
+        setChosen(card, { text: "The connection was lost before the file was sent: choose it again.", failed: true });
+      }
+      state.choosing.clear();
       state.downSince = state.downSince || Date.now();
       state.stopped = state.stopped || Date.now() - state.downSince > GIVE_UP_MS;
       showConnection();
@@ -168,6 +174,10 @@
       setTimeout(flush, 1000);
     } else if (frame.t === "saved" || (frame.t === "refused" && state.saving.has(frame.client_id))) {
       saveAnswered(frame);
+    } else if (frame.t === "upload" || (frame.t === "refused" && state.choosing.has(frame.client_id))) {
+      upload(frame);
+    } else if (frame.t === "download") {
+      download(frame);
     } else if (frame.t === "refused") {
       if (frame.client_id) settle(frame.client_id);
       notice(frame.error);
@@ -545,6 +555,98 @@
     }
   }
 
+  // -- a file the user chooses for an app (a card that asks for one) -------------------------
+  // The page asks its socket for a one-time address bound to the card, then sends the file
+  // there; the runtime decides from the bytes what it is and whether the app takes it.
+
+  function renderChooser(ask) {
+    const box = el("div", null, "chooser");
+    box.dataset.chooser = ask.interaction_id;
+    const id = `file-${ask.interaction_id}`;
+    const label = el("label", "Choose a file");
+    label.htmlFor = id;
+    const input = el("input");
+    input.type = "file";
+    input.id = id;
+    if (ask.chooser.accept.length) input.accept = ask.chooser.accept.join(",");
+    const takes = ask.chooser.takes.charAt(0).toUpperCase() + ask.chooser.takes.slice(1);
+    const hint = el("p", `${takes}, up to ${ask.chooser.limit}.`, "hint");
+    hint.id = `${id}-hint`;
+    input.setAttribute("aria-describedby", hint.id);
+    input.addEventListener("change", () => chooseFile(ask, input.files[0]));
+    const status = el("p", null, "choose-status");
+    status.setAttribute("role", "status");
+    box.append(label, input, hint, status);
+    showChosen(box, state.chosen.get(ask.interaction_id));
+    return box;
+  }
+
+  function chooseFile(ask, file) {
+    if (!file) return;
+    const card = ask.interaction_id;
+    if (file.size > ask.chooser.max_bytes) {
+      setChosen(card, { text: `“${file.name}” is larger than the ${ask.chooser.limit} this app takes: choose a smaller one.`, failed: true, code: "too_large" });
+      return;
+    }
+    if (!state.open) {
+      setChosen(card, { text: "The page is not connected: choose the file again once it is back.", failed: true });
+      return;
+    }
+    const clientId = messageId();
+    state.choosing.set(clientId, { card, file });
+    setChosen(card, { text: `Sending “${file.name}”…`, busy: true });
+    state.socket.send(JSON.stringify({ t: "choose", client_id: clientId, interaction_id: card }));
+  }
+
+  function upload(frame) {
+    const choice = state.choosing.get(frame.client_id);
+    state.choosing.delete(frame.client_id);
+    if (!choice) return;
+    const { card, file } = choice;
+    if (frame.t !== "upload") {
+      setChosen(card, { text: frame.error, failed: true });
+      return;
+    }
+    const headers = { "x-file-name": encodeURIComponent(file.name), "content-type": file.type || "application/octet-stream" };
+    fetch(frame.href, { method: "POST", body: file, headers, credentials: "same-origin" })
+      .then(async (response) => {
+        const answer = await response.json().catch(() => ({}));
+        if (!response.ok) {
+          setChosen(card, { text: answer.error || "The runtime did not take the file: choose it again.", failed: true, code: answer.code });
+        } else if (answer.status === "completed") {
+          setChosen(card, { text: `Sent “${file.name}” to the app.` });
+        } else {
+          setChosen(card, { text: "The app could not be given the file.", failed: true, code: answer.code || answer.status });
+        }
+      })
+      .catch(() => setChosen(card, { text: "The connection was lost while the file was sent: choose it again.", failed: true }));
+  }
+
+  function setChosen(card, chosen) {
+    state.chosen.set(card, chosen);
+    for (const box of document.querySelectorAll(`[data-chooser="${CSS.escape(card)}"]`)) showChosen(box, chosen);
+  }
+
+  function showChosen(box, chosen) {
+    const status = box.querySelector(".choose-status");
+    status.textContent = chosen ? chosen.text : "";
+    if (chosen && chosen.code) status.dataset.code = chosen.code;
+    else delete status.dataset.code;
+    box.classList.toggle("failed", Boolean(chosen && chosen.failed));
+    box.querySelector("input").disabled = Boolean(chosen && chosen.busy);
+  }
+
+  // A file an app saved, handed to this page by the runtime: the browser downloads it.
+  function download(frame) {
+    const link = el("a");
+    link.href = frame.href;
+    link.download = frame.name;
+    link.hidden = true;
+    document.body.append(link);
+    link.click();
+    link.remove();
+  }
+
   function answer(ask, fields, label) {
     enqueue({ t: "act", app: "chat", input: { kind: "answer", interaction_id: ask.interaction_id, ...fields } }, label);
     refreshAsk(ask.interaction_id);
@@ -562,6 +664,7 @@
       card.append(ask.recorder ? window.lineupRecorder.controls(ask) : el("p", closed, "closed"));
       return card;
     }
+    if (ask.chooser) card.append(renderChooser(ask));
     const actions = el("div", null, "actions");
     if (ask.kind === "choice" && ask.multiple) {
       const boxes = [];

@@ -3,13 +3,15 @@ answers each call with what the runtime's capability gateway gave it back.
 
 `keeper.ask` runs wherever the app is (it is launched behind the current app);
 `keeper.ask_front` needs the app in the foreground; `keeper.make` keeps an artifact, for a
-`file.save` of it. Both take the request as their
-arguments: `capability`, `purpose`, `input`, and `timeout_s` (how long the user has).
+`file.save` of it; `keeper.digest` reads one of its artifacts back (a file the user chose
+for it) and answers with its SHA-256, size and type. The first two take the request as
+their arguments: `capability`, `purpose`, `input`, and `timeout_s` (how long the user has).
 The manifest declares every capability the tests ask for but `camera.capture`.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from apps.sdk import RuntimeApp, declare_app, tool
@@ -42,6 +44,7 @@ _ANY = {"type": "object"}
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
     capabilities=[
         "file.save",
+        "file.open",
         "notification.show",
         "clipboard.write",
         "microphone.record",
@@ -87,6 +90,26 @@ class KeeperApp(RuntimeApp):
         """Keeps the text as an artifact of the app; answers with its reference."""
         data = arguments["text"].encode()
         return await self.sdk.artifacts.create(data, "text/plain", arguments["title"])
+
+    @tool(
+        "keeper.digest",
+        input_schema={
+            "type": "object",
+            "properties": {"artifact_id": {"type": "string"}},
+            "required": ["artifact_id"],
+            "additionalProperties": False,
+        },
+        output_schema=_ANY,
+        launch_policy={"launch": "if_needed", "focus": "background"},
+    )
+    async def digest(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Reads one of its artifacts back: its SHA-256, size and media type."""
+        found = await self.sdk.artifacts.read(arguments["artifact_id"])
+        return {
+            "sha256": hashlib.sha256(found["data"]).hexdigest(),
+            "size": len(found["data"]),
+            "media_type": found["artifact"]["media_type"],
+        }
 
     async def _ask(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return await self.sdk.capabilities.request(

@@ -1,9 +1,11 @@
 """The hostile app against the capability gateway: the user's answer to another app's
 consent card forged, a consent card of its own put in the chat, a request in another app's
 name by a field of the body, another app's request taken back, the grants listed or
-revoked, a capability its manifest does not declare asked for, and inputs its SDK cannot
-send; with the capabilities it declares, markup in a desktop notification and more
-notifications than its rate allows, and speech on what is not its own recording."""
+revoked, a capability its manifest does not declare asked for (a file among them), the
+user's "chosen file" handed to another app's request or kept as its own artifact past the
+gateway, and inputs its SDK cannot send; with the capabilities it declares, markup in a
+desktop notification and more notifications than its rate allows, and speech on what is
+not its own recording."""
 
 from __future__ import annotations
 
@@ -56,6 +58,29 @@ async def forge_consent(app: HostileApp, options: dict[str, Any]) -> dict[str, A
             GATEWAY, "capability_gateway.revoke", {"app_scope": "keeper", "capability": "x"}
         ),
         "undeclared": await app.attempt(GATEWAY, "capability_gateway.request", request),
+        "file undeclared": await app.attempt(
+            GATEWAY,
+            "capability_gateway.request",
+            {**request, "request_id": new_id(), "capability": "file.open"},
+        ),
+        # The user's side alone hands over a file chosen: not to the keeper's card, and not
+        # into the store as an artifact "the user chose" for itself.
+        "file chosen": await app.attempt(
+            GATEWAY,
+            "capability_gateway.file_chosen",
+            {
+                "request_id": victim,
+                "name": "notes.txt",
+                "media_type": "text/plain",
+                "data": b"planted",
+                "chooser": "web",
+            },
+        ),
+        "chosen artifact": await app.attempt(
+            "store",
+            "store.artifacts.keep",
+            {"app_scope": "hostile", "data": b"x", "media_type": "text/plain", "title": "x"},
+        ),
         # Through its SDK: what cannot be sent, and what is too large to be, each a code.
         "unpackable": await app.sdk.capabilities.request("notification.show", "x", {1, 2}),
         "too large": await app.sdk.capabilities.request(

@@ -3,10 +3,10 @@
 Its surface (`ui/`) is shown inline first (a card in the conversation), may ask for the
 stage and back, emits `stroke` events, keeps how often it was opened in the instance's
 session data and asks to copy the drawing to the clipboard, all through the bridge; its
-"Remind me" button asks for a notification. The
-app's process appends each stroke it is told of to `strokes.jsonl` in its private directory
-(flushed to disk: the test reads it as the app's own record) and patches the surface's
-state with the count.
+"Remind me" button asks for a notification, its other buttons ask the user for a file and
+save the drawing. The app's process appends each stroke it is told of to `strokes.jsonl` in
+its private directory (flushed to disk: the test reads it as the app's own record) and
+patches the surface's state with the count.
 
 Its tool `board.clear` is answered by its surface (`delivery: surface_bridge`): the app's
 handler hands the call over, and the surface's answer, as its arguments ask for (one that
@@ -67,7 +67,7 @@ def _append(record: dict[str, Any]) -> int:
         "capability.request.v1",
         "app.tools.v1",
     ],
-    capabilities=["clipboard.write", "notification.show"],
+    capabilities=["clipboard.write", "file.open", "file.save", "notification.show"],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
 )
 class CanvasApp(RuntimeApp):

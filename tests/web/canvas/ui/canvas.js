@@ -1,8 +1,22 @@
 // The canvas surface: draws, emits one stroke, counts its visits in session data, asks
 // for the clipboard, asks for a notification when its button is pressed, and answers the
-// agent's `board.clear` calls as their arguments ask.
+// agent's `board.clear` calls as their arguments ask. Its other buttons ask the user for a
+// file (`file.open`) and save one (`file.save`); each outcome is kept in the body's data
+// (`opened`, `filed`) as JSON, the latest last.
 (async function () {
   "use strict";
+  const kept = (key, outcome) => {
+    const seen = JSON.parse(document.body.dataset[key] || "[]");
+    document.body.dataset[key] = JSON.stringify([...seen, outcome]);
+  };
+  document.getElementById("open-file").addEventListener("click", async () => {
+    const input = { accept: ["text/plain", "image/png"], max_bytes: 2048 };
+    kept("opened", await lineup.capabilities.request("file.open", "Open a list to draw", input));
+  });
+  document.getElementById("save-file").addEventListener("click", async () => {
+    const input = { name: "drawing.txt", data_base64: btoa("a red stroke") };
+    kept("filed", await lineup.capabilities.request("file.save", "Save the drawing", input));
+  });
   let counted;
   const visited = new Promise((resolve) => { counted = resolve; });
   lineup.onToolCall("board.clear", async (args, call) => {
