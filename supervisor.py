@@ -137,7 +137,7 @@ def default_config(
         # The tool router offers agents the tools whose capabilities this host serves.
         "tool_router": {
             "data_dir": str(root),
-            "host_capabilities": sorted(served_capabilities(os.environ)),
+            "host_capabilities": sorted(served_capabilities(os.environ, pages=bool(web))),
         },
         "capability_gateway": {
             "data_dir": str(root),

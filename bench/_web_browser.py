@@ -59,10 +59,12 @@ _NOW = "return performance.timeOrigin + performance.now();"
 
 
 class Browser:
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, *, microphone: Path | None = None) -> None:
         self.profile = work / "chromium-profile"
         self.driver_log = work / "logs" / "chromedriver.log"
         self.driver: Any = None
+        # A WAV the browser's microphone plays, its prompt for it answered yes.
+        self.microphone = microphone
 
     def open(self) -> str:
         """Start Chromium; its version."""
@@ -75,6 +77,10 @@ class Browser:
         for flag in FLAGS:
             options.add_argument(flag)
         options.add_argument(f"--user-data-dir={self.profile}")
+        if self.microphone is not None:
+            options.add_argument("--use-fake-ui-for-media-stream")
+            options.add_argument("--use-fake-device-for-media-stream")
+            options.add_argument(f"--use-file-for-fake-audio-capture={self.microphone}")
         self.driver_log.parent.mkdir(parents=True, exist_ok=True)
         service = Service(CHROMEDRIVER, log_output=str(self.driver_log))
         try:

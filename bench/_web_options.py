@@ -9,6 +9,7 @@ RATE = 50.0  # agent messages a second while the page is timed
 DEFAULT_MESSAGES = 500
 DEFAULT_LOADS = 10
 DEFAULT_LAUNCHES = 5
+DEFAULT_RECORDINGS = 5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f" beside the runtime's launch (default {DEFAULT_LAUNCHES})",
     )
     parser.add_argument(
+        "--recordings",
+        metavar="N",
+        type=int,
+        default=DEFAULT_RECORDINGS,
+        help="recordings the page makes for the voice app, each timed from the user's Stop"
+        " to the recording kept as its artifact, beside a bare upload of the same bytes"
+        f" (default {DEFAULT_RECORDINGS})",
+    )
+    parser.add_argument(
         "--work-dir",
         metavar="DIR",
         type=Path,
@@ -47,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_arguments(args: argparse.Namespace) -> str | None:
-    for name in ("messages", "loads", "launches"):
+    for name in ("messages", "loads", "launches", "recordings"):
         if getattr(args, name) < 1:
             return f"--{name} must be at least 1"
     return None

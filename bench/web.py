@@ -15,7 +15,10 @@ within one frame (16 ms) of the runtime at the median. Then `--loads` page loads
 from navigation start to the page's ready mark (its first view drawn on an open socket),
 on the conversation the messages made, and the web host process's memory is read. Last,
 `--launches` times the agent bringing an installed app in front: its call → the app's frame
-on the page's stage, beside the runtime's own launch of it (`_web_stage`).
+on the page's stage, beside the runtime's own launch of it (`_web_stage`), and
+`--recordings` times the user's Stop of a recording in the page → the recording kept as the
+voice app's artifact, beside a bare upload of the same bytes through the same web host
+(`_web_record`).
 
 Everything lives in one fresh temp dir, removed at the end; every process the bench starts
 (the AppServer, the runtime, chromedriver and Chromium) is stopped at the end, on Ctrl-C
@@ -47,6 +50,7 @@ from ._runner import run_bench
 from ._trio_run import run_measure, term_as_ctrl_c
 from ._web_browser import Browser
 from ._web_options import RATE, add_arguments, check_arguments
+from ._web_record import install_voice, measure_recordings, tone_wav
 from ._web_report import print_table, result_record
 from ._web_stage import install_pomodoro, measure_stage
 
@@ -114,6 +118,33 @@ def _page_arrivals(seen: list[tuple[str, float]]) -> Arrivals:
     return arrivals
 
 
+async def _apps_in_the_page(
+    data_dir: Path,
+    url: str,
+    credentials: Any,
+    browser: Browser,
+    args: argparse.Namespace,
+    *,
+    offset_ms: float,
+    work: Path,
+    err: Console,
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """The agent brings the pomodoro onto the stage (`--launches`), then asks the voice app
+    for recordings the page makes (`--recordings`): their figures."""
+    from peers.agent import open_agent
+
+    err.print(f"{args.launches} launches of the pomodoro onto the page's stage", highlight=False)
+    await install_pomodoro(data_dir, work)
+    agent_id = credentials.agent_id
+    token = credentials.token_for_agent(agent_id)
+    async with open_agent(url, agent_id=agent_id, token=token, inbox=False) as client:
+        stage = await measure_stage(data_dir, client, browser, args.launches, offset_ms)
+        err.print(f"{args.recordings} recordings in the page", highlight=False)
+        await install_voice(data_dir, work)
+        recordings = await measure_recordings(data_dir, client, browser, args.recordings, offset_ms)
+    return stage, recordings
+
+
 async def _measure(
     work: Path, procs: Processes, browser: Browser, args: argparse.Namespace, err: Console
 ) -> dict[str, Any]:
@@ -164,22 +195,23 @@ async def _measure(
     err.print(f"{args.loads} page loads on that conversation", highlight=False)
     ready = [await _ready(browser, page_url) for _ in range(args.loads)]
 
-    err.print(f"{args.launches} launches of the pomodoro onto the page's stage", highlight=False)
-    await install_pomodoro(runtime.data_dir, work)
-    from peers.agent import open_agent
-
-    agent_id = credentials.agent_id
-    token = credentials.token_for_agent(agent_id)
-    async with open_agent(server.url, agent_id=agent_id, token=token, inbox=False) as client:
-        stage = await measure_stage(
-            runtime.data_dir, client, browser, args.launches, clock["offset_ms"]
-        )
+    stage, recordings = await _apps_in_the_page(
+        runtime.data_dir,
+        server.url,
+        credentials,
+        browser,
+        args,
+        offset_ms=clock["offset_ms"],
+        work=work,
+        err=err,
+    )
     memory = tree_memory(int(endpoint["pid"]))
     settings = {
         "messages": args.messages,
         "rate": RATE,
         "loads": args.loads,
         "launches": args.launches,
+        "recordings": args.recordings,
         "date": datetime.date.today().isoformat(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
@@ -197,6 +229,7 @@ async def _measure(
         memory=memory,
         clock=clock,
         stage=stage,
+        recordings=recordings,
     )
 
 
@@ -204,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
     """The `lineup bench web` command; 0 when it measured, whatever the verdict."""
 
     def measure(work: Path, procs: Processes, err: Console) -> dict[str, Any]:
-        browser = Browser(work)
+        browser = Browser(work, microphone=tone_wav(work / "microphone.wav"))
         try:
             return run_measure(_measure, work, procs, browser, args, err)
         finally:

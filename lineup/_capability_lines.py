@@ -1,7 +1,8 @@
 """What the terminal chat shows and sends for the capability gateway: the apps'
 notifications (with the bell), `/dismiss` of a consent card (a question the runtime asked,
-`origin: runtime`, which the user may close without deciding), and `/attach PATH`, the
-file the user chooses for an app's `file.open` request.
+`origin: runtime`, which the user may close without deciding), `/attach PATH`, the file the
+user chooses for an app's `file.open` request, and a recording the gateway makes from the
+sound server: the line that says it records, and `/stop`.
 
 A file is read here, by the user's own process with the user's own permissions, and sent
 to the runtime as bytes with its name, never as a path: the app never learns where it was.
@@ -72,6 +73,28 @@ def notification_lines(data_dir: Path, after: int) -> tuple[list[Text], int]:
             Text.assemble("  ! ", (app, "bold"), f": {title + ' — ' if title else ''}{text}")
         )
     return lines, last
+
+
+RECORDING = "recording"  # a consent card's state while its recording runs
+
+
+def recording_now(view: dict[str, Any]) -> str | None:
+    """The gateway's key of the recording under way in the conversation, if one is."""
+    return next(
+        (
+            str(item["id"])
+            for item in view.get("timeline", [])
+            if item.get("kind") == "interaction"
+            and item.get("sender") == "runtime:capabilities"
+            and item.get("state") == RECORDING
+        ),
+        None,
+    )
+
+
+def recording_line() -> Text:
+    """What the terminal shows while the microphone records: that it does, and how to stop."""
+    return Text("  ● recording your microphone now: type /stop to end it", style="bold red")
 
 
 def dismiss(

@@ -12,8 +12,10 @@ an id stays the same while the question is open, across restarts too). With one 
 open, `/2`, `/yes` or `/say TEXT` answer it; with several, the answer names the question
 (`/q2 1`, `/q1 yes`, `/q3 some text`). A line that cannot be an answer (extra words, an
 empty answer, the wrong kind) is refused with a hint and nothing is sent. `/stop` stops the
-agent's running tool call (naming it when several run): the chat app passes the user's stop
-to the runtime, which ends the call `cancelled_by_user`. An app's request for a capability
+recording the runtime makes from the sound server, while one runs (the host passes it to
+the capability gateway); else the agent's running tool call (naming it when several run):
+the chat app passes the user's stop to the runtime, which ends the call
+`cancelled_by_user`. An app's request for a capability
 is a question too, asked by the runtime: `/1` ... answer it, `/dismiss` closes it without
 deciding; one that asks for a file is answered with `/attach PATH`, the file read here and
 sent as bytes with its name. A question the agent withdrew is no longer open: it takes no
@@ -55,12 +57,15 @@ from apps.chat import (
 )
 
 from ._capability_lines import (
+    RECORDING,
     Attach,
     attach_request,
     chooser_line,
     dismiss,
     notification_lines,
     read_attachment,
+    recording_line,
+    recording_now,
 )
 from ._common import ENDED_TASK, STATE_STYLES, STATE_WORDS
 from .debug_cmd import runtime_lifecycle
@@ -77,11 +82,12 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/questions", "list the open questions again"),
     ("/dismiss [QN]", "close an app's permission request without deciding"),
     ("/attach [QN] PATH", "send the file an app asks for (~ is your home folder)"),
-    ("/stop [CALL]", "stop the agent's running tool call (name it when several run)"),
+    ("/stop [CALL]", "stop the recording under way, else the agent's running tool call"),
     ("/help", "this list"),
 )
 # What /quit does depends on who started the runtime: `lineup run` stops it with the chat,
 # `lineup chat attach` leaves it running.
+STOP_RECORDING: Final = "stop_recording"  # the /stop of a recording: the host's, not the chat's
 QUIT_LEAVES: Final = ("/quit", "leave the chat (the runtime keeps running)")
 QUIT_STOPS: Final = ("/quit", "stop the runtime and leave (Ctrl-C too)")
 _WORDS: Final = ("help", "questions", "quit", "yes", "no", "say", "stop", "dismiss", "attach")
@@ -241,6 +247,8 @@ def _item_lines(item: dict[str, Any], seen: dict[str, str], ids: dict[str, str])
         # How to save it from here; the web page has a Save button under the call.
         artifact_id = visible(item["artifact"].get("artifact_id", ""), newlines=False)
         lines.append(Text(f"    save it: lineup artifacts save {artifact_id}"))
+    if state == RECORDING and item.get("sender") == "runtime:capabilities":
+        lines.append(recording_line())
     refusal = refusal_sentence(item.get("code")) if state == "refused" else None
     if refusal:
         lines.append(Text(f"  ↳ {refusal}"))
@@ -297,6 +305,8 @@ def parse_line(
         return help_text(quit_stops=quit_stops).plain
     if command == "questions":
         return "\n".join(_plain(line) for line in open_questions(view))
+    if command == "stop" and not rest and (recording := recording_now(view)) is not None:
+        return {"kind": STOP_RECORDING, "request_id": recording}
     if command == "stop":
         return _stop(view, conversation, rest)
     if command == "dismiss":
@@ -423,6 +433,23 @@ def _answer(
     return body
 
 
+def _send(screen: Any, session: UiSession, body: dict[str, Any]) -> None:
+    """What the user typed, to the runtime: the stop of a recording to the host, any other
+    input to the chat app; a runtime that does not take it is said in one line."""
+    try:
+        if body["kind"] == STOP_RECORDING:
+            session.stop_recording(str(body["request_id"]))
+        else:
+            session.act(body)
+    except ControlError as exc:
+        screen.print(
+            Text(
+                f"  (not sent: the runtime did not take it ({visible(exc)}); is it still running?)",
+                style="red",
+            )
+        )
+
+
 def attach(
     data_dir: Path,
     conversation: str,
@@ -485,16 +512,7 @@ def attach(
             if isinstance(body, str):
                 screen.print(Text(body, style="yellow"))
                 continue
-            try:
-                session.act(body)
-            except ControlError as exc:
-                screen.print(
-                    Text(
-                        f"  (not sent: the runtime did not take it ({visible(exc)}); is it"
-                        " still running?)",
-                        style="red",
-                    )
-                )
+            _send(screen, session, body)
     except KeyboardInterrupt:
         pass
     finally:

@@ -49,6 +49,10 @@ class UiSession:
         `media_type`, `data` (the bytes, never a path)."""
         return self._send("host.file.chosen", chosen, timeout)
 
+    def stop_recording(self, request_id: str, *, timeout: float = 10) -> str:
+        """The user's stop of the recording `request_id` (the gateway's key) made here."""
+        return self._send("host.recording.stop", {"request_id": request_id}, timeout)
+
     def intent(self, intent: str, *, app_scope: str | None = None, timeout: float = 10) -> str:
         body: dict[str, Any] = {"intent": intent}
         if app_scope is not None:

@@ -58,6 +58,7 @@ from ._policy import load_policy, parse_section
 from ._provider_base import Provider
 from ._providers import CHOSEN_BY, clipboard_command, host_providers, written_by
 from ._rates import RateLimiter
+from ._recording import ASKED_EACH_TIME, RECORD, Recordings, recorder_card
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
 from ._speech import SERVED_BY as SPEECH_SERVED_BY
 from .door import DOOR
@@ -75,7 +76,7 @@ _CHAT: Final = f"app.{SCOPE_CHAT}"
 Refusal = tuple[CapabilityResult, str | None, str, str]
 
 
-class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
+class CapabilityGatewayActor(Recordings, FileChoices, ArtifactSaves, Effects, Actor):
     door = DOOR
 
     async def on_start(self) -> None:
@@ -86,14 +87,16 @@ class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
         user = self.config.get("downloads") == "user"
         self.env = dict(os.environ)
         self.folder = user_downloads(self.env) if user else Folder.runtime(self.data_dir)
-        # A notification goes to an open page through the web host, where there is one, and
-        # a saved file to the page that shows its conversation.
+        # A notification goes to an open page through the web host, where there is one, a
+        # saved file to the page that shows its conversation, and a page records for an app
+        # (`_recording`).
         self.web_host: str | None = self.config.get("web_host") or None
         page = self._ask_web_host if self.web_host else None
         hand_over = self._hand_over if self.web_host else None
         self.providers: dict[str, Provider] = host_providers(
             self.data_dir, self.env, page=page, hand_over=hand_over, folder=self.folder
         )
+        self._start_recordings()
         self.rates = RateLimiter.from_config(self.config.get("rate_limit"))
         # An app's refusals are each written while it has few; past that, counted and written
         # as one row a second at most, so a flood of bad requests costs the store little.
@@ -118,6 +121,7 @@ class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
             "serves": sorted(self.providers),
             "open": len(self.open),
             "grants": len(self.grants),
+            "recordings": self.recordings_now() if hasattr(self, "recordings") else {},
             **self.counts,
         }
 
@@ -204,7 +208,7 @@ class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
         if (
             grant is not None
             and grant["scope"] in ("session", "always")
-            and row["capability"] not in CHOSEN_BY_THE_USER
+            and row["capability"] not in CHOSEN_BY_THE_USER | ASKED_EACH_TIME
         ):
             return await self._start(row, f"allowed by the user's {grant['scope']} grant")
         await self.write(
@@ -251,12 +255,17 @@ class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
         """An app takes back a request of its own that the user has not answered: the call
         that asked ended first (cancelled, or cut short by the app's restart). Its card
         closes and it ends `failed`, code `withdrawn`, so that a late answer starts nothing
-        that nobody waits for. One answered already goes on: its effect may have begun."""
+        that nobody waits for. One answered already goes on: its effect may have begun; but a
+        recording under way stops there and nothing of it is kept (`failed`, `withdrawn`)."""
         await self.loaded.wait()
         if not msg.sender.startswith("app."):  # a request is an app's: so is taking it back
             raise ContractError(Code.SENDER_NOT_ALLOWED, "only an app takes back its request")
         scope = msg.sender.removeprefix("app.")
-        pending = self.open.get(f"{scope}/{msg.body['request_id']}")
+        key = f"{scope}/{msg.body['request_id']}"
+        if key in self.recordings:  # nobody waits for it now: it stops, and nothing is kept
+            await self._drop_recording(key, "taken back by the app: the call that asked ended")
+            return
+        pending = self.open.get(key)
         if pending is None or pending.row["state"] != "asking":
             return
         row = pending.row
@@ -278,6 +287,12 @@ class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
         row = pending.row
         if answer not in ("deny", "dismiss") and row["capability"] in CHOSEN_BY_THE_USER:
             log.info("%s waits for the user's choice, not an allow: %s is ignored", key, answer)
+            return
+        if row["capability"] in ASKED_EACH_TIME and answer not in ("once", "deny", "dismiss"):
+            log.info("%s is asked each time: the answer %s is ignored", key, answer)
+            return
+        if row["capability"] == RECORD and answer == "once":
+            await self._record_in_terminal(pending)  # the terminal's yes: recorded here
             return
         row["state"] = "deciding"  # before any await: the deadline no longer applies
         changed = None if answer in ("deny", "dismiss") else await self._changed_since(row)
@@ -366,6 +381,8 @@ class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
         if clipboard is not None:
             by["clipboard.write"] = written_by(clipboard)
         by["notification.show"] = await self._notification_route(pages)
+        if RECORD in self.providers:
+            by[RECORD] = self.recorded_by()
         return {"providers": [{"capability": c, "by": by[c]} for c in sorted(self.providers)]}
 
     async def _open_pages(self) -> int:
@@ -436,9 +453,12 @@ class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
         for caller, kernel_id in pending.waiters:
             await self.reply(caller, kernel_id, result)
 
-    async def _card(self, row: dict[str, Any], state: str, outcome: str | None = None) -> None:
-        """The consent card in the chat: opened, or closed with how it ended. Its ids derive
-        from the request's key, so each is sent once whatever replays."""
+    async def _card(
+        self, row: dict[str, Any], state: str, outcome: str | None = None, slot: int = 0
+    ) -> None:
+        """The consent card in the chat: opened, or closed with how it ended (a recording's
+        card says again, in `slot`, how it ended after it closed). Its ids derive from the
+        request's key, so each is sent once whatever replays."""
         body = {
             "request_id": row["request_id"],
             "conversation_id": row["conversation_id"],
@@ -453,7 +473,9 @@ class CapabilityGatewayActor(FileChoices, ArtifactSaves, Effects, Actor):
         chooser = chooser_of(row) if state == "asking" else None
         if chooser is not None:
             body["chooser"] = chooser
-        slot = CARD_OPEN if state == "asking" else CARD_CLOSED
+        if row["capability"] == RECORD and state == "asking":
+            body["recorder"] = recorder_card(row["input"])
+        slot = slot or (CARD_OPEN if state == "asking" else CARD_CLOSED)
         await self.cast(
             _CHAT, "app.capability.consent", body, id=derive_id(row["request_id"], slot)
         )

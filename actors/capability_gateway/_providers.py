@@ -20,6 +20,9 @@ provider here is `unsupported_on_host`, whatever the app declared.
   (X11), only where one is on PATH and its display is set.
 - `speech.speak`, `speech.transcribe` (any time, idempotent): spoken into a WAV artifact of
   the app, and one of its WAV artifacts written out as text, on this host (`_speech`).
+- `audio.record` (foreground, not idempotent: a second recording is another one): served
+  where a page can record (a web host runs) or a sound server can (`_recording`), which
+  runs it rather than a provider's `run`.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ._provider_base import Effect, NewArtifact, Provider, Served
 from ._provider_base import invalid as _invalid
 from ._provider_base import text_field as _text
 from ._provider_base import with_fields as _object
+from ._recording import check_record, terminal_recorder
 
 # How a file.open is served (the card's chooser), in the user's settings.
 CHOSEN_BY: Final = "chosen by the user: a file input on the page's card, or /attach in the terminal"
@@ -203,12 +207,19 @@ def _clipboard(command: list[str]) -> Callable[[Effect], Awaitable[Served]]:
     return run
 
 
-def served_capabilities(env: Mapping[str, str]) -> frozenset[str]:
-    """The names of the capabilities this host serves (what an agent may be offered)."""
+async def _recorded_elsewhere(effect: Effect) -> Served:
+    raise AssertionError("a recording is run by the gateway's `_recording`, not a provider")
+
+
+def served_capabilities(env: Mapping[str, str], *, pages: bool = False) -> frozenset[str]:
+    """The names of the capabilities this host serves (what an agent may be offered);
+    `pages`: a web host runs, whose pages can record."""
     served = {"file.save", "file.open", "notification.show"}
     if clipboard_command(env) is not None:
         served.add("clipboard.write")
     served.update(_speech.speech_providers(env))
+    if pages or terminal_recorder(env) is not None:
+        served.add("audio.record")
     return frozenset(served)
 
 
@@ -222,8 +233,8 @@ def host_providers(
 ) -> dict[str, Provider]:
     """The capabilities this host serves, by name; `page` asks the web host to show a
     notification on an open page, `hand_over` hands it a file saved for a page (None: the
-    runtime runs no web host); `file.save` saves into `folder` otherwise (the runtime's
-    downloads unless given)."""
+    runtime runs no web host, whose pages could also record); `file.save` saves into
+    `folder` otherwise (the runtime's downloads unless given)."""
     folder = folder or Folder.runtime(data_dir)
     providers = {
         "file.save": Provider(
@@ -242,4 +253,6 @@ def host_providers(
     if command is not None:
         providers["clipboard.write"] = Provider(True, True, check_clipboard, _clipboard(command))
     providers.update(_speech.speech_providers(env))
+    if page is not None or terminal_recorder(env) is not None:
+        providers["audio.record"] = Provider(True, False, check_record, _recorded_elsewhere)
     return providers

@@ -34,6 +34,8 @@ import trio
 
 from actors.contracts import Code, ContractError
 
+from . import _opus as opus
+from ._audio import OGG, WEBM, AudioError, read_recording
 from ._provider_base import (
     Effect,
     NewArtifact,
@@ -59,6 +61,8 @@ TRANSCRIBE_TIMEOUT_S: Final = 60.0
 VOICE: Final = ("-v", "en-us+klatt2", "-a", "70")
 WAV_TYPE: Final = "audio/wav"
 WAV_TYPES: Final = frozenset({"audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave"})
+# What a page records (`audio.record`): Opus in WebM or Ogg, decoded by libopus (`_opus`).
+OPUS_TYPES: Final = frozenset({WEBM, OGG})
 WORKER: Final = Path(__file__).with_name("_sphinx_worker.py")
 # sox: any WAV in, raw 16-bit little-endian mono 16 kHz out (quiet but for errors).
 _TO_RAW: Final = (
@@ -157,9 +161,36 @@ def _speak(env: Mapping[str, str]) -> Callable[[Effect], Awaitable[Served]]:
     return run
 
 
+def _too_long(seconds: float) -> ContractError:
+    return ContractError(
+        Code.TOO_LARGE,
+        f"the recording lasts {seconds:.1f} s; at most {MAX_TRANSCRIBE_S:.0f} s are"
+        " transcribed at a time: cut it shorter",
+    )
+
+
+def _opus_pcm(data: bytes) -> bytes:
+    """A page's recording (Opus in WebM or Ogg, as `audio.record` keeps it) decoded to
+    16-bit mono 16 kHz samples by libopus, which resamples itself."""
+    try:
+        recording = read_recording(data, packets=True)
+    except AudioError as exc:
+        raise invalid(f"the artifact is not a recording this host reads ({exc})") from None
+    if recording.codec not in ("A_OPUS", "opus"):
+        raise invalid(f"the recording's sound is {recording.codec}, not Opus")
+    if recording.duration_ms > MAX_TRANSCRIBE_S * 1000:
+        raise _too_long(recording.duration_ms / 1000)
+    try:
+        return opus.decode(recording.packets, SAMPLE_RATE)
+    except AudioError as exc:
+        raise invalid(str(exc)) from None
+
+
 def pcm_of(data: bytes, media_type: str | None) -> tuple[bytes, bool]:
     """The artifact's samples and whether they are 16-bit mono 16 kHz already; refuses what
-    is not a PCM WAV, or lasts too long, with what to do."""
+    is not a PCM WAV or a page's Opus recording, or lasts too long, with what to do."""
+    if media_type in OPUS_TYPES:
+        return _opus_pcm(data), True
     if media_type not in WAV_TYPES:
         raise invalid(f"the artifact is {media_type}, not a WAV recording (audio/wav)")
     try:
@@ -176,11 +207,7 @@ def pcm_of(data: bytes, media_type: str | None) -> tuple[bytes, bool]:
         raise invalid("the artifact's WAV header names no sample rate, width or channel")
     seconds = len(frames) / (channels * width * rate)
     if seconds > MAX_TRANSCRIBE_S:
-        raise ContractError(
-            Code.TOO_LARGE,
-            f"the recording lasts {seconds:.1f} s; at most {MAX_TRANSCRIBE_S:.0f} s are"
-            " transcribed at a time: cut it shorter",
-        )
+        raise _too_long(seconds)
     return frames, (channels, width, rate) == (1, SAMPLE_BYTES, SAMPLE_RATE)
 
 

@@ -6,8 +6,9 @@ the settings app, which alone also lists the grants in force for the user; the o
 asks what would serve each capability now. The user's side alone (the operator, the host,
 the web host for its page's Save) saves an artifact into downloads. A file the user chose
 for an app comes from the user's side only (the host for the terminal chat, the web host for
-its page): no app can hand itself a "chosen" file. An app takes back only its own
-requests."""
+its page): no app can hand itself a "chosen" file. A recording's yes, its bytes and its stop
+come from the user's side only too (the web host for its page, the host for the terminal).
+An app takes back only its own requests."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from typing_extensions import TypedDict
 
 from actors.contracts import FILE_OPEN_MAX_BYTES, SCOPE_CHAT, SCOPE_SETTINGS
 from actors.kernel import APPS, Door, accept
+
+from ._recording import MAX_RECORDING_BYTES
 
 _CLOSED = ConfigDict(extra="forbid")
 # An app's own id for a request: what it asks again with to learn the outcome.
@@ -72,6 +75,19 @@ class FileChosen(TypedDict):
     chooser: Literal["web", "terminal"]
 
 
+class RecordStart(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    request_id: _REQUEST_KEY
+
+
+class Recorded(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    request_id: _REQUEST_KEY
+    data: Annotated[bytes, Field(max_length=MAX_RECORDING_BYTES)]
+    media_type: Annotated[str, Field(max_length=255)]  # what the page declared; may be ""
+    stopped: NotRequired[Literal["user", "limit", "background"]]
+
+
 class PolicySection(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     section: Any
@@ -96,5 +112,12 @@ DOOR = Door(
         # The file the user chose for a file.open request: the terminal chat's, through the
         # host, or the page's, uploaded to the web host.
         "capability_gateway.file_chosen": accept("host", "web_host", body=FileChosen),
+        # The user's yes to a recording in the page, what the page recorded, and the user's
+        # stop of one recorded here: the user's side only, never an app.
+        "capability_gateway.record_start": accept("web_host", body=RecordStart),
+        "capability_gateway.recorded": accept("web_host", body=Recorded),
+        "capability_gateway.record_stop": accept("host", "web_host", body=RecordStart),
+        # An app ends its own recording early (its surface's Stop): its scope is the stamp.
+        "capability_gateway.stop": accept(APPS, body=Withdraw),
     }
 )

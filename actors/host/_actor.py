@@ -7,16 +7,17 @@
 | `host.ui.action` | `session_id`, `app_scope`, `input` {...} | `app.input` to `app.<scope>` |
 | `host.intent` | `session_id`, `intent`, `app_scope`? | `app_manager.host_intent` |
 | `host.file.chosen` | `session_id`, `request_id`, `name`, `media_type`, `data` | to the gateway |
+| `host.recording.stop` | `session_id`, `request_id` | the gateway's recording stops |
 
 Every one is accepted only from a UI session (`ui`, a `host.*` request on the supervisor's
 UI socket) or the operator (`debug`), and audited in the store with its own code
-(`ui.action`, `host.intent`, `host.session.*`, `ui.file_chosen`), so the audit tells a
-user's action from an agent's. A file chosen is the terminal chat's answer to a `file.open`
-request (`/attach PATH`): the bytes the user's own process read, passed to the capability
-gateway (`capability_gateway.file_chosen`), which decides what they are and whether the
-request takes them. A refused one is audited with the code of its refusal: the UI socket
-has already answered the UI by then, and the audit is where the UI looks (`lineup debug`
-and the terminal chat show it).
+(`ui.action`, `host.intent`, `host.session.*`, `ui.file_chosen`, `ui.recording_stop`), so
+the audit tells a user's action from an agent's. A file chosen is the terminal chat's answer
+to a `file.open` request (`/attach PATH`): the bytes the user's own process read, passed to
+the capability gateway (`capability_gateway.file_chosen`), which decides what they are and
+whether the request takes them. A refused one is audited with the code of its refusal: the
+UI socket has already answered the UI by then, and the audit is where the UI looks
+(`lineup debug` and the terminal chat show it).
 
 Sessions live in memory: a UI session is a live attachment, and after a restart of the
 host a UI simply opens its session again (an action naming an unknown session is still
@@ -85,6 +86,14 @@ def _ui_action(body: Any, ui_apps: frozenset[str]) -> tuple[str, str, dict[str, 
     if len(msgpack.packb(action)) > MAX_INPUT_BYTES:
         raise ContractError(Code.TOO_LARGE, f"input over {MAX_INPUT_BYTES} bytes")
     return session, app, action
+
+
+def _recording_stop(body: Any) -> tuple[str, str]:
+    session = _session_of(body)
+    request = body.get("request_id")
+    if not isinstance(request, str) or not REQUEST_KEY.match(request):
+        raise _invalid(f"request_id: {str(request)[:80]!r} is not a request's key")
+    return session, request
 
 
 def _intent(body: Any) -> tuple[str, str, str | None]:
@@ -193,6 +202,16 @@ class HostActor(Actor):
             "capability_gateway",
             "capability_gateway.file_chosen",
             {**chosen, "chooser": "terminal"},
+        )
+
+    @handles("host.recording.stop")
+    async def recording_stop(self, msg: Message) -> None:
+        """The user's stop of a recording the gateway makes from the sound server (the
+        terminal chat's `/stop` while it records), handed to the gateway."""
+        session, request = await self._checked(msg, lambda: _recording_stop(msg.body))
+        await self._audit("ui.recording_stop", f"{request} by {session}", msg)
+        await self.cast(
+            "capability_gateway", "capability_gateway.record_stop", {"request_id": request}
         )
 
     @handles("host.intent")

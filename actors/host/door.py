@@ -14,5 +14,7 @@ DOOR = Door(
         "host.intent": accept("ui"),
         # A file the user chose in a terminal for an app's file.open request.
         "host.file.chosen": accept("ui"),
+        # The terminal's stop of a recording the gateway makes from the sound server.
+        "host.recording.stop": accept("ui"),
     }
 )

@@ -64,6 +64,9 @@ def security_headers(port: int) -> list[tuple[bytes, bytes]]:
         (b"cross-origin-opener-policy", b"same-origin"),
         (b"cross-origin-resource-policy", b"same-origin"),
         (b"cache-control", b"no-store"),
+        # The microphone is the page's own (an app's recording, with the user's yes); no
+        # frame in it gets one, nor a camera.
+        (b"permissions-policy", b"microphone=(self), camera=(), geolocation=()"),
     ]
 
 

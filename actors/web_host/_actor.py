@@ -49,7 +49,8 @@ class WebHostActor(SurfacePushes, Actor):
         self.notifications = PageNotifications()
         # Previews of the conversations' pictures and the user's saves (`_artifacts`).
         self.artifacts = Artifacts(self, self.data_dir)
-        # The open pages by conversation, and the files their users choose (`_uploads`).
+        # The open pages by conversation, the files their users choose and what they record
+        # (`_uploads`).
         self.pages = PagesAndUploads(self)
         # With no port asked for, the last run's is tried first, so that the address a
         # person keeps for this data dir stays the same while that port is free.
@@ -122,6 +123,11 @@ class WebHostActor(SurfacePushes, Actor):
         name = str(msg.body["name"])
         href = self.artifacts.offer_file(name)
         return {"pages": await self.pages.hand_over(str(msg.body["conversation_id"]), name, href)}
+
+    @handles("web_host.recording.stop")
+    async def _recording_stop(self, msg: Message) -> None:
+        """The gateway ends a recording: the pages of its conversation stop and send it."""
+        await self.pages.tell_stop(str(msg.body["conversation_id"]), str(msg.body["request_id"]))
 
     def statistics_extra(self) -> dict[str, Any]:
         changes = getattr(self, "chat_changes", None)

@@ -14,6 +14,7 @@ web host names the UI session itself.
 | `notified` | `id` (a notification's), `as` (`system`, `toast`) | the page showed it |
 | `save` | `client_id`, `artifact_id` (one the page's conversation shows) | a save (`_artifacts`) |
 | `choose` | `client_id`, `interaction_id` (a card asking for a file) | an upload (`_uploads`) |
+| `record` | `client_id`, `interaction_id` (a card asking to record) | a recording (`_uploads`) |
 
 `client_id` is the page's id for the action (a message id: 26 characters of Crockford
 base32): sent again after a reconnect, it names the same UI action, which the runtime's
@@ -72,6 +73,10 @@ class Save:
 class Choose:
     client_id: str
     interaction_id: str
+
+
+# A `record` frame has a `choose` frame's fields: the action, and the card it answers.
+Record = Choose
 
 
 def _fields(
@@ -247,3 +252,11 @@ def registry_input(given: dict[str, Any]) -> dict[str, Any]:
     if kind == "remove":
         body["confirmed"] = True
     return body
+
+
+def record(frame: dict[str, Any]) -> Record:
+    """A `record` frame: the user pressed "Start recording" on the card `interaction_id`;
+    the recording goes by an upload of its own, never in a frame."""
+    client_id = _client_id(frame)
+    _fields(frame, {"t", "client_id", "interaction_id"})
+    return Record(client_id, _id(frame["interaction_id"], "question id"))

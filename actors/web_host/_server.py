@@ -10,7 +10,7 @@
 | `/surfaces.js`, `/surface-socket` | the page's side of surfaces (`_bridge`) |
 | `/artifact/{conversation}/{id}` | a picture the conversation shows (`_artifacts`) |
 | `/saved/{token}` | what the user saved, as a download (`_artifacts`) |
-| `/upload/{token}` (POST) | the file a user chose in the page for an app (`_uploads`) |
+| `/upload/{token}` (POST) | a file a user chose, or a recording, for an app (`_uploads`) |
 
 Every route is behind the access rule (`_access.Guard`).
 """
@@ -45,6 +45,7 @@ log = logging.getLogger("lineup.web_host")
 STATIC: Final = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/recorder.js": ("recorder.js", "text/javascript; charset=utf-8"),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
     "/notify.js": ("notify.js", "text/javascript; charset=utf-8"),
 }
@@ -90,7 +91,7 @@ def build_app(
     routes += [
         *surfaces.routes(),  # installed apps' surfaces, their bridge (`_bridge`)
         *artifacts.routes(),  # previews and saved files (`_artifacts`)
-        *pages.routes(),  # the files users choose in the page (`_uploads`)
+        *pages.routes(),  # the files users choose and what they record in the page (`_uploads`)
         WebSocketRoute("/ws", websocket),
     ]
     return Guard(Starlette(routes=routes), data_dir)

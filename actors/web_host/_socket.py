@@ -10,13 +10,17 @@ of an artifact is the capability gateway's, asked by this process (`_artifacts`)
 page's other actions go on; the page hears `saved` (the name and where to download it) or
 `refused`. A `choose` (the user picked a file for a card of the page's that asks for one)
 is answered with `upload`, a one-time address to POST the file to (`_uploads`), or
-`refused`.
+`refused`. A `record` (the user pressed "Start recording" on a card of the page's that asks
+for one) is the user's yes, given to the capability gateway; the page hears `recording`, a
+one-time address to POST the recording to with how long and how much it may be
+(`_uploads`), or `refused`.
 
 Out: after the page's `hello`, the chat items that differ from what it holds, then every
 change as it happens (`view`), the app registry (`registry`) and the runtime's link state
 (`status`), the apps' notifications the capability gateway asks it to show
-(`notification`, which the page answers with `notified`: `_notifications`), and a
-`download` of a file an app saved for the page's conversation (`_uploads`). The chat's
+(`notification`, which the page answers with `notified`: `_notifications`), a
+`download` of a file an app saved for the page's conversation (`_uploads`), and
+`record_stop` when the gateway ends a recording the page makes. The chat's
 view is read again at each notice of the chat app (`_changes`) that
 finds its log changed (SQLite's `data_version`); `runtime.db` is looked at every `POLL_S`.
 
@@ -38,12 +42,12 @@ import trio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from actors.contracts import ContractError, file_wanted
-from actors.kernel import ControlError, derive_id, ui_request
+from actors.kernel import CallFailed, ControlError, derive_id, ui_request
 
 from . import _inputs
 from ._artifacts import Artifacts
 from ._changes import ChatChanges
-from ._inputs import Choose, Hello, Refused, Save
+from ._inputs import Choose, Hello, Record, Refused, Save
 from ._notifications import PageNotifications
 from ._uploads import PagesAndUploads, session_of
 from ._views import ChatFollower, fold_chat, link_state, registry
@@ -236,6 +240,10 @@ class PageSocket:
                     await self.send(self._upload(_inputs.choose(frame)))
                     self.refusals = 0
                     continue
+                if frame["t"] == "record":
+                    saves.start_soon(self._record, _inputs.record(frame))
+                    self.refusals = 0
+                    continue
                 action = _inputs.action(frame, hello.conversation)
             except Refused as refusal:
                 self.refusals += 1
@@ -302,6 +310,29 @@ class PageSocket:
         href = self.pages.mint(request.interaction_id, session, wanted)
         return {**answer, "t": "upload", "href": href}
 
+    async def _record(self, request: Record) -> None:
+        """The user's yes to a recording on a card the page shows open and asking for one:
+        `recording` {`href`, `max_ms`, `max_bytes`} once the gateway started it; else
+        `refused` with the sentence the page shows on the card."""
+        answer: dict[str, Any] = {"client_id": request.client_id}
+        item = self.held.get(request.interaction_id) or {}
+        ask = item.get("ask") or {}
+        session = session_of(self.ws)
+        if not ask.get("open") or not isinstance(ask.get("recorder"), dict) or not session:
+            self.counters["refused"] += 1
+            error = "This request does not wait for a recording any more."
+            await self.send({**answer, "t": "refused", "error": error})
+            return
+        try:
+            started = await self.pages.start_recording(request.interaction_id, session)
+        except CallFailed as failed:
+            self.counters["refused"] += 1
+            error = failed.detail if failed.code == "invalid_state" else ""
+            error = error or "The runtime did not start the recording: try again."
+            await self.send({**answer, "t": "refused", "error": error})
+            return
+        await self.send({**answer, "t": "recording", **started})
+
     async def _ui(self, message_type: str, body: dict[str, Any], message_id: str = "") -> None:
         request: dict[str, Any] = {"type": message_type, "body": body}
         if message_id:
@@ -329,7 +360,7 @@ class PageSocket:
                 else fold.changed_since(fold.before, set(hello.still_open))
             )
             # What the page holds is known before it is sent: a page answering it at once
-            # (a file picked for a card it shows) is judged by it.
+            # (a file picked, a recording started, on a card it shows) is judged by it.
             self.held = fold.items
             await self._send_view(fold.pos, items, fold.tasks, reset=reset, always=True)
             async with trio.open_nursery() as nursery:

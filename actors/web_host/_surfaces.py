@@ -184,7 +184,8 @@ def surface_headers(host: str, token: str) -> list[tuple[bytes, bytes]]:
     own = f"{origin}{SURFACE_PREFIX}{token}/"
     policy = (
         f"default-src 'none'; script-src {own} {origin}{BRIDGE_PATH}; style-src {own}; "
-        f"img-src {own} data:; font-src {own}; connect-src 'none'; form-action 'none'; "
+        f"img-src {own} data:; media-src data:; font-src {own}; connect-src 'none'; "
+        "form-action 'none'; "
         f"base-uri 'none'; frame-ancestors {origin}; sandbox allow-scripts"
     )
     return [
@@ -192,6 +193,8 @@ def surface_headers(host: str, token: str) -> list[tuple[bytes, bytes]]:
         (b"x-content-type-options", b"nosniff"),
         (b"referrer-policy", b"no-referrer"),
         (b"cache-control", b"no-store"),
+        # A surface never opens a microphone or a camera itself: it asks the runtime.
+        (b"permissions-policy", b"microphone=(), camera=(), geolocation=()"),
     ]
 
 

@@ -1,5 +1,6 @@
-"""The file a user chooses in the page for an app's `file.open` request, and the pages a
-saved file is handed to.
+"""The file a user chooses in the page for an app's `file.open` request, what the user
+records in the page for an app's `audio.record` request, and the pages a saved file is
+handed to.
 
 **Upload.** A `file.open` card in the page carries a file input. When the user picks a
 file, the page asks its socket for an upload (`choose`, naming the card); the web host
@@ -16,6 +17,21 @@ type from the bytes and whether the request takes the file; its refusal is answe
 its code and one sentence (`too_large`, `unsupported_media_type`, `invalid_state` once the
 card closed). Tokens not used are forgotten after `TOKEN_TTL_S` or past `MAX_TOKENS`.
 
+**Recording.** An `audio.record` card in the page carries "Start recording". When the user
+presses it, the page opens the browser's microphone, then asks its socket to record
+(`record`, naming the card); the web host checks that its conversation shows that card open
+and asking for a recording, and asks the capability gateway to start it
+(`capability_gateway.record_start`: the user's yes), which answers how long and how much
+the page may record. The web host mints a token the same way, bound to that size
+(`recording` {`href`, `max_ms`, `max_bytes`}), and the page records, showing that it does.
+When it stops, it POSTs what it recorded there, its type as the browser's recorder declares
+it in `content-type` and why it stopped in `x-stopped`; the route checks and reads it as it
+does a file and hands it to the gateway (`capability_gateway.recorded`), which reads the
+recording from its bytes and keeps it as the app's artifact; its answer, the request's
+outcome, is the POST's. The gateway keeps the recording's clock: at its limit, or when the
+app leaves the foreground, it tells the web host (`web_host.recording.stop`), and each
+page of the conversation hears `record_stop` for the card and sends what it has.
+
 **Download.** The capability gateway asks whether a page shows a conversation
 (`web_host.pages`) and hands it a file an app saved for it (`web_host.download`: the name
 it has in the runtime's downloads): each such page gets a `download` frame with a
@@ -24,6 +40,7 @@ it has in the runtime's downloads): each such page gets a `download` frame with 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import time
@@ -48,6 +65,9 @@ log = logging.getLogger("lineup.web_host")
 
 UPLOAD_PREFIX: Final = "/upload/"
 CHOSEN_TIMEOUT_S: Final = 15.0
+RECORDED_TIMEOUT_S: Final = 15.0
+RECORD_START_TIMEOUT_S: Final = 5.0
+STOPPED: Final = frozenset({"user", "limit", "background"})  # why a page's recording stopped
 TOKEN_TTL_S: Final = 600.0  # a request's own deadline is at most ten minutes
 MAX_TOKENS: Final = 256
 MAX_NAME: Final = 1024
@@ -56,6 +76,7 @@ MAX_MEDIA_TYPE: Final = 255
 _STATUS: Final = {
     Code.TOO_LARGE: 413,
     Code.UNSUPPORTED_MEDIA_TYPE: 415,
+    Code.INVALID_PAYLOAD: 422,
     Code.INVALID_STATE: 409,
 }
 
@@ -67,10 +88,11 @@ def session_of(connection: HTTPConnection) -> str | None:
 
 @dataclass(frozen=True)
 class _Upload:
-    request_id: str  # the gateway's key of the request the file is for
+    request_id: str  # the gateway's key of the request the file or recording is for
     session: str
-    wanted: FileWanted
+    max_bytes: int
     minted: float
+    wanted: FileWanted | None = None  # what a file.open takes; None: a recording
 
 
 class PagesAndUploads:
@@ -116,6 +138,37 @@ class PagesAndUploads:
 
     def mint(self, request_id: str, session: str, wanted: FileWanted) -> str:
         """A one-time upload address for the file of request `request_id`."""
+        self.counters["uploads_offered"] += 1
+        return self._mint(_Upload(request_id, session, wanted.max_bytes, 0.0, wanted))
+
+    async def start_recording(self, request_id: str, session: str) -> dict[str, Any]:
+        """The user's yes to a recording, asked of the gateway: where the page sends it and
+        how long and how much it may be. Raises `CallFailed` with the gateway's word."""
+        answer = await self.actor.call(
+            "capability_gateway",
+            "capability_gateway.record_start",
+            {"request_id": request_id},
+            timeout=RECORD_START_TIMEOUT_S,
+        )
+        max_bytes = int(answer["max_bytes"])
+        href = self._mint(_Upload(request_id, session, max_bytes, 0.0))
+        self.counters["recordings_started"] += 1
+        return {"href": href, "max_ms": int(answer["max_ms"]), "max_bytes": max_bytes}
+
+    async def tell_stop(self, conversation: str, request_id: str) -> int:
+        """Tell every page of `conversation` to stop recording for `request_id`."""
+        told = 0
+        for page in list(self.pages.get(conversation, ())):
+            try:
+                await page.send({"t": "record_stop", "interaction_id": request_id})
+            except Exception:  # a page that went meanwhile: the others still hear it
+                log.info("a page went before it heard to stop %s", request_id)
+                continue
+            told += 1
+        self.counters["recording_stops"] += told
+        return told
+
+    def _mint(self, upload: _Upload) -> str:
         now = time.monotonic()
         while self.tokens and (
             len(self.tokens) >= MAX_TOKENS
@@ -123,8 +176,7 @@ class PagesAndUploads:
         ):
             self.tokens.popitem(last=False)
         token = secrets.token_urlsafe(24)
-        self.tokens[token] = _Upload(request_id, session, wanted, now)
-        self.counters["uploads_offered"] += 1
+        self.tokens[token] = dataclasses.replace(upload, minted=now)
         return UPLOAD_PREFIX + token
 
     def routes(self) -> list[Any]:
@@ -139,11 +191,13 @@ class PagesAndUploads:
         own_page = request.headers.get("origin") == f"http://{request.headers.get('host')}"
         if not own_page or session_of(request) != upload.session:
             return self._refused(
-                403, str(Code.SENDER_NOT_ALLOWED), "Choose the file in the page that asks for it."
+                403, str(Code.SENDER_NOT_ALLOWED), "Use the page that asks for it."
             )
+        if upload.wanted is None:
+            return await self._recorded(request, upload)
         name = unquote(request.headers.get("x-file-name", ""))[:MAX_NAME] or "file"
         media_type = request.headers.get("content-type", "")[:MAX_MEDIA_TYPE]
-        data = await self._read(request, upload.wanted, name)
+        data = await self._read(request, upload, name)
         if isinstance(data, Response):
             return data
         body = {
@@ -175,22 +229,60 @@ class PagesAndUploads:
         self.counters["uploads"] += 1
         return JSONResponse(dict(answer))
 
-    async def _read(self, request: Request, wanted: FileWanted, name: str) -> bytes | Response:
-        """The body, read as it streams and stopped past `wanted.max_bytes`; a refusal
+    async def _recorded(self, request: Request, upload: _Upload) -> Response:
+        """What the page recorded, to the gateway: its outcome, or a refusal."""
+        data = await self._read(request, upload, "the recording")
+        if isinstance(data, Response):
+            return data
+        body: dict[str, Any] = {
+            "request_id": upload.request_id,
+            "data": data,
+            "media_type": request.headers.get("content-type", "")[:MAX_MEDIA_TYPE],
+        }
+        stopped = request.headers.get("x-stopped", "")
+        if stopped in STOPPED:
+            body["stopped"] = stopped
+        try:
+            answer = await self.actor.call(
+                "capability_gateway",
+                "capability_gateway.recorded",
+                body,
+                timeout=RECORDED_TIMEOUT_S,
+            )
+        except CallFailed as failed:
+            status = _STATUS.get(failed.code)  # type: ignore[call-overload]
+            if status is not None:
+                return self._refused(status, failed.code, failed.detail)
+            log.warning("a recording for %s: %s", upload.request_id, failed)
+            late = isinstance(failed, CallTimeout)
+            sentence = (
+                "The runtime did not take the recording in time."
+                if late
+                else "The runtime could not take the recording."
+            )
+            return self._refused(503, failed.code, sentence)
+        self.counters["recordings"] += 1
+        return JSONResponse(dict(answer))
+
+    async def _read(self, request: Request, upload: _Upload, name: str) -> bytes | Response:
+        """The body, read as it streams and stopped past `upload.max_bytes`; a refusal
         (`too_large`) for a longer one, declared or sent."""
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > wanted.max_bytes:
-            return self._too_large(wanted, name, int(declared))
+        if declared.isdigit() and int(declared) > upload.max_bytes:
+            return self._too_large(upload, name, int(declared))
         data = bytearray()
         async for chunk in request.stream():
             data += chunk
-            if len(data) > wanted.max_bytes:
-                return self._too_large(wanted, name, len(data))
+            if len(data) > upload.max_bytes:
+                return self._too_large(upload, name, len(data))
         return bytes(data)
 
-    def _too_large(self, wanted: FileWanted, name: str, size: int) -> Response:
+    def _too_large(self, upload: _Upload, name: str, size: int) -> Response:
+        if upload.wanted is None:
+            sentence = f"The recording is over the {upload.max_bytes // 1024} KiB it may be."
+            return self._refused(413, str(Code.TOO_LARGE), sentence)
         try:
-            check_size(wanted, name, size)
+            check_size(upload.wanted, name, size)
         except ContractError as refused:  # the sentence for the person, with the sizes
             return self._refused(413, str(refused.code), refused.detail)
         raise AssertionError("a size over the limit is refused")

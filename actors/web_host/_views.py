@@ -86,6 +86,11 @@ def display_item(item: dict[str, Any], order: int, open_ids: set[str]) -> dict[s
         chooser = _chooser_shown(interaction.get("chooser"))
         if chooser is not None:
             ask["chooser"] = chooser
+        recorder = _recorder_shown(interaction.get("recorder"), interaction.get("app_scope"))
+        if recorder is not None:
+            ask["recorder"] = recorder
+        if item.get("state") in ("recording", "recorded", "not recorded"):
+            ask["recording"] = True
         if item.get("state") == "withdrawn":
             ask["withdrawn"] = True
             if item.get("reason"):
@@ -128,6 +133,17 @@ def _chooser_shown(chooser: Any) -> dict[str, Any] | None:
         "takes": accept_words(wanted.accept),
         "limit": size_words(wanted.max_bytes),
     }
+
+
+def _recorder_shown(recorder: Any, app_scope: Any) -> dict[str, Any] | None:
+    """What a card that asks for a recording shows: for which app, at most how long
+    (`max_seconds`) and how much (`max_bytes`)."""
+    if not isinstance(recorder, dict):
+        return None
+    seconds, size = recorder.get("max_seconds"), recorder.get("max_bytes")
+    if not (isinstance(seconds, int) and isinstance(size, int)) or seconds < 1 or size < 1:
+        return None  # not the gateway's shape: no recorder rather than a wrong one
+    return {"max_seconds": seconds, "max_bytes": size, "app": _shown(str(app_scope or ""))}
 
 
 def _artifact_shown(reference: dict[str, Any]) -> dict[str, Any]:

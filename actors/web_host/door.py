@@ -1,7 +1,8 @@
 """What the web host takes: what an app's process pushes to the surfaces the web host shows
 for it, the chat app's notice that its view changed, and the capability gateway's
-notifications for the open pages (`_notifications`), its questions about them and the
-files it hands them (`_uploads`). Otherwise it is a UI client kept
+notifications for the open pages (`_notifications`), its questions about them, the files it
+hands them and its word that a recording in a page ends (`_uploads`). Otherwise it is a UI
+client kept
 alive by the supervisor: it speaks to the host actor through the UI socket, like the
 terminal chat."""
 
@@ -48,6 +49,14 @@ class Download(TypedDict):
     name: Annotated[str, Field(min_length=1, max_length=255)]
 
 
+class RecordingStop(TypedDict):
+    """The capability gateway ends a recording a page of the conversation makes."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    conversation_id: Annotated[str, Field(min_length=1, max_length=256)]
+    request_id: Annotated[str, Field(min_length=1, max_length=160)]
+
+
 class ChatChanged(TypedDict):
     """A "look again" (`_changes`): no content, so nothing in it to trust."""
 
@@ -81,5 +90,7 @@ DOOR = Door(
         # saved for the pages that do (`_uploads`).
         "web_host.pages": accept("capability_gateway", body=PagesAsked),
         "web_host.download": accept("capability_gateway", body=Download),
+        # The capability gateway's word that a recording in a page ends (`_uploads`).
+        "web_host.recording.stop": accept("capability_gateway", body=RecordingStop),
     }
 )

@@ -19,6 +19,9 @@ message whose handler asked it is handled again after a restart, and asks again 
 This bookkeeping gives way to a full disk: a row not written costs a request left to
 expire, never the answer.
 
+`stop_recording(request_id)` ends the app's own recording (`audio.record`) early: the user's
+Stop in its surface.
+
 `answer(request_id, answer)` is the chat app's: the user's answer to a consent card
 (once / session / always / deny / dismiss); the runtime refuses it from any other app.
 """
@@ -44,6 +47,8 @@ DEFAULT_TIMEOUT_S: Final = 60.0
 # The gateway answers when the outcome is recorded; past the request's own deadline it
 # needs at most a store round trip and a provider's run.
 MARGIN_S: Final = 30.0
+# A recording's answer comes once it is over: after the user's yes, as long as it may last.
+RECORD: Final = "audio.record"
 # The tool call whose handler is running here (set by `_tools` in each handler's task).
 ASKING_CALL: ContextVar[str | None] = ContextVar("lineup_sdk_asking_call", default=None)
 
@@ -81,13 +86,15 @@ class CapabilitiesAPI:
             body["input"] = input
         # Kept until answered (not when cancelled: then it is to be taken back).
         withdraw_id = app._ids.next()
+        seconds = input.get("max_seconds") if isinstance(input, dict) else None
+        lasts = float(seconds) if capability == RECORD and isinstance(seconds, int) else 0.0
         _best_effort(app._log.ask_capability, body["request_id"], ASKING_CALL.get(), withdraw_id)
         try:
             reply = await app.call(
                 GATEWAY,
                 "capability_gateway.request",
                 body,
-                timeout=body["timeout_ms"] / 1000 + MARGIN_S,
+                timeout=body["timeout_ms"] / 1000 + lasts + MARGIN_S,
                 id=app._ids.next(),
             )
         except CallFailed as refused:  # the door's or the kernel's word, as a code only
@@ -109,6 +116,13 @@ class CapabilitiesAPI:
                 body = {"request_id": request_id}
                 await app.cast(GATEWAY, "capability_gateway.withdraw", body, id=withdraw_id)
             _best_effort(app._log.capability_answered, request_id)
+
+    async def stop_recording(self, request_id: str) -> None:
+        """End the app's own recording (`audio.record`, asked with `request_id`) early, as
+        the user's Stop does; the request's answer then comes with what was recorded."""
+        await self._app.cast(
+            GATEWAY, "capability_gateway.stop", {"request_id": request_id}, id=self._app._ids.next()
+        )
 
     async def answer(self, request_id: str, answer: str) -> None:
         """The user's answer to the consent card `request_id` (the chat app's)."""

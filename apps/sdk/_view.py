@@ -27,6 +27,10 @@ CONSENT_OPTIONS: tuple[dict[str, str], ...] = (
     {"id": "always", "label": "Always allow"},
     {"id": "deny", "label": "Deny"},
 )
+RECORD_OPTIONS: tuple[dict[str, str], ...] = (
+    {"id": "once", "label": "Record now"},
+    {"id": "deny", "label": "Deny"},
+)
 # Why a withdrawal changed nothing (`actors.contracts.Code` values: this module is read
 # where the contracts are not loaded).
 NOT_FOUND = "interaction_not_found"
@@ -170,7 +174,8 @@ class ConversationView:
         """A capability consent card: a question from the runtime (`origin: runtime`), not
         the agent, answered with one of `CONSENT_OPTIONS`; closed by the runtime once the
         request is decided, whoever or whatever decided it. A card with a `chooser` (what
-        a `file.open` takes) is answered by the file the user chooses, or denied."""
+        a `file.open` takes) is answered by the file the user chooses, or denied; one with a
+        `recorder` (what an `audio.record` takes) by recording now (`RECORD_OPTIONS`) or not."""
         key = card["request_id"]
         if card["state"] != "asking":
             self.pending_interactions.pop(key, None)
@@ -180,10 +185,16 @@ class ConversationView:
             return
         if key in self._index:
             return
-        chooser = card.get("chooser")
-        asks = "asks you for a file" if chooser else f"asks to use {card['capability']}"
+        chooser, recorder = card.get("chooser"), card.get("recorder")
+        asks = f"asks to use {card['capability']}"
+        if chooser:
+            asks = "asks you for a file"
+        elif recorder:
+            asks = "asks to record you"
         prompt = f"{card['app_scope']} {asks}: {card['purpose']}"
         options = [o for o in CONSENT_OPTIONS if not chooser or o["id"] == "deny"]
+        if recorder:  # the microphone is asked each time: the yes is a recording now
+            options = list(RECORD_OPTIONS)
         interaction = {
             "interaction_id": key,
             "kind": "choice",
@@ -197,6 +208,8 @@ class ConversationView:
         }
         if isinstance(chooser, dict):
             interaction["chooser"] = dict(chooser)
+        if isinstance(recorder, dict):
+            interaction["recorder"] = dict(recorder)
         self.pending_interactions[key] = interaction
         self._add(
             {

@@ -16,6 +16,7 @@ TRY: Final = (
     ("game.start_round", "let's play"),
     ("board.summary", "what's on the board"),
     ("board.export", "export the board"),
+    ("voice.request_recording", "record me"),
 )
 ASK_ME: Final = "ask me something"
 _MARKDOWN: Final = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>#|~"})
@@ -46,7 +47,7 @@ def what_i_can_do(inventory: Inventory | None, *, understood: bool) -> str:
     if not tools:
         return (
             f"{opening} No app gives me tools in this conversation yet: install and enable"
-            " one (the whiteboard, the pomodoro timer or draw-and-guess come with LineUp;"
+            " one (the whiteboard, the pomodoro timer, draw-and-guess or voice come with LineUp;"
             " see `lineup app install`). Meanwhile, say `" + ASK_ME + "` and I will show you"
             " how I ask you questions."
         )

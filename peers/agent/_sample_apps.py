@@ -1,8 +1,10 @@
-"""The demo agent's use of the sample apps' tools: the whiteboard and draw-and-guess.
+"""The demo agent's use of the sample apps' tools: the whiteboard, draw-and-guess and voice.
 
 "draw X" makes a board (`board.create`) and draws X on it with a state patch; "what's on
 the board" asks `board.summary`; "export the board" asks `board.export`; "let's play" and
-"let's draw" start a round of draw-and-guess (`game.start_round`) and report its end. A
+"let's draw" start a round of draw-and-guess (`game.start_round`) and report its end;
+"record me" asks the voice app for a recording (`voice.request_recording`) and says how
+long it is and, where the host wrote it out, what was said. A
 tool the conversation's inventory does not offer is answered in a sentence saying which app
 to install and enable.
 
@@ -49,8 +51,13 @@ STEPS: Final = {
     "summary": Step("board.summary", "whiteboard", "look at the whiteboard"),
     "export": Step("board.export", "whiteboard", "export the whiteboard"),
     "round": Step("game.start_round", "draw-and-guess", "play a round of draw-and-guess"),
+    "record": Step("voice.request_recording", "voice", "record your voice"),
 }
-_CALL_ID: Final = re.compile(r"call_(draw|summary|export|round)-([0-7][0-9A-HJKMNP-TV-Z]{25})")
+_CALL_ID: Final = re.compile(
+    r"call_(draw|summary|export|round|record)-([0-7][0-9A-HJKMNP-TV-Z]{25})"
+)
+RECORD_PROMPT: Final = "Say what you want me to hear"
+RECORD_SECONDS: Final = 30
 _BOARD: Final = r"(?:the\s+)?(?:white)?board"
 _INTENTS: Final = tuple(
     (intent, re.compile(pattern, re.IGNORECASE))
@@ -59,6 +66,7 @@ _INTENTS: Final = tuple(
         ("user_guesses", r"(?:let'?s|let\s+us)\s+play|play(?:\s+a\s+(?:game|round))?"),
         ("summary", rf"(?:what'?s|what\s+is)\s+on\s+{_BOARD}|(?:describe|summari[sz]e)\s+{_BOARD}"),
         ("export", rf"export\s+{_BOARD}"),
+        ("record", r"(?:please\s+)?record\s+(?:me|my\s+voice)|(?:let\s+me|i\s+want\s+to)\s+record"),
         ("draw", r"(?:please\s+)?draw\s+(?:me\s+)?(?P<subject>\S.*)"),
     )
 )
@@ -126,6 +134,8 @@ class SampleApps:
         arguments: dict[str, Any] = {}
         if step_name == "draw":
             arguments = {"title": subject[:80]}
+        elif step_name == "record":
+            arguments = {"prompt": RECORD_PROMPT, "max_seconds": RECORD_SECONDS}
         elif step_name == "round":
             word = word_for(trigger)
             arguments = {"mode": intent, "word": word, "seconds": ROUND_SECONDS}
@@ -205,6 +215,8 @@ class SampleApps:
                 text = f"On the board **{title}**: {description}"
             elif step_name == "export":
                 text = _exported(output)
+            elif step_name == "record":
+                text = _recorded(output)
             else:
                 text = _round_over(output)
         except (KeyError, TypeError, IndexError, ValueError):
@@ -266,6 +278,16 @@ def _round_over(output: dict[str, Any]) -> str:
         + f" Round {int(output['round'])}, score: you {int(score['user'])},"
         f" me {int(score['agent'])}."
     )
+
+
+def _recorded(output: dict[str, Any]) -> str:
+    seconds = max(1, round(int(output["duration_ms"]) / 1000))
+    said = f"I got your recording: {seconds} s, **{_clip(output['artifact']['title'])}**."
+    if output.get("transcript"):
+        said += f" You said: “{_clip(output['transcript'], 300)}”."
+    elif "transcript" in output:
+        said += " I could not make out any words in it."
+    return said
 
 
 def _clip(value: object, limit: int = 80) -> str:

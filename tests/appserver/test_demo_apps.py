@@ -27,6 +27,7 @@ from actors.store import read_artifacts, read_inventories, read_tool_calls
 from lineup.ui_session import UiSession
 from peers.agent import AgentClient, run_demo_agent
 from peers.agent._drawings import drawing, word_for
+from peers.agent._sample_apps import _recorded, intent_of
 from tests.app_manager.conftest import lineup
 from tests.installed.helpers import SignedApp, install_enabled, signed_app
 from tests.kernel.helpers import REPO_ROOT
@@ -409,3 +410,18 @@ async def test_the_first_message_of_a_new_conversation_finds_the_tools_installed
     # The conversation took the revision the agent held: nothing was refused as stale.
     rows = {row["conversation_id"]: row for row in read_inventories(stack.data_dir)}
     assert rows[fresh]["revision"] == global_revision
+
+
+def test_record_me_asks_the_voice_app_and_says_what_came_of_it() -> None:
+    """What a user types for a recording, and what the agent says of the call's final (the
+    recording itself is the voice app's test, in a real browser)."""
+    for said in ("record me", "Record my voice.", "let me record"):
+        assert intent_of(said) == ("record", "")
+    assert intent_of("record the board") is None
+    reference = {"artifact_id": "art_x", "title": "Recording of 4 s", "media_type": "audio/webm"}
+    heard = {"artifact": reference, "duration_ms": 3_600, "stopped": "user"}
+    assert _recorded(heard) == "I got your recording: 4 s, **Recording of 4 s**."
+    assert _recorded({**heard, "transcript": "focus twenty five"}) == (
+        "I got your recording: 4 s, **Recording of 4 s**. You said: “focus twenty five”."
+    )
+    assert _recorded({**heard, "transcript": ""}).endswith("I could not make out any words in it.")

@@ -45,7 +45,7 @@ EXPECTED = {
         " && cp keys/me.pub ~/.local/share/lineup/trusted_keys/"
     ): "",
     (
-        "for app in whiteboard draw_and_guess pomodoro; do lineup app build apps/$app --out"
+        "for app in whiteboard draw_and_guess pomodoro voice; do lineup app build apps/$app --out"
         " $app.bundle && lineup app sign $app.bundle --key keys/me.key && lineup app install"
         " $app.bundle; lineup app enable ${app//_/-}; done"
     ): "install draw-and-guess: succeeded",

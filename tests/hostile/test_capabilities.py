@@ -7,12 +7,14 @@ ask past the runtime's size cap, and learns of the file the user chose its name 
 never where it was. The notification it declares it shows only once the user allowed it,
 within its rate, and as text on a real desktop (a session bus with dunst, read back from
 dunst); it has nothing but a recording of its own transcribed, even once the user allowed
-it. Every assertion reads an independent record: runtime.db (requests, grants, audit),
-mailbox.db, the chat's own log, dunst's history."""
+it; the microphone it declares it gets neither from behind another app, past the runtime's
+cap, nor without the user's yes. Every assertion reads an independent record: runtime.db
+(requests, grants, audit), mailbox.db, the chat's own log, dunst's history."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -24,6 +26,7 @@ from tests.capabilities.conftest import keeper  # noqa: F401 - the signed keeper
 from tests.capabilities.helpers import answer, ask, asked, card_for, cards, keeper_ready, outcome
 from tests.capabilities.helpers import requests as gateway_requests
 from tests.desktop import Desktop, desktop
+from tests.installed.helpers import focus_stack, wait_foreground
 from tests.runtime.helpers import wait_for
 from tests.tools.helpers import Agent
 
@@ -40,17 +43,38 @@ async def test_an_app_cannot_answer_anothers_consent_reach_the_grants_or_misuse_
     tmp_path: Path,
 ) -> None:
     with desktop(tmp_path / "desktop") as shown:
-        env = {"DBUS_SESSION_BUS_ADDRESS": shown.bus}
+        # A host with a sound server: the microphone is served (no request gets so far as
+        # to record here).
+        env = {"DBUS_SESSION_BUS_ADDRESS": shown.bus, **sound_server(tmp_path)}
         agent = await keeper_ready(hostile.stack, keeper, env=env)
         await forged_consent_is_refused(hostile, agent)
         await speech_is_of_its_own_recordings_only(hostile, agent)
         await notifications_wait_for_the_user_and_keep_their_rate(hostile, shown)
+        await _microphone_misused(hostile, agent)
+
+
+def sound_server(folder: Path) -> dict[str, str]:
+    """The environment of a host with a sound server and its recorder on PATH (`parec`),
+    which the gateway looks for before it serves the microphone."""
+    tools = folder / "tools"
+    tools.mkdir()
+    recorder = tools / "parec"
+    recorder.write_text("#!/bin/sh\nexec cat /dev/zero\n")
+    recorder.chmod(0o755)
+    return {"PULSE_SERVER": "unix:/nonexistent", "PATH": f"{tools}:{os.environ['PATH']}"}
 
 
 async def forged_consent_is_refused(hostile: Hostile, agent: Agent) -> None:
     stack = hostile.stack
     await hostile.install(
-        {"attacks": ["forge_consent", "misuse_speech", "notify_markup_and_flood"]}
+        {
+            "attacks": [
+                "forge_consent",
+                "misuse_speech",
+                "notify_markup_and_flood",
+                "misuse_microphone",
+            ]
+        }
     )
     await hostile.launch()
     await ask(agent, "h-1", "notification.show", {"text": "from the keeper"})
@@ -230,3 +254,61 @@ async def test_a_flood_of_refused_requests_costs_the_store_little_and_others_not
         "SELECT COUNT(*) FROM capability_requests WHERE app_scope = 'hostile'"
     )[0][0]
     assert written < FLOOD // 10, written
+
+
+async def _microphone_misused(hostile: Hostile, agent: Agent) -> None:
+    """The keeper cannot record undeclared; the hostile app cannot from the background,
+    past the cap, without the user's yes, or speak for the user's side of a recording."""
+    stack = hostile.stack
+    # The keeper never declared the microphone: it does not get it.
+    assert await asked(agent, "m-1", "audio.record", input={"max_seconds": 5}) == {
+        "status": "permission_denied",
+        "output": None,
+    }
+
+    # The hostile app, behind the chat, asks: refused for the background.
+    instance = await wait_foreground(stack, "hostile:")
+    await hostile.app("focus", next(i for i in focus_stack(stack) if i.startswith("chat:")))
+    await wait_foreground(stack, "chat:")
+    hostile.order("misuse_microphone", {})
+    refused = await wait_for(
+        lambda: hostile.runtime_rows(
+            "SELECT status FROM capability_requests"
+            " WHERE app_scope = 'hostile' AND capability = 'audio.record'"
+        ),
+        60,
+        "the hostile app's request from the background",
+    )
+    assert refused == [("permission_denied",)], refused
+    # In front, it asks past the cap, then for a recording nobody starts: even the user's
+    # "always" does not cover the microphone, so that card waits for its deadline.
+    await hostile.app("focus", instance)
+    await wait_foreground(stack, "hostile:")
+    hostile.order("misuse_microphone_front", {})
+    answer(stack, await card_for(stack, "audio.record"), "always")
+    result = await wait_for(
+        lambda: (hostile.report() or {}).get("results", {}).get("misuse_microphone"),
+        60,
+        "the hostile app's microphone attacks",
+    )
+    assert result["background"] == {"status": "permission_denied", "output": None}, result
+    # The user's side of a recording (the yes, its bytes, its stop, the page's word to
+    # stop) is the web host's and the host's alone: refused at the door.
+    for attack in ("start", "recorded", "user's stop", "page's stop"):
+        assert result[attack] == "refused:sender_not_allowed", (attack, result)
+    failed = {"status": "failed", "output": None}
+    assert result["past the cap"] == {**failed, "code": "invalid_payload"}, result
+    assert result["unanswered"] == {"status": "expired", "output": None}, result
+    # Nothing was recorded or granted, and the refused messages were never stored.
+    kept = "SELECT title FROM artifacts WHERE app_scope = 'hostile' AND media_type LIKE 'audio/%'"
+    assert hostile.runtime_rows(kept) == [("fake",)]  # its own file, from the speech attacks
+    mic = "SELECT * FROM capability_grants WHERE capability = 'audio.record'"
+    assert hostile.runtime_rows(mic) == []
+    stored = {
+        row[0]
+        for row in hostile.mailbox_rows(
+            "SELECT type FROM messages WHERE sender = 'app.hostile'"
+            " AND recipient IN ('capability_gateway', 'web_host')"
+        )
+    }
+    assert stored <= {"capability_gateway.request", "capability_gateway.withdraw"}, stored

@@ -58,11 +58,11 @@ CHROMIUM_FLAGS = (
 WAIT_S = 20.0
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
+def chromium(*flags: str) -> Iterator[WebDriver]:
+    """A headless Chromium with its own profile, with `flags` besides `CHROMIUM_FLAGS`."""
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in CHROMIUM_FLAGS:
+    for flag in (*CHROMIUM_FLAGS, *flags):
         options.add_argument(flag)
     with tempfile.TemporaryDirectory(prefix="lineup-chromium-") as profile:
         options.add_argument(f"--user-data-dir={profile}")
@@ -72,6 +72,42 @@ def browser() -> Iterator[WebDriver]:
             yield driver
         finally:
             driver.quit()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    yield from chromium()
+
+
+# What the microphone of `speaking_browser` hears, over and over: espeak-ng's voice.
+SPOKEN = "focus twenty five"
+
+
+def speech_wav(folder: Path, text: str = SPOKEN) -> Path:
+    """`text` spoken by espeak-ng, then half a second of silence, as a 48 kHz WAV (what a
+    browser's fake capture device plays in a loop)."""
+    import subprocess
+
+    spoken, wav = folder / "spoken.wav", folder / "speech.wav"
+    subprocess.run(["espeak-ng", "-w", str(spoken), text], check=True, capture_output=True)
+    subprocess.run(
+        ["sox", str(spoken), "-r", "48000", str(wav), "pad", "0", "0.5"],
+        check=True,
+        capture_output=True,
+    )
+    return wav
+
+
+@pytest.fixture(scope="module")
+def speaking_browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
+    """A Chromium whose microphone is a file of speech (`SPOKEN`), the browser's prompt for
+    it answered yes: a person who allows the page and talks."""
+    wav = speech_wav(tmp_path_factory.mktemp("microphone"))
+    yield from chromium(
+        "--use-fake-ui-for-media-stream",
+        "--use-fake-device-for-media-stream",
+        f"--use-file-for-fake-audio-capture={wav}",
+    )
 
 
 async def in_browser(call: Callable[..., T], *args: Any) -> T:
@@ -93,9 +129,10 @@ def until(driver: WebDriver, condition: Callable[[WebDriver], T], timeout: float
 
 def web_config(data_dir: Path, url: str) -> dict[str, Any]:
     """The runtime tests' configuration, with the web host (any free port) last, and the
-    chat's and the capability gateway's configurations as they are beside a web host (the
-    chat tells it of changes, the gateway asks it to show notifications on open pages and
-    hands it the files saved for a page)."""
+    chat's, the capability gateway's and the tool router's configurations as they are
+    beside a web host (the chat tells it of changes, the gateway asks it to show
+    notifications on open pages, hands it the files saved for a page and records in its
+    pages, so the tool router offers tools that record)."""
     config = runtime_config(data_dir, url)
     with_web = supervisor.default_config(data_dir, appserver_url=url, web_port=0).children
     web = with_web[-1]
@@ -104,7 +141,7 @@ def web_config(data_dir: Path, url: str) -> dict[str, Any]:
     beside_web = {
         child.name: child.config
         for child in with_web
-        if child.name in ("app.chat", "capability_gateway")
+        if child.name in ("app.chat", "capability_gateway", "tool_router")
     }
     for child in config["children"]:
         if child["name"] in beside_web:

@@ -160,6 +160,7 @@
   }
 
   function receive(frame) {
+    if (window.lineupRecorder.receive(frame)) return; // a recording's (recorder.js)
     if (frame.t === "view") applyView(frame);
     else if (frame.t === "registry") renderRegistry(frame);
     else if (frame.t === "status") {
@@ -660,7 +661,7 @@
       // A question the agent withdrew says so, with its reason: it takes no answer now.
       const withdrawn = ask.reason ? `No longer asked: ${ask.reason}` : "No longer asked";
       const closed = ask.answer !== undefined ? `You answered: ${ask.answer}` : ask.withdrawn ? withdrawn : "closed";
-      card.append(el("p", closed, "closed"));
+      card.append(ask.recorder ? window.lineupRecorder.controls(ask) : el("p", closed, "closed"));
       return card;
     }
     if (ask.chooser) card.append(renderChooser(ask));
@@ -684,7 +685,10 @@
       });
       actions.append(send);
     } else if (ask.kind === "choice") {
+      // A card asking to record: its yes is the page's own recording (recorder.js).
+      if (ask.recorder) actions.append(window.lineupRecorder.controls(ask));
       for (const option of ask.options) {
+        if (ask.recorder && option.id === "once") continue;
         const button = el("button", option.label);
         button.type = "button";
         button.addEventListener("click", () => answer(ask, { selected: [option.id] }, `chose ${option.id}`));
@@ -1164,6 +1168,11 @@
     $("notice-close").addEventListener("click", () => notice(""));
     $("composer-text").addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) send(event);
+    });
+    window.lineupRecorder.attach({
+      send: (frame) => state.socket.send(JSON.stringify(frame)),
+      messageId,
+      isOpen: () => state.open,
     });
     renderQueue();
     showConnection();

@@ -73,9 +73,9 @@ def _read_orders() -> dict[str, Any]:
         "capability.request.v1",
     ],
     agent_subscriptions=[{"type": "lineup.tool.invoke", "scope": "conversation"}],
-    # Declared, so that it can misuse them (`notify_markup_and_flood`, `misuse_speech`):
-    # every other capability it asks for is undeclared.
-    capabilities=["notification.show", "speech.transcribe"],
+    # Declared, so that it can misuse them (`notify_markup_and_flood`, `misuse_speech`,
+    # `misuse_microphone`): every other capability it asks for is undeclared.
+    capabilities=["notification.show", "speech.transcribe", "audio.record"],
 )
 class HostileApp(RuntimeApp):
     @tool(

@@ -23,6 +23,7 @@ from ._deadline_attacks import seize_deadline
 from ._diagnostic_attacks import speak_for_others
 from ._flood_attacks import big_reports
 from ._late_attacks import answer_late
+from ._microphone_attacks import misuse_microphone
 from ._session_attacks import dress_session_data, reach_session_data
 from ._settings_attacks import reach_settings
 
@@ -493,6 +494,7 @@ ATTACKS: dict[str, Attack] = {
         answer_late,
         speak_for_others,
         steal_artifact,
+        misuse_microphone,
         forge_consent,
         flood_requests,
         misuse_speech,
