@@ -15,6 +15,7 @@ SDK_SURFACE = {
     ("tool_router", "tool_router.report"),
     ("capability_gateway", "capability_gateway.request"),
     ("capability_gateway", "capability_gateway.withdraw"),
+    ("capability_gateway", "capability_gateway.stop"),  # an app ends its own recording
     ("tool_router", "tool_router.deadline"),
     ("store", "store.session_data.get"),
     ("store", "store.session_data.replace"),
@@ -68,6 +69,14 @@ def test_an_app_reaches_only_its_sdk() -> None:
         "host",
         "web_host",
     }
+    # The user's side of a recording: the yes and the bytes from the web host's page, the
+    # stop from the page or the terminal (through the host); no app.
+    for message_type, senders in (
+        ("capability_gateway.record_start", {"web_host"}),
+        ("capability_gateway.recorded", {"web_host"}),
+        ("capability_gateway.record_stop", {"host", "web_host"}),
+    ):
+        assert doors["capability_gateway"].senders_of(message_type) == senders, message_type
     # What the settings app shows and changes for the user: the settings app alone (and the
     # operator, as every door admits it).
     settings_only = {
