@@ -207,27 +207,14 @@ class PagesAndUploads:
             "data": data,
             "chooser": "web",
         }
-        try:
-            answer = await self.actor.call(
-                "capability_gateway",
-                "capability_gateway.file_chosen",
-                body,
-                timeout=CHOSEN_TIMEOUT_S,
-            )
-        except CallFailed as failed:
-            status = _STATUS.get(failed.code)  # type: ignore[call-overload]
-            if status is not None:
-                return self._refused(status, failed.code, failed.detail)
-            log.warning("a file chosen for %s: %s", upload.request_id, failed)
-            late = isinstance(failed, CallTimeout)
-            sentence = (
-                "The runtime did not take the file in time: choose it again in a moment."
-                if late
-                else "The runtime could not take the file: choose it again."
-            )
-            return self._refused(503, failed.code, sentence)
-        self.counters["uploads"] += 1
-        return JSONResponse(dict(answer))
+        return await self._to_gateway(
+            "capability_gateway.file_chosen",
+            body,
+            timeout=CHOSEN_TIMEOUT_S,
+            counter="uploads",
+            late="The runtime did not take the file in time: choose it again in a moment.",
+            failed="The runtime could not take the file: choose it again.",
+        )
 
     async def _recorded(self, request: Request, upload: _Upload) -> Response:
         """What the page recorded, to the gateway: its outcome, or a refusal."""
@@ -242,26 +229,40 @@ class PagesAndUploads:
         stopped = request.headers.get("x-stopped", "")
         if stopped in STOPPED:
             body["stopped"] = stopped
+        return await self._to_gateway(
+            "capability_gateway.recorded",
+            body,
+            timeout=RECORDED_TIMEOUT_S,
+            counter="recordings",
+            late="The runtime did not take the recording in time.",
+            failed="The runtime could not take the recording.",
+        )
+
+    async def _to_gateway(
+        self,
+        message_type: str,
+        body: dict[str, Any],
+        *,
+        timeout: float,
+        counter: str,
+        late: str,
+        failed: str,
+    ) -> Response:
+        """An upload handed to the capability gateway: its answer for the page, or the
+        gateway's refusal as an HTTP status with its sentence (`late` when it did not
+        answer in time, `failed` when it could not take it)."""
         try:
             answer = await self.actor.call(
-                "capability_gateway",
-                "capability_gateway.recorded",
-                body,
-                timeout=RECORDED_TIMEOUT_S,
+                "capability_gateway", message_type, body, timeout=timeout
             )
-        except CallFailed as failed:
-            status = _STATUS.get(failed.code)  # type: ignore[call-overload]
+        except CallFailed as refusal:
+            status = _STATUS.get(refusal.code)  # type: ignore[call-overload]
             if status is not None:
-                return self._refused(status, failed.code, failed.detail)
-            log.warning("a recording for %s: %s", upload.request_id, failed)
-            late = isinstance(failed, CallTimeout)
-            sentence = (
-                "The runtime did not take the recording in time."
-                if late
-                else "The runtime could not take the recording."
-            )
-            return self._refused(503, failed.code, sentence)
-        self.counters["recordings"] += 1
+                return self._refused(status, refusal.code, refusal.detail)
+            log.warning("%s for %s: %s", message_type, body["request_id"], refusal)
+            sentence = late if isinstance(refusal, CallTimeout) else failed
+            return self._refused(503, refusal.code, sentence)
+        self.counters[counter] += 1
         return JSONResponse(dict(answer))
 
     async def _read(self, request: Request, upload: _Upload, name: str) -> bytes | Response:
