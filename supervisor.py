@@ -3,25 +3,22 @@
 It spawns every actor as its own process, owns their channels and durable mailboxes
 (`DIR/mailbox.db`), restarts them by Erlang/OTP rules and serves the debug control socket
 (`DIR/control.sock`) and the UI sessions' socket (`DIR/ui.sock`). `lineup run` is the
-friendly way to start it. The default children, in start order (stopped in reverse), are the
-runtime's actors below; a JSON config file (`RuntimeConfig`) can replace them, which is how
-the tests run their own actors.
+friendly way to start it. The default children are the runtime's own
+(`actors.runtime_children`); a JSON config file (`RuntimeConfig`) can replace them, which is
+how the tests run their own actors. The root process loads only the kernel: what the
+children run is loaded by the zygote they are forked from.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import trio
 
-from actors.capability_gateway import served_capabilities
 from actors.kernel import (
-    ChildSpec,
     DataDirInUse,
     DataDirUnusable,
     RuntimeConfig,
@@ -29,145 +26,6 @@ from actors.kernel import (
     prefork_zygote,
     settle_garbage_collector,
 )
-from apps.app_registry import AppRegistryApp
-from apps.chat import ChatApp
-from apps.sdk import RuntimeApp, manifest_of
-from apps.settings import SettingsApp
-
-# Who may send an app process what: the SDK's surface (every app.* process has this door).
-APP_DOOR = "apps.sdk.door:DOOR"
-
-# The core apps: they ship with the runtime and run as its children, the chat,
-# the app registry and the settings. Each declares its manifest with `@declare_app` like
-# any app, and everything the runtime knows of them derives from those declarations: their
-# children and settings, the host's UI apps, the app manager's core records and the
-# router's view of them before the app manager's first word.
-CORE_APPS: tuple[type[RuntimeApp], ...] = (ChatApp, AppRegistryApp, SettingsApp)
-CORE_MANIFESTS: dict[str, dict[str, Any]] = {
-    str(manifest["app_scope"]): manifest for manifest in map(manifest_of, CORE_APPS)
-}
-
-
-def _actor(name: str, package: str, cls: str, **config: object) -> ChildSpec:
-    """An actor of the runtime: its package holds its class and its door."""
-    return ChildSpec(
-        name=name, target=f"{package}:{cls}", door=f"{package}.door:DOOR", config=config
-    )
-
-
-def _core_app(app: type[RuntimeApp]) -> ChildSpec:
-    """A core app's process: its mailbox is its App Inbox."""
-    scope = manifest_of(app)["app_scope"]
-    return ChildSpec(name=f"app.{scope}", target=f"{app.__module__}:{app.__name__}", door=APP_DOOR)
-
-
-def core_routing() -> dict[str, dict[str, object]]:
-    """The router's view of the core apps, as the app manager writes it for any app."""
-    return {
-        scope: {
-            "enabled": True,
-            "subscriptions": [s["type"] for s in manifest["agent_subscriptions"]],
-            "instances": [],
-        }
-        for scope, manifest in CORE_MANIFESTS.items()
-    }
-
-
-RUNTIME_CHILDREN = [
-    _actor("store", "actors.store", "StoreActor"),
-    _actor("router", "actors.router", "RouterActor", apps=core_routing()),
-    _actor(
-        "app_manager",
-        "actors.app_manager",
-        "AppManagerActor",
-        core_apps=list(CORE_MANIFESTS.values()),
-    ),
-    _actor(
-        "tool_router",
-        "actors.tool_router",
-        "ToolRouterActor",
-        core_apps=list(CORE_MANIFESTS.values()),
-    ),
-    _actor(
-        "capability_gateway",
-        "actors.capability_gateway",
-        "CapabilityGatewayActor",
-        core_apps=list(CORE_MANIFESTS.values()),
-    ),
-    *map(_core_app, CORE_APPS),
-    _actor("transport", "actors.transport", "TransportActor"),
-    # The user's side: UI sessions and host lifecycle intents.
-    _actor("host", "actors.host", "HostActor"),
-]
-
-# The user's window in a browser (`lineup run` adds it; `--no-web` leaves it out): a UI
-# client kept alive like every actor, on loopback, started last.
-WEB_HOST = _actor("web_host", "actors.web_host", "WebHostActor")
-
-# The runtime's AppServer token file in the data dir (mode 0600, transport only), where no
-# keyring keeps it.
-TOKEN_FILE = ".runtime_token"
-
-
-def default_config(
-    data_dir: str | Path | None = None,
-    *,
-    appserver_url: str | None = None,
-    token_file: str | Path | None = None,
-    web_port: int | None = None,
-    user_downloads: bool = False,
-) -> RuntimeConfig:
-    """The runtime's children; with `data_dir`, each gets the settings it needs. With
-    `web_port` (0: any free port), the web host too, on 127.0.0.1. With `user_downloads`
-    (the user's own runtime, `lineup run`), a file an app saves goes into the user's
-    downloads folder when no page takes it, not the data dir's.
-
-    The store and the app manager get the data dir; an app gets only its private directory
-    (`DATA_DIR/apps/<scope>`), never the data dir, the token or the AppServer's address;
-    the transport gets the AppServer URL and the token file's path.
-    """
-    web = [] if web_port is None else [WEB_HOST]
-    if data_dir is None:
-        children = [*RUNTIME_CHILDREN, *web]
-        return RuntimeConfig(children=children, strategy="one_for_one", app_door=APP_DOOR)
-    root = Path(data_dir).resolve()
-    settings: dict[str, dict[str, object]] = {
-        "store": {"data_dir": str(root)},
-        "app_manager": {"data_dir": str(root)},
-        # The tool router offers agents the tools whose capabilities this host serves.
-        "tool_router": {
-            "data_dir": str(root),
-            "host_capabilities": sorted(served_capabilities(os.environ, pages=bool(web))),
-        },
-        "capability_gateway": {
-            "data_dir": str(root),
-            **({"downloads": "user"} if user_downloads else {}),
-        },
-        **{
-            f"app.{scope}": {"app_scope": scope, "app_dir": str(root / "apps" / scope)}
-            for scope in CORE_MANIFESTS
-        },
-        "host": {"ui_apps": list(CORE_MANIFESTS)},
-        "transport": {
-            "appserver_url": appserver_url,
-            "token_file": str(Path(token_file).resolve() if token_file else root / TOKEN_FILE),
-            # The data dir's own token is the keyring's where there is one (`_token`).
-            "data_dir": str(root),
-        },
-        # It reads the chat's and the registry's projections and uses the UI socket; it
-        # never reads the token.
-        "web_host": {"data_dir": str(root), "port": web_port},
-    }
-    if web:  # the chat tells the web host when its view changed (`apps/chat/_notices.py`)
-        settings["app.chat"]["view_watcher"] = WEB_HOST.name
-        # The gateway shows an app's notification on an open page, where the desktop cannot,
-        # and a file an app saves goes to the browser of a page that shows its conversation.
-        settings["capability_gateway"]["web_host"] = WEB_HOST.name
-    children = [
-        child.model_copy(update={"config": {**child.config, **settings.get(child.name, {})}})
-        for child in [*RUNTIME_CHILDREN, *web]
-    ]
-    return RuntimeConfig(children=children, strategy="one_for_one", app_door=APP_DOOR)
 
 
 def run(data_dir: Path, config: RuntimeConfig) -> None:
@@ -187,11 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--appserver", help="the AppServer's ws:// URL (default: none, offline)")
     args = parser.parse_args(argv)
     logging.basicConfig(level="INFO", format="%(asctime)s supervisor %(levelname)s %(message)s")
-    config = (
-        RuntimeConfig.load(args.config)
-        if args.config
-        else default_config(args.data_dir, appserver_url=args.appserver)
-    )
+    if args.config:
+        config = RuntimeConfig.load(args.config)
+    else:
+        from actors.runtime_children import default_config  # noqa: PLC0415 - the default's only
+
+        config = default_config(args.data_dir, appserver_url=args.appserver)
     # One sentence, not a traceback: what is wrong with the data dir, and what to do.
     refused: list[str] = []
     try:

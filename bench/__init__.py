@@ -51,6 +51,12 @@ def _run_chaos(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _run_soak(args: argparse.Namespace) -> int:
+    from .soak import run
+
+    return run(args)
+
+
 def _run_speech(args: argparse.Namespace) -> int:
     from .speech import run
 
@@ -156,10 +162,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         " while killing, stopping and restarting its processes and the AppServer and filling"
         " its disk, then checks the agent's and the user's records against the chat timeline"
         " and the AppServer's record. Exits 1 if anything was lost, duplicated or reordered,"
-        " or a tool call had no final outcome or several.",
+        " or a tool call had no final outcome or several. With --power-cuts N (as root) the"
+        " faults are N power cuts of the data dir's disk instead, each followed by a check"
+        " of every file and of what was acknowledged before it.",
     )
     add_chaos_arguments(chaos)
     chaos.set_defaults(func=_run_chaos)
+    from ._soak_options import add_arguments as add_soak_arguments
+
+    soak = benches.add_parser(
+        "soak",
+        help="the chaos workload for a long while: how fast the data dir and each"
+        " process's memory grow",
+        description="Runs the chaos bench's workload (without its faults, or with them:"
+        " --faults) for --minutes, sampling every 10 s the data dir's size by part, the"
+        " user data the workload added and each process's RSS, and reports their growth an"
+        " hour after a warm-up beside the targets: the data dir grows no faster than the"
+        " user data, and no process's RSS by more than 5 MiB an hour.",
+    )
+    add_soak_arguments(soak)
+    soak.set_defaults(func=_run_soak)
     from ._speech_options import add_arguments as add_speech_arguments
 
     speech = benches.add_parser(

@@ -38,7 +38,9 @@ def _lineup(*args: str | Path) -> None:
     command = [sys.executable, "-m", "lineup.cli", *map(str, args)]
     done = subprocess.run(command, capture_output=True, timeout=CLI_TIMEOUT_S, check=False)
     if done.returncode != 0:
-        tail = done.stderr.decode(errors="replace")[-2000:]
+        # An operation the runtime refused says why on stdout, as its success would.
+        said = done.stderr + done.stdout
+        tail = said.decode(errors="replace")[-2000:]
         raise BenchError(f"lineup {' '.join(map(str, args))} exited {done.returncode}\n{tail}")
 
 

@@ -77,12 +77,12 @@ class AppsRuntime:
 
         Restart intensity and backoff are raised / zeroed, as in `lineup bench kernel`:
         they are policy, and the restart figure is the mechanism's."""
-        import supervisor
+        from actors import runtime_children
 
         trusted = self.data_dir / "trusted_keys"
         trusted.mkdir(parents=True)
         shutil.copy(self.trusted_key, trusted / self.trusted_key.name)
-        config = supervisor.default_config(self.data_dir).model_copy(
+        config = runtime_children.default_config(self.data_dir).model_copy(
             update={
                 "max_restarts": 1000,
                 "max_seconds": 1.0,

@@ -66,13 +66,32 @@ def result_record(
     }
 
 
+def with_power_cuts(record: dict[str, Any], cuts: list[dict[str, Any]]) -> dict[str, Any]:
+    """`record` with the power cuts' keys: how many, the contract's violations and the
+    damaged files found after them (each must be zero), and each cut's log."""
+    violations = sum(len(cut["violations"]) for cut in cuts)
+    damaged = sum(len(cut["damaged"]) for cut in cuts)
+    failed = [*record["failed"]]
+    failed += ["contract_violations"] if violations else []
+    failed += ["corrupt_files"] if damaged else []
+    return {
+        **record,
+        "power_cuts": len(cuts),
+        "contract_violations": violations,
+        "corrupt_files": damaged,
+        "failed": failed,
+        "power_cut_log": cuts,
+    }
+
+
 def print_table(record: dict[str, Any], console: Console) -> None:
     verdict = "[green]passed[/green]" if not record["failed"] else "[red]FAILED[/red]"
-    console.print(
-        f"chaos soak: {record['minutes']:g} min, seed {record['seed']},"
-        f" {record['faults_total']} faults: {verdict}",
-        highlight=False,
+    length = (
+        f"{record['power_cuts']} power cuts"
+        if "power_cuts" in record
+        else f"{record['minutes']:g} min, {record['faults_total']} faults"
     )
+    console.print(f"chaos soak: {length}, seed {record['seed']}: {verdict}", highlight=False)
     faults = Table(
         "fault", "injected", "recovery p50 ms", "p99 ms", "max ms", title="faults by kind"
     )
@@ -102,5 +121,20 @@ def print_table(record: dict[str, Any], console: Console) -> None:
             f" {record['recovery_p50_ms']:,.0f} ms, p99 {record['recovery_p99_ms']:,.0f} ms",
             highlight=False,
         )
+    if "power_cuts" in record:
+        _print_cuts(record, console)
     for name in record["failed"]:
         console.print(f"[red]not zero:[/red] {name}", highlight=False)
+
+
+def _print_cuts(record: dict[str, Any], console: Console) -> None:
+    restarts = [c["restart_s"] for c in record["power_cut_log"] if c["restart_s"] is not None]
+    console.print(
+        f"after {record['power_cuts']} power cuts: {record['contract_violations']} broken"
+        f" promises, {record['corrupt_files']} damaged files"
+        + (f"; back online in {percentile(restarts, 50):.1f} s (median)" if restarts else ""),
+        highlight=False,
+    )
+    for cut in record["power_cut_log"]:
+        for problem in [*cut["violations"], *cut["damaged"]]:
+            console.print(f"  [red]{cut['moment']} cut:[/red] {problem}", highlight=False)

@@ -43,6 +43,24 @@ CALLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 # Calls whose outcome comes at a deadline: made only while that deadline falls before the end.
 DEADLINE_S = {"pomodoro.start": 60.0, "game.start_round": 15.0}
+# Under power cuts, whose end is not known ahead: the calls that end at once, with the
+# whiteboard's session-data replace (`board.create`) and its artifacts (`board.export`).
+POWER_CUT_CALLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("whiteboard", "board.summary", {}),
+    ("pomodoro", "pomodoro.status", {}),
+    ("whiteboard", "board.create", {"title": "chaos"}),
+    ("whiteboard", "board.export", {"formats": ["png"]}),
+)
+
+
+@dataclass(frozen=True)
+class Final:
+    """A call's final outcome as the agent received it, and when (trio time)."""
+
+    at: float
+    method: str
+    type: str
+    payload: dict[str, Any]
 
 
 @dataclass
@@ -61,7 +79,14 @@ class Tally:
 
 class Workload:
     def __init__(
-        self, agent: Any, data_dir: Path, work: Path, rng: random.Random, ends_at: float
+        self,
+        agent: Any,
+        data_dir: Path,
+        work: Path,
+        rng: random.Random,
+        ends_at: float,
+        *,
+        calls: tuple[tuple[str, str, dict[str, Any]], ...] = CALLS,
     ) -> None:
         from peers.agent import Recorder, UiRecorder
 
@@ -73,6 +98,8 @@ class Workload:
         self.typist = UiRecorder(work / "ui.jsonl")
         self.tally = Tally()
         self.open_calls = 0
+        self.choices = calls
+        self.finals: list[Final] = []
 
     def close(self) -> None:
         self.recorder.close()
@@ -103,14 +130,14 @@ class Workload:
 
     async def calls(self, nursery: trio.Nursery) -> None:
         while trio.current_time() < self.ends_at:
-            scope, method, arguments = self.rng.choice(CALLS)
+            scope, method, arguments = self.rng.choice(self.choices)
             if trio.current_time() + DEADLINE_S.get(method, 0) < self.ends_at:
                 nursery.start_soon(
-                    self._call, self.rng.choice(CONVERSATIONS), scope, method, arguments
+                    self.call, self.rng.choice(CONVERSATIONS), scope, method, arguments
                 )
             await trio.sleep(CALL_EVERY_S)
 
-    async def _call(
+    async def call(
         self, conversation: str, scope: str, method: str, arguments: Any
     ) -> dict[str, Any] | None:
         """Make one call and wait for its final outcome; its type and payload, or None when
@@ -128,7 +155,9 @@ class Workload:
             self.open_calls -= 1
         self.tally.calls += 1
         payload = final.envelope.payload
-        return {"type": final.type, "payload": payload if isinstance(payload, dict) else {}}
+        payload = payload if isinstance(payload, dict) else {}
+        self.finals.append(Final(trio.current_time(), method, final.type, payload))
+        return {"type": final.type, "payload": payload}
 
     # --- a capability the user answers ---------------------------------------------------
 
@@ -148,7 +177,7 @@ class Workload:
     async def _save(self, conversation: str, shown: trio.Event) -> None:
         async with trio.open_nursery() as user:
             user.start_soon(self._allow, conversation, shown)
-            final = await self._call(conversation, "whiteboard", "board.save", {"format": "png"})
+            final = await self.call(conversation, "whiteboard", "board.save", {"format": "png"})
             user.cancel_scope.cancel()
         shown.set()
         payload = (final or {}).get("payload") or {}

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,9 +51,10 @@ def _build(source: Path, bundle: Path, key: Path) -> None:
     lineup("app", "sign", bundle, "--key", key)
 
 
-def build_bundles(work: Path) -> Bundles:
-    """The sample apps built and signed with a fresh key, and a second version of one of
-    them (its manifest's version raised in a copy of its source)."""
+def build_bundles(work: Path, packages: Iterable[str] = SAMPLE_APPS) -> Bundles:
+    """The sample apps (`packages`, which hold the updated app) built and signed with a
+    fresh key, and a second version of the updated app (its manifest's version raised in a
+    copy of its source)."""
     import apps
 
     root = Path(apps.__file__).parent
@@ -60,7 +62,8 @@ def build_bundles(work: Path) -> Bundles:
     lineup("app", "keygen", "--out", keys, "--name", KEY_NAME)
     key = keys / f"{KEY_NAME}.key"
     first: dict[str, Path] = {}
-    for package, scope in SAMPLE_APPS.items():
+    for package in packages:
+        scope = SAMPLE_APPS[package]
         source = work / "source" / package
         shutil.copytree(root / package, source, ignore=shutil.ignore_patterns("__pycache__"))
         first[scope] = work / f"{package}.bundle"
@@ -97,29 +100,40 @@ class FaultyAppServer(AppServerProcess):
 class Runtime(RuntimeProcess):
     """`lineup run --headless --appserver URL`, killed and started again on its data dir."""
 
-    def __init__(self, procs: Processes, data_dir: Path) -> None:
+    def __init__(self, procs: Processes, data_dir: Path, *, synchronous: str) -> None:
         super().__init__(procs, data_dir, "runtime")
         self.url = ""
         self.token = ""
+        self.synchronous = synchronous
 
     def begin(self, url: str, token: str) -> None:
         self.url, self.token = url, token
-        self.start(url=url, token=token)
+        self.start(url=url, token=token, options=["--synchronous", self.synchronous])
 
     async def kill_and_restart(self) -> None:
         """SIGKILL the root `lineup run`, wait until every process it started is gone (its
         children follow it), then start it again on the same data dir."""
-        process = self.process
+        assert self.process is not None
+        self.process.kill()
+        self.reap()
+        await wait_for(lambda: not self.leftovers(), 60, "the killed runtime's processes to end")
+        await self.start_again()
+
+    def reap(self) -> None:
+        """Wait for the root `lineup run`, killed by the bench or by a power cut."""
+        process, self.process = self.process, None
         assert process is not None
-        process.kill()
         process.wait()
         self.procs.started = [(n, p) for n, p in self.procs.started if p is not process]
-        await wait_for(lambda: not self.leftovers(), 60, "the killed runtime's processes to end")
-        # The token file is there from the first start (and the disk may be full now).
+
+    async def start_again(self, timeout: float = 120) -> None:
+        """`lineup run` on the same data dir, until it is online. The token file is there
+        from the first start (and the disk may be full now)."""
         args = ["run", "--headless", "--data-dir", str(self.data_dir), "--log-level", "WARNING"]
+        args += ["--synchronous", self.synchronous, "--appserver", self.url]
         self.started_ns = time.time_ns()
-        self.process = self.procs.spawn(self.name, [*args, "--appserver", self.url])
-        await self.wait_online(120)
+        self.process = self.procs.spawn(self.name, args)
+        await self.wait_online(timeout)
 
     def leftovers(self) -> list[int]:
         """Processes still running out of this data dir's runtime (by their environment
@@ -164,10 +178,13 @@ def _alive(pid: int) -> bool:
 
 
 async def install_apps(runtime: Runtime, bundles: Bundles) -> None:
-    """Trust the key, then `lineup app install` and `enable` each app, as a user does."""
+    """Trust the key (saved whole: a power cut must not take what the user put there),
+    then `lineup app install` and `enable` each app, as a user does."""
+    from actors.contracts import replace_file
+
     trusted = runtime.data_dir / "trusted_keys"
     trusted.mkdir(parents=True, exist_ok=True)
-    shutil.copy(bundles.public_key, trusted / bundles.public_key.name)
+    replace_file(trusted / bundles.public_key.name, bundles.public_key.read_bytes(), mode=0o644)
     data_dir = ("--data-dir", runtime.data_dir)
     for scope, bundle in bundles.first.items():
         await trio.to_thread.run_sync(lineup, "app", "install", bundle, *data_dir)

@@ -9,10 +9,11 @@ figures come from timestamps the measured processes write themselves.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -93,20 +94,22 @@ class RuntimeProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.started_ns = 0
 
-    def start(self, *, url: str | None = None, token: str | None = None) -> None:
-        import supervisor
+    def start(
+        self, *, url: str | None = None, token: str | None = None, options: Sequence[str] = ()
+    ) -> None:
+        from actors import runtime_children
         from actors.runtime_token import write_token
 
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = ["run", "--headless", "--data-dir", str(self.data_dir), "--log-level", "WARNING"]
         if url is not None:
             assert token is not None
-            write_token(self.data_dir / supervisor.TOKEN_FILE, token)
+            write_token(self.data_dir / runtime_children.TOKEN_FILE, token)
             args += ["--appserver", url]
         else:
             args += ["--no-demo-agent"]
         self.started_ns = time.time_ns()
-        self.process = self.procs.spawn(self.name, args)
+        self.process = self.procs.spawn(self.name, [*args, *options])
 
     def lifecycle(self) -> dict[str, Any] | None:
         from actors.store import read_lifecycle
@@ -139,6 +142,11 @@ class RuntimeProcess:
         assert self.process is not None
         return tree_memory(self.process.pid)
 
+    def cpu_s(self) -> float:
+        """The CPU time (s) this runtime's process tree has used so far."""
+        assert self.process is not None
+        return tree_cpu_s(self.process.pid)
+
 
 def _children() -> dict[int, list[int]]:
     tree: dict[int, list[int]] = {}
@@ -163,12 +171,30 @@ def _field_kib(path: str, name: str) -> int:
     return 0
 
 
-def tree_memory(root: int) -> dict[str, float]:
+def _tree(root: int) -> list[int]:
+    """`root` and every process under it."""
     tree, pids, todo = _children(), [], [root]
     while todo:
         pid = todo.pop()
         pids.append(pid)
         todo.extend(tree.get(pid, []))
+    return pids
+
+
+def tree_cpu_s(root: int) -> float:
+    """The CPU time (user and system, s) the processes of `root`'s tree have used so far."""
+    total = 0
+    for pid in _tree(root):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime: clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def tree_memory(root: int) -> dict[str, float]:
+    pids = _tree(root)
     rss = sum(_field_kib(f"/proc/{pid}/status", "VmRSS:") for pid in pids)
     pss = sum(_field_kib(f"/proc/{pid}/smaps_rollup", "Pss:") for pid in pids)
     return {"rss_mib": rss / 1024, "pss_mib": pss / 1024, "processes": len(pids)}

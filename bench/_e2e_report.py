@@ -13,6 +13,7 @@ TARGET_P50_MS = 2.0
 TARGET_P99_MS = 20.0
 TARGET_COLD_S = 2.0
 TARGET_RSS_MIB = 350.0
+TARGET_IDLE_CPU_PCT = 0.1  # of one core, every runtime process together
 
 
 def _r(value: float, digits: int = 3) -> float:
@@ -44,6 +45,7 @@ def result_record(
         "total_pss_mib": _r(ours["memory"]["pss_mib"], 1),
         "runtime_processes": ours["memory"]["processes"],
         "baseline_appserver_rss_mib": _r(bare["memory"]["rss_mib"], 1),
+        "idle_cpu_pct": _r(ours["idle_cpu_pct"]),
     }
     record["targets"] = {
         "catchup_msgs_per_s": verdict(record["catchup_msgs_per_s"], ">=", TARGET_CATCHUP),
@@ -51,6 +53,7 @@ def result_record(
         "live_p99_ms": verdict(record["live_p99_ms"], "<=", TARGET_P99_MS),
         "cold_start_s": verdict(record["cold_start_s"], "<=", TARGET_COLD_S),
         "total_rss_mib": verdict(record["total_rss_mib"], "<=", TARGET_RSS_MIB),
+        "idle_cpu_pct": verdict(record["idle_cpu_pct"], "<=", TARGET_IDLE_CPU_PCT),
     }
     return record
 
@@ -118,6 +121,13 @@ def print_table(record: dict[str, Any], console: Console) -> None:
         f"AppServer {r['baseline_appserver_rss_mib']:.0f}",
         f"<= {TARGET_RSS_MIB:g} MiB",
         mark(t["total_rss_mib"]),
+    )
+    table.add_row(
+        f"idle {r['idle_s']:g} s: CPU, % of one core",
+        f"{r['idle_cpu_pct']:.3f}",
+        "",
+        f"<= {TARGET_IDLE_CPU_PCT:g} %",
+        mark(t["idle_cpu_pct"]),
     )
     console.print(table)
     console.print(

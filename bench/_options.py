@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from actors.kernel import RUNTIME_SYNCHRONOUS
+
 DEFAULT_MESSAGES = 30_000
 # Single rounds swing by 10-20 % on a shared 2-core machine, the relay's as much as the
 # kernel's; the median of five interleaved rounds moves far less from run to run.
@@ -59,6 +61,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="where to make the temp dir (default: the system's); use the disk the"
         " runtime's data dir is on, a tmpfs would make every fsync free",
+    )
+
+
+def add_synchronous_argument(parser: argparse.ArgumentParser) -> None:
+    """`--synchronous`, for a bench that starts `lineup run`: the runtime's mailbox, by
+    default as `lineup run` has it."""
+    parser.add_argument(
+        "--synchronous",
+        choices=["FULL", "NORMAL"],
+        default=RUNTIME_SYNCHRONOUS,
+        help="the runtime's mailbox durability (`lineup run --synchronous`): FULL syncs every"
+        " commit, NORMAL only before anything leaves the device or tells the user it is done"
+        f" (default {RUNTIME_SYNCHRONOUS}, the runtime's)",
+    )
+
+
+def add_work_dir_argument(parser: argparse.ArgumentParser) -> None:
+    """`--work-dir`, for a bench that makes its runtime's data dir in a temp dir."""
+    parser.add_argument(
+        "--work-dir",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="where to make the temp dir (default: the system's)",
     )
 
 

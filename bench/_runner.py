@@ -64,5 +64,27 @@ def run_bench(
     return 0
 
 
+def run_checked_bench(
+    args: argparse.Namespace,
+    *,
+    problem: str | None,
+    measure: Measure,
+    print_table: Callable[[dict[str, Any], Console], None],
+) -> int:
+    """`run_bench` for a bench whose record carries its checker's findings (`failed`):
+    1 when the checker found something, though the measurement itself went through."""
+    records: list[dict[str, Any]] = []
+
+    def kept(work: Path, procs: Processes, err: Console) -> dict[str, Any]:
+        record = measure(work, procs, err)
+        records.append(record)
+        return record
+
+    code = run_bench(args, problem=problem, measure=kept, print_table=print_table)
+    if code == 0 and records and records[0]["failed"]:
+        return 1
+    return code
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt

@@ -107,13 +107,18 @@ def runtime_pids(data_dir: Path) -> dict[str, int]:
 
 def mailbox_depths(data_dir: Path) -> Callable[[], dict[str, int]]:
     """Per actor, the messages in its mailbox not yet handled: stored and waiting, or
-    delivered to its process (the supervisor's window) and not yet acknowledged."""
+    delivered to its process (the supervisor's window) and not yet handled. A delivery held
+    after its handler (the transport's, until the AppServer's verdict) is handled: it waits
+    on the AppServer, not on the actor."""
     from actors.kernel import control_request
 
     def depths() -> dict[str, int]:
         actors = control_request(data_dir, {"type": "actors"})["actors"]
         return {
-            str(a["name"]): int(a.get("pending", 0)) + int(a.get("inflight", 0)) for a in actors
+            str(a["name"]): int(a.get("pending", 0))
+            + int(a.get("inflight", 0))
+            - int(a.get("held", 0))
+            for a in actors
         }
 
     return depths

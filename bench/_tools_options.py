@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._options import add_synchronous_argument
+
 DEFAULT_CALLS = 1_000
 DEFAULT_UNLOADED = 200
 DEFAULT_BURST = 2_000
@@ -51,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="calls one at a time through `lineup agent mcp` (c) and through a bare MCP"
         f" server (d) (default {DEFAULT_MCP_CALLS})",
     )
+    add_synchronous_argument(parser)
     parser.add_argument(
         "--work-dir",
         metavar="DIR",

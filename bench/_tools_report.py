@@ -1,5 +1,6 @@
 """`lineup bench tools`'s result record (`--json`) and its table, with the tool targets, and
-where a runtime call's time goes (the steps of its history in `runtime.db`)."""
+where a runtime call's time goes (the steps of its history in `tool_router.db`, the CPU of
+each process, the process hops of one call)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,11 @@ from ._tools_mcp import mcp_figures
 
 TARGET_RATIO = 3.0  # call p50 / bare round-trip p50
 TARGET_CALLS_PER_S = 500.0  # on 2 cores
+TARGET_BURST_SHARE = 0.5  # the burst's calls/s over the bare path's
+TARGET_COMMITS = 8.0  # the supervisor's commits per call made one at a time
+TARGET_DEPTH = 20  # the deepest mailbox at 100 calls/s
+# Not the runtime's: the AppServer and the bench's own process (the agent).
+OUTSIDE = frozenset({"appserver", "bench (agent)"})
 # (c) within the runtime's own call (one at a time) plus this many bare MCP round trips (d).
 TARGET_MCP_RATIO = 2.0
 # The legs of a call, between the times the agent and the tool router took: the agent's
@@ -25,7 +31,7 @@ STEPS = (
     ("to_accepted", "agent submit → tool router accepted (AppServer, transport, router, store)"),
     ("accepted_to_running", "accepted → running (app.tool.invoke sent to the app)"),
     ("running_to_final", "running → the app's result at the tool router (app process and back)"),
-    ("final_to_agent", "final → at the agent (store, outbox, transport, AppServer)"),
+    ("final_to_agent", "final → at the agent (transport, AppServer)"),
 )
 FINAL_EVENTS = ("succeeded", "failed")
 
@@ -36,9 +42,9 @@ def _r(value: float, digits: int = 3) -> float:
 
 def call_steps(data_dir: Path, batch: Batch) -> dict[str, Any]:
     """Per leg, the p50 (ms) over the batch's calls, from each call's history in
-    `runtime.db` (the tool router's `at_ms`, whole ms) and the agent's own times (one
+    `tool_router.db` (the tool router's `at_ms`, whole ms) and the agent's own times (one
     machine, one clock); and what the calls' rows ended as."""
-    from actors.store import read_tool_calls
+    from actors.tool_router import read_tool_calls
 
     rows = {row["call_id"]: row for row in read_tool_calls(data_dir)}
     legs: dict[str, list[float]] = {key: [] for key, _ in STEPS}
@@ -87,6 +93,7 @@ def result_record(
         "call_p50_ratio": _r(paced.p(50) / bare_paced.p(50), 2),
         "calls_per_s": round(burst.calls_per_s),
         "bare_calls_per_s": round(bare_burst.calls_per_s),
+        "calls_per_s_ratio": _r(burst.calls_per_s / bare_burst.calls_per_s, 2),
         "burst_s": _r(burst.seconds),
         "burst_call_p50_ms": _r(burst.p(50), 1),
         "bare_burst_roundtrip_p50_ms": _r(bare_burst.p(50), 1),
@@ -112,14 +119,35 @@ def result_record(
         "commits_per_call": ours["burst_cost"]["commits_per_call"],
         "frames_per_call": ours["burst_cost"]["frames_per_call"],
         "unloaded_commits_per_call": ours["unloaded_cost"]["commits_per_call"],
+        # The runtime's own processes over the burst, beside the bare path's total.
+        "runtime_cpu_ms_per_call": _r(
+            sum(
+                ms
+                for name, ms in ours["burst_cost"]["cpu_ms_per_call"].items()
+                if name not in OUTSIDE
+            ),
+            2,
+        ),
+        "hops_per_call": len(ours["hops"]),
+        "call_hops": ours["hops"],
         # Where calls wait: the deepest mailboxes (unhandled messages) seen during a batch.
         "deepest_mailboxes_paced": ours["paced_mailboxes"],
         "deepest_mailboxes_burst": ours["burst_mailboxes"],
         **mcp_figures(ours["mcp"]),
     }
+    deepest = max(record["deepest_mailboxes_paced"].values(), default=0)
     record["targets"] = {
         "call_p50_ratio": verdict(record["call_p50_ratio"], "<=", TARGET_RATIO),
+        "call_unloaded_ratio": verdict(record["call_unloaded_ratio"], "<=", TARGET_RATIO),
+        "unloaded_commits_per_call": verdict(
+            record["unloaded_commits_per_call"], "<=", TARGET_COMMITS
+        ),
+        "runtime_cpu_ms_per_call": verdict(
+            record["runtime_cpu_ms_per_call"], "<=", record["bare_cpu_ms_per_call_total"]
+        ),
+        "deepest_mailbox_paced": verdict(deepest, "<=", TARGET_DEPTH),
         "calls_per_s": verdict(record["calls_per_s"], ">=", TARGET_CALLS_PER_S),
+        "calls_per_s_ratio": verdict(record["calls_per_s_ratio"], ">=", TARGET_BURST_SHARE),
         "mcp_call_ratio": verdict(record["mcp_call_ratio"], "<=", TARGET_MCP_RATIO),
     }
     return record
@@ -167,6 +195,13 @@ def _figures(r: dict[str, Any]) -> Table:
         mark(t["calls_per_s"]),
     )
     table.add_row(
+        "burst share (b) / (a)",
+        f"{r['calls_per_s_ratio']:.2f}",
+        "",
+        f">= {TARGET_BURST_SHARE:g}",
+        mark(t["calls_per_s_ratio"]),
+    )
+    table.add_row(
         "burst p50, ms",
         f"{r['burst_call_p50_ms']:.1f}",
         f"{r['bare_burst_roundtrip_p50_ms']:.1f}",
@@ -175,12 +210,32 @@ def _figures(r: dict[str, Any]) -> Table:
         "one at a time p50 (p99), ms",
         f"{r['call_unloaded_p50_ms']:.2f} ({r['call_unloaded_p99_ms']:.2f})",
         f"{r['bare_unloaded_p50_ms']:.2f}",
-        f"ratio {r['call_unloaded_ratio']:.2f}",
+    )
+    table.add_row(
+        "one at a time p50 ratio (b) / (a)",
+        f"{r['call_unloaded_ratio']:.2f}",
+        "",
+        f"<= {TARGET_RATIO:g}",
+        mark(t["call_unloaded_ratio"]),
+    )
+    table.add_row(
+        "supervisor commits per call one at a time",
+        f"{r['unloaded_commits_per_call']:g}",
+        "",
+        f"<= {TARGET_COMMITS:g}",
+        mark(t["unloaded_commits_per_call"]),
     )
     table.add_row(
         "CPU per call in the burst, ms",
         f"{r['cpu_ms_per_call_total']:.2f}",
         f"{r['bare_cpu_ms_per_call_total']:.2f}",
+    )
+    table.add_row(
+        "the runtime's own CPU per call in the burst, ms",
+        f"{r['runtime_cpu_ms_per_call']:.2f}",
+        "",
+        "<= (a)'s CPU per call",
+        mark(t["runtime_cpu_ms_per_call"]),
     )
     failed = sum(r["calls_failed"].values())
     bare_failed = sum(r["bare_calls_failed"].values())
@@ -258,8 +313,14 @@ def print_table(record: dict[str, Any], console: Console) -> None:
 
     console.print(
         f"deepest mailboxes (unhandled messages) at 100 calls/s:"
-        f" {deepest(r['deepest_mailboxes_paced'])}; in the burst:"
-        f" {deepest(r['deepest_mailboxes_burst'])}",
+        f" {deepest(r['deepest_mailboxes_paced'])}"
+        f" (target <= {TARGET_DEPTH}: {mark(r['targets']['deepest_mailbox_paced'])});"
+        f" in the burst: {deepest(r['deepest_mailboxes_burst'])}",
+        highlight=False,
+    )
+    console.print(
+        f"process hops of one call made one at a time: {r['hops_per_call']}"
+        f" ({'; '.join(r['call_hops'])})",
         highlight=False,
     )
     console.print(

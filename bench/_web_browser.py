@@ -34,14 +34,17 @@ READY_MARK = "lineup:ready"  # the page's mark once its first view is drawn (`ap
 
 # When each timeline item first enters the DOM: a MutationObserver's callback runs right
 # after the page's script inserted it, and takes the page's wall clock then (ms since the
-# epoch, the same clock as the agent's `time.time_ns()`). An item redrawn in place (a new
-# state) enters again and is not counted again.
+# epoch, the same clock as the agent's `time.time_ns()`). The timeline's items are in its
+# blocks (the page's `timeline.js`). An item redrawn in place (a new state) enters again and
+# is not counted again.
 _OBSERVE = """
+const timeline = document.getElementById("timeline");
 const seen = (window.lineupSeen = []);
 const known = new Set();
 new MutationObserver((records) => {
   const now = performance.timeOrigin + performance.now();
   for (const record of records) {
+    if (record.target.parentElement !== timeline) continue;  // an item's own insides
     for (const node of record.addedNodes) {
       if (node.nodeType !== 1 || !node.dataset.id || known.has(node.dataset.id)) continue;
       known.add(node.dataset.id);
@@ -49,7 +52,7 @@ new MutationObserver((records) => {
       seen.push([text ? text.textContent : "", now]);
     }
   }
-}).observe(document.getElementById("timeline"), { childList: true });
+}).observe(timeline, { childList: true, subtree: true });
 """
 _READY = f"""
 const marks = performance.getEntriesByName("{READY_MARK}");

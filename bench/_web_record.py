@@ -29,6 +29,8 @@ from typing import Any
 
 import trio
 
+from apps.sdk import ASKS
+
 from ._apps_baselines import KEY_NAME
 from ._apps_baselines import _lineup as lineup
 from ._e2e_flow import CONVERSATION
@@ -54,9 +56,10 @@ return at;
 """
 # The voice app asks to write the recording out where the host can: the bench says no, so
 # that no recogniser runs beside what is measured.
+# The card words the capability as the consent prompt does (`ASKS`), not by its name.
 _DENY_TRANSCRIPTION = """
 for (const card of document.querySelectorAll("#timeline .card.consent")) {
-  if (!card.textContent.includes("speech.transcribe")) continue;
+  if (!card.textContent.includes(arguments[0])) continue;
   const deny = [...card.querySelectorAll("button")].find((b) => b.textContent === "Deny");
   if (deny && !deny.disabled) { deny.click(); return true; }
 }
@@ -135,7 +138,7 @@ async def _follow(call: Any, script: Any) -> None:
 
             async def deny() -> None:
                 while True:
-                    await script(_DENY_TRANSCRIPTION)
+                    await script(_DENY_TRANSCRIPTION, ASKS["speech.transcribe"])
                     await trio.sleep(0.05)
 
             denying.start_soon(deny)

@@ -76,14 +76,57 @@ def _launched(data_dir: Path, since_ms: int) -> dict[str, Any] | None:
     return None
 
 
-async def _follow(call: Any, started: trio.Event) -> None:
-    """Follow `call` to its final, within the bench's wait; `started` is set once the
-    runtime has started its timer (a cancel before would cancel a launch still under way,
-    which the next round would find half done)."""
+class _Following:
+    """What the bench has heard of one call: its first answer (`answered`, `first`) and
+    whether the runtime has started its timer (`started`: a cancel before would cancel a
+    launch still under way, which the next round would find half done)."""
+
+    def __init__(self) -> None:
+        self.answered = trio.Event()
+        self.first: Any = None
+        self.started = trio.Event()
+
+    def stale(self) -> bool:
+        """Refused for the inventory revision it named: one the runtime has moved past."""
+        first = self.first
+        return (
+            first is not None
+            and first.type == "lineup.tool.error"
+            and first.payload().code == "stale_inventory_revision"
+        )
+
+
+async def _follow(call: Any, heard: _Following) -> None:
+    """Follow `call` to its final, within the bench's wait."""
     with trio.fail_after(WAIT_S):
         async for event in call:
+            if heard.first is None:
+                heard.first = event
+                heard.answered.set()
             if event.type == "lineup.tool.progress" and event.payload().stage == "started":
-                started.set()
+                heard.started.set()
+
+
+async def _call(client: Any, following: trio.Nursery) -> tuple[Any, int, _Following]:
+    """The round's call, followed in `following`, with when it was made (ns). An agent
+    that called with the inventory it held before the last close reached it is refused
+    (`stale_inventory_revision`) and asks again once it holds the new one, as an agent
+    does: the round is timed from the call the runtime took."""
+    while True:
+        held = int(client.inventory(CONVERSATION).revision)
+        asked_ns = time.time_ns()
+        call = client.call(CONVERSATION, METHOD, {"minutes": 1}, app_scope=APP_SCOPE)
+        heard = _Following()
+        following.start_soon(_follow, call, heard)  # following a call submits it
+        with trio.fail_after(WAIT_S):
+            await heard.answered.wait()
+        if not heard.stale():
+            return call, asked_ns, heard
+
+        async def newer(held: int = held) -> bool:
+            return int(client.inventory(CONVERSATION).revision) > held
+
+        await _until(newer, "the agent's next inventory")
 
 
 def _live_instances(data_dir: Path) -> list[str]:
@@ -115,10 +158,7 @@ async def measure_stage(
     launch: list[float] = []
     for n in range(rounds):
         async with trio.open_nursery() as following:
-            asked_ns = time.time_ns()
-            call = client.call(CONVERSATION, METHOD, {"minutes": 1}, app_scope=APP_SCOPE)
-            started = trio.Event()
-            following.start_soon(_follow, call, started)  # following a call submits it
+            call, asked_ns, heard = await _call(client, following)
 
             async def staged(n: int = n) -> list[float] | None:
                 at = await trio.to_thread.run_sync(driver.execute_script, "return lineupStaged;")
@@ -133,7 +173,7 @@ async def measure_stage(
             )
             launch.append(op["updated_ms"] - asked_ns / 1e6)
             with trio.fail_after(WAIT_S):
-                await started.wait()
+                await heard.started.wait()
             await client.cancel(CONVERSATION, call.call_id, APP_SCOPE)  # its final ends `_follow`
         for instance in _live_instances(data_dir):
             await trio.to_thread.run_sync(lineup, "app", "close", instance, "--data-dir", data_dir)

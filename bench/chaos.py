@@ -20,6 +20,11 @@ AppServer's record: lost, duplicated and reordered messages each way, tool calls
 none or several final outcomes, capability effects in doubt. The command exits 1 if any
 count but `in_doubt` is not zero.
 
+With `--power-cuts N`, the faults are power cuts instead (`_chaos_power`): the runtime's
+data dir is on the power-cut file system, cut N times at seeded moments; after each cut
+every file is checked and, once the runtime is online again, what was acknowledged before
+the cut; `power_cuts`, `contract_violations` and `corrupt_files` join the counts.
+
 Everything lives in one fresh temp dir, removed at the end; every process the bench starts
 is stopped at the end, on Ctrl-C too.
 """
@@ -30,12 +35,14 @@ import argparse
 import contextlib
 import datetime
 import json
+import math
 import os
 import platform
 import random
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -47,8 +54,9 @@ from rich.console import Console
 from ._chaos_check import check, in_doubt_effects, read_jsonl
 from ._chaos_faults import FaultLog, Injector, schedule
 from ._chaos_options import add_arguments, check_arguments
-from ._chaos_report import print_table, recovery_ms, result_record
-from ._chaos_workload import CONVERSATIONS, Workload, finish
+from ._chaos_power import POWER_CUT_APPS, AppOperations, Cutter, plan
+from ._chaos_report import print_table, recovery_ms, result_record, with_power_cuts
+from ._chaos_workload import CONVERSATIONS, POWER_CUT_CALLS, Workload, finish
 from ._chaos_world import (
     UPDATED_APP,
     Bundles,
@@ -59,7 +67,7 @@ from ._chaos_world import (
     install_apps,
 )
 from ._procs import BenchError, Processes
-from ._runner import run_bench
+from ._runner import run_checked_bench
 from ._tools_app import lineup
 from ._trio_run import run_measure, term_as_ctrl_c
 
@@ -131,6 +139,39 @@ def _applied_ns(data_dir: Path) -> list[int]:
     return [int(row[0]) for row in rows]
 
 
+async def _each_conversation(read: Callable[[Path, str], Any], directory: Path) -> dict[str, Any]:
+    """`read(directory, conversation)` of every conversation, all at once: each is a
+    `lineup` command of its own, mostly its start-up."""
+    views: dict[str, Any] = {}
+
+    async def one(conversation: str) -> None:
+        views[conversation] = await trio.to_thread.run_sync(read, directory, conversation)
+
+    async with trio.open_nursery() as nursery:
+        for conversation in CONVERSATIONS:
+            nursery.start_soon(one, conversation)
+    return views
+
+
+async def _check_the_end(
+    work: Path, server: FaultyAppServer, runtime: Runtime
+) -> tuple[dict[str, Any], list[int]]:
+    """Once everything has arrived: the checker's counts over the agent's and the user's
+    records, what the chat shows and what the AppServer holds (read once it is stopped);
+    and when the chat applied each agent message."""
+    chat = await _each_conversation(_chat_history, runtime.data_dir)
+    applied = _applied_ns(runtime.data_dir)
+    server.stop()
+    counts = check(
+        agent=read_jsonl(work / "agent.jsonl"),
+        ui=read_jsonl(work / "ui.jsonl"),
+        chat=chat,
+        appserver=await _each_conversation(_appserver_history, server.data_dir),
+        in_doubt=in_doubt_effects(runtime.data_dir),
+    )
+    return counts, applied
+
+
 async def _delivered(workload: Workload, runtime: Runtime, timeout: float) -> None:
     """Wait until the chat shows as many agent messages as were accepted (or time out: the
     checker then counts what is missing)."""
@@ -149,7 +190,7 @@ async def _soak(
     term_as_ctrl_c()
     load_before = os.getloadavg()[0]
     server = FaultyAppServer(procs, work / "as")
-    runtime = Runtime(procs, work / "rt")
+    runtime = Runtime(procs, work / "rt", synchronous=args.synchronous)
     # Each clean-up runs even when one before it fails: a mount left behind outlives the run.
     with contextlib.ExitStack() as cleanup:
         disk = SmallDisk.mount(work / "rt", args.minutes)
@@ -182,6 +223,9 @@ class World:
     runtime: Runtime
     bundles: Bundles
     disk: SmallDisk | None
+    faults: bool = True  # `lineup bench soak` runs the workload without them by default
+    # A task that runs beside the workload until it ends (the soak's sampler).
+    beside: Callable[[], Awaitable[None]] | None = None
 
 
 async def _drive(
@@ -209,7 +253,8 @@ async def _drive(
             await workload.open_conversations(120)
             # The save's consent card is open before the faults begin, so they hit while it is.
             await reading.start(workload.capability)
-            err.print(f"{args.minutes:g} min of workload and faults", highlight=False)
+            what = "workload and faults" if world.faults else "workload"
+            err.print(f"{args.minutes:g} min of {what}", highlight=False)
             workload.ends_at = trio.current_time() + args.minutes * 60
             injector = Injector(runtime, server, disk, random.Random(args.seed + 1), log)
             async with trio.open_nursery() as nursery:
@@ -219,7 +264,10 @@ async def _drive(
                 nursery.start_soon(workload.type)
                 nursery.start_soon(workload.launch_and_close)
                 nursery.start_soon(_update_and_rollback, runtime, world.bundles, workload.ends_at)
-                nursery.start_soon(injector.run, plan, workload.ends_at)
+                if world.faults:
+                    nursery.start_soon(injector.run, plan, workload.ends_at)
+                if world.beside is not None:
+                    reading.start_soon(world.beside)
                 await trio.sleep_until(workload.ends_at)
                 err.print("faults stopped; waiting for every call and message", highlight=False)
                 if not await finish(workload, QUIET_S):
@@ -228,22 +276,14 @@ async def _drive(
             await _delivered(workload, runtime, QUIET_S / 2)
             reading.cancel_scope.cancel()
         workload.close()
-    chat = {c: _chat_history(runtime.data_dir, c) for c in CONVERSATIONS}
-    applied = _applied_ns(runtime.data_dir)
-    server.stop()
-    counts = check(
-        agent=read_jsonl(work / "agent.jsonl"),
-        ui=read_jsonl(work / "ui.jsonl"),
-        chat=chat,
-        appserver={c: _appserver_history(server.data_dir, c) for c in CONVERSATIONS},
-        in_doubt=in_doubt_effects(runtime.data_dir),
-    )
+    counts, applied = await _check_the_end(work, server, runtime)
     tally = workload.tally
     return result_record(
         settings={
             "minutes": args.minutes,
             "seed": args.seed,
             "disk_fault": disk is not None,
+            "synchronous": args.synchronous,
             "date": datetime.date.today().isoformat(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
@@ -266,19 +306,123 @@ async def _drive(
     )
 
 
+async def _power_soak(
+    work: Path, procs: Processes, args: argparse.Namespace, err: Console
+) -> dict[str, Any]:
+    """The workload with the runtime's data dir on the power-cut file system, cut
+    `--power-cuts` times (`_chaos_power`), then the same quiet end and checker as the
+    timed faults'."""
+    from .power_cut import PowerCutDisk
+
+    term_as_ctrl_c()
+    load_before = os.getloadavg()[0]
+    server = FaultyAppServer(procs, work / "as")
+    runtime = Runtime(procs, work / "rt", synchronous=args.synchronous)
+    disk = PowerCutDisk(work / "disk", runtime.data_dir)
+    with contextlib.ExitStack() as cleanup:
+        await trio.to_thread.run_sync(disk.mount)
+        cleanup.callback(disk.tear_down)
+        cleanup.callback(server.stop)
+        cleanup.callback(runtime.stop)
+        err.print("building and signing the sample apps, starting the runtime", highlight=False)
+        built: list[Bundles] = []
+        async with trio.open_nursery() as starting:  # the builds run while the runtime starts
+            starting.start_soon(_build_into, built, work)
+            await server.start()
+            runtime.begin(server.url, server.credentials().runtime_token)
+            await runtime.wait_online(120)
+        err.print("installing and enabling the sample apps", highlight=False)
+        await install_apps(runtime, built[0])
+        record = await _drive_cuts(work, args, err, World(server, runtime, built[0], None), disk)
+    record["settings"]["loadavg_1m"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+    return record
+
+
+async def _build_into(built: list[Bundles], work: Path) -> None:
+    built.append(await trio.to_thread.run_sync(build_bundles, work, POWER_CUT_APPS))
+
+
+async def _drive_cuts(
+    work: Path, args: argparse.Namespace, err: Console, world: World, disk: Any
+) -> dict[str, Any]:
+    from peers.agent import open_agent
+
+    server, runtime = world.server, world.runtime
+    credentials = server.credentials()
+    agent_id = credentials.agent_id
+    rng = random.Random(args.seed)
+    async with open_agent(
+        server.url,
+        agent_id=agent_id,
+        token=credentials.token_for_agent(agent_id),
+        state_dir=work / "agent",
+    ) as agent:
+        workload = Workload(
+            agent, runtime.data_dir, work, rng, ends_at=math.inf, calls=POWER_CUT_CALLS
+        )
+        say = partial(err.print, highlight=False)
+        cutter = Cutter(disk, runtime, workload, AppOperations(runtime, world.bundles), say)
+        async with trio.open_nursery() as reading:
+            reading.start_soon(workload.recorder.run)
+            await workload.open_conversations(120)
+            err.print(f"{args.power_cuts} power cuts under the workload", highlight=False)
+            async with trio.open_nursery() as nursery:
+                for conversation in CONVERSATIONS:
+                    nursery.start_soon(workload.talk, conversation)
+                nursery.start_soon(workload.calls, nursery)
+                nursery.start_soon(workload.type)
+                nursery.start_soon(workload.launch_and_close)
+                back = await cutter.run(plan(args.seed, args.power_cuts), nursery)
+                workload.ends_at = trio.current_time()
+                err.print("cuts done; waiting for every call and message", highlight=False)
+                if back:
+                    # A call with no final by then stays without one: the checker counts it.
+                    await finish(workload, QUIET_S)
+                nursery.cancel_scope.cancel()  # what is left only waits for its next turn
+            if back:
+                await _delivered(workload, runtime, QUIET_S / 2)
+            reading.cancel_scope.cancel()
+        workload.close()
+    counts, applied = await _check_the_end(work, server, runtime)
+    tally = workload.tally
+    cuts = cutter.cuts
+    record = result_record(
+        settings={
+            "minutes": None,
+            "power_cuts": args.power_cuts,
+            "seed": args.seed,
+            "synchronous": args.synchronous,
+            "date": datetime.date.today().isoformat(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+        },
+        counts=counts,
+        faults={"power_cut": len(cuts)} if cuts else {},
+        fault_log=[{"at_ns": c.at_ns, "kind": "power_cut", "target": c.moment} for c in cuts],
+        recoveries_ms=recovery_ms([(c.at_ns, "power_cut") for c in cuts], applied),
+        workload={
+            "agent_messages": tally.messages,
+            "typed": tally.typed,
+            "typed_unanswered": tally.refused_typing,
+            "tool_calls_ended": tally.calls,
+            "app_launches": tally.launches,
+            "app_operations_answered": cutter.operations.answered,
+            "app_operations": cutter.operations.outcomes,
+            "problems": tally.problems[:20],
+        },
+    )
+    return with_power_cuts(record, [cut.as_dict() for cut in cuts])
+
+
 def run(args: argparse.Namespace) -> int:
     """The `lineup bench chaos` command; 1 when a count that must be zero is not."""
-    records: list[dict[str, Any]] = []
 
     def measure(work: Path, procs: Processes, err: Console) -> dict[str, Any]:
-        record = run_measure(_soak, work, procs, args, err)
-        records.append(record)
-        return record
+        return run_measure(_power_soak if args.power_cuts else _soak, work, procs, args, err)
 
-    code = run_bench(args, problem=check_arguments(args), measure=measure, print_table=print_table)
-    if code == 0 and records and records[0]["failed"]:
-        return 1
-    return code
+    return run_checked_bench(
+        args, problem=check_arguments(args), measure=measure, print_table=print_table
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,9 @@ message through transport, router, store and into the chat app's inbox, acknowle
 - catch-up: a backlog written into the stopped AppServer's store while the runtime is down,
   from the runtime's reconnect (its `synchronizing`) to the last message in the chat;
 - cold start: `lineup run` (embedded AppServer) on a fresh data dir → `online`;
-- memory: the summed RSS of the runtime's processes (supervisor and actors) after catch-up.
+- memory: the summed RSS of the runtime's processes (supervisor and actors) after catch-up;
+- idle: then the CPU time all the runtime's processes use in `--idle-s` seconds with
+  nothing to do, as a share of one core (`idle_cpu_pct`).
 
 Each path has its own AppServer process with its own store, so neither sees the other's
 messages. Everything lives in one fresh temp dir, removed at the end; every process the
@@ -43,12 +45,14 @@ from ._e2e_flow import (
 )
 from ._e2e_procs import AppServerProcess, RuntimeProcess, prefill, wait_for
 from ._e2e_report import PACED_RATE, print_table, result_record
+from ._options import add_synchronous_argument
 from ._procs import Processes
 from ._runner import run_bench
 
 DEFAULT_MESSAGES = 5_000
 DEFAULT_PACED = 1_000
 DEFAULT_BACKLOG = 100_000
+DEFAULT_IDLE_S = 60.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,6 +79,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"messages waiting while the runtime is down (default {DEFAULT_BACKLOG:,})",
     )
     parser.add_argument(
+        "--idle-s",
+        metavar="S",
+        type=float,
+        default=DEFAULT_IDLE_S,
+        help="seconds the runtime is left idle after catch-up while its CPU time is counted"
+        f" (default {DEFAULT_IDLE_S:g})",
+    )
+    add_synchronous_argument(parser)
+    parser.add_argument(
         "--work-dir",
         metavar="DIR",
         type=Path,
@@ -87,13 +100,15 @@ def _check(args: argparse.Namespace) -> str | None:
     for name in ("messages", "paced", "backlog"):
         if getattr(args, name) < 10:
             return f"--{name} must be at least 10"
+    if not args.idle_s >= 1:
+        return "--idle-s must be at least 1"
     return None
 
 
-async def _cold_start(procs: Processes, work: Path) -> dict[str, Any]:
+async def _cold_start(procs: Processes, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     """`lineup run` with its embedded AppServer on a fresh data dir, up to `online`."""
     runtime = RuntimeProcess(procs, work / "cold", "cold-start")
-    runtime.start()
+    runtime.start(options=["--synchronous", args.synchronous])
     try:
         online = await runtime.wait_online()
         memory = runtime.memory()
@@ -172,21 +187,30 @@ async def _runtime(procs: Processes, work: Path, args: argparse.Namespace) -> di
         arrivals = Arrivals()
         chat = ChatLog(app_dir(runtime.data_dir), arrivals)
         token = server.credentials().runtime_token
-        runtime.start(url=server.url, token=token)
+        runtime.start(url=server.url, token=token, options=["--synchronous", args.synchronous])
         await runtime.wait_online()
         result = await _live(server, arrivals, chat.wait, args)
         runtime.stop()
         await _refill(server, args.backlog)
-        runtime.start(url=server.url, token=token)
+        runtime.start(url=server.url, token=token, options=["--synchronous", args.synchronous])
         reconnected = await _reconnected(runtime)
         await chat.wait("backlog", args.backlog, 120 + args.backlog / 200)
         result["memory"] = runtime.memory()
+        result["idle_cpu_pct"] = await _idle_cpu_pct(runtime, args.idle_s)
         result["catchup"] = window(arrivals, "backlog", args.backlog, start_ns=reconnected)
         result["restart_to_sync_s"] = (reconnected - runtime.started_ns) / 1e9
         return result
     finally:
         runtime.stop()
         server.stop()
+
+
+async def _idle_cpu_pct(runtime: RuntimeProcess, seconds: float) -> float:
+    """The CPU time the runtime's processes use in `seconds` with nothing to do, in % of
+    one core. The window is the measurement itself, not a wait for anything."""
+    used, began = runtime.cpu_s(), time.monotonic()
+    await trio.sleep(seconds)
+    return (runtime.cpu_s() - used) / (time.monotonic() - began) * 100
 
 
 async def _reconnected(runtime: RuntimeProcess) -> int:
@@ -208,7 +232,7 @@ async def _reconnected(runtime: RuntimeProcess) -> int:
 async def _measure(work: Path, procs: Processes, args: argparse.Namespace, err: Console) -> Any:
     load_before = os.getloadavg()[0]
     err.print("cold start: lineup run → online", highlight=False)
-    cold = await _cold_start(procs, work)
+    cold = await _cold_start(procs, work, args)
     err.print("(a) bare WebSocket: burst, paced, catch-up", highlight=False)
     bare = await _baseline(procs, work, args)
     err.print("(b) runtime: burst, paced, catch-up", highlight=False)
@@ -218,6 +242,8 @@ async def _measure(work: Path, procs: Processes, args: argparse.Namespace, err: 
         "paced_messages": args.paced,
         "paced_rate": PACED_RATE,
         "backlog": args.backlog,
+        "idle_s": args.idle_s,
+        "synchronous": args.synchronous,
         "date": datetime.date.today().isoformat(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),

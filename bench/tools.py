@@ -7,8 +7,8 @@ the bench's app (`bench/toolapp`: one trivial, idempotent query tool, `bench.ech
 signed, installed and enabled with the real `lineup app` CLI, the agent sends one message to
 associate the conversation, waits for the inventory that lists the tool and warms the app
 up with one call (which launches it). Each call then goes agent → AppServer → transport →
-router → store → tool router → the app's process → tool router → store → outbox →
-transport → AppServer → agent, its receipts with it.
+router → store → tool router → the app's process → tool router → transport → AppServer →
+agent, its receipts with it.
 
 (a) the baseline: the same agent code on another AppServer process (so neither path sees
 the other's messages), whose far end is a bare `Link` in the runtime role that answers each
@@ -19,8 +19,9 @@ Measured on each path: (1) the round trip of a call (`AgentClient.call` → its 
 paced 100 calls/s, p50 and p99; (2) a burst of calls with a bounded number in flight, calls/s
 from the first submit to the last final; (3) the round trip of calls made one at a time, the
 path's own latency with nothing queued. For (b), the steps the tool router recorded in each
-call's history (`read_tool_calls`) and the CPU each process spent per call, with the
-supervisor's commits per call, say where the time goes.
+call's history (`read_tool_calls`), the CPU each process spent per call (and the runtime's
+own processes' together), the supervisor's commits per call and the process hops of one
+call (`_tools_hops`) say where the time goes.
 
 Everything lives in one fresh temp dir, removed at the end; every process the bench starts
 is stopped at the end, on Ctrl-C too.
@@ -56,6 +57,7 @@ from ._tools_flow import (
     wait_until,
     within,
 )
+from ._tools_hops import call_hops
 from ._tools_mcp import measure_mcp, require_mcp
 from ._tools_options import add_arguments, check_arguments
 from ._tools_report import call_steps, print_table, result_record
@@ -155,7 +157,11 @@ async def _runtime(
         trusted = runtime.data_dir / "trusted_keys"
         trusted.mkdir(parents=True)
         shutil.copy(app.public_key, trusted / app.public_key.name)
-        runtime.start(url=server.url, token=credentials.runtime_token)
+        runtime.start(
+            url=server.url,
+            token=credentials.runtime_token,
+            options=["--synchronous", args.synchronous],
+        )
         await runtime.wait_online()
         err.print("(b) runtime: installing and enabling the bench's app", highlight=False)
         await _install(runtime, app)
@@ -174,6 +180,8 @@ async def _runtime(
                 pids, supervisor_counters(runtime.data_dir), mailbox_depths(runtime.data_dir)
             )
             result = await _measure_path(caller, warm, meter, args, err, name="(b) runtime")
+            # The hops of the last call made one at a time, from the mailbox's records.
+            result["hops"] = call_hops(runtime.data_dir, result["unloaded"].calls[-1].call_id)
             err.print(
                 f"(c) MCP bridge, (b) and (d) bare MCP: {args.mcp_calls:,} calls one at a time"
                 " each, in turn",
@@ -215,6 +223,7 @@ async def _measure(
         "burst": args.burst,
         "in_flight": args.in_flight,
         "mcp_calls": args.mcp_calls,
+        "synchronous": args.synchronous,
         "app_scope": APP_SCOPE,
         "method": METHOD,
         "date": datetime.date.today().isoformat(),

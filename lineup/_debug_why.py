@@ -3,8 +3,9 @@
 Everything is read from files, read-only, so it works with the runtime up or stopped: the
 mailbox file (each hop between actors, its attempts and state, a call's reply), the
 store's `runtime.db` (a message from the AppServer: its seq and conversation; an outbox
-item: its state, seq and refusal code; the audit's verdicts), each app's `app.db` (what
-the app applied, its ack or the AppServer's verdict on its action) and the logs.
+item: its state, seq and refusal code; the audit's verdicts), the tool router's
+`tool_router.db` (a tool call by its id or its envelope's), each app's `app.db` (what the
+app applied, its ack or the AppServer's verdict on its action) and the logs.
 """
 
 from __future__ import annotations
@@ -64,14 +65,6 @@ def _store(data_dir: Path, message_id: str) -> dict[str, Any]:
     )
     if audit:
         record["audit"] = audit
-    calls = _read(
-        db,
-        "SELECT call_id, envelope_id, app_scope, method, state, code, detail FROM tool_calls"
-        " WHERE call_id = ? OR envelope_id = ?",
-        (message_id, message_id),
-    )
-    if calls:
-        record["tool_calls"] = calls
     return record
 
 
@@ -112,18 +105,20 @@ def _logs(data_dir: Path, message_id: str) -> list[dict[str, Any]]:
 def follow(data_dir: Path, message_id: str) -> dict[str, Any]:
     """Everything the runtime's files say about `message_id` (see the module's docstring)."""
     from actors.kernel import message_path
+    from actors.tool_router import read_tool_calls_about
 
     return {
         "id": message_id,
         "mailbox": message_path(data_dir / "mailbox.db", message_id),
         "store": _store(data_dir, message_id),
+        "tool_calls": read_tool_calls_about(data_dir, message_id),
         "apps": _apps(data_dir, message_id),
         "logs": _logs(data_dir, message_id),
     }
 
 
 def found_anything(path: dict[str, Any]) -> bool:
-    return any(path[key] for key in ("mailbox", "store", "apps", "logs"))
+    return any(path.get(key) for key in ("mailbox", "store", "tool_calls", "apps", "logs"))
 
 
 def render(path: dict[str, Any], when: Any, duration: Any) -> list[str]:
@@ -156,7 +151,7 @@ def render(path: dict[str, Any], when: Any, duration: Any) -> list[str]:
             f"  audit {when(entry['at_ms'])} by {entry['source']}:{seq} {entry['code']}"
             f" {entry.get('detail') or ''}".rstrip()
         )
-    for call in store.get("tool_calls", []):
+    for call in path.get("tool_calls", []):
         code = f" ({call['code']}: {call.get('detail') or ''})" if call.get("code") else ""
         out.append(f"  tool call {call['call_id']} {call['method']}: {call['state']}{code}")
     hops = path["mailbox"]

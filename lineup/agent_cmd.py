@@ -611,7 +611,7 @@ def _why_hidden(args: argparse.Namespace) -> str | None:
     record of the tool (another machine's runtime, or no app ever offered it)."""
     import sqlite3
 
-    from actors.store import read_inventories
+    from actors.tool_router import read_inventories
 
     try:
         rows = read_inventories(data_dir_of(args))

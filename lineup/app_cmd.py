@@ -24,6 +24,7 @@ import importlib.util
 import json
 import re
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -66,7 +67,21 @@ def _guarded(run: Any) -> Any:
 
 
 def _import_package(target: str) -> tuple[Path, ModuleType]:
-    """The package named by a directory or a module name, imported (its declarations run)."""
+    """The package named by a directory or a module name, imported (its declarations run)
+    from its source as it is now: bytecode cached beside it may be older than an edit made
+    within the same second, and the build leaves no cache in the package."""
+    import apps.sdk  # noqa: F401 - what every app imports, from the runtime's own cache
+
+    with tempfile.TemporaryDirectory(prefix="lineup-build-") as nowhere:
+        kept = sys.pycache_prefix, sys.dont_write_bytecode
+        sys.pycache_prefix, sys.dont_write_bytecode = nowhere, True
+        try:
+            return _import_from_source(target)
+        finally:
+            sys.pycache_prefix, sys.dont_write_bytecode = kept
+
+
+def _import_from_source(target: str) -> tuple[Path, ModuleType]:
     path = Path(target)
     if path.is_dir():
         init = path / "__init__.py"

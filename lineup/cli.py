@@ -212,7 +212,7 @@ def _run_headless(args: argparse.Namespace) -> int:
 
     import trio
 
-    import supervisor
+    from actors import runtime_children
     from actors.kernel import RuntimeConfig, Supervisor, prefork_zygote, settle_garbage_collector
 
     from ._embedded import embedded_appserver
@@ -229,7 +229,7 @@ def _run_headless(args: argparse.Namespace) -> int:
             config = loaded
         else:
             web_port = None if args.no_web else args.web_port
-            config = supervisor.default_config(
+            config = runtime_children.default_config(
                 data_dir, appserver_url=url, web_port=web_port, user_downloads=True
             )
         if args.synchronous:
@@ -370,7 +370,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     run.add_argument(
         "--synchronous",
         choices=["OFF", "NORMAL", "FULL", "EXTRA"],
-        help="SQLite durability of the mailbox (default FULL: an ack means on disk)",
+        help="SQLite durability of the mailbox. NORMAL (the default) syncs before anything"
+        " leaves the device or tells the user it is done: a power cut takes nothing that"
+        " was acknowledged, only work nobody was told of, which is done again. FULL syncs"
+        " every commit besides (an fsync each). EXTRA is FULL and more; OFF never syncs,"
+        " so a power cut may take what was acknowledged",
     )
     run.add_argument(
         "--log-level",

@@ -91,6 +91,11 @@ def register(subparsers: Any) -> None:
         return parser
 
     command("status", "runtime state, uptime and why it is degraded").set_defaults(func=_status)
+    command(
+        "usage",
+        "the size of every part, database and table of the data dir beside its bound and rule"
+        " (runtime up or stopped)",
+    ).set_defaults(func=_usage)
     actors = command(
         "actors", "every actor: pid, state (unresponsive if it misses heartbeats), mailbox depth"
     )
@@ -299,6 +304,11 @@ def _status(args: argparse.Namespace) -> int:
 
     home = token_home(data_dir, os.environ)  # the keyring's or the file's: said, not read
     status["token"] = {"holder": home.holder, "detail": home.detail}
+    from .data_dir_usage import share_warning
+
+    warning = share_warning(data_dir)
+    if warning:
+        status["disk_warning"] = warning
     if args.json:
         print_json(status)
         return 0
@@ -306,6 +316,8 @@ def _status(args: argparse.Namespace) -> int:
     for key, value in status.items():
         if key == "token":
             rows.append(["AppServer token", value["detail"]])
+        elif key == "disk_warning":
+            rows.append(["warning", value])
         elif key == "started_at":
             rows.append(["started", local_time(value)])
         elif key.endswith("_s"):
@@ -315,6 +327,45 @@ def _status(args: argparse.Namespace) -> int:
         else:
             rows.append([key, value])
     _table(f"runtime in {data_dir}", ["field", "value"], rows, empty="no status")
+    return 0
+
+
+def _usage(args: argparse.Namespace) -> int:
+    from .data_dir_usage import human_bytes, share_warning, usage
+
+    data_dir = data_dir_of(args)
+    if not (data_dir / "mailbox.db").exists():
+        return fail(
+            f"no runtime data in {data_dir} (no mailbox.db); point at the runtime's data dir"
+            " with --data-dir DIR"
+        )
+    report = usage(data_dir)
+    if args.json:
+        print_json(report)
+        return 0
+    fs = report["file_system"]
+    rows = [[p["part"], human_bytes(p["bytes"]), p["bound"], p["rule"]] for p in report["parts"]]
+    _table(
+        f"{data_dir}: {human_bytes(report['bytes'])}, on a disk of {human_bytes(fs['size'])}"
+        f" with {human_bytes(fs['free'])} free",
+        ["part", "size", "bound", "rule"],
+        rows,
+        empty="empty",
+    )
+    for database in report["databases"]:
+        rows = [
+            [t["table"], human_bytes(t["bytes"]), f"{t['rows']:,}", t["bound"], t["rule"]]
+            for t in database["tables"]
+        ]
+        _table(
+            f"{database['file']}: {human_bytes(database['bytes'])}",
+            ["table", "size", "rows", "bound", "rule"],
+            rows,
+            empty="no tables",
+        )
+    warning = share_warning(data_dir)
+    if warning:
+        _console().print(f"warning: {warning}", markup=False)
     return 0
 
 

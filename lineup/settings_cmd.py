@@ -1,4 +1,4 @@
-"""`lineup settings show|grants|revoke|policy|default|data`: what the runtime allows and
+"""`lineup settings show|grants|revoke|policy|default|mode|data`: what the runtime allows and
 keeps for the user, and the user's changes to it, as the settings app shows them.
 
 Each fact is asked of the actor that owns it, through the operator's control socket, with
@@ -7,8 +7,9 @@ operator only): the capability gateway for the grants (`capability_gateway.grant
 `.revoke`) and, for the operator alone, what would serve each capability now
 (`.providers`); the tool router for the tool policy and each tool's visibility
 (`tool_router.policy.get`, `.replace`: the router checks a new policy and refuses a broken
-one, which is never written), the app manager for the default app, the store for each app's
-session data, artifacts and diagnostics with the rule for how long they stay
+one, which is never written), the app manager for the default app, the chat app for the mode
+a new conversation starts in (`app.interaction.settings`: text, `im`, or voice, `audio`), the store
+for each app's session data, artifacts and diagnostics with the rule for how long they stay
 (`store.app_data.overview`). So the CLI and the settings app show the same answers, and
 neither reads a table or a policy file itself. A runtime must be running.
 
@@ -49,6 +50,12 @@ OWNERS: Final = {
     "set_policy": ("tool_router", "tool_router.policy.replace"),
     "apps": ("app_manager", "app_manager.request"),
     "data": ("store", "store.app_data.overview"),
+    "mode": ("app.chat", "app.interaction.settings"),
+}
+# The chat's modes, as the settings say them.
+MODE_WORDS: Final = {
+    "im": "text (im): the agent's messages are shown",
+    "audio": "voice (audio): the agent's messages are spoken, and the user may talk",
 }
 
 
@@ -81,9 +88,10 @@ def register(subparsers: Any) -> None:
 
     show = command(
         "show",
-        "everything: grants, providers, the tool policy, the default app, each app's data",
+        "everything: grants, providers, the tool policy, the default app and mode, each app's data",
         "Everything the settings app shows: the capability grants in force, the tool "
-        "policy with how many tools each conversation's agent sees, the default app, and "
+        "policy with how many tools each conversation's agent sees, the default app, the "
+        "mode new conversations start in, and "
         "each app's session data, artifacts and diagnostics with the retention rule; and "
         "what on this host would serve each capability now (a notification: the desktop's "
         "notification service, an open page, or the terminal chat).",
@@ -130,6 +138,18 @@ def register(subparsers: Any) -> None:
     )
     default.add_argument("app", metavar="APP", help="an installed, enabled app")
     default.set_defaults(func=_default)
+    mode = command(
+        "mode",
+        "the mode new conversations start in: im (text) or audio (voice); MODE sets it",
+        "The mode a new conversation starts in: im (text) or audio (voice: the agent's "
+        "messages are spoken, and the user may talk). With MODE, it becomes the setting; "
+        "conversations that have begun keep their own (switch one in the page's header or "
+        "with /mode in the terminal chat).",
+    )
+    mode.add_argument(
+        "mode", metavar="MODE", nargs="?", choices=sorted(MODE_WORDS), help="im or audio"
+    )
+    mode.set_defaults(func=_mode)
     data = command(
         "data",
         "each app's session data, artifacts and diagnostics, and how long they stay",
@@ -310,6 +330,7 @@ def _show(args: argparse.Namespace) -> int:
             ("providers", lambda: _ask(data_dir, "providers", {}).get("providers", [])),
             ("policy", lambda: _ask(data_dir, "policy", {})),
             ("default_app", lambda: _app_list(data_dir).get("default_app")),
+            ("default_mode", lambda: _ask(data_dir, "mode", {}).get("default_mode")),
             ("data", lambda: _ask(data_dir, "data", {})),
         ):
             try:
@@ -333,6 +354,8 @@ def _show(args: argparse.Namespace) -> int:
             _print_policy(parts["policy"], tools=False)
         if "default_app" in parts:
             print(f"default app: {parts['default_app'] or 'none (chat opens)'}")
+        if "default_mode" in parts:
+            print(f"new conversations start in {MODE_WORDS.get(str(parts['default_mode']), '?')}")
         if "data" in parts:
             _print_data(parts["data"])
         for name, sentence in problems.items():
@@ -442,6 +465,19 @@ def _default(args: argparse.Namespace) -> int:
     from .app_runtime_cmd import _request
 
     return _request(args, {"kind": "set_default", "app_scope": args.app})
+
+
+def _mode(args: argparse.Namespace) -> int:
+    def body(data_dir: Path) -> int:
+        asked = {"default_mode": args.mode} if args.mode else {}
+        mode = str(_ask(data_dir, "mode", asked).get("default_mode"))
+        if args.json:
+            print_json({"default_mode": mode})
+        else:
+            print(f"new conversations start in {MODE_WORDS.get(mode, mode)}")
+        return 0
+
+    return _run(args, body)
 
 
 def _data(args: argparse.Namespace) -> int:

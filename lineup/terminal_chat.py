@@ -20,7 +20,9 @@ is a question too, asked by the runtime: `/1` ... answer it, `/dismiss` closes i
 deciding; one that asks for a file is answered with `/attach PATH`, the file read here and
 sent as bytes with its name. A question the agent withdrew is no longer open: it takes no
 answer and is not counted by `/1`, `/yes` or `/say`. An app's notification that neither the
-desktop nor an open page showed is printed as a line, with the bell.
+desktop nor an open page showed is printed as a line, with the bell. `/mode audio` puts the
+conversation in voice mode: the agent's messages are spoken, and played here where a sound
+server is there (`_voice_lines`); `/mode im` goes back to text.
 
 Everything the agent or an app wrote (messages, prompts, options, task labels, codes) is
 untrusted: it is printed as text, never as console markup, with control and invisible
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import os
 import re
 import sys
 import threading
@@ -68,6 +71,7 @@ from ._capability_lines import (
     recording_now,
 )
 from ._common import ENDED_TASK, STATE_STYLES, STATE_WORDS
+from ._voice_lines import SpeechPlayer, mode_line, mode_request, player_command
 from .debug_cmd import runtime_lifecycle
 from .ui_session import UiSession
 
@@ -83,6 +87,7 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/dismiss [QN]", "close an app's permission request without deciding"),
     ("/attach [QN] PATH", "send the file an app asks for (~ is your home folder)"),
     ("/stop [CALL]", "stop the recording under way, else the agent's running tool call"),
+    ("/mode [audio|im]", "voice mode (the agent's messages spoken) or text mode; alone: which"),
     ("/help", "this list"),
 )
 # What /quit does depends on who started the runtime: `lineup run` stops it with the chat,
@@ -90,7 +95,9 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
 STOP_RECORDING: Final = "stop_recording"  # the /stop of a recording: the host's, not the chat's
 QUIT_LEAVES: Final = ("/quit", "leave the chat (the runtime keeps running)")
 QUIT_STOPS: Final = ("/quit", "stop the runtime and leave (Ctrl-C too)")
-_WORDS: Final = ("help", "questions", "quit", "yes", "no", "say", "stop", "dismiss", "attach")
+_WORDS: Final = (
+    "help", "questions", "quit", "yes", "no", "say", "stop", "dismiss", "attach", "mode",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -284,7 +291,7 @@ def catch_up(
         if previous is not None and lifecycle == "online":
             for marker in [m for m in seen if m.startswith("ask:")]:
                 del seen[marker]
-    return lines + render_new(view, seen)
+    return lines + mode_line(view, seen) + render_new(view, seen)
 
 
 def parse_line(
@@ -313,6 +320,8 @@ def parse_line(
         return dismiss(view, conversation, rest.lower(), question_ids(view))
     if command == "attach":
         return attach_request(view, rest, question_ids(view))
+    if command == "mode":
+        return mode_request(view, conversation, rest)
     waiting: list[dict[str, Any]] = view.get("pending_interactions", [])
     ids = question_ids(view)
     if re.fullmatch(r"q\d+", command):
@@ -484,6 +493,8 @@ def attach(
     screen = _Screen(console)
 
     _, noticed = notification_lines(data_dir, 0)  # what was shown before is not news
+    # The agent's speech in voice mode, played where there is a sound server.
+    speech = SpeechPlayer(data_dir, player_command(os.environ))
 
     def show() -> None:
         nonlocal noticed
@@ -491,6 +502,7 @@ def attach(
             view = history(data_dir, conversation)
             for line in catch_up(view, _lifecycle(data_dir), seen):
                 screen.print(line)
+            speech.catch_up(view)
             notes, noticed = notification_lines(data_dir, noticed)
             for note in notes:  # an app's notification: a line and the bell
                 screen.print(note)
@@ -518,6 +530,7 @@ def attach(
     finally:
         stop.set()
         painter.join(timeout=2)
+        speech.close()
         with contextlib.suppress(ControlError):
             session.intent("background", app_scope="chat", timeout=2)
             session.close(timeout=2)

@@ -1,15 +1,16 @@
 """`lineup tools inventory|calls`: what the tool router published and decided, for the
 operator.
 
-Both read `runtime.db` read-only, so they work whether the runtime is running or not:
+Both read the tool router's `tool_router.db` read-only, so they work whether the runtime is
+running or not:
 `inventory` shows, per conversation, the last inventory revision the agent was given and
 every installed tool with whether it is visible and why (or why not); `calls` shows the
 agent's tool calls with their state, error code, age and deadline operation (when it ends,
 or what it waits for; with `--json`, whole rows including each call's history and
 `deadline`).
 
-Also `python -m lineup.tools_cmd inventory|calls [options]`. The store is imported when a
-command runs, so `lineup --help` does not load it.
+Also `python -m lineup.tools_cmd inventory|calls [options]`. The tool router's readers are
+imported when a command runs, so `lineup --help` does not load them.
 """
 
 from __future__ import annotations
@@ -99,16 +100,18 @@ def register(subparsers: Any) -> None:
 
 
 def _runtime_db(args: argparse.Namespace) -> Path | None:
-    """The data dir, if it holds a runtime.db."""
-    from actors.store import DB_FILE
+    """The data dir, if it holds the tool router's database."""
+    from actors.tool_router import DB_FILE
 
     data_dir = data_dir_of(args)
     return data_dir if (data_dir / DB_FILE).is_file() else None
 
 
 def _no_data(args: argparse.Namespace) -> int:
+    from actors.tool_router import DB_FILE
+
     return fail(
-        f"no runtime data in {data_dir_of(args)} (no runtime.db); pass --data-dir with the "
+        f"no runtime data in {data_dir_of(args)} (no {DB_FILE}); pass --data-dir with the "
         f"runtime's data dir (or set ${DATA_DIR_ENV}), or start the runtime there once with "
         "`lineup run`"
     )
@@ -141,7 +144,7 @@ def _timestamp(at_ms: Any) -> str:
 
 
 def _inventory(args: argparse.Namespace) -> int:
-    from actors.store import read_inventories
+    from actors.tool_router import read_inventories
 
     data_dir = _runtime_db(args)
     if data_dir is None:
@@ -204,7 +207,7 @@ def _deadline(operation: dict[str, Any] | None, now_ms: int) -> str:
 
 
 def _calls(args: argparse.Namespace) -> int:
-    from actors.store import read_tool_calls, read_tool_deadlines
+    from actors.tool_router import read_tool_calls, read_tool_deadlines
 
     data_dir = _runtime_db(args)
     if data_dir is None:

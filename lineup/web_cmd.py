@@ -97,7 +97,10 @@ def announce(data_dir: Path, started: float, timeout: float = WAIT_S) -> str | N
     endpoint_file = data_dir / "web" / "endpoint.json"
     while time.monotonic() < deadline:
         endpoint = read_endpoint(data_dir)
-        fresh = endpoint_file.exists() and endpoint_file.stat().st_mtime >= started - 1
+        try:
+            fresh = endpoint_file.stat().st_mtime >= started - 1
+        except FileNotFoundError:  # none yet, or the new run's web host removed the last
+            fresh = False
         if endpoint is not None and fresh and endpoint.get("error"):
             print(
                 f"Web: the web host cannot listen on 127.0.0.1:{endpoint.get('port')}"

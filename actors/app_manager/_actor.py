@@ -48,6 +48,9 @@ from .door import DOOR
 log = logging.getLogger("lineup.app_manager")
 
 KEEP_OPERATIONS: Final = 1000  # finished operations kept for the CLI and the audit
+# The word to the web host, where the runtime runs one (`registry_watcher`), that the
+# registry's rows changed: it carries nothing, the web host reads the rows itself.
+REGISTRY_CHANGED: Final = "web_host.registry.changed"
 BUNDLED_APP: Final = "apps.sdk._bundled:BundledApp"  # imports the bundle's app class
 
 
@@ -67,6 +70,7 @@ class AppManagerActor(Actor):
         self.focus = Focus(frozenset(self.core))
         self.default_app: str | None = None
         self.host_intents: list[dict[str, Any]] = []
+        self.registry_watcher = self.config.get("registry_watcher")
         # The registry is loaded in a task of its own, and handlers wait for it.
         self.loaded = trio.Event()
         self.nursery.start_soon(self._load)
@@ -111,6 +115,7 @@ class AppManagerActor(Actor):
             if top is None or self.focus.instances[top].app_scope != target:
                 self.focus.launch(target, None)
         await self._persist(ids, records=fresh, keep_operations=KEEP_OPERATIONS)
+        self.steps.drop_unused(self.records)
         # Dynamic children end with the runtime: bring back those with live instances.
         for scope in sorted({i.app_scope for i in self.focus.instances.values() if i.live}):
             try:
@@ -185,6 +190,12 @@ class AppManagerActor(Actor):
         await self.cast("router", "router.apps", {"apps": routing}, id=new_id())
         await self.cast("tool_router", "tool_router.apps", self._tool_view(), id=new_id())
         await self._store("store.apps.write", body, new_id())
+        if self.registry_watcher:
+            # A cast, once the rows are committed: the pages frame an app in front as soon
+            # as the launch is written, and nothing here waits on the web host. One that is
+            # down finds the notices in its inbox; a notice lost to a crash right here is
+            # made up by its slower look of its own.
+            await self.cast(str(self.registry_watcher), REGISTRY_CHANGED, {}, id=new_id())
         for instance_id, hook in events:  # the apps hear of it once it is on disk
             await self._announce(self.focus.instances[instance_id], hook, ids)
 
@@ -296,6 +307,7 @@ class AppManagerActor(Actor):
         await self._persist(
             ids, operations=[op], records=outcome.records, remove_records=outcome.remove_records
         )
+        self.steps.drop_unused(self.records)
         if op.kind in ("update", "rollback") and self.focus.live_of(op.app_scope):
             # Its running instances carry on in the version now installed.
             await self._stop_process(op.app_scope)

@@ -23,7 +23,6 @@ import os
 import re
 import stat
 import struct
-import tempfile
 import unicodedata
 import zipfile
 import zlib
@@ -43,6 +42,7 @@ from actors.contracts import (
     AppManifest,
     Code,
     ContractError,
+    replace_file,
     validate_manifest,
 )
 
@@ -264,16 +264,7 @@ def write_bundle(
             info.external_attr, info.create_system = _ZIP_MODE, _ZIP_UNIX
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, entries[name], compresslevel=9)
-    target = Path(path)
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            os.fchmod(out.fileno(), 0o644)  # mkstemp's 0600 is for secrets; a bundle is not
-            out.write(buffer.getvalue())
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    replace_file(path, buffer.getvalue(), mode=0o644)  # a bundle is no secret
 
 
 def signed_data(contents: BundleContents, *, app_scope: str, version: str) -> dict[str, Any]:

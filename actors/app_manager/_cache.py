@@ -25,7 +25,7 @@ from typing import Final
 
 import nacl.signing
 
-from actors.contracts import RUNTIME_SDK_FEATURES, Code
+from actors.contracts import RUNTIME_SDK_FEATURES, Code, fsync_directory
 
 from ._bundle import (
     MANIFEST_NAME,
@@ -64,14 +64,6 @@ class CacheStatistics:
 
 def bundle_cache_dir(data_dir: str | Path) -> Path:
     return Path(data_dir) / "bundles"
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _remove_tree(path: Path) -> None:
@@ -122,7 +114,7 @@ def _extract(contents: BundleContents, target: Path) -> None:
             os.fsync(out.fileno())
     # Deepest first: a directory is flushed after what it holds, then closed for writing.
     for directory in sorted(directories, key=lambda p: len(p.parts), reverse=True):
-        _fsync_dir(directory)
+        fsync_directory(directory)
         os.chmod(directory, _DIR_MODE)
 
 
@@ -213,7 +205,7 @@ class BundleCache:
         except BaseException:
             _remove_tree(temp)
             raise
-        _fsync_dir(self.root)
+        fsync_directory(self.root)
         self._admitted += 1
         return CachedBundle(target, verified, reused=False)
 
@@ -231,6 +223,12 @@ class BundleCache:
         os.rename(path, aside / "entry")
         _remove_tree(aside)
         return True
+
+    def digests(self) -> set[str]:
+        """The digests of every entry in the cache."""
+        if not self.root.is_dir():
+            return set()
+        return {p.name for p in self.root.iterdir() if _DIGEST.match(p.name) and p.is_dir()}
 
     def sweep(self) -> int:
         """Remove what an admit or a remove cut short by a crash left behind."""

@@ -83,6 +83,20 @@ class Steps:
                     log.warning("could not remove unused cache entry %s: %s", digest, exc)
             raise
 
+    def drop_unused(self, records: dict[str, AppRecord]) -> int:
+        """The cache keeps each app's installed and previous version and nothing else: an
+        update's older versions and a removed app's go. Called once the registry that no
+        longer names them is committed, so a crash never leaves a record without its
+        entry; an entry left by a crash is dropped at the next call."""
+        used = {d for r in records.values() for d in (r.bundle_digest, r.previous_digest) if d}
+        dropped = 0
+        for digest in sorted(self.cache.digests() - used):
+            try:
+                dropped += self.cache.remove(digest)
+            except OSError as exc:  # an entry left is unused, never wrong: go on
+                log.warning("could not remove unused cache entry %s: %s", digest, exc)
+        return dropped
+
     def _keys(self) -> dict[str, Any]:
         """The trust store as it is now (`DATA_DIR/trusted_keys/*.pub`)."""
         return load_trusted_keys(sorted(trusted_keys_dir(self.data_dir).glob("*.pub")))

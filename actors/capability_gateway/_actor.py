@@ -29,6 +29,7 @@ again.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -61,11 +62,11 @@ from ._rates import RateLimiter
 from ._recording import ASKED_EACH_TIME, RECORD, Recordings, recorder_card
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
 from ._speech import SERVED_BY as SPEECH_SERVED_BY
+from ._talk import CHAT_OWN, CHAT_OWN_WHY, Talks, is_talk
 from .door import DOOR
 
 log = logging.getLogger("lineup.capability_gateway")
 
-DEADLINE_POLL_S: Final = 0.1
 DEFAULT_TIMEOUT_MS: Final = 60_000
 KEEP_FINISHED_S: Final = 7 * 24 * 3600  # a finished request's row, after which it goes
 REFUSALS_KEPT: Final = 20  # refusals of one app written one by one before they are counted
@@ -76,7 +77,7 @@ _CHAT: Final = f"app.{SCOPE_CHAT}"
 Refusal = tuple[CapabilityResult, str | None, str, str]
 
 
-class CapabilityGatewayActor(Recordings, FileChoices, ArtifactSaves, Effects, Actor):
+class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effects, Actor):
     door = DOOR
 
     async def on_start(self) -> None:
@@ -105,6 +106,9 @@ class CapabilityGatewayActor(Recordings, FileChoices, ArtifactSaves, Effects, Ac
         self.call_timeout = float(self.config.get("call_timeout", 2.0))
         self.keep_finished_s = float(self.config.get("keep_finished_s", KEEP_FINISHED_S))
         self.open: dict[str, Pending] = {}
+        # Set when a request starts asking or a refusal goes uncounted: the deadline watch
+        # then looks again, else it sleeps until the nearest deadline.
+        self.due_changed = trio.Event()
         self.grants: dict[tuple[str, str], dict[str, Any]] = {}
         self.counts = {status.value: 0 for status in CapabilityResult}
         self.loaded = trio.Event()
@@ -147,7 +151,9 @@ class CapabilityGatewayActor(Recordings, FileChoices, ArtifactSaves, Effects, Ac
             if g["scope"] != "session" or g["boot"] == self.boot_id
         }
         for row in state["requests"]:
-            pending = Pending(row, [(row["caller"], row["kernel_id"])])
+            # A push-to-talk recording has no caller: the chat is handed it (`_talk`).
+            waiting = [(row["caller"], row["kernel_id"])] if row["caller"] else []
+            pending = Pending(row, waiting)
             if row["state"] == "asking":
                 self.open[row["request_id"]] = pending
                 await self._card(row, "asking")
@@ -200,10 +206,13 @@ class CapabilityGatewayActor(Recordings, FileChoices, ArtifactSaves, Effects, Ac
             self.counts[status.value] += 1
             if not self.refusals.take(scope, REFUSALS):  # a flood: counted, not written
                 self.unrecorded[scope] = self.unrecorded.get(scope, 0) + 1
+                self.due_changed.set()
                 return result_of(finished)
             audit = [audit_row(audit_code, row, detail), *self._unrecorded(scope)]
             await self.write({"insert": finished, "audit": audit})
             return result_of(finished)
+        if scope == SCOPE_CHAT and row["capability"] in CHAT_OWN:
+            return await self._start(row, CHAT_OWN_WHY)
         grant = self.grants.get((scope, row["capability"]))
         if (
             grant is not None
@@ -215,11 +224,16 @@ class CapabilityGatewayActor(Recordings, FileChoices, ArtifactSaves, Effects, Ac
             {"insert": row, "audit": [audit_row("consent_asked", row, "the user is asked")]}
         )
         self.open[key] = Pending(row, [(msg.sender, msg.id)])
+        self.due_changed.set()
         await self._card(row, "asking")
         return REPLY_LATER
 
-    def _refusal(self, row: dict[str, Any], facts: AppFacts) -> Refusal | None:
-        """The first check the request fails, in the contract's order, or None."""
+    def _refusal(
+        self, row: dict[str, Any], facts: AppFacts, *, pressed: bool = False
+    ) -> Refusal | None:
+        """The first check the request fails, in the contract's order, or None. `pressed`:
+        the user started it in the page (the chat's push-to-talk), whatever app is in front,
+        so the foreground rule does not apply."""
         capability, scope = row["capability"], row["app_scope"]
         denied = CapabilityResult.PERMISSION_DENIED
         if not facts.installed or capability not in facts.capabilities:
@@ -234,7 +248,7 @@ class CapabilityGatewayActor(Recordings, FileChoices, ArtifactSaves, Effects, Ac
                 "unsupported_on_host",
                 "this host does not offer it",
             )
-        if provider.foreground and not facts.foreground:
+        if provider.foreground and not facts.foreground and not pressed:
             return denied, None, "permission_denied", "it needs the app in the foreground"
         why = load_policy(self.data_dir).refuses(scope, capability)
         if why is not None:
@@ -429,22 +443,35 @@ class CapabilityGatewayActor(Recordings, FileChoices, ArtifactSaves, Effects, Ac
         return [{"code": "capability.refusals_unrecorded", "detail": detail, "message_id": None}]
 
     async def _watch_deadlines(self) -> None:
+        """Expire each request the user did not answer by its deadline, and write a flood's
+        uncounted refusals (one row a second at most). Scheduled by the nearest due time:
+        an idle gateway sleeps until something starts asking."""
         while True:
-            await trio.sleep(DEADLINE_POLL_S)
-            for scope in list(self.unrecorded):  # a flood that ended is counted once it has
-                if self.refusals.take(scope, REFUSALS):
-                    await self.write({"audit": self._unrecorded(scope)})
+            self.due_changed = trio.Event()
+            await self._expire_due()
             now = now_ms()
-            for pending in list(self.open.values()):
-                row = pending.row
-                if row["state"] != "asking" or row["deadline_ms"] > now:
-                    continue
-                row["state"] = "deciding"
-                finished = finished_row(row, CapabilityResult.EXPIRED, None)
-                audit = audit_row("expired", row, "the user did not answer before its deadline")
-                await self.write({"requests": [finished], "audit": [audit]})
-                self.counts[CapabilityResult.EXPIRED.value] += 1
-                await self._settle(pending, result_of(finished), "expired")
+            due = [p.row["deadline_ms"] for p in self.open.values() if p.row["state"] == "asking"]
+            wait = (min(due) - now) / 1000 if due else math.inf
+            if self.unrecorded:  # the refusal budget refills: count again within a second
+                wait = min(wait, 1.0)
+            with trio.move_on_after(max(wait, 0.0)):
+                await self.due_changed.wait()
+
+    async def _expire_due(self) -> None:
+        for scope in list(self.unrecorded):  # a flood that ended is counted once it has
+            if self.refusals.take(scope, REFUSALS):
+                await self.write({"audit": self._unrecorded(scope)})
+        now = now_ms()
+        for pending in list(self.open.values()):
+            row = pending.row
+            if row["state"] != "asking" or row["deadline_ms"] > now:
+                continue
+            row["state"] = "deciding"
+            finished = finished_row(row, CapabilityResult.EXPIRED, None)
+            audit = audit_row("expired", row, "the user did not answer before its deadline")
+            await self.write({"requests": [finished], "audit": [audit]})
+            self.counts[CapabilityResult.EXPIRED.value] += 1
+            await self._settle(pending, result_of(finished), "expired")
 
     async def _settle(self, pending: Pending, result: dict[str, Any], how: str) -> None:
         """The card closed, every waiter answered, the request no longer open."""
@@ -458,7 +485,10 @@ class CapabilityGatewayActor(Recordings, FileChoices, ArtifactSaves, Effects, Ac
     ) -> None:
         """The consent card in the chat: opened, or closed with how it ended (a recording's
         card says again, in `slot`, how it ended after it closed). Its ids derive from the
-        request's key, so each is sent once whatever replays."""
+        request's key, so each is sent once whatever replays. A push-to-talk recording has
+        no card: the user asked for it."""
+        if is_talk(row["request_id"]):
+            return
         body = {
             "request_id": row["request_id"],
             "conversation_id": row["conversation_id"],

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -34,6 +33,8 @@ from jeepney.bus_messages import message_bus
 from jeepney.io.common import RouterClosed
 from jeepney.io.trio import open_dbus_router
 from jeepney.wrappers import unwrap_msg
+
+from actors.contracts import replace_file
 
 log = logging.getLogger("lineup.capability_gateway")
 
@@ -173,12 +174,7 @@ def write_for_terminal(data_dir: Path, record: dict[str, Any]) -> int:
     kept = _kept(path)
     seq = (kept[-1]["seq"] + 1) if kept else 1
     kept = [*kept[-(KEEP - 1) :], {**record, "seq": seq}]
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w", encoding="utf-8") as out:
-        out.writelines(json.dumps(note, ensure_ascii=False) + "\n" for note in kept)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temporary, path)
+    replace_file(path, "".join(json.dumps(note, ensure_ascii=False) + "\n" for note in kept))
     return seq
 
 

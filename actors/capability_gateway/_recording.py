@@ -50,6 +50,8 @@ from ._apps import app_facts
 from ._audio import ALIASES, WAV, AudioError, base_type, read_recording
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
 
+TALK_PREFIX: Final = "chat/talk."  # a push-to-talk recording's key (`_talk`)
+
 log = logging.getLogger("lineup.capability_gateway")
 
 RECORD: Final = "audio.record"
@@ -175,6 +177,7 @@ class Recordings(Actor):
     _card: Callable[..., Awaitable[None]]
     _changed_since: Callable[[dict[str, Any]], Awaitable[tuple[CapabilityResult, str] | None]]
     _settle: Callable[[Pending, dict[str, Any], str], Awaitable[None]]
+    _talked: Callable[[dict[str, Any], dict[str, Any]], Awaitable[None]]
 
     recordings: dict[str, LiveRecording]
     terminal_command: list[str] | None
@@ -282,7 +285,9 @@ class Recordings(Actor):
                     live.cut("user")
                 elif trio.current_time() - live.started >= live.limit_s:
                     live.cut("limit")
-                elif not await self._in_front(row["app_scope"]):
+                elif not live.key.startswith(TALK_PREFIX) and not await self._in_front(
+                    row["app_scope"]
+                ):  # push-to-talk follows the user's page, not an app in front
                     live.cut("background")
                 if live.cutoff is not None:
                     await self._tell_stop(live)
@@ -480,4 +485,6 @@ class Recordings(Actor):
         await self._card(row, "closed", outcome=said, slot=END_SLOT)
         for caller, kernel_id in live.pending.waiters:
             await self.reply(caller, kernel_id, result)
+        if live.key.startswith(TALK_PREFIX) and status == CapabilityResult.COMPLETED:
+            await self._talked(row, dict(output or {}))
         return result

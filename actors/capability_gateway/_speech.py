@@ -10,7 +10,9 @@
   of the app's own artifacts, a PCM WAV (`WAV_TYPES`) of at most `MAX_TRANSCRIBE_S`; resampled
   by `sox` when it is not 16-bit mono 16 kHz, then decoded by PocketSphinx's English model in
   a process of its own (`_sphinx_worker.py`), killed at `TRANSCRIBE_TIMEOUT_S`. Output
-  {`text`, `duration_ms`}.
+  {`text`, `duration_ms`}. A recording with no sound in it (no sample past `QUIET_PEAK`) is
+  written out as nothing, `""`, without the engine: on silence PocketSphinx's model makes up
+  a word ("dog").
 
 Each is `unsupported_on_host` where its engine is missing: `espeak-ng` or `sox` off PATH, or
 the `pocketsphinx` package not installed. One engine runs at a time (`ENGINES`): a model in
@@ -19,6 +21,7 @@ memory is about 110 MB, and the host's CPU is the user's.
 
 from __future__ import annotations
 
+import array
 import importlib.util
 import io
 import json
@@ -48,6 +51,7 @@ from ._provider_base import (
 
 SAMPLE_RATE: Final = 16_000  # what PocketSphinx's English model was trained on
 SAMPLE_BYTES: Final = 2
+QUIET_PEAK: Final = 328  # 1 % of a 16-bit sample's range (-40 dBFS): no sound below it
 MAX_SPEECH_CHARS: Final = 200
 # 16-bit mono 16 kHz is 32,000 bytes a second: 6 s stays under an artifact's 192 KiB.
 MAX_SPEECH_S: Final = 6.0
@@ -211,6 +215,15 @@ def pcm_of(data: bytes, media_type: str | None) -> tuple[bytes, bool]:
     return frames, (channels, width, rate) == (1, SAMPLE_BYTES, SAMPLE_RATE)
 
 
+def silent(pcm: bytes) -> bool:
+    """Whether 16-bit samples hold no sound: none of them past `QUIET_PEAK`."""
+    samples = array.array("h", pcm[: len(pcm) // SAMPLE_BYTES * SAMPLE_BYTES])
+    if not samples:
+        return True
+    loudest, quietest = max(samples), min(samples)
+    return loudest < QUIET_PEAK and -quietest < QUIET_PEAK
+
+
 def worker_command() -> list[str]:
     """The engine's process: this interpreter, isolated from the environment's paths."""
     return [sys.executable, "-I", str(WORKER)]
@@ -224,8 +237,10 @@ def _transcribe(env: Mapping[str, str]) -> Callable[[Effect], Awaitable[Served]]
             with trio.fail_after(TRANSCRIBE_TIMEOUT_S):
                 if not ready:
                     pcm = await _run(list(_TO_RAW), effect.content, env)
-                answer = await _run(worker_command(), pcm, env)
-        output = {"text": str(json.loads(answer)["text"]), "duration_ms": duration_ms(pcm)}
+                said = ""
+                if not silent(pcm):
+                    said = json.loads(await _run(worker_command(), pcm, env))["text"]
+        output = {"text": str(said), "duration_ms": duration_ms(pcm)}
         return Served(output, SERVED_BY["speech.transcribe"])
 
     return run

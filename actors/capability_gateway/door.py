@@ -7,8 +7,8 @@ asks what would serve each capability now. The user's side alone (the operator, 
 the web host for its page's Save) saves an artifact into downloads. A file the user chose
 for an app comes from the user's side only (the host for the terminal chat, the web host for
 its page): no app can hand itself a "chosen" file. A recording's yes, its bytes and its stop
-come from the user's side only too (the web host for its page, the host for the terminal).
-An app takes back only its own requests."""
+come from the user's side only too (the web host for its page, the host for the terminal),
+and so does the chat's push-to-talk (the web host). An app takes back only its own requests."""
 
 from __future__ import annotations
 
@@ -88,6 +88,12 @@ class Recorded(TypedDict):
     stopped: NotRequired[Literal["user", "limit", "background"]]
 
 
+class Talk(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    conversation_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
+    talk_id: Annotated[str, Field(pattern=r"^[0-9A-Z]{26}$")]  # the page's id for the press
+
+
 class PolicySection(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     section: Any
@@ -117,6 +123,9 @@ DOOR = Door(
         "capability_gateway.record_start": accept("web_host", body=RecordStart),
         "capability_gateway.recorded": accept("web_host", body=Recorded),
         "capability_gateway.record_stop": accept("host", "web_host", body=RecordStart),
+        # The user's push-to-talk in the page, recorded for the chat (`_talk`): the user's
+        # side only, so no app records a "spoken message" in the user's place.
+        "capability_gateway.talk": accept("web_host", body=Talk),
         # An app ends its own recording early (its surface's Stop): its scope is the stamp.
         "capability_gateway.stop": accept(APPS, body=Withdraw),
     }

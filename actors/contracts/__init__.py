@@ -16,7 +16,9 @@ from here and nowhere else. The layers, bottom up:
 - `_schemas`: the exported JSON Schemas and the committed copies;
 - `_policy_file`: the bounds and rule-list grammar of the user's policy file;
 - `_file_choice`: what an app may ask for with `file.open`, and a chosen file's type told
-  from its bytes.
+  from its bytes;
+- `_durable_file`: how every file that is not a database is replaced: whole, and durably
+  (fsynced, renamed, its directory fsynced), so a power cut leaves the old bytes or the new.
 
 This package imports nothing from the rest of the runtime, so any process can use it.
 """
@@ -43,6 +45,8 @@ _LAZY = {
     "Code": "._codes",
     "ContractError": "._codes",
     "ENVELOPE_VERSION": "._envelope",
+    "fsync_directory": "._durable_file",
+    "replace_file": "._durable_file",
     "FILE_OPEN_MAX_BYTES": "._file_choice",
     "FileWanted": "._file_choice",
     "accept_words": "._file_choice",
@@ -115,7 +119,9 @@ _LAZY = {
     "SdkCompatibility": "._manifest",
     "check_sdk_compatibility": "._manifest",
     "validate_manifest": "._manifest",
+    "ArtifactReference": "._payloads",
     "ChatMessage": "._payloads",
+    "InteractionMode": "._payloads",
     "HostIntent": "._payloads",
     "InteractionWithdraw": "._payloads",
     "RuntimeState": "._payloads",
@@ -211,6 +217,7 @@ if TYPE_CHECKING:
         Code,
         ContractError,
     )
+    from ._durable_file import fsync_directory, replace_file
     from ._envelope import (
         ENVELOPE_VERSION,
         MAX_SEQUENCE,
@@ -293,8 +300,10 @@ if TYPE_CHECKING:
         validate_manifest,
     )
     from ._payloads import (
+        ArtifactReference,
         ChatMessage,
         HostIntent,
+        InteractionMode,
         InteractionWithdraw,
         RuntimeState,
         RuntimeStatus,
@@ -443,6 +452,7 @@ __all__ = [
     "AgentSubscription",
     "AppManifest",
     "AppScope",
+    "ArtifactReference",
     "BacklogEnd",
     "Batch",
     "BridgeMessage",
@@ -464,6 +474,7 @@ __all__ = [
     "Hello",
     "HostIntent",
     "InstanceId",
+    "InteractionMode",
     "InteractionWithdraw",
     "Inventory",
     "InventoryApp",
@@ -529,6 +540,7 @@ __all__ = [
     "file_wanted",
     "fixtures_dir",
     "from_legacy",
+    "fsync_directory",
     "instance_app_scope",
     "is_app_scope",
     "is_conversation_id",
@@ -541,6 +553,7 @@ __all__ = [
     "parse_payload",
     "read_policy_json",
     "refuse_unknown",
+    "replace_file",
     "rule_lists",
     "schemas_dir",
     "size_words",

@@ -123,6 +123,9 @@ class Code(StrEnum):
     # one already answered or withdrawn. Nothing changes; the chat files the code.
     INTERACTION_NOT_FOUND = "interaction_not_found"
     INTERACTION_CLOSED = "interaction_closed"
+    # The user's spoken message (the chat's voice mode) in which no words were made out:
+    # nothing is sent, and the user is told so.
+    NOTHING_HEARD = "nothing_heard"
 
 
 class CapabilityResult(StrEnum):

@@ -257,6 +257,11 @@ def _check_payload(env: RuntimeEnvelope, spec: MessageSpec) -> None:
             raise ContractError(
                 Code.INVALID_PAYLOAD, "payload.revision: differs from the correlation"
             )
+    if env.type == "lineup.message" and env.sender.kind != "user":
+        # What the user's side says of a turn (its mode, its recording) is no one else's.
+        for field in ("mode", "audio"):
+            if getattr(payload, field) is not None:
+                raise ContractError(Code.INVALID_PAYLOAD, f"payload.{field}: the user's only")
     app_error = env.type == "lineup.tool.error" and env.sender.kind == "app"
     if app_error and payload.code not in APP_TOOL_ERROR_CODES:
         # An app fails its own calls; the runtime's verdicts are not its to claim.

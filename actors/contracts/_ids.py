@@ -36,8 +36,8 @@ SCOPE_VOICE: Final = "voice"  # the legacy adapter maps old app ids to these
 SCOPE_WHITEBOARD: Final = "whiteboard"
 SCOPE_DRAW_AND_GUESS: Final = "draw-and-guess"
 SCOPE_RUNTIME: Final = "runtime"
-# Core apps ship with the runtime and cannot be overridden by a bundle: the
-# scopes of the apps `supervisor.CORE_APPS` declares (a test holds the two together; the
+# Core apps ship with the runtime and cannot be overridden by a bundle: the scopes of the
+# apps `actors.runtime_children.CORE_APPS` declares (a test holds the two together; the
 # contracts import nothing of the runtime, and a bundle is checked without it).
 CORE_APP_SCOPES: Final = frozenset({SCOPE_CHAT, SCOPE_APP_REGISTRY, SCOPE_SETTINGS})
 

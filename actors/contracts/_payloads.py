@@ -29,11 +29,33 @@ OptionId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]
 ActionName = Annotated[str, StringConstraints(pattern=TOOL_METHOD_PATTERN, max_length=64)]
 
 
+ArtifactId = Annotated[str, StringConstraints(pattern=r"^art_[0-9A-Za-z]{26}$")]
+MediaType = Annotated[str, StringConstraints(min_length=3, max_length=255)]
+# The Interaction App's modes: `im` (text), `audio` (the user talks, the agent is spoken).
+InteractionMode = Literal["im", "audio"]
+
+
+class ArtifactReference(ContractModel):
+    """An artifact kept by the runtime, as the agent is handed it: never a path. The same
+    four fields as a tool result's `artifact` (section 6)."""
+
+    artifact_id: ArtifactId
+    title: Label
+    media_type: MediaType
+    size: Annotated[int, Field(ge=0)]
+
+
 class ChatMessage(ContractModel):
-    """`lineup.message`: a text turn in a conversation, from the agent or the user."""
+    """`lineup.message`: a text turn in a conversation, from the agent or the user.
+
+    A user's message says the conversation's mode when it was sent (`mode`), and a spoken
+    one hands the agent the recording its text was written out from (`audio`); both are
+    the user's alone (`_envelope` refuses them from any other sender)."""
 
     text: MessageText
     format: Literal["markdown", "plain"] = "markdown"
+    mode: InteractionMode | None = None
+    audio: ArtifactReference | None = None
 
 
 class TaskProgress(ContractModel):

@@ -7,7 +7,8 @@ forked from a preloaded parent, the first of which `_prefork` forks from the sup
 `_children` and `_supervisor` (OTP restart rules), `_preflight` (what the supervisor
 checks of its data dir before it writes there), `_control` (the operator's debug socket),
 `_ui_socket` (the UI sessions' socket); `child` is an actor process's entry point. Actors
-see only `Actor`, `handles`, `Message`, the call errors and `applied_once`.
+see only `Actor`, `handles`, `Message`, the call errors, `REPLY_LATER` / `ACK_LATER` and
+`applied_once`.
 """
 
 from typing import TYPE_CHECKING
@@ -18,10 +19,13 @@ from ._lazy import lazy_exports
 # debug status`) imports neither trio nor the contracts, and an actor process imports what
 # it uses (its restart time is mostly import time).
 _LAZY = {
+    "RUNTIME_SYNCHRONOUS": "._durability",
+    "Synchronous": "._durability",
     "Actor": "._actor",
     "ActorStatistics": "._actor",
     "CallFailed": "._actor",
     "REPLY_LATER": "._actor",
+    "ACK_LATER": "._actor",
     "CallTimeout": "._actor",
     "Message": "._actor",
     "handles": "._actor",
@@ -76,6 +80,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from ._actor import (
+        ACK_LATER,
         REPLY_LATER,
         Actor,
         ActorStatistics,
@@ -96,6 +101,7 @@ if TYPE_CHECKING:
     )
     from ._collector import settle_garbage_collector
     from ._door import APPS, OPEN_DOOR, Accept, Door, PayloadError, accept, load_door
+    from ._durability import RUNTIME_SYNCHRONOUS, Synchronous
     from ._faults import crash_point
     from ._frames import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, decode_body, encode
     from ._ids import DerivedIds, derive_id, id_timestamp, is_valid_id, new_id
@@ -112,10 +118,12 @@ __getattr__ = lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [
+    "ACK_LATER",
     "APPS",
     "DEFAULT_MAX_FRAME",
     "OPEN_DOOR",
     "REPLY_LATER",
+    "RUNTIME_SYNCHRONOUS",
     "Accept",
     "Actor",
     "ActorStatistics",
@@ -142,6 +150,7 @@ __all__ = [
     "RuntimeConfig",
     "State",
     "Supervisor",
+    "Synchronous",
     "accept",
     "applied_once",
     "check_data_dir",

@@ -86,6 +86,17 @@ class ReplyLater:
 REPLY_LATER = ReplyLater()
 
 
+class AckLater:
+    """What a cast's handler returns when the message's effect is finished outside the
+    actor later (an envelope the AppServer has yet to take): the message stays in the
+    mailbox, in flight, until the actor calls `Actor.ack(msg.seq)`; an incarnation that
+    ends before that is given it again. The supervisor is told (`kernel.hold`), so a crash
+    while it waits is not blamed on it."""
+
+
+ACK_LATER = AckLater()
+
+
 # Kernel notices arrive as ordinary mailbox messages (sender "supervisor"), so an actor
 # may handle them; every other `kernel.` type is channel protocol, never a message.
 KERNEL_NOTICES = frozenset({"kernel.actor_failed"})
@@ -158,6 +169,9 @@ class Actor:
         # The runtime's run: the same across this actor's restarts, new when the whole
         # runtime starts again (what is done once per run, not once per incarnation).
         self.boot_id = ""
+        # The runtime's durability setting (the mailbox's `synchronous`): an actor with a
+        # database of its own uses it too, with the same barrier before anything leaves.
+        self.synchronous = "FULL"
         self._channel: Channel | None = None
         self._calls: dict[str, tuple[trio.Event, list[Frame]]] = {}
         self._handled = 0
@@ -165,6 +179,7 @@ class Actor:
         self._refused = 0  # messages whose body was not what their type declares
         self._queue: deque[Frame] = deque()
         self._started = time.monotonic()
+        self._kernel_session: _Session | None = None
         self.nursery: trio.Nursery
 
     # -- for subclasses --------------------------------------------------------------
@@ -247,6 +262,16 @@ class Actor:
         else:
             frame["body"] = pack_body(body)
         await self._connected().send(frame)
+
+    def ack(self, seq: int) -> None:
+        """Acknowledge a delivery whose handler returned `ACK_LATER`: its effect is done.
+        Acks go out with the next batch the handler loop sends (at once when it is idle)."""
+        session = self._kernel_session
+        if session is None:
+            return
+        session.acks.append(seq)
+        if session.idle:
+            session.wake.unpark_all()
 
     async def supervise(self, op: str, *, timeout: float = 90.0, **fields: Any) -> Any:
         """Ask the supervisor to `start` a dynamic child (`spec=` a ChildSpec as a map) or
@@ -410,6 +435,16 @@ class _Session:
                 {"type": "kernel.stats", "nonce": frame.get("nonce"), "stats": stats}
             )
 
+    def handled(self, seq: int, value: Any) -> int:
+        """A delivery's handler returned: its ack waits for the next batch, or it is held
+        (`ACK_LATER`), which the supervisor is told at once (from then a crash is not its
+        fault). The number of acks waiting."""
+        if value is ACK_LATER:
+            self.channel.send_nowait({"type": "kernel.hold", "seqs": [seq]})
+        else:
+            self.acks.append(seq)
+        return len(self.acks)
+
     async def flush_acks(self) -> None:
         if self.acks:
             acks, self.acks = self.acks, []
@@ -450,7 +485,7 @@ class _Session:
                 await self.failed(msg, exc, frame)
                 continue
             _emitting.reset(token)
-            if msg.wants_reply and value is not REPLY_LATER:
+            if msg.wants_reply and value is not REPLY_LATER and value is not ACK_LATER:
                 reply: Frame = {"type": "kernel.reply", "corr": msg.id, "to": msg.sender}
                 if outcome == "ok":
                     reply["body"] = pack_body(value)
@@ -461,8 +496,7 @@ class _Session:
                 log.warning("%s: %s from %s: %s", actor.name, msg.type, msg.sender, value)
             crash_point("actor.after_emit")
             actor._handled += 1
-            self.acks.append(msg.seq)
-            if len(self.acks) >= _ACK_BATCH:
+            if self.handled(msg.seq, value) >= _ACK_BATCH:
                 await self.flush_acks()
 
     async def refused(self, frame: Frame, exc: Exception) -> None:
@@ -545,9 +579,11 @@ async def serve(actor: Actor, channel: Channel) -> None:
         actor.name = welcome["name"]
         actor.config = welcome.get("config") or {}
         actor.boot_id = str(welcome.get("boot") or "")
+        actor.synchronous = str(welcome.get("synchronous") or "FULL")
         actor._channel = channel
         actor.nursery = nursery
         session = _Session(actor, channel)
+        actor._kernel_session = session
         nursery.start_soon(session.read, _after(first[1:], batches), nursery)
         await actor.on_start()
         await channel.send({"type": "kernel.ready"})

@@ -56,15 +56,15 @@ class Child:
     stopped: trio.Event = field(default_factory=trio.Event)
     stats_waiters: dict[str, tuple[trio.Event, list[dict[str, Any]]]] = field(default_factory=dict)
     on_ready: list[Any] = field(default_factory=list)  # run once at the next ready
-    last_pong: float = field(default_factory=time.monotonic)  # its last heartbeat answer
+    last_heard: float = field(default_factory=time.monotonic)  # when it last said anything
     watchdog_reason: str = ""  # why the watchdog killed this incarnation, if it did
     unresponsive: bool = False  # its heartbeat found it silent past `unresponsive_after`
 
     def silent_s(self) -> float:
-        """Seconds since a running child last answered a heartbeat (0 unless running)."""
+        """Seconds since a running child last said anything (0 unless running)."""
         if self.state != "running" or self.pid is None:
             return 0.0
-        return time.monotonic() - self.last_pong
+        return time.monotonic() - self.last_heard
 
     @property
     def pid(self) -> int | None:

@@ -269,6 +269,8 @@ async def _actors(supervisor: Supervisor, store: Any, stats: bool) -> dict[str, 
             "uptime_s": round(time.monotonic() - child.started_at, 3) if child.pid else None,
             "pending": c.get("pending", 0),
             "inflight": len(ep.inflight) if ep is not None else 0,
+            # Of those, handled and held until their effect outside is done (`kernel.hold`).
+            "held": len(ep.held) if ep is not None else 0,
             "inflight_oldest_s": _oldest_age(store, ep.inflight) if ep is not None else None,
             "dead": c.get("dead", 0),
             "last_exit": child.last_exit,

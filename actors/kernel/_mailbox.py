@@ -23,8 +23,11 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import NamedTuple
 
+from actors.contracts import fsync_directory
+
+from ._durability import Synchronous
 from ._mailbox_views import (
     EFFECTIVE_STATE,
     IN_FLIGHT,
@@ -34,9 +37,7 @@ from ._mailbox_views import (
     State,
 )
 
-__all__ = ["MailboxCounts", "MailboxStore", "MessageRow", "State"]
-
-Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
+__all__ = ["MailboxCounts", "MailboxStore", "MessageRow", "PruneStep", "State"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -107,6 +108,12 @@ WAL_KEPT_BYTES = 4 << 20
 PRUNE_CHUNK = 2000
 
 
+class PruneStep(NamedTuple):
+    pruned: int
+    after: int | None  # the seq to go on after, or None when no prunable row is left
+    newest_forced_ms: int | None  # when the youngest row the size cap took was done
+
+
 def disk_free(path: str | Path) -> int:
     """Bytes an unprivileged writer may still use on the file system holding `path`."""
     stat = os.statvfs(path)
@@ -144,6 +151,8 @@ class MailboxStore(MailboxViews):
             raise ValueError(f"unknown synchronous level {synchronous!r}")
         self.path = Path(path)
         self.readonly = readonly
+        self.synchronous = synchronous
+        self._wal_named = False  # the WAL's name is durable (its directory fsynced)
         if readonly:
             uri = f"file:{self.path}?mode=ro"
             self._db = sqlite3.connect(uri, uri=True, isolation_level=None)
@@ -189,6 +198,28 @@ class MailboxStore(MailboxViews):
     def close(self) -> None:
         self.rollback()
         self._db.close()
+
+    def wal_pages(self) -> int:
+        """The WAL's size now, in pages (0 when there is none)."""
+        try:
+            size = os.stat(f"{self.path}-wal").st_size
+        except FileNotFoundError:
+            return 0
+        return size // int(self._db.execute("PRAGMA page_size").fetchone()[0])
+
+    def sync_wal(self) -> None:
+        """Make every transaction committed so far durable, as each commit at FULL would
+        have: an fsync of the WAL, which SQLite at NORMAL syncs only when it checkpoints
+        (and once of the directory, which holds the WAL's name). One of them covers every
+        commit since the last."""
+        fd = os.open(f"{self.path}-wal", os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if not self._wal_named:
+            fsync_directory(self.path.parent)
+            self._wal_named = True
 
     def checkpoint(self) -> tuple[int, int]:
         """Copy the WAL back into the database without blocking the writer (PASSIVE): from
@@ -449,34 +480,74 @@ class MailboxStore(MailboxViews):
         return None if row is None else bytes(row[0])
 
     def prune(
-        self, *, done_before_ms: int, after_seq: int = 0, limit: int = PRUNE_CHUNK
-    ) -> tuple[int, int | None]:
-        """Forget done messages older than the dedup window (and their stored replies), up
-        to `limit` rows past `after_seq` at a time, oldest first, so that no transaction
-        holds the mailbox long: (rows forgotten, the seq to go on after, or None when no
-        older row is left). Seqs grow with time: rows are looked at until one is too young."""
+        self,
+        *,
+        done_before_ms: int,
+        after_seq: int = 0,
+        limit: int = PRUNE_CHUNK,
+        keep_from_seq: int = 0,
+    ) -> PruneStep:
+        """Forget done messages (and their stored replies) older than the dedup window, and
+        with `keep_from_seq` also the younger ones below that seq (the size cap), up to
+        `limit` rows past `after_seq` at a time, oldest first, so that no transaction holds
+        the mailbox long. Pending, in-flight and dead rows are never forgotten. Seqs grow
+        with time: rows are looked at until one is both too young and inside the cap."""
         rows = self._db.execute(
-            f"SELECT seq, sender, id, created_ms, {EFFECTIVE_STATE} = 2"
-            " AND coalesce(done_ms, created_ms) < ? FROM messages WHERE seq > ?"
-            " ORDER BY seq LIMIT ?",
-            (done_before_ms, after_seq, limit),
+            "SELECT seq, sender, id, coalesce(done_ms, created_ms), created_ms,"
+            f" {EFFECTIVE_STATE} = 2"
+            " FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
+            (after_seq, limit),
         ).fetchall()
-        old = [(seq, sender, message_id) for seq, sender, message_id, _, old in rows if old]
+        old: list[tuple[int, str, str]] = []
+        newest_forced = None  # the youngest row the cap took inside the window
+        for seq, sender, message_id, done_ms, _, done in rows:
+            if not done or (done_ms >= done_before_ms and seq >= keep_from_seq):
+                continue
+            old.append((seq, sender, message_id))
+            if done_ms >= done_before_ms:
+                newest_forced = max(newest_forced or 0, int(done_ms))
         self._db.executemany(
             "DELETE FROM replies WHERE caller = ? AND request_id = ?",
             [(sender, message_id) for _, sender, message_id in old],
         )
         self._db.executemany("DELETE FROM messages WHERE seq = ?", [(seq,) for seq, _, _ in old])
-        if len(rows) < limit or rows[-1][3] >= done_before_ms:
-            return len(old), None
-        return len(old), int(rows[-1][0])
+        last_seq, last_ms = (int(rows[-1][0]), int(rows[-1][4])) if rows else (0, 0)
+        if len(rows) < limit or (last_ms >= done_before_ms and last_seq >= keep_from_seq):
+            return PruneStep(len(old), None, newest_forced)
+        return PruneStep(len(old), last_seq, newest_forced)
 
-    def prune_all(self, *, done_before_ms: int) -> int:
-        """Every done message older than the dedup window, chunk after chunk."""
-        pruned, after = 0, 0
+    def cap_seq(self, max_done: int) -> int:
+        """The seq below which done rows go whatever their age: the newest `max_done`
+        seqs are kept (a seq range, read in one lookup, not a count of rows)."""
+        return max(0, (self._last_seq or self._next_seq() - 1) - max_done + 1)
+
+    def prune_all(self, *, done_before_ms: int, keep_from_seq: int = 0) -> PruneStep:
+        """Every done message older than the dedup window or below the cap, chunk after
+        chunk."""
+        pruned, after, newest_forced = 0, 0, None
         while True:
-            count, going_on = self.prune(done_before_ms=done_before_ms, after_seq=after)
-            pruned += count
-            if going_on is None:
-                return pruned
-            after = going_on
+            step = self.prune(
+                done_before_ms=done_before_ms, after_seq=after, keep_from_seq=keep_from_seq
+            )
+            pruned += step.pruned
+            if step.newest_forced_ms is not None:
+                newest_forced = max(newest_forced or 0, step.newest_forced_ms)
+            if step.after is None:
+                return PruneStep(pruned, None, newest_forced)
+            after = step.after
+
+    def truncate_wal(self) -> bool:
+        """Copy the whole WAL back and cut it to nothing (an idle moment's checkpoint);
+        False when a reader or writer was in the way (the next idle moment tries again):
+        it never waits for them, so the caller's loop is never held."""
+        waits = int(self._db.execute("PRAGMA busy_timeout").fetchone()[0])
+        self._db.execute("PRAGMA busy_timeout=0")
+        try:
+            row = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.OperationalError as exc:
+            if is_disk_full_error(exc):
+                return False
+            raise
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout={waits}")
+        return int(row[0]) == 0

@@ -30,6 +30,7 @@ SOCKET_PATH_MAX: Final = 107
 DATABASES: Final = {
     "mailbox.db": ("messages", "recipient"),
     "runtime.db": ("conversations", "conversation_id"),
+    "tool_router.db": ("tool_calls", "call_id"),
 }
 
 # SQLite's primary result codes for a file that is damaged or not a database at all; any

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from actors.contracts import replace_file
 from actors.jail import level_of, scrubbed_environment
 
 if TYPE_CHECKING:
@@ -100,9 +101,7 @@ def _load_ids(path: Path) -> dict[str, int]:
 
 
 def _save_ids(path: Path, table: dict[str, int]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    replace_file(path, json.dumps(table, indent=1, sort_keys=True) + "\n")
 
 
 def seal_data_dir(data_dir: Path) -> None:

@@ -27,6 +27,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ._durability import RUNTIME_SYNCHRONOUS, Synchronous
+
 ACTOR_NAME = re.compile(r"^[a-z][a-z0-9_]*(?:[.:-][a-z0-9_]+)*$")
 # One directory per app scope, directly under DATA_DIR/apps: never nested in another app's
 # directory (its owner could then replace it) and never elsewhere (the launcher chowns it).
@@ -119,6 +121,12 @@ class ChildSpec(BaseModel):
         default=None,
         description="'module:ATTRIBUTE' of the actor's Door: who may send it what (none:"
         " anything from the runtime's actors and the operator, nothing from an app)",
+    )
+    reaches_outside: bool = Field(
+        default=False,
+        description="what it handles leaves the device or reaches the user (the network,"
+        " the screen, the user's files): at synchronous=NORMAL the mailbox is synced before"
+        " anything is delivered to it",
     )
 
     @field_validator("name")
@@ -260,13 +268,19 @@ class RuntimeConfig(BaseModel):
     max_seconds: float = Field(default=10.0, gt=0)
     backoff_base: float = Field(default=0.05, ge=0)
     backoff_max: float = Field(default=2.0, ge=0)
-    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
+    synchronous: Synchronous = RUNTIME_SYNCHRONOUS
     batch_max: int = Field(default=256, ge=1, description="group commit: most frames a txn")
     inbound_queue: int = Field(default=4096, ge=1)
     max_frame: int = Field(default=1 << 20, ge=1024)
     dedup_window_s: float = Field(default=24 * 3600, gt=0)
     prune_every_s: float = Field(
         default=3600.0, gt=0, description="how often done messages past the window go"
+    )
+    dedup_max_rows: int = Field(
+        default=50_000,
+        ge=100,
+        description="the mailbox's size cap: done messages among the newest this many seqs"
+        " are kept; older ones go even inside the dedup window (with a warning)",
     )
     hello_timeout: float = Field(default=15.0, gt=0)
     ready_timeout: float = Field(
@@ -302,15 +316,17 @@ class RuntimeConfig(BaseModel):
         " supervisor then stores whatever anyone sends to anyone",
     )
     heartbeat_interval: float = Field(
-        default=1.0,
+        default=5.0,
         ge=0,
-        description="seconds between the supervisor's `kernel.ping` to each running actor"
+        description="seconds between the heartbeat's ticks, at which the supervisor sends"
+        " `kernel.ping` to each running actor that said nothing in the last half interval"
         " (0: no heartbeats)",
     )
     unresponsive_after: float = Field(
-        default=5.0,
+        default=15.0,
         gt=0,
-        description="seconds without a `kernel.pong` after which a running actor is shown"
+        description="seconds without a word (a `kernel.pong` or any frame) after which a"
+        " running actor is shown"
         " unresponsive and the runtime degraded",
     )
     restart_unresponsive: bool = Field(

@@ -34,7 +34,8 @@ from ._forked import Zygote
 from ._frames import Frame, FrameError, pack_body
 from ._gate import Doors, Gate, Refusal
 from ._ids import new_id
-from ._mailbox import MailboxStore, disk_full
+from ._log_bound import bound_logs
+from ._mailbox import MailboxStore, PruneStep, disk_full
 from ._preflight import check_data_dir, check_databases
 from ._prefork import PreforkedZygote, zygote_preload
 from ._process import ChildProcess, Incarnation, describe_exit
@@ -42,6 +43,7 @@ from ._sandbox import JailPlan, log_jail_report, merge_report, plan_jail
 from ._specs import ChildSpec, Restart, RuntimeConfig
 from ._switchboard import Op, Switchboard, TraceRecord
 from ._ui_socket import serve_ui
+from ._waiting import waits_for_work
 from ._wire import ProtocolViolation, check_supervise, classify
 
 # Frames a child sends to the supervisor itself, not through the mailboxes.
@@ -51,10 +53,21 @@ log = logging.getLogger("lineup.supervisor")
 
 # Lifecycle events the supervisor keeps for `debug trace` and `debug why` (the oldest go).
 LIFECYCLE_KEPT = 1000
+# How long the mailbox takes no batch before its WAL is cut back to nothing.
+WAL_IDLE_S = 30.0
+CAP_WARNING_EVERY_S = 3600.0
 
 # Seconds the channel of an exited process is still read, for the frames it sent before
 # it exited; EOF normally ends it at once.
 EXIT_GRACE = 1.0
+
+
+def _span(seconds: float) -> str:
+    """A duration in a person's words: "40 seconds", "12 minutes", "3 hours"."""
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= 2 * size:
+            return f"{round(seconds / size)} {unit}s"
+    return f"{round(seconds)} seconds"
 
 
 class Supervisor:
@@ -74,6 +87,7 @@ class Supervisor:
         # Tells actors a new run of the runtime from a restart of their own (`Actor.boot_id`).
         self.boot_id = new_id()
         self._started = time.monotonic()
+        self._cap_warned_at = -math.inf  # when the size cap's warning was last logged
         self._stop_requested = trio.Event()
         self._nursery: trio.Nursery | None = None
         self.store: MailboxStore | None = None
@@ -130,17 +144,63 @@ class Supervisor:
         """Done messages older than this (epoch ms) are past the dedup window."""
         return int((time.time() - self.config.dedup_window_s) * 1000)
 
+    def _warn_if_capped(self, step: PruneStep) -> None:
+        """The size cap took done messages still inside the dedup window: say how long
+        the window is now, and what the user can do (at most once every
+        `CAP_WARNING_EVERY_S`: a busy runtime hits its cap at every prune)."""
+        now = time.monotonic()
+        if step.newest_forced_ms is None or now < self._cap_warned_at + CAP_WARNING_EVERY_S:
+            return
+        self._cap_warned_at = now
+        kept_s = max(0.0, time.time() - step.newest_forced_ms / 1000)
+        log.warning(
+            "the mailbox keeps at most %d done messages: its dedup window is %s now, not %s"
+            " (a replayed message older than that could be applied twice); raise"
+            " `dedup_max_rows` if the data dir's disk has room",
+            self.config.dedup_max_rows,
+            _span(kept_s),
+            _span(self.config.dedup_window_s),
+        )
+
     async def _prune_now_and_then(self, switchboard: Switchboard) -> None:
-        """A runtime that runs for weeks keeps only a dedup window of done messages: they
-        are pruned at start and every `prune_every_s` after, a chunk at a time in the
-        switchboard's own transactions, so that messages go on between two chunks."""
+        """A runtime that runs for weeks keeps only a dedup window of done messages, and
+        at most `dedup_max_rows` of them: they are pruned at start, then once a quarter of
+        the cap more frames came through, and at least every `prune_every_s`, a chunk at a
+        time in the switchboard's own transactions, so that messages go on between two
+        chunks. The logs are bounded at the same moments. An idle runtime is woken once
+        every `prune_every_s`."""
+        cap = self.config.dedup_max_rows
         while True:
-            await trio.sleep(self.config.prune_every_s)
-            horizon, after, pruned = self._dedup_horizon_ms(), 0, 0
+            switchboard.prune_after_frames = switchboard.frames + max(1, cap // 4)
+            switchboard.prune_due = trio.Event()
+            with trio.move_on_after(self.config.prune_every_s):
+                await switchboard.prune_due.wait()
+            horizon = self._dedup_horizon_ms()
+            pruned, after, newest_forced = 0, 0, None
             while after is not None:
-                count, after = await switchboard.request("prune", "", (horizon, after))
-                pruned += count
-            log.info("%d old done messages pruned", pruned)
+                step = await switchboard.request("prune", "", (horizon, cap, after))
+                pruned, after = pruned + step.pruned, step.after
+                if step.newest_forced_ms is not None:
+                    newest_forced = max(newest_forced or 0, step.newest_forced_ms)
+            self._warn_if_capped(PruneStep(pruned, None, newest_forced))
+            freed = await trio.to_thread.run_sync(bound_logs, self.data_dir / "logs")
+            log.info("%d old done messages pruned, %d bytes of logs turned over", pruned, freed)
+
+    def _open_mailbox(self) -> MailboxStore:
+        """The mailbox, with nothing in flight and what is past its bounds pruned."""
+        store = MailboxStore(self.data_dir / "mailbox.db", synchronous=self.config.synchronous)
+        store.begin()
+        recovered = store.recover()
+        pruned = store.prune_all(
+            done_before_ms=self._dedup_horizon_ms(),
+            keep_from_seq=store.cap_seq(self.config.dedup_max_rows),
+        )
+        store.commit()
+        self._warn_if_capped(pruned)
+        log.info(
+            "mailbox open: %d in flight handed back, %d old done pruned", recovered, pruned.pruned
+        )
+        return store
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         check_data_dir(self.data_dir)
@@ -151,12 +211,7 @@ class Supervisor:
             lock.close()
             raise
         await self._room_to_start()
-        self.store = MailboxStore(self.data_dir / "mailbox.db", synchronous=self.config.synchronous)
-        self.store.begin()
-        recovered = self.store.recover()
-        pruned = self.store.prune_all(done_before_ms=self._dedup_horizon_ms())
-        self.store.commit()
-        log.info("mailbox open: %d in flight handed back, %d old done pruned", recovered, pruned)
+        self.store = self._open_mailbox()
         self.switchboard = Switchboard(
             self.store, batch_max=self.config.batch_max, queue_size=self.config.inbound_queue
         )
@@ -174,6 +229,7 @@ class Supervisor:
                     nursery.start_soon(self.switchboard.run)
                     nursery.start_soon(self.switchboard.run_checkpoints, checkpointer)
                     nursery.start_soon(self._prune_now_and_then, self.switchboard)
+                    nursery.start_soon(self.switchboard.truncate_wal_when_idle, WAL_IDLE_S)
                     nursery.start_soon(self._stop_on_signal, signals)
                     # Two doors: the operator's (control.sock) and the user's side's
                     # (ui.sock), which reaches only the host and can stop nothing.
@@ -213,7 +269,10 @@ class Supervisor:
     # -- children ------------------------------------------------------------------------
 
     async def start_child(self, spec: ChildSpec, *, dynamic: bool = True) -> Child:
-        """Start a child and wait until it is ready (or has given up)."""
+        """Start a child and wait until it is ready (or has given up). A runtime on its way
+        down starts nothing: the shutdown would not see the child to stop it."""
+        if self._stop_requested.is_set():
+            raise ValueError(f"the runtime is stopping: {spec.name} is not started")
         if spec.name in self.children and self.children[spec.name].state not in (
             "stopped",
             "failed",
@@ -267,11 +326,15 @@ class Supervisor:
     async def _stop(self, child: Child) -> None:
         if child.state in ("stopped", "failed") and child.process is None:
             return
+        # A child not yet ready has taken no message, and may not hear SIGTERM yet (an app
+        # is its pid namespace's init, which ignores a signal it has no handler for): it is
+        # killed at once rather than waited on for its whole grace.
+        grace = 0.0 if child.state in ("starting", "restarting") else child.spec.shutdown
         child.stopping = True
         child.stop_requested.set()
         child.state = "stopping"
         if child.process is not None and child.process.returncode is None:
-            code = await child.process.stop(child.spec.shutdown)
+            code = await child.process.stop(grace)
             log.info("%s stopped: %s", child.spec.name, describe_exit(code))
         await child.stopped.wait()
 
@@ -411,6 +474,8 @@ class Supervisor:
         spec = child.spec
         process = await self._spawn(spec)
         child.process = process
+        if child.stopping:  # stopped while its process was being made: it never runs
+            process.signal(signal.SIGKILL)
         child.kill_requested = False
         child.watchdog_reason = ""
         child.started_at = time.monotonic()
@@ -556,6 +621,7 @@ class Supervisor:
                 "name": spec.name,
                 "config": spec.config,
                 "boot": self.boot_id,
+                "synchronous": self.config.synchronous,
             }
         )
         await self.switchboard.request("attach", spec.name, channel)
@@ -610,6 +676,11 @@ class Supervisor:
                 except ProtocolViolation:
                     await switchboard.submit_many(ops)  # what came before it is taken
                     raise
+                if op == "hold" and limits is not None:
+                    # An app's process answers for its messages at once: what it holds
+                    # would be kept from the blame of its crashes.
+                    await switchboard.submit_many(ops)
+                    raise ProtocolViolation("kernel.hold is the runtime's actors' alone")
                 if op == "message" and checks:
                     try:
                         gate.check(payload)
@@ -629,6 +700,7 @@ class Supervisor:
             next_batch = await anext(batches, None)
             if next_batch is None:
                 return
+            child.last_heard = time.monotonic()  # whatever it says shows it alive
             batch = next_batch
 
     async def _ready(self, child: Child, channel: Channel, on_ready: Any) -> None:
@@ -637,31 +709,45 @@ class Supervisor:
         await self.switchboard.request(
             "up",
             spec.name,
-            {"channel": channel, "window": spec.window, "max_deliver": spec.max_deliver},
+            {
+                "channel": channel,
+                "window": spec.window,
+                "max_deliver": spec.max_deliver,
+                "reaches_outside": spec.reaches_outside,
+            },
         )
         child.state = "running"
-        child.last_pong = time.monotonic()
+        child.last_heard = time.monotonic()
         self.record(spec.name, "ready", f"pid {child.pid}")
         on_ready()
 
     async def _heartbeat(self, child: Child, channel: Channel, process: Incarnation) -> None:
-        """Ping the child every `heartbeat_interval` while it runs; note when it stops
-        answering for `unresponsive_after` seconds and when it answers again, and with
-        `restart_unresponsive` SIGKILL it (it restarts by its policy)."""
+        """Ping the child on the heartbeat's ticks while it runs, unless it said something
+        in the last half interval (any frame shows it alive); note when it has been silent
+        for `unresponsive_after` seconds and when it answers again, and with
+        `restart_unresponsive` SIGKILL it (it restarts by its policy). The ticks fall at
+        whole multiples of `heartbeat_interval` on the supervisor's clock, the same for every
+        child, so an idle runtime's heartbeats wake the supervisor once an interval; a child
+        whose loop is seen waiting for work (`waits_for_work`) is not pinged at all."""
         config = self.config
+        interval = config.heartbeat_interval
         name = child.spec.name
         child.unresponsive = False
         n = 0
         while True:
-            await trio.sleep(config.heartbeat_interval)
+            await trio.sleep_until((math.floor(trio.current_time() / interval) + 1) * interval)
             if child.state != "running":
                 continue
-            n += 1
-            try:
-                channel.send_nowait({"type": "kernel.ping", "n": n})
-            except Exception:  # closed: the incarnation is ending
-                child.unresponsive = False
-                return
+            if child.silent_s() >= interval / 2:
+                if waits_for_work(process.pid):  # it would answer at once: not woken to ask
+                    child.last_heard = time.monotonic()
+                else:
+                    n += 1
+                    try:
+                        channel.send_nowait({"type": "kernel.ping", "n": n})
+                    except Exception:  # closed: the incarnation is ending
+                        child.unresponsive = False
+                        return
             silent = child.silent_s()
             if silent <= config.unresponsive_after:
                 if child.unresponsive:
@@ -683,7 +769,7 @@ class Supervisor:
         """kernel.pong, kernel.supervise and kernel.stats: for the supervisor itself."""
         kind = frame["type"]
         if kind == "kernel.pong":
-            child.last_pong = time.monotonic()
+            child.last_heard = time.monotonic()
         elif kind == "kernel.supervise":
             # In its own task: starting a child waits until it is ready.
             assert self._nursery is not None

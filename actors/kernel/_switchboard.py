@@ -24,7 +24,7 @@ import trio
 from ._channel import Channel, ChannelClosed
 from ._faults import crash_point
 from ._frames import Frame, delivery
-from ._mailbox import MailboxStore, disk_full
+from ._mailbox import MailboxStore, PruneStep, disk_full
 
 log = logging.getLogger("lineup.supervisor")
 
@@ -48,6 +48,7 @@ class Endpoint:
     in_order: bool = True
     last_handed: int = 0
     backlog: bool = True  # pending rows may wait on disk; deliver from there first
+    reaches_outside: bool = False  # `ChildSpec.reaches_outside`: a barrier precedes delivery
     delivered: int = 0
     acked: int = 0
     # Seqs that were in flight when the actor died holding several deliveries. Acks are
@@ -58,19 +59,24 @@ class Endpoint:
     # window after a few round trips.
     suspects: set[int] = field(default_factory=set)
     probe: int = 1
+    # Seqs whose handler has returned while their effect waits outside the actor (a
+    # submission to the AppServer awaiting its verdict: `kernel.hold`): in flight until
+    # acked, and redelivered to the next incarnation, but never blamed for a crash.
+    held: set[int] = field(default_factory=set)
     # Seqs of metered senders' messages (apps) not yet handled here -> their sender.
     metered: dict[int, str] = field(default_factory=dict)
 
     def forget_inflight(self) -> None:
         self.inflight.clear()
+        self.held.clear()
         self.in_order = True
         self.last_handed = 0
 
     @property
     def room(self) -> int:
         """How many more deliveries the actor may have in flight now."""
-        if self.suspects:
-            return min(self.credits, self.probe - len(self.inflight))
+        if self.suspects:  # a held delivery is not being handled: it takes no probe
+            return min(self.credits, self.probe - len(self.inflight) + len(self.held))
         return self.credits
 
     @property
@@ -129,6 +135,11 @@ class Switchboard:
             attr[4:]: getattr(self, attr) for attr in dir(self) if attr.startswith("_op_")
         }
         self.batches = 0
+        # At NORMAL a commit is not synced: what it holds may go with the power. So the WAL
+        # is synced (a barrier) before any of it leaves the device or tells the user it is
+        # done (`_leaves`); a crash of any process still loses nothing committed.
+        self.barriers = store.synchronous == "NORMAL"
+        self.syncs = 0
         self.frames = 0
         self.disk_full = False  # batches are held until the data dir's disk has room
         # Set when the WAL has grown by about `checkpoint_pages` pages since a checkpoint.
@@ -139,8 +150,18 @@ class Switchboard:
         # commits for up to 100 ms.
         self.wal_dirty = trio.Event()
         self.checkpoint_pages = 2_000
-        self._wal_pages = 0
+        # A runtime killed (or cut off by a power cut) leaves its WAL uncheckpointed: it
+        # counts, or a runtime killed again and again before each run wrote 2,000 pages
+        # would grow the WAL without end (and every start reads it all).
+        self._wal_pages = store.wal_pages()
         self._finish_checkpoint = False  # a background checkpoint ended: finish it here
+        self._checkpointing = False  # a background checkpoint is running
+        # The mailbox's upkeep is due by what was written, never by a poll: `prune_due` is
+        # set once `prune_after_frames` more frames came through, and `wrote` by any batch
+        # (an idle runtime sets neither, and its upkeep tasks sleep).
+        self.prune_due = trio.Event()
+        self.prune_after_frames = 0
+        self.wrote = trio.Event()
         # An app's sending credits: how many of its messages are stored and not yet
         # handled. Its reader waits while that is at its limit (`wait_for_room`).
         self.metered: set[str] = set()
@@ -207,8 +228,28 @@ class Switchboard:
         while True:
             await self.wal_dirty.wait()
             self.wal_dirty = trio.Event()
-            await trio.to_thread.run_sync(checkpointer.checkpoint)
+            self._checkpointing = True
+            try:
+                await trio.to_thread.run_sync(checkpointer.checkpoint)
+            finally:
+                self._checkpointing = False
             self._finish_checkpoint = True
+
+    async def truncate_wal_when_idle(self, idle_s: float) -> None:
+        """Once no batch came for `idle_s`, copy the whole WAL back and cut it to nothing:
+        a runtime that went quiet leaves no WAL for the next start to read. It runs on
+        the writer's connection between two batches (none is ever half-applied: a batch
+        is applied without yielding), never beside a background checkpoint."""
+        while True:
+            await self.wrote.wait()
+            batches = -1
+            while batches != self.batches:
+                batches = self.batches
+                await trio.sleep(idle_s)
+            self.wrote = trio.Event()
+            if not self._checkpointing and not self._finish_checkpoint:
+                self.store.truncate_wal()
+                self._wal_pages = 0
 
     async def run(self) -> None:
         while True:
@@ -268,12 +309,19 @@ class Switchboard:
         except BaseException:
             self.store.rollback()
             raise
+        if self.barriers and self._leaves(ops, out):
+            self.store.sync_wal()
+            self.syncs += 1
         crash_point("supervisor.after_commit")
         self.batches += 1
         self.frames += len(ops)
+        if self.frames >= self.prune_after_frames and not self.prune_due.is_set():
+            self.prune_due.set()
+        if not self.wrote.is_set():
+            self.wrote.set()
         self._wal_pages += 2 + len(ops) // 6
         if self._wal_pages >= self.checkpoint_pages:
-            self._wal_pages = 0
+            self._wal_pages = self.store.wal_pages()
             self.wal_dirty.set()
         for channel, frames in out.items():
             # A closed channel: its actor is down, and the down op requeues what was inflight.
@@ -285,6 +333,14 @@ class Switchboard:
         if self._finish_checkpoint:
             self._finish_checkpoint = False
             self.store.checkpoint()
+
+    def _leaves(self, ops: list[Op], out: Outbox) -> bool:
+        """Whether what this batch committed is about to leave the device or reach the
+        user: an answer to a socket's request (the UI socket's "stored", an operator's
+        send), or a delivery to an actor that reaches outside."""
+        if any(outcome is not None for _, _, _, outcome, _ in ops):
+            return True
+        return any(ep.reaches_outside and ep.channel in out for ep in self.endpoints.values())
 
     def _pump(self, ep: Endpoint, out: Outbox) -> None:
         """Hand out backlog from disk while the actor has credits."""
@@ -462,11 +518,20 @@ class Switchboard:
         else:
             self.store.ack(name, mine)
         ep.suspects.difference_update(mine)
+        ep.held.difference_update(mine)
         if ep.suspects:
             ep.probe = min(ep.window, ep.probe * 2)
         ep.credits += len(mine)
         ep.acked += len(mine)
         touched.add(name)
+
+    def _op_hold(self, name: str, seqs: list[int], out: Outbox, touched: set[str]) -> None:
+        """The actor's handler for these deliveries returned and their effect is under way
+        outside it: they stay in flight until acked, and a crash does not blame them."""
+        ep = self.endpoint(name)
+        ep.held.update(seq for seq in seqs if seq in ep.inflight)
+        if ep.suspects:
+            touched.add(name)  # a held delivery frees its probe: the next suspect may go
 
     def _op_fail(self, name: str, payload: dict[str, Any], out: Outbox, touched: set[str]) -> None:
         """The handler raised: count it, then redeliver everything from the failed message."""
@@ -517,6 +582,7 @@ class Switchboard:
         ep.channel = ep.reply_channel = payload["channel"]
         ep.window = payload["window"]
         ep.max_deliver = payload["max_deliver"]
+        ep.reaches_outside = payload.get("reaches_outside", False)
         ep.credits = ep.window
         ep.forget_inflight()
         ep.backlog = True
@@ -530,15 +596,17 @@ class Switchboard:
         process reaches the dead letters. With several in flight the one being handled is
         unknown (acks are batched), so none is blamed; they become suspects and are
         redelivered one at first (see `Endpoint.suspects`), where a crash names its message.
+        Deliveries the actor holds (`kernel.hold`: handled, their effect under way outside)
+        are neither blamed nor suspects.
         """
         ep = self.endpoint(name)
-        attributed = bool(ep.inflight) and ep.channel is not None
+        handling = [seq for seq in ep.inflight if seq not in ep.held]
+        attributed = bool(handling) and ep.channel is not None
         if attributed and payload.get("blame"):
-            if len(ep.inflight) == 1:
-                (seq,) = ep.inflight
-                self._count_failure(ep, seq, str(payload.get("reason", "")), out)
+            if len(handling) == 1:
+                self._count_failure(ep, handling[0], str(payload.get("reason", "")), out)
             else:
-                ep.suspects.update(ep.inflight)
+                ep.suspects.update(handling)
             ep.probe = 1
         self.store.requeue(name)
         ep.channel = ep.reply_channel = None
@@ -556,7 +624,13 @@ class Switchboard:
         return True
 
     def _op_prune(
-        self, name: str, window: tuple[int, int], out: Outbox, touched: set[str]
-    ) -> tuple[int, int | None]:
-        before_ms, after_seq = window
-        return self.store.prune(done_before_ms=before_ms, after_seq=after_seq)
+        self, name: str, bounds: tuple[int, int, int], out: Outbox, touched: set[str]
+    ) -> PruneStep:
+        """One chunk of a prune: (dedup horizon in epoch ms, the size cap in seqs, the seq
+        to go on after)."""
+        before_ms, max_done, after_seq = bounds
+        return self.store.prune(
+            done_before_ms=before_ms,
+            after_seq=after_seq,
+            keep_from_seq=self.store.cap_seq(max_done),
+        )

@@ -60,15 +60,15 @@ def classify(frame: Frame) -> tuple[str, Any]:
 
 
 def _classify_kernel(kind: str, frame: Frame) -> tuple[str, Any]:
-    if kind == "kernel.ack":
+    if kind in ("kernel.ack", "kernel.hold"):
         seqs = frame.get("seqs")
         if (
             not isinstance(seqs, list)
             or not 0 < len(seqs) <= MAX_ACKS
             or not all(type(s) is int for s in seqs)
         ):
-            raise ProtocolViolation("kernel.ack needs a non-empty list of integer seqs")
-        return "ack", seqs
+            raise ProtocolViolation(f"{kind} needs a non-empty list of integer seqs")
+        return kind.removeprefix("kernel."), seqs
     if kind == "kernel.fail":
         if type(frame.get("seq")) is not int or not isinstance(frame.get("error"), str):
             raise ProtocolViolation("kernel.fail needs an integer seq and a string error")

@@ -104,8 +104,9 @@ def rejection_envelope(env: RuntimeEnvelope, code: str, detail: str) -> dict[str
 def user_envelope(action: dict[str, Any], *, user_id: str) -> dict[str, Any]:
     """The envelope of a declarative chat action (apps never build envelopes).
 
-    `send_text` → `lineup.message`; `answer` → `lineup.interaction.response`. Raises
-    `ContractError` (with its code) when the action does not make a valid envelope.
+    `send_text` → `lineup.message` (with the conversation's `mode` and a spoken message's
+    `audio` recording, when the action has them); `answer` → `lineup.interaction.response`.
+    Raises `ContractError` (with its code) when the action does not make a valid envelope.
     """
     kind = action.get("action")
     common = {
@@ -117,11 +118,10 @@ def user_envelope(action: dict[str, Any], *, user_id: str) -> dict[str, Any]:
         "scope": {"app_scope": "chat", "conversation_id": action.get("conversation_id")},
     }
     if kind == "send_text":
-        envelope = {
-            **common,
-            "type": "lineup.message",
-            "payload": {"text": action.get("text"), "format": "plain"},
-        }
+        payload = {"text": action.get("text"), "format": "plain"}
+        # The conversation's mode when the user sent it, and a spoken message's recording.
+        payload.update({key: action[key] for key in ("mode", "audio") if action.get(key)})
+        envelope = {**common, "type": "lineup.message", "payload": payload}
     elif kind == "answer":
         envelope = {
             **common,

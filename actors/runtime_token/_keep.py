@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import stat
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, cast
+
+from actors.contracts import replace_file
 
 from . import _keyring
 
@@ -52,14 +53,10 @@ def read_token(path: str | Path) -> str:
 
 
 def write_token(path: str | Path, token: str) -> Path:
-    """Write `token` to `path` with mode 0600 (atomically)."""
+    """Write `token` to `path` with mode 0600 (whole and durably: a power cut leaves the old
+    token or this one)."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        os.fchmod(out.fileno(), 0o600)
-        out.write(token + "\n")
-    os.replace(tmp, path)
+    replace_file(path, token + "\n", mode=0o600)
     return path
 
 

@@ -16,10 +16,6 @@ each, and its body's type, is in `door`:
 | `store.lifecycle.set` | cast | `state`, `detail` (the connection lifecycle, from the transport) |
 | `store.apps.load` | call | → `records`, `operations`, `instances`, `settings` |
 | `store.apps.write` | call | whole rows of one app-manager step, in one transaction → `written` |
-| `store.tools.load` | call | → open `calls`, their `deadlines`, `inventories`, `revision` |
-| `store.tools.get` | call | `call_id` → `call` (its row, or null) |
-| `store.tools.write` | call | a tool-router step (calls, deadlines, inventories, …) → `known` |
-| `store.tools.deadlines` | call | `app_scope`, `conversation_id` → the latest `deadlines` |
 | `store.diagnostics.report` | cast | an app's own `health` {status, detail}?, `events`? |
 | `store.session_data.get` | call | an app's: `instance_id`? → `instance_id`, `data`, `revision` |
 | `store.session_data.replace` | call | an app's: `instance_id`?, `data`, `expected_revision` → |
@@ -45,8 +41,9 @@ the tool router (`tool_router.inbound`), `transport.outbox.wake`, `transport.per
 A committed session-data replace is announced to the app's process after the commit
 (`app.session_data.changed` {`instance_id`, `data`, `revision`}); `_session_data` has the rules.
 
-`read_lifecycle`, `read_outbox`, `read_tool_calls`, `read_inventories`, `read_session_data`
-and the others read the file directly (read-only), for the CLI.
+`read_lifecycle`, `read_outbox`, `read_session_data` and the others read the file directly
+(read-only), for the CLI; `RuntimeReader` keeps it
+open for a reader that reads the registry and the lifecycle again and again (the web host).
 """
 
 from __future__ import annotations
@@ -59,6 +56,7 @@ from actors.kernel import lazy_exports
 # contracts, and `lineup app install` starts as fast as Python does.
 _LAZY = {
     "DB_FILE": "._file",
+    "RuntimeReader": "._reads",
     "SessionDataLimits": "._session_data",
     "StoreActor": "._actor",
     "is_artifact_id": "._artifacts",
@@ -70,14 +68,11 @@ _LAZY = {
     "read_audit": "._reads",
     "read_diagnostics": "._reads",
     "read_grants": "._reads",
-    "read_inventories": "._reads",
     "read_lifecycle": "._reads",
     "read_operation": "._reads",
     "read_outbox": "._reads",
     "read_outbox_envelopes": "._reads",
     "read_session_data": "._reads",
-    "read_tool_calls": "._reads",
-    "read_tool_deadlines": "._reads",
 }
 
 if TYPE_CHECKING:
@@ -85,6 +80,7 @@ if TYPE_CHECKING:
     from ._artifacts import is_artifact_id
     from ._file import DB_FILE
     from ._reads import (
+        RuntimeReader,
         read_apps,
         read_artifact,
         read_artifact_data,
@@ -92,14 +88,11 @@ if TYPE_CHECKING:
         read_audit,
         read_diagnostics,
         read_grants,
-        read_inventories,
         read_lifecycle,
         read_operation,
         read_outbox,
         read_outbox_envelopes,
         read_session_data,
-        read_tool_calls,
-        read_tool_deadlines,
     )
     from ._schema import open_db
     from ._session_data import SessionDataLimits
@@ -110,6 +103,7 @@ __getattr__ = lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = [
     "DB_FILE",
+    "RuntimeReader",
     "SessionDataLimits",
     "StoreActor",
     "is_artifact_id",
@@ -121,12 +115,9 @@ __all__ = [
     "read_audit",
     "read_diagnostics",
     "read_grants",
-    "read_inventories",
     "read_lifecycle",
     "read_operation",
     "read_outbox",
     "read_outbox_envelopes",
     "read_session_data",
-    "read_tool_calls",
-    "read_tool_deadlines",
 ]

@@ -25,7 +25,7 @@ from ._diagnostics import DiagnosticsTables
 from ._overview import OverviewTables
 from ._schema import open_db
 from ._session_data import SessionDataTables
-from ._tools import ToolTables
+from ._upkeep import StoreUpkeep
 from .door import DOOR
 
 log = logging.getLogger("lineup.store")
@@ -59,14 +59,14 @@ def _chunks(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
 class StoreActor(
     AppTables,
     ArtifactTables,
-    ToolTables,
     SessionDataTables,
     DiagnosticsTables,
     CapabilityTables,
     OverviewTables,
+    StoreUpkeep,
 ):
     """Owns `runtime.db`: conversations, messages, cursor, outbox, audit, lifecycle, apps,
-    tool calls and inventories, the apps' session data."""
+    the apps' session data, artifacts, diagnostics, capability requests and grants."""
 
     door = DOOR
 
@@ -78,6 +78,7 @@ class StoreActor(
             raise RuntimeError("the store needs `data_dir` in its config")
         self.db = open_db(data_dir, synchronous=str(self.config.get("synchronous", "FULL")))
         self.open_artifacts()  # its quotas, and the files of a create a crash cut short
+        self.start_upkeep()  # the bounds of its request records and audit, and its WAL
         self.persisted = 0
         self.delivered = 0
 
@@ -102,6 +103,7 @@ class StoreActor(
                 self.db.execute(
                     "INSERT INTO requests (id, reply) VALUES (?, ?)", (key, json.dumps(reply))
                 )
+                self.note_write()
                 return reply
             row = self.db.execute("SELECT reply FROM requests WHERE id = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None

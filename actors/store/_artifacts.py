@@ -36,11 +36,11 @@ import re
 import sqlite3
 import time
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from actors.contracts import SCOPE_CHAT, Code, ContractError
+from actors.contracts import SCOPE_CHAT, Code, ContractError, fsync_directory, replace_file
 from actors.kernel import Actor, ArtifactLimits, Message, crash_point, handles, new_id
 
 log = logging.getLogger("lineup.store")
@@ -60,7 +60,6 @@ ARTIFACT_COLUMNS: Final = (
 # What a reference to an artifact shows (the agent, the chat, a tool result): never a path.
 REFERENCE_FIELDS: Final = ("artifact_id", "title", "media_type", "size")
 ARTIFACT_ID: Final = re.compile(r"art_[0-9A-Za-z]{26}")  # whole: `fullmatch`
-_TEMPORARY: Final = ".tmp-"
 # RFC 6838's restricted names: `type/subtype`, no parameters.
 _MEDIA_TYPE: Final = re.compile(
     r"([a-z][a-z0-9]{0,30})/([a-z0-9][a-z0-9!#$&^_.+-]{0,126})", re.IGNORECASE
@@ -135,36 +134,19 @@ def check_title(title: str, limits: ArtifactLimits) -> None:
 
 
 def _write_durably(directory: Path, name: str, data: bytes) -> Path:
-    """`data` as `directory/name`, whole or not at all: a temporary file, fsynced, renamed
-    into place, the directory fsynced."""
+    """`data` as `directory/name`, whole or not at all (`replace_file`); a crash point
+    halfway through the bytes."""
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    temporary = directory / f"{_TEMPORARY}{name}"
     final = directory / name
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        half = len(data) // 2
-        _write_all(fd, memoryview(data)[:half])
-        crash_point("store.artifact_mid_file")
-        _write_all(fd, memoryview(data)[half:])
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(temporary, final)
-    _fsync_dir(directory)
+    replace_file(final, _halves(data))
     return final
 
 
-def _write_all(fd: int, view: memoryview) -> None:
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _halves(data: bytes) -> Iterator[bytes]:
+    half = len(data) // 2
+    yield data[:half]
+    crash_point("store.artifact_mid_file")
+    yield data[half:]
 
 
 class ArtifactTables(Actor):
@@ -205,7 +187,7 @@ class ArtifactTables(Actor):
                 Path(entry.path).unlink(missing_ok=True)
                 swept += 1
         if swept:
-            _fsync_dir(self.artifacts_dir)
+            fsync_directory(self.artifacts_dir)
         return swept
 
     def _artifact_refused(self, msg: Message, error: ContractError) -> ContractError:

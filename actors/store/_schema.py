@@ -119,67 +119,6 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
         "instance_id",
     ),
     "app_settings": ({"name": str, "value": str}, "name"),
-    # The tool router's state: every call with its history, the inventory each conversation
-    # was last given, and the highest revision ever issued (a revision is never reused).
-    "tool_calls": (
-        {
-            "call_id": str,
-            "envelope_id": str,
-            "conversation_id": str,
-            "agent_id": str,
-            "app_scope": str,
-            "method": str,
-            "contract_version": str,
-            "arguments": str,
-            "revision": int,
-            "instance_id": str,
-            "state": str,  # accepted | starting | waiting | running | deadline | succeeded | failed
-            "code": str,
-            "detail": str,
-            "output": str,
-            "history": str,
-            "created_ms": int,
-            "updated_ms": int,
-            "deadline_ms": int,
-        },
-        "call_id",
-    ),
-    "tool_inventories": (
-        {
-            "conversation_id": str,
-            "agent_id": str,
-            "revision": int,
-            "hash": str,
-            "payload": str,
-            "visibility": str,
-            "published_ms": int,
-        },
-        "conversation_id",
-    ),
-    "tool_state": ({"name": str, "value": int}, "name"),
-    # A call the runtime owns until a deadline (`ends_ms`): its app started it, the tool
-    # router alone ends it (at the deadline, or interrupted by the agent or the user).
-    "tool_deadlines": (
-        {
-            "call_id": str,
-            "operation_id": str,
-            "app_scope": str,
-            "conversation_id": str,
-            "instance_id": str,
-            "duration_ms": int,
-            "display": str,
-            "state": str,  # waiting_foreground | running | paused | finished | interrupted
-            "requested_ms": int,
-            "started_ms": int,
-            "ends_ms": int,  # none while paused
-            "ended_ms": int,
-            "noticed_ms": int,
-            "ended_by": str,
-            "remaining_ms": int,  # while paused: what is left of its duration
-            "pauses": int,
-        },
-        "call_id",
-    ),
     # Each app instance's session data: the app's JSON object (compact text), the revision
     # of its last replace, its size (`_session_data`).
     "app_session_data": (
@@ -258,11 +197,9 @@ _UNIQUE: Final = [("outbox", ("key",)), ("app_session_requests", ("app_scope", "
 _INDEXES: Final = [
     ("messages", ("conversation_id", "seq")),
     ("outbox", ("state", "local_order")),
-    ("tool_calls", ("state",)),
     ("app_session_requests", ("app_scope", "pos")),
     ("capability_requests", ("state",)),
     ("artifacts", ("app_scope", "created_ms")),
-    ("tool_deadlines", ("app_scope", "conversation_id", "requested_ms")),
 ]
 
 

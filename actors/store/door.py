@@ -1,7 +1,9 @@
 """What the store takes, and from whom: every request comes from the actor that owns the
 fact it writes (the router for what the agent said and the outbox, the transport for the
-stream's position and the lifecycle, the app manager for the registry, the tool router for
-tool calls and inventories, an app's process for its own session data).
+stream's position and the lifecycle, the app manager for the registry, an app's process
+for its own session data). The tool router keeps its calls and inventories in its own
+file; it asks the store only what is the conversation's (who the agents are) and the
+registry's, and casts it audit rows.
 
 An app reaches the store for its own session data with two types,
 `store.session_data.get` and `store.session_data.replace`, safe to open to it: they read and
@@ -90,28 +92,6 @@ class AppsWrite(TypedDict, total=False):
     remove_records: list[str]
     remove_instances: list[str]
     keep_operations: int | None
-
-
-class ToolsWrite(TypedDict, total=False):
-    __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    accept: list[dict[str, Any]]
-    calls: list[dict[str, Any]]
-    deadlines: list[dict[str, Any]]
-    inventories: list[dict[str, Any]]
-    revision: int | None
-    outbox: list[OutboxItem]
-    audit: list[dict[str, Any]]
-
-
-class AppConversation(TypedDict):
-    __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    app_scope: str
-    conversation_id: str
-
-
-class CallId(TypedDict):
-    __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    call_id: str
 
 
 # An instance id as the app manager makes them (`<scope>:<local>`), bounded.
@@ -214,16 +194,14 @@ DOOR = Door(
         "store.outbox.enqueue": accept("router", body=Enqueue),
         "store.outbox.pending": accept("transport", body=Pending),
         "store.outbox.settle": accept("transport", body=OutboxVerdict),
-        "store.audit": accept("host", "router", "app_manager", "tool_router", body=Audit),
+        "store.audit": accept(
+            "host", "router", "app_manager", "tool_router", "transport", body=Audit
+        ),
         "store.lifecycle.set": accept("transport", body=Lifecycle),
         "store.apps.load": accept(
             "app_manager", "router", "tool_router", "capability_gateway", body=Empty
         ),
         "store.apps.write": accept("app_manager", body=AppsWrite),
-        "store.tools.load": accept("tool_router", body=Empty),
-        "store.tools.get": accept("tool_router", body=CallId),
-        "store.tools.deadlines": accept("tool_router", body=AppConversation),
-        "store.tools.write": accept("tool_router", body=ToolsWrite),
         "store.diagnostics.report": accept(APPS, body=DiagnosticsReport),
         # An app's own session data (the scope is the sender's stamp): see the docstring.
         "store.session_data.get": accept(APPS, body=SessionDataGet),

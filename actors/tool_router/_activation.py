@@ -85,7 +85,7 @@ class Activations:
             call.state = "starting"
             call.note("starting")
             env = envelope(call, "lineup.tool.starting", {}, id=call.slot_id(SLOT_STARTING))
-            await self.router.write({"calls": [call.to_row()], "outbox": [outbox_item(env)]})
+            self.router.write({"calls": [call.to_row()], "outbox": [outbox_item(env)]})
             await self.router.show(call, "starting")
         key = _key(call)
         queue = self.waiting.setdefault(key, [])
@@ -94,6 +94,9 @@ class Activations:
             self.router.nursery.start_soon(self._activate, key)
 
     async def _activate(self, key: tuple[str, str]) -> None:
+        """Launch or focus the instance the calls waiting under `key` need, then run them
+        in arrival order: each round after the app manager's answer is a step of the
+        router's own (the answer is waited for outside any step)."""
         while self.waiting.get(key):
             calls = [c for c in self.waiting[key] if not c.done]
             if not calls:
@@ -103,29 +106,35 @@ class Activations:
             try:
                 result = await self._launch(calls[0], foreground)
             except CallFailed as exc:
-                error = ContractError(_codes(exc.code), exc.detail)
-                await self._failed(key, error)
+                async with self.router.steps.own():
+                    await self._failed(key, ContractError(_codes(exc.code), exc.detail))
                 return
-            instance_id = str(result.get("instance_id") or "")
-            taken = list(self.waiting[key])
-            del self.waiting[key][: len(taken)]
-            for call in taken:
-                if call.done:
-                    continue
-                call.instance_id = instance_id or call.instance_id
-                facts: dict[str, Any] = {"instance_id": call.instance_id}
-                if foreground and previous and previous != instance_id and _restores(call):
-                    call.previous_foreground = facts["restores"] = previous
-                call.note("activation_ready", **facts)
-                # A runtime operation's `started` says it is ready, in front and running:
-                # the agent gets no separate receipt for the activation.
-                if call.tool.get("handling") != RUNTIME_OPERATION:
-                    env = envelope(
-                        call, "lineup.tool.activation_ready", {}, id=call.slot_id(SLOT_ACTIVATION)
-                    )
-                    await self.router.write({"outbox": [outbox_item(env)]})
-                await self.router.dispatch(call)
+            async with self.router.steps.own():
+                await self._ready(key, str(result.get("instance_id") or ""), foreground, previous)
         self.waiting.pop(key, None)
+
+    async def _ready(
+        self, key: tuple[str, str], instance_id: str, foreground: bool, previous: str | None
+    ) -> None:
+        """The instance is up (and in front if asked): the calls that waited for it run."""
+        taken = list(self.waiting[key])
+        del self.waiting[key][: len(taken)]
+        for call in taken:
+            if call.done:
+                continue
+            call.instance_id = instance_id or call.instance_id
+            facts: dict[str, Any] = {"instance_id": call.instance_id}
+            if foreground and previous and previous != instance_id and _restores(call):
+                call.previous_foreground = facts["restores"] = previous
+            call.note("activation_ready", **facts)
+            # A runtime operation's `started` says it is ready, in front and running:
+            # the agent gets no separate receipt for the activation.
+            if call.tool.get("handling") != RUNTIME_OPERATION:
+                env = envelope(
+                    call, "lineup.tool.activation_ready", {}, id=call.slot_id(SLOT_ACTIVATION)
+                )
+                self.router.write({"outbox": [outbox_item(env)]})
+            await self.router.dispatch(call)
 
     async def _launch(self, call: Call, foreground: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -148,7 +157,7 @@ class Activations:
             env = envelope(
                 call, "lineup.tool.activation_failed", payload, id=call.slot_id(SLOT_ACTIVATION)
             )
-            await self.router.write({"outbox": [outbox_item(env)]})
+            self.router.write({"outbox": [outbox_item(env)]})
             await self.router.finish(call, error=error)
 
     async def ended(self, call: Call) -> None:
@@ -176,7 +185,7 @@ class Activations:
             return  # it keeps its app in front after it, as its tool says
         heir.previous_foreground = previous
         heir.note("front_inherited", restores=previous, from_call=call.call_id)
-        await self.router.write({"calls": [heir.to_row()]})
+        self.router.write({"calls": [heir.to_row()]})
 
     async def _refocus(self, instance_id: str) -> None:
         try:

@@ -13,19 +13,25 @@
 - `tool_router.policy.get` / `.replace` (from the settings app only): the user sees the
   tool policy with each tool's visibility, and replaces it (`_policy_edit`).
 
-Every step of a call is one store transaction holding the call's row, the envelopes for the
-agent (into the outbox) and any audit row. What the router keeps in memory (the open calls,
-the apps, the inventories) is rebuilt from the store at start; a call left open by a crash
-resumes where its row says.
+The tool router keeps its own state in `tool_router.db` (`_db`). Each handled message is a
+step (`_steps`): its writes (the call's row, its deadline operation, an inventory) and the
+record that it was applied are one transaction; what it emits goes out after the commit:
+the envelopes for the agent in one `transport.submit` (the transport holds it until the
+AppServer's verdict), then the app's and the chat's messages and any audit row (a cast to
+the store, never waited for). No step waits for the store. What the router keeps in memory
+(the open calls, the apps, the inventories) is rebuilt from its database at start; a call
+left open by a crash resumes where its row says.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
-from collections.abc import Iterable
+import math
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import trio
 
@@ -59,21 +65,41 @@ from ._calls import (
     outbox_item,
     shown,
 )
-from ._deadlines import Deadline, shown_deadline
+from ._db import call_row, load_tools, open_db
+from ._deadlines import RUNNING, Deadline, shown_deadline
 from ._inventory import AppView, Computed, compute, find_tool
+from ._migration import move_from_runtime_db
 from ._operations import DeadlineOperations
-from ._policy import CAPABILITIES_SECTION, Policy, load_policy, policy_stamp
+from ._policy import CAPABILITIES_SECTION, POLICY_FILE, Policy, load_policy, policy_stamp
 from ._policy_edit import checked_policy, inventories_view, policy_view, write_policy
+from ._policy_watch import changes_of
+from ._steps import Steps
 from .door import DOOR
 
 log = logging.getLogger("lineup.tool_router")
 
-POLICY_POLL_S: Final = 1.0
-TIMER_POLL_S: Final = 0.1
+# While a call is open the deadline watch looks at least this often, whatever it expects.
+OPEN_CALL_LOOK_S: Final = 1.0
+LATE_LOOK_MS: Final = 100  # a call due that did not end when looked at is looked at again
 FOREIGN_AUDIT_S: Final = 10.0
 LATE_REPORT: Final = "tool_report.late"  # the audit code of a report on a call ended
 # The calls ended last, kept to tell a late report on one from a report on no call.
 ENDED_KEPT: Final = 1024
+
+H = TypeVar("H", bound=Callable[..., Awaitable[Any]])
+
+
+def stepped(handler: H) -> H:
+    """A handler that runs once the router has loaded, as one step (`_steps`): applied
+    once, its writes in one transaction, what it emits sent after the commit."""
+
+    @functools.wraps(handler)
+    async def run(self: ToolRouterActor, msg: Message) -> Any:
+        if not self.loaded.is_set():  # not waited for once set: a wait is a checkpoint
+            await self.loaded.wait()
+        return await self.steps.handle(msg, lambda: handler(self, msg))
+
+    return run  # type: ignore[return-value]
 
 
 class ToolRouterActor(Actor):
@@ -107,6 +133,19 @@ class ToolRouterActor(Actor):
         self.refused_reports: dict[tuple[str, str], tuple[int, float]] = {}
         self.activations = Activations(self)
         self.operations = DeadlineOperations(self)
+        self.db = open_db(self.data_dir, synchronous=self.synchronous)
+        move_from_runtime_db(self.db, self.data_dir)
+        self.steps = Steps(
+            self.db,
+            self.data_dir,
+            synchronous=self.synchronous,
+            send=self._send,
+            abandoned=self._restore,
+            stepped=self._deadline_moved,
+        )
+        # The deadline watch's next look (epoch ms) and what wakes it before that.
+        self.next_look_ms = math.inf
+        self.look_sooner = trio.Event()
         self.loaded = trio.Event()
         self.nursery.start_soon(self._load)
 
@@ -117,6 +156,7 @@ class ToolRouterActor(Actor):
             "open_calls": len(self.calls),
             "open_deadlines": deadlines,
             **self.counts,
+            **self.steps.counts,
         }
 
     async def store(self, type_: str, body: Any, id: str | None = None) -> Any:
@@ -124,23 +164,47 @@ class ToolRouterActor(Actor):
             "store", type_, body, id=id or new_id(), max_timeout=self.call_timeout
         )
 
-    async def write(self, body: dict[str, Any]) -> None:
-        """One step into the store, not waited for: the store applies its mailbox in order,
-        so a later read (a restart's load) sees it. A fresh id each: every write replaces
-        whole rows or adds outbox items under their own keys, so applying one twice is
-        harmless, while a derived id could be taken by a different write on another path."""
-        await self.cast("store", "store.tools.write", body, id=new_id())
+    def write(self, body: dict[str, Any]) -> None:
+        """Rows of the running step, in its transaction (`Steps.write`)."""
+        self.steps.write(body)
+
+    async def cast(self, to: str, type: str, body: Any = None, *, id: str | None = None) -> str:
+        """Inside a step, held until the step is committed (`_steps`); else sent at once."""
+        message_id = id or self._next_id()
+        if not self.steps.hold(to, type, body, message_id):
+            await self._send(to, type, body, message_id)
+        return message_id
+
+    async def _send(self, to: str, type_: str, body: Any, message_id: str) -> None:
+        await Actor.cast(self, to, type_, body, id=message_id)
 
     async def _load(self) -> None:
-        state = await self.store("store.tools.load", {})
         registry = await self.store("store.apps.load", {})
         conversations = await self.store("store.conversations", {})
         self.conversations = dict(conversations["conversations"])
         self.apps, self.foreground = app_views(registry, self.core)
+        self.policy = load_policy(self.data_dir)
+        operations = self._read_state()
+        # What a step of its own emitted just before the router stopped may not have left.
+        await self.steps.resend_own()
+        async with self.steps.own():
+            await self.publish(self.conversations)
+        self.loaded.set()
+        await self.operations.retell(operations)
+        async with self.steps.own():
+            for call in sorted(self.calls.values(), key=lambda c: c.created_ms):
+                await self._resume(call)
+        self.nursery.start_soon(self._watch_policy)
+        self.nursery.start_soon(self._watch_deadlines)
+
+    def _read_state(self) -> list[Deadline]:
+        """The revision, the inventories and the open calls with their operations, as the
+        file has them; the operations to tell their apps again."""
+        state = load_tools(self.db, now_ms())
         self.revision = int(state["revision"])
         self.inventories = {row["conversation_id"]: row for row in state["inventories"]}
-        self.policy = load_policy(self.data_dir)
         operations = {row["call_id"]: Deadline.from_row(row) for row in state["deadlines"]}
+        self.calls = {}
         for row in state["calls"]:
             call = Call.from_row(row)
             call.tool = (
@@ -148,13 +212,17 @@ class ToolRouterActor(Actor):
             )
             call.operation = operations.get(call.call_id)
             self.calls[call.call_id] = call
-        await self.publish(self.conversations)
-        self.loaded.set()
-        await self.operations.retell(list(operations.values()))
-        for call in sorted(self.calls.values(), key=lambda c: c.created_ms):
-            await self._resume(call)
-        self.nursery.start_soon(self._watch_policy)
-        self.nursery.start_soon(self._watch_deadlines)
+        return list(operations.values())
+
+    def _restore(self) -> None:
+        """A step that could not be committed (the disk full, say) may have changed what is
+        in memory: it is read again from the file, so that the message, given again, decides
+        anew from what is on disk. The calls waiting for an activation wait as they are."""
+        self._read_state()
+        for key, waiting in self.activations.waiting.items():
+            self.activations.waiting[key] = [
+                self.calls[c.call_id] for c in waiting if c.call_id in self.calls
+            ]
 
     # -- the inventory ---------------------------------------------------------------------
 
@@ -204,25 +272,25 @@ class ToolRouterActor(Actor):
             self.inventories[conversation] = row
             outbox.append(outbox_item(_inventory_envelope(conversation, payload, new_id())))
         if rows:
-            await self.write({"inventories": rows, "revision": self.revision, "outbox": outbox})
+            self.write({"inventories": rows, "revision": self.revision, "outbox": outbox})
             for row in rows:
                 log.info("inventory %s: revision %s", row["conversation_id"], row["revision"])
 
     async def _watch_policy(self) -> None:
-        while True:
-            await trio.sleep(POLICY_POLL_S)
+        async for _ in changes_of(self.data_dir, POLICY_FILE):
             stamp = policy_stamp(self.data_dir)
             if stamp != self.stamp:
                 self.stamp = stamp
                 self.policy = load_policy(self.data_dir)
                 log.info("tool policy changed: %s", self.policy.broken or "loaded")
-                await self.publish(self.conversations)
+                async with self.steps.own():
+                    await self.publish(self.conversations)
 
     # -- from the store: calls, cancels, conversations ----------------------------------------
 
     @handles("tool_router.inbound")
+    @stepped
     async def inbound(self, msg: Message) -> None:
-        await self.loaded.wait()
         fresh = {
             c: a for c, a in msg.body.get("associate", {}).items() if c not in self.conversations
         }
@@ -236,55 +304,45 @@ class ToolRouterActor(Actor):
                 await self._cancel(view)
 
     async def _invoke(self, views: list[dict[str, Any]]) -> None:
-        """Take a run of calls: each checked, and all of them stored with their receipts in
-        one transaction (a call id stored already is answered from its record)."""
-        taken: list[tuple[Call, ContractError | None]] = []
-        entries = []
+        """Take a run of calls, each checked and stored with its receipt (or its refusal) in
+        the step's one transaction; a call id known already is answered from its record."""
         for view in views:
             call = _call_of(view)
             known = self.calls.get(call.call_id)
+            if known is None:
+                row = call_row(self.db, call.call_id)
+                known = Call.from_row(row) if row is not None else None
             if known is not None:
-                await self._again(known, call)
+                if known.envelope_id != call.envelope_id:
+                    await self._again(known, call)  # the agent asked again
                 continue
             refusal = self._refusal(call)
-            if refusal is None:
-                call.note("accepted", revision=call.revision)
-                call.arm()
-                outbox = [
-                    envelope(call, "lineup.tool.accepted", {}, id=call.slot_id(SLOT_ACCEPTED))
-                ]
-                audit = []
-                if self.activations.ready(call):  # it runs at once: stored as running
-                    call.state = "running"
-                    call.note("running", instance_id=call.instance_id)
-            else:
+            if refusal is not None:
                 call.state, call.code, call.detail = "failed", str(refusal.code), refusal.detail
                 call.note("refused", code=call.code)
-                outbox = [final_envelope(call, id=call.slot_id(SLOT_FINAL))]
-                audit = [_audit(call.code, f"{call.call_id}: {call.detail}", call.envelope_id)]
-            taken.append((call, refusal))
-            entries.append(
-                {"row": call.to_row(), "outbox": [outbox_item(e) for e in outbox], "audit": audit}
-            )
-        if not entries:
-            return
-        # A fresh id: the store's answer is what it holds now, so a replayed run finds its own
-        # calls stored (same envelope) and leaves them to the resume at start.
-        reply = await self.store("store.tools.write", {"accept": entries})
-        for call, refusal in taken:
-            existing = reply["known"].get(call.call_id)
-            if existing is not None and existing["envelope_id"] != call.envelope_id:
-                await self._again(Call.from_row(existing), call)  # the agent asked again
-            elif existing is not None or call.call_id in self.calls:
-                continue  # this very call, stored before a crash: resumed from its row at start
-            elif refusal is not None:
+                self.write(
+                    {
+                        "calls": [call.to_row()],
+                        "outbox": [outbox_item(final_envelope(call, id=call.slot_id(SLOT_FINAL)))],
+                        "audit": [
+                            _audit(call.code, f"{call.call_id}: {call.detail}", call.envelope_id)
+                        ],
+                    }
+                )
                 self.counts["refused"] += 1
                 log.info("call %s refused: %s", call.call_id, refusal)
-            else:
-                self.counts["accepted"] += 1
-                self.calls[call.call_id] = call
-                await self.show(call, "accepted")
-                await self._resume(call)
+                continue
+            call.note("accepted", revision=call.revision)
+            call.arm()
+            if self.activations.ready(call):  # it runs at once: stored as running
+                call.state = "running"
+                call.note("running", instance_id=call.instance_id)
+            accepted = envelope(call, "lineup.tool.accepted", {}, id=call.slot_id(SLOT_ACCEPTED))
+            self.write({"calls": [call.to_row()], "outbox": [outbox_item(accepted)]})
+            self.counts["accepted"] += 1
+            self.calls[call.call_id] = call
+            await self.show(call, "accepted")
+            await self._resume(call)
 
     def _refusal(self, call: Call) -> ContractError | None:
         """Why the call cannot be taken, in the contract's order: the revision, the tool's
@@ -335,14 +393,12 @@ class ToolRouterActor(Actor):
                 id=derive_id(retry.envelope_id, SLOT_ACCEPTED),
                 reply_to=retry.envelope_id,
             )
-        await self.write({"outbox": [outbox_item(env)]})
+        self.write({"outbox": [outbox_item(env)]})
 
     async def _cancel(self, view: dict[str, Any]) -> None:
         call = self.calls.get(str(view.get("call_id")))
         if call is None:
-            row = (await self.store("store.tools.get", {"call_id": str(view.get("call_id"))}))[
-                "call"
-            ]
+            row = call_row(self.db, str(view.get("call_id")))
             if row is None or row["agent_id"] != view["agent_id"]:
                 log.info("cancel of unknown call %s dropped", view.get("call_id"))
                 return
@@ -351,7 +407,7 @@ class ToolRouterActor(Actor):
             await self._again(Call.from_row(row), retry)
             return
         if call.agent_id != view["agent_id"]:
-            await self.write(
+            self.write(
                 {
                     "audit": [
                         {
@@ -407,7 +463,7 @@ class ToolRouterActor(Actor):
             call.state = "running"
             call.note("running", instance_id=call.instance_id)
             call.arm()
-            await self.write({"calls": [call.to_row()]})
+            self.write({"calls": [call.to_row()]})
             await self.show(call, "running")
         await self.cast(
             f"app.{call.app_scope}",
@@ -474,18 +530,18 @@ class ToolRouterActor(Actor):
         if len(self.ended) > ENDED_KEPT:
             del self.ended[next(iter(self.ended))]
         self.counts[call.state] += 1
-        step: dict[str, Any] = {
+        rows: dict[str, Any] = {
             "calls": [call.to_row()],
             "outbox": [outbox_item(env)],
             "audit": audit,
         }
         if operation is not None:
-            step["deadlines"] = [operation.to_row()]
+            rows["deadlines"] = [operation.to_row()]
         # The previous foreground is asked back before the final is written: the agent's
         # next call, which it may make once it has the final, is then behind it at the app
         # manager, and a foreground it takes is not taken away by this call's end.
         await self.activations.ended(call)
-        await self.write(step)
+        self.write(rows)
         log.info("call %s %s %s", call.call_id, call.state, call.code or "")
         if operation is not None:
             await self.operations.ended(call)
@@ -499,12 +555,46 @@ class ToolRouterActor(Actor):
             )
 
     async def _watch_deadlines(self) -> None:
+        """End each call whose timeout or deadline operation has come, scheduled by the
+        nearest due time; a step that brings a due time nearer wakes it (one that starts a
+        call, or pauses and resumes an operation), and with no call open it sleeps until
+        one comes."""
         while True:
-            await trio.sleep(TIMER_POLL_S)
             now = now_ms()
-            await self.operations.reached(now)
-            for call in [c for c in self.calls.values() if c.deadline_ms and c.deadline_ms <= now]:
-                await self._expire(call)
+            next_due = self._next_due()
+            if next_due is not None and next_due <= now:
+                async with self.steps.own():  # whatever comes due now ends in one step
+                    await self.operations.reached(now)
+                    due = [c for c in self.calls.values() if c.deadline_ms and c.deadline_ms <= now]
+                    for call in due:
+                        await self._expire(call)
+                now, next_due = now_ms(), self._next_due()
+                if next_due is not None and next_due <= now:  # not ended yet: again shortly
+                    next_due = now + LATE_LOOK_MS
+            self.look_sooner = trio.Event()
+            wait = math.inf if not self.calls else OPEN_CALL_LOOK_S
+            if next_due is not None:
+                wait = min(wait, (next_due - now) / 1000)
+            self.next_look_ms = now + wait * 1000
+            with trio.move_on_after(wait):
+                await self.look_sooner.wait()
+
+    def _deadline_moved(self) -> None:
+        """After each step: wake the deadline watch if a due time is now nearer than its
+        next look (a report that only pushes a timeout later wakes nothing)."""
+        next_due = self._next_due()
+        if next_due is not None and next_due < self.next_look_ms:
+            self.look_sooner.set()
+
+    def _next_due(self) -> int | None:
+        """The nearest moment (epoch ms) a call's timeout or running operation ends."""
+        moments = [c.deadline_ms for c in self.calls.values() if c.deadline_ms]
+        moments += [
+            c.operation.ends_ms
+            for c in self.calls.values()
+            if c.operation is not None and c.operation.state == RUNNING and c.operation.ends_ms
+        ]
+        return min(moments) if moments else None
 
     async def _expire(self, call: Call) -> None:
         """The call's time is up (its tool's `timeout_ms`, `DEFAULT_TOOL_TIMEOUT_MS` unless it
@@ -529,8 +619,8 @@ class ToolRouterActor(Actor):
     # -- from the app manager and the apps ------------------------------------------------------
 
     @handles("tool_router.apps")
+    @stepped
     async def apps_changed(self, msg: Message) -> None:
-        await self.loaded.wait()
         before = self.apps
         self.apps, self.foreground = app_views(msg.body, self.core)
         for call in list(self.calls.values()):
@@ -543,8 +633,8 @@ class ToolRouterActor(Actor):
         await self.publish(self.conversations)
 
     @handles("tool_router.report")
+    @stepped
     async def report(self, msg: Message) -> None:
-        await self.loaded.wait()
         body = msg.body
         call = self.calls.get(str(body["call_id"]))
         if call is None:
@@ -599,13 +689,13 @@ class ToolRouterActor(Actor):
             await self.finish(call, error=error, from_app=code in APP_TOOL_ERROR_CODES)
 
     @handles("tool_router.deadline")
+    @stepped
     async def deadline(self, msg: Message) -> dict[str, Any]:
-        await self.loaded.wait()
         return await self.operations.request(msg)
 
     @handles("tool_router.interrupt")
+    @stepped
     async def interrupt(self, msg: Message) -> dict[str, Any] | None:
-        await self.loaded.wait()
         return await self.operations.user_stop(msg)
 
     @handles("tool_router.policy.get")
@@ -616,10 +706,10 @@ class ToolRouterActor(Actor):
         return {**policy_view(self.data_dir), **inventories_view(self.inventories.values())}
 
     @handles("tool_router.policy.replace")
+    @stepped
     async def policy_replace(self, msg: Message) -> dict[str, Any]:
         """The user's new policy: checked, written whole, in force at once (a revision for
         each conversation whose visible tools change), audited. A broken one changes nothing."""
-        await self.loaded.wait()
         raw = msg.body["policy"]
         policy, data = checked_policy(raw)
         if CAPABILITIES_SECTION in raw:  # the capability gateway's rules: its parser decides
@@ -690,7 +780,7 @@ class ToolRouterActor(Actor):
         env = envelope(
             call, "lineup.tool.progress", payload, id=derive_id(report_id, 0), from_app=True
         )
-        await self.write({"calls": [call.to_row()], "outbox": [outbox_item(env)]})
+        self.write({"calls": [call.to_row()], "outbox": [outbox_item(env)]})
         await self.show(call, "progress", id=derive_id(report_id, 1), **payload)
 
 

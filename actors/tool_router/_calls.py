@@ -5,8 +5,8 @@
 
 Every envelope about a call has an id derived from the call's own envelope id and a fixed
 slot, so whichever path produces it (a first run or a replay after a crash) it is the same
-outbox item, kept once. The final outcome has one slot: a call cannot have two finals in
-the outbox even if two paths race to end it.
+submission, which the AppServer takes once (its idempotency key). The final outcome has one
+slot: a call cannot reach the agent with two finals even if two paths race to end it.
 """
 
 from __future__ import annotations
@@ -165,10 +165,11 @@ def shown(call: Call, state: str, **facts: Any) -> dict[str, Any]:
 
 
 def outbox_item(env: dict[str, Any]) -> dict[str, Any]:
+    """An envelope for the agent as the transport submits it (`transport.submit`), under its
+    id as the AppServer's idempotency key."""
     return {
         "key": env["id"],
         "envelope": json.dumps(env, separators=(",", ":")),
-        "origin": None,
         "conversation_id": env["scope"]["conversation_id"],
     }
 

@@ -29,8 +29,9 @@ reports on it are refused:
 - **Finished early** by its app (`ended_by: "app"`), with the app's own output as the
   result, held to the tool's output schema like any result.
 
-The operation's row goes into `tool_deadlines` in the same store step as its call's row,
-so the call's state and its operation's never disagree on disk.
+The operation's row goes into `tool_deadlines` in the same step as its call's row (one
+transaction of `tool_router.db`), so the call's state and its operation's never disagree on
+disk.
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ Who may end an operation, and with what final:
 - the runtime: the app disabled, removed or updated, or the call's timeout passed before
   the operation started; that code.
 
-The app's reports on the call are refused (`ownership_mismatch`, audited at most once per
+The operation's row is written with its call's in one step of the tool router (`_steps`),
+so the call's state and its operation's never disagree on disk. The app's reports on the
+call are refused (`ownership_mismatch`, audited at most once per
 sender every ten seconds): only those actions end it from the app. Whichever end comes
 first is the call's one final; a later one finds it ended.
 """
@@ -44,6 +46,7 @@ from ._calls import (
     now_ms,
     outbox_item,
 )
+from ._db import call_row, latest_deadlines
 from ._deadlines import (
     CALL_STATE,
     ENDED_BY_APP,
@@ -111,9 +114,7 @@ class DeadlineOperations:
         if self.in_front(call):
             await self._start(call)
         else:  # it starts when its app comes to the front; the call's timeout runs meanwhile
-            await self.router.write(
-                {"calls": [call.to_row()], "deadlines": [call.operation.to_row()]}
-            )
+            self.router.write({"calls": [call.to_row()], "deadlines": [call.operation.to_row()]})
 
     async def refuse(self, msg: Message, call: Call) -> NoReturn:
         """A report of the app on a call the runtime holds: refused, and audited (at most once
@@ -156,7 +157,7 @@ class DeadlineOperations:
         call.note("started", ends_ms=operation.ends_ms)
         payload = {"stage": "started", "ends_at": ends_at}
         env = envelope(call, "lineup.tool.progress", payload, id=call.slot_id(SLOT_STARTED))
-        await self.router.write(
+        self.router.write(
             {
                 "calls": [call.to_row()],
                 "deadlines": [operation.to_row()],
@@ -297,8 +298,7 @@ class DeadlineOperations:
                 assert target.operation is not None
                 ended.append(target.operation.view())
             return {"interrupted": ended}
-        where = {"app_scope": call.app_scope, "conversation_id": call.conversation_id}
-        rows = (await self.router.store("store.tools.deadlines", where))["deadlines"]
+        rows = latest_deadlines(self.router.db, call.app_scope, call.conversation_id)
         return {"deadlines": [Deadline.from_row(row).view() for row in rows]}
 
     # -- its app's actions on it: the user's, through the app's surface ------------------
@@ -332,7 +332,7 @@ class DeadlineOperations:
 
     async def _ended_of(self, msg: Message) -> bool:
         """Whether the call is a deadline operation of the sender's that has ended."""
-        row = (await self.router.store("store.tools.get", {"call_id": msg.body["call_id"]}))["call"]
+        row = call_row(self.router.db, str(msg.body["call_id"]))
         return (
             row is not None
             and msg.sender == f"app.{row['app_scope']}"
@@ -403,7 +403,7 @@ class DeadlineOperations:
         env = envelope(
             call, "lineup.tool.progress", progress, id=derive_id(operation.told_id(news), 0)
         )
-        await self.router.write(
+        self.router.write(
             {
                 "calls": [call.to_row()],
                 "deadlines": [operation.to_row()],
@@ -446,7 +446,7 @@ class DeadlineOperations:
         call = self.router.calls.get(call_id)
         if call is not None:
             await self.interrupt(call, "the user")
-        row = (await self.router.store("store.tools.get", {"call_id": call_id}))["call"]
+        row = call_row(self.router.db, call_id)  # as this step leaves it
         if row is None:
             return None
         return {"call_id": call_id, "state": row["state"], "code": row["code"]}

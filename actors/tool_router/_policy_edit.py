@@ -6,23 +6,21 @@ the user): a new policy is checked with the very parser the inventory uses (and 
 `capabilities` section by the capability gateway, whose rules they are), and one that cannot
 be used is refused with `invalid_payload` and a sentence naming the first problem, never
 written. A good one replaces the file atomically (a temporary file in the same
-directory, fsynced, renamed over it, the directory fsynced), so the poller never reads half
-a policy and a crash leaves either the old file or the new one.
+directory, fsynced, renamed over it, the directory fsynced), so the watch never reads half a
+policy and a crash leaves either the old file or the new one.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from actors.contracts import Code, ContractError
+from actors.contracts import Code, ContractError, replace_file
 
 from ._policy import MAX_POLICY_BYTES, POLICY_FILE, Policy, load_policy, parse_policy
 
-_TEMPORARY: Final = f".{POLICY_FILE}.new"
 # What `policy_view`'s inventories may take, as JSON: with the policy itself (at most
 # MAX_POLICY_BYTES) the answer stays well under a kernel frame, however many conversations.
 INVENTORIES_BUDGET: Final = 256 * 1024
@@ -46,17 +44,7 @@ def checked_policy(raw: Any) -> tuple[Policy, bytes]:
 
 def write_policy(data_dir: Path, data: bytes) -> None:
     """Replace the policy file with `data`, whole or not at all."""
-    partial = data_dir / _TEMPORARY
-    with open(partial, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, data_dir / POLICY_FILE)
-    directory = os.open(data_dir, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    replace_file(data_dir / POLICY_FILE, data)
 
 
 def policy_view(data_dir: Path) -> dict[str, Any]:

@@ -15,6 +15,12 @@ their verdict, heartbeats, reconnects with exponential backoff and jitter), as a
   (`store.outbox.settle`), which settles it and tells the app that sent the item. After a
   restart every pending item is enqueued again with the same key: the server returns its
   first verdict.
+- **The tool router's envelopes** (`transport.submit`: a call's receipts and final, an
+  inventory) come straight from the tool router, which keeps its own record. Each message
+  is enqueued on the link as it comes and acknowledged only once the AppServer has given
+  every envelope in it a verdict (`ACK_LATER`): until then the mailbox keeps it, and a
+  restarted transport is given it again and enqueues it again under the same keys. A
+  refused envelope is audited (`store.audit`), never retried.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from typing import Any
 import trio
 
 from actors.contracts import ContractError
-from actors.kernel import Actor, Message, derive_id, handles, new_id
+from actors.kernel import ACK_LATER, Actor, Message, derive_id, handles, new_id
 from actors.runtime_token import TokenError, load_token
 from link import Link, LinkFailed, LinkState, Received, Submission
 
@@ -67,6 +73,10 @@ class TransportActor(Actor):
         self.woken: list[dict[str, Any]] = []
         self.woken_unread = False
         self.forwarded = 0
+        # The tool router's envelopes: those given before the link was up (their message's
+        # seq, the items), and those waiting for their verdict, by key.
+        self.unsent: list[tuple[int, list[dict[str, Any]]]] = []
+        self.submitting: dict[str, Submission] = {}
         self.nursery.start_soon(self._main)
 
     def statistics_extra(self) -> dict[str, Any]:
@@ -75,6 +85,7 @@ class TransportActor(Actor):
             "persisted": self.persisted,
             "forwarded": self.forwarded,
             "inflight_batches": len(self.inflight),
+            "tool_envelopes_waiting": len(self.submitting),
         }
         if self.link is not None:
             link = self.link.statistics()
@@ -108,6 +119,60 @@ class TransportActor(Actor):
         else:
             self.woken_unread = True
         self.outbox_wake.set()
+
+    @handles("transport.submit")
+    async def submit(self, msg: Message) -> Any:
+        """The tool router's envelopes for the agent: on the link now (or once it is up),
+        and this message acknowledged once every one has its verdict."""
+        items = list(msg.body["items"])
+        if self.link is None:
+            self.unsent.append((msg.seq, items))
+        else:
+            self._submit(self.link, msg.seq, items)
+        return ACK_LATER
+
+    def _submit(self, link: Link, seq: int, items: list[dict[str, Any]]) -> None:
+        waiting: list[tuple[str, Submission]] = []
+        refused: list[tuple[str, ContractError]] = []
+        for item in items:
+            key = str(item["key"])
+            submission = self.submitting.get(key)  # given again while it waits: the same
+            if submission is None:
+                try:
+                    submission = link.enqueue(json.loads(item["envelope"]), idempotency_key=key)
+                except ContractError as exc:
+                    refused.append((key, exc))
+                    continue
+                self.submitting[key] = submission
+            waiting.append((key, submission))
+        self.nursery.start_soon(self._await_submitted, seq, waiting, refused)
+
+    async def _await_submitted(
+        self,
+        seq: int,
+        waiting: list[tuple[str, Submission]],
+        refused: list[tuple[str, ContractError]],
+    ) -> None:
+        for key, exc in refused:
+            await self._envelope_refused(key, str(exc.code), exc.detail)
+        for key, submission in waiting:
+            try:
+                result = await submission.verdict()
+            except LinkFailed:
+                return  # refused for good: the message stays in the mailbox for next time
+            finally:
+                self.submitting.pop(key, None)
+            if result.status != "accepted":
+                await self._envelope_refused(
+                    key, str(result.code or "rejected"), result.detail or ""
+                )
+        self.ack(seq)
+
+    async def _envelope_refused(self, key: str, code: str, detail: str) -> None:
+        """A tool router's envelope the AppServer (or the link) refused: audited once."""
+        log.warning("the AppServer refused %s: %s %s", key, code, detail)
+        audit = {"code": code, "detail": detail[:500], "message_id": key}
+        await self.cast("store", "store.audit", audit, id=derive_id(key, 0x5F))
 
     def _take_woken(self, after: int) -> list[dict[str, Any]] | None:
         """The woken items that follow on from order `after` without a gap, or None when
@@ -165,6 +230,9 @@ class TransportActor(Actor):
             backoff_initial=float(self.config.get("backoff_initial", 0.05)),
             backoff_max=float(self.config.get("backoff_max", 2.0)),
         )
+        unsent, self.unsent = self.unsent, []
+        for seq, items in unsent:
+            self._submit(self.link, seq, items)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._run_link, self.link)
             nursery.start_soon(self._watch, self.link)

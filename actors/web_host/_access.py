@@ -53,6 +53,7 @@ def security_headers(port: int) -> list[tuple[bytes, bytes]]:
     origin = f"127.0.0.1:{port}"
     policy = (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "media-src 'self'; "  # the speech the page plays in the chat's audio mode
         f"connect-src 'self' ws://{origin} ws://localhost:{port}; frame-src 'self'; "
         "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     )

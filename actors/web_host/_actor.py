@@ -5,6 +5,7 @@ actor through the supervisor's UI socket, and what the page shows is read from t
 and registry apps' projections; the user's Save of an artifact it asks of the capability
 gateway itself, to hand the page the name it was saved under (`_artifacts`). Of messages it
 takes its apps' surface pushes (`_bridge`), the chat app's notice that its view changed
+and the app manager's that the registry did
 (`_changes`: the pages look again), and from the capability gateway its apps' notifications
 for the open pages (`web_host.notify`, `_notifications`), its questions about the pages
 (how many are open, or show a conversation: `web_host.pages`) and a file an app saved for
@@ -25,7 +26,7 @@ from actors.kernel import REPLY_LATER, Actor, Message, handles
 
 from ._artifacts import Artifacts
 from ._bridge import SurfacePushes, Surfaces
-from ._changes import CHANGED, ChatChanges
+from ._changes import CHAT_CHANGED, REGISTRY_CHANGED, SAFETY_S, PageNotices
 from ._notifications import NOTIFY, PAGES, PageNotifications
 from ._state import start_run, write_endpoint, write_failure
 from ._uploads import PagesAndUploads
@@ -43,9 +44,11 @@ class WebHostActor(SurfacePushes, Actor):
         kept, last = start_run(self.data_dir, self.boot_id)
         configured = int(self.config.get("port", 0))
         wanted = kept if kept is not None else configured
+        # How long a page goes without a look when no notice comes (`_changes`).
+        self.notices = PageNotices(safety_s=float(self.config.get("safety_look_s", SAFETY_S)))
         # The installed apps' surfaces it frames, and their bridge (`_bridge`).
-        self.surfaces = Surfaces(self, self.data_dir)
-        self.chat_changes = ChatChanges()
+        self.surfaces = Surfaces(self, self.data_dir, self.notices)
+        self.nursery.start_soon(self.surfaces.keep_warm)
         self.notifications = PageNotifications()
         # Previews of the conversations' pictures and the user's saves (`_artifacts`).
         self.artifacts = Artifacts(self, self.data_dir)
@@ -71,7 +74,7 @@ class WebHostActor(SurfacePushes, Actor):
             self.data_dir,
             self.counters,
             self.surfaces,
-            self.chat_changes,
+            self.notices,
             artifacts=self.artifacts,
             notifications=self.notifications,
             pages=self.pages,
@@ -92,9 +95,13 @@ class WebHostActor(SurfacePushes, Actor):
         write_failure(self.data_dir, port, detail, self.boot_id)
         raise failed
 
-    @handles(CHANGED)
+    @handles(CHAT_CHANGED)
     async def _chat_changed(self, msg: Message) -> None:
-        self.chat_changes.notice()
+        self.notices.chat.notice()
+
+    @handles(REGISTRY_CHANGED)
+    async def _registry_changed(self, msg: Message) -> None:
+        self.notices.registry.notice()
 
     @handles(NOTIFY)
     async def _notify(self, msg: Message) -> Any:
@@ -130,11 +137,12 @@ class WebHostActor(SurfacePushes, Actor):
         await self.pages.tell_stop(str(msg.body["conversation_id"]), str(msg.body["request_id"]))
 
     def statistics_extra(self) -> dict[str, Any]:
-        changes = getattr(self, "chat_changes", None)
+        notices = getattr(self, "notices", None)
         return {
             "port": getattr(self, "port", None),
             **getattr(self, "counters", {}),
-            "chat_notices": changes.notices if changes is not None else 0,
+            "chat_notices": notices.chat.notices if notices is not None else 0,
+            "registry_notices": notices.registry.notices if notices is not None else 0,
             "notifications_shown": self.notifications.shown
             if hasattr(self, "notifications")
             else 0,

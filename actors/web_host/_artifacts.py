@@ -4,15 +4,19 @@
 gets an artifact only in the conversation that shows it: `/artifact/CONVERSATION/ID` is
 answered when a tool call of that conversation handed the agent that artifact, as the chat's
 log records it (the reference is the tool router's, which it checked is the calling app's
-own). An artifact an app made and never handed over, or handed over in another
-conversation, is not served under this conversation's name, whatever the id; nor is one
-whose file is not the whole of what the store recorded.
+own), or when it is the chat's own speech of an agent message there or the recording a
+spoken message of the user's there was written out from (audio mode). An artifact an app
+made and never handed over, or handed over in another conversation, is not served under
+this conversation's name, whatever the id; nor is one whose file is not the whole of what
+the store recorded.
 
 **Preview.** Only an image whose bytes are PNG, JPEG, WebP or GIF is answered, with the
 content type its bytes say (the declared media type is the app's word, and SVG is never
 shown inline), `nosniff` and `default-src 'none'; sandbox`: whatever else the bytes are
-(HTML, SVG, script), no browser renders them as a document or runs them. Anything else is
-415 and the page shows the line without a picture.
+(HTML, SVG, script), no browser renders them as a document or runs them. Sound is answered
+the same way, for the page's `<audio>` to play (the speech of audio mode): a WAV, WebM or Ogg
+by its first bytes, with that type. Anything else is 415 and the page shows the line without
+a picture.
 
 **Save.** A page's `save` frame (`_socket`) names an artifact of its conversation; the web
 host asks the capability gateway to save it (`capability_gateway.save_artifact`: the user's
@@ -77,6 +81,17 @@ _FILE_HEADERS: Final = {
     "cross-origin-resource-policy": "same-origin",
     "cache-control": "no-store",
 }
+
+
+def sniff_audio(data: bytes) -> str | None:
+    """The media type of a sound the page may play, from its bytes; None for anything else."""
+    if len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        return "audio/wav"
+    if data.startswith(b"\x1a\x45\xdf\xa3"):
+        return "audio/webm"
+    if data.startswith(b"OggS"):
+        return "audio/ogg"
+    return None
 
 
 def sniff_image(data: bytes) -> str | None:
@@ -175,11 +190,11 @@ class Artifacts:
             self.counters["previews_refused"] += 1
             return _refusal("No such picture in this conversation.", 404)
         data = found[1]
-        media_type = sniff_image(data)
+        media_type = sniff_image(data) or sniff_audio(data)
         if media_type is None or len(data) > MAX_PREVIEW_BYTES:
             self.counters["previews_refused"] += 1
             return _refusal("This file is not a picture the page shows: save it instead.", 415)
-        self.counters["previews"] += 1
+        self.counters["previews" if media_type.startswith("image/") else "plays"] += 1
         return Response(data, media_type=media_type, headers=_FILE_HEADERS)
 
     async def _download(self, request: Request) -> Response:

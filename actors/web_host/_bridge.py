@@ -19,21 +19,29 @@ offers them again under the same call ids. A surface's answer (`tool.result`,
 ended; the app's process checks it again against its own record, and the tool router
 holds the output to the tool's schema.
 
-Socket frames, page → web host: `list`; `open` {`instance_id`}; `close` {`token`};
-`bridge` {`token`, `text`}: the frame's message as it was posted; `dropped` {`counts`}:
-what the page refused, by reason, for the statistics. Web host → page: `surfaces`
-{`items`}; `opened` {`instance_id`, `token`, `src`, `declared`}; `to_surface` {`token`,
-`message`}; `refused` {`token`?, `code`, `detail`}.
+What the page frames is sent to it unasked: when its surface socket opens, at each notice of
+the app manager that the registry changed (`_changes`), and after a while without one if
+`runtime.db` changed (the safety look, as the page's own socket has), the socket is sent the
+surfaces of live instances, the one in front first (`surfaces`), and before them, when the
+surface it was last sent opened is not the one in front's, that one opened (`opened`): the
+page frames each as it comes, with no round trip of its own, and closes the one it framed
+before. One listing at a time per socket, so the front is opened for it once.
+
+Socket frames, page → web host: `close` {`token`}; `bridge` {`token`, `text`}: the frame's
+message as it was posted; `dropped` {`counts`}: what the page refused, by reason, for the
+statistics. Web host → page: `surfaces` {`items`}; `opened` {`instance_id`, `token`, `src`,
+`declared`}; `to_surface` {`token`, `message`}; `refused` {`token`?, `code`, `detail`}.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
@@ -55,15 +63,19 @@ from actors.contracts import (
     check_bridge_text,
 )
 from actors.kernel import Actor, CallFailed, Message, handles
+from actors.store import RuntimeReader
 
+from ._changes import PageNotices
 from ._surfaces import (
     BRIDGE_PATH,
     Surface,
     find_surface,
     new_token,
+    surface_checked,
     surface_file,
     surface_headers,
     surfaces_shown,
+    warm_surfaces,
 )
 
 log = logging.getLogger("lineup.web_host")
@@ -79,10 +91,11 @@ MAX_IN_FLIGHT: Final = 32  # relays of one page waiting for their app at once
 RATE_PER_S: Final = 50.0
 BURST: Final = 200.0
 # The reasons the page drops a message for (`surfaces.js`): counted by these names only.
+# `rate_limited` is a display request over the page's pace, answered but not decided.
 PAGE_REASONS: Final = frozenset(
     {"source", "not_text", "too_large", "invalid_json", "unknown_type", "invalid_payload",
      "scope_mismatch", "undeclared_event", "undeclared_capability", "unknown_call",
-     "undeclared_mode"}
+     "undeclared_mode", "rate_limited"}
 )  # fmt: skip
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -105,6 +118,23 @@ def merge_patch(target: Any, patch: Any) -> Any:
 class _Shown:
     surface: Surface
     send: Send
+
+
+@dataclass
+class _Page:
+    """One page's surface socket: how to send to it, the tokens it holds, and the reader of
+    the registry its listings use, one at a time (so the one in front is opened once).
+
+    The page frames the surface it was sent opened last (`framed`, its token) and closes the
+    one it framed before: whether the one in front must be opened for it is judged by that,
+    not by the tokens it still holds, whose close may be on its way."""
+
+    send: Send
+    reader: RuntimeReader
+    tokens: set[str] = field(default_factory=set)
+    framed: str | None = None
+    # The one in front could not be opened: tried again at the next look, notice or not.
+    unopened: bool = False
 
 
 def _relayed_body(surface: Surface, message: BridgeMessage) -> dict[str, Any]:
@@ -130,9 +160,10 @@ def _offer(instance_id: str, call: dict[str, Any]) -> dict[str, Any]:
 class Surfaces:
     """The surfaces pages show: tokens, their files, the relay, the pushes."""
 
-    def __init__(self, actor: Actor, data_dir: Path) -> None:
+    def __init__(self, actor: Actor, data_dir: Path, notices: PageNotices) -> None:
         self.actor = actor
         self.data_dir = data_dir
+        self.notices = notices  # the app manager's that the registry changed, among them
         self.shown: dict[str, _Shown] = {}  # token -> the surface and its page's socket
         self.states: dict[str, Any] = {}  # instance -> its merged state
         # instance -> call id -> the call, as its app handed it to the instance's surfaces
@@ -144,6 +175,19 @@ class Surfaces:
         package = resources.files(__package__) / "static"
         self.bridge_js = package.joinpath("bridge.js").read_bytes()
         self.page_js = package.joinpath("surfaces.js").read_bytes()
+
+    async def keep_warm(self) -> None:
+        """The enabled apps' surfaces read and checked before a page opens one, at start and
+        at each notice that the registry changed (`warm_surfaces`)."""
+        reader = RuntimeReader(self.data_dir)
+        try:
+            while True:
+                look = self.notices.registry.next_notice()
+                apps = await trio.to_thread.run_sync(reader.apps)
+                await trio.to_thread.run_sync(warm_surfaces, self.data_dir, apps)
+                await look.wait()
+        finally:
+            reader.close()
 
     def statistics(self) -> dict[str, Any]:
         return {
@@ -190,16 +234,17 @@ class Surfaces:
     async def _socket(self, websocket: WebSocket) -> None:
         await websocket.accept()
         lock = trio.Lock()
-        mine: set[str] = set()
 
         async def send(frame: dict[str, Any]) -> None:
             with contextlib.suppress(Exception):  # the page may be gone: it reconnects
                 async with lock:
                     await websocket.send_text(json.dumps(frame, ensure_ascii=False))
 
+        page = _Page(send, RuntimeReader(self.data_dir))
         tokens, last = BURST, trio.current_time()
         try:
             async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._follow_registry, page)
                 while True:
                     message = await websocket.receive()
                     if message["type"] == "websocket.disconnect":
@@ -210,13 +255,15 @@ class Surfaces:
                         self.refused[str(Code.RATE_LIMITED)] += 1
                         continue
                     tokens -= 1
-                    await self._frame(message.get("text"), send, mine, nursery)
+                    await self._frame(message.get("text"), page, nursery)
                 nursery.cancel_scope.cancel()
         finally:
-            for token in mine:
+            for token in page.tokens:
                 self.shown.pop(token, None)
+            page.reader.close()
 
-    async def _frame(self, text: Any, send: Send, mine: set[str], nursery: trio.Nursery) -> None:
+    async def _frame(self, text: Any, page: _Page, nursery: trio.Nursery) -> None:
+        send, mine = page.send, page.tokens
         try:
             frame = json.loads(text) if isinstance(text, str) else None
         except ValueError:
@@ -231,21 +278,6 @@ class Surfaces:
                     return
                 nursery.start_soon(self._bridge, token, frame.get("text"), send)
                 return
-        elif kind == "list":
-            items = await trio.to_thread.run_sync(surfaces_shown, self.data_dir)
-            # A token lives only as long as its instance: closed, or its app disabled or
-            # removed, the surface's files and relays end with it (the page asks every second).
-            live = {item["instance_id"] for item in items}
-            for token in [t for t in mine if self.shown[t].surface.instance_id not in live]:
-                mine.discard(token)
-                del self.shown[token]
-            for instance in [i for i in self.calls if i not in live]:
-                del self.calls[instance]  # its calls ended with it
-            await send({"t": "surfaces", "items": items})
-            return
-        elif kind == "open" and isinstance(frame, dict) and len(mine) < MAX_OPEN:
-            await self._open(frame.get("instance_id"), send, mine)
-            return
         elif kind == "close" and isinstance(frame, dict) and frame.get("token") in mine:
             mine.discard(str(frame["token"]))
             self.shown.pop(str(frame["token"]), None)
@@ -256,6 +288,46 @@ class Surfaces:
         self.refused[str(Code.INVALID_FRAME)] += 1
         await send({"t": "refused", "code": str(Code.INVALID_FRAME), "detail": "not a frame"})
 
+    async def _follow_registry(self, page: _Page) -> None:
+        """The page's list, unasked: at once, then at each notice that the registry changed,
+        and after `safety_s` without one if `runtime.db` changed or the one in front could
+        not be opened."""
+        noticed = True
+        while True:
+            # The notice to wait for first: one that comes during the listing makes one more.
+            look = self.notices.registry.next_notice()
+            await self._list(page, always=noticed or page.unopened)
+            with trio.move_on_after(self.notices.safety_s):
+                await look.wait()
+            noticed = look.is_set()
+
+    async def _list(self, page: _Page, *, always: bool) -> None:
+        """The surfaces of live instances, the one in front first, after the surface of the
+        one in front opened if the page does not frame it; unless `always`, only if
+        `runtime.db` changed since the last listing. Its page's listings run one at a time
+        (`_follow_registry`)."""
+        if not page.reader.changed() and not always:
+            return
+        # Read in the event loop: on the kept connection a read is ≈1 ms, less than a
+        # worker thread's round trip on a busy machine (tens of ms).
+        apps = page.reader.apps()
+        items = surfaces_shown(apps)
+        # A token lives only as long as its instance: closed, or its app disabled or removed,
+        # the surface's files and relays end with it.
+        live = {item["instance_id"] for item in items}
+        for token in [t for t in page.tokens if self.shown[t].surface.instance_id not in live]:
+            page.tokens.discard(token)
+            del self.shown[token]
+        for instance in [i for i in self.calls if i not in live]:
+            del self.calls[instance]  # its calls ended with it
+        front = items[0]["instance_id"] if items else None
+        framed = self.shown.get(page.framed) if page.framed is not None else None
+        shows = framed.surface.instance_id if framed is not None else None
+        page.unopened = False
+        if front is not None and front != shows and len(page.tokens) < MAX_OPEN:
+            page.unopened = not await self._open(front, page, apps)
+        await page.send({"t": "surfaces", "items": items})
+
     def _count_dropped(self, counts: Any) -> None:
         if not isinstance(counts, dict):
             return
@@ -263,26 +335,33 @@ class Surfaces:
             if reason in PAGE_REASONS and isinstance(n, int) and 0 < n <= 1_000_000:
                 self.page_dropped[reason] += n
 
-    async def _open(self, instance_id: Any, send: Send, mine: set[str]) -> None:
-        if not isinstance(instance_id, str) or len(instance_id) > 200:
-            code = str(Code.INVALID_PAYLOAD)
-            await send({"t": "refused", "of": "open", "code": code, "detail": "instance_id"})
-            return
+    async def _open(self, instance_id: str, page: _Page, apps: dict[str, Any]) -> bool:
+        """A token for the surface of a live instance (in `apps`, the registry as just read),
+        sent to the page as `opened`; or why not, as `refused`. Whether it was opened."""
+        send = page.send
+        find = functools.partial(find_surface, self.data_dir, instance_id, apps)
         try:
-            surface = await trio.to_thread.run_sync(find_surface, self.data_dir, instance_id)
+            # In the event loop once its manifest was checked (`keep_warm`): a worker
+            # thread's round trip costs tens of ms on a busy machine; a first check, tens of
+            # ms itself, in one.
+            if surface_checked(self.data_dir, instance_id, apps):
+                surface = find()
+            else:
+                surface = await trio.to_thread.run_sync(find)
         except ContractError as refusal:
             refused = {"t": "refused", "of": "open", "code": str(refusal.code)}
             await send({**refused, "detail": refusal.detail})
-            return
+            return False
         except (OSError, ValueError, KeyError, TypeError):  # a cache entry it cannot read
             log.exception("the surface of %s cannot be read", instance_id)
             detail = "the app's bundle cannot be read"
             code = str(Code.BUNDLE_UNREADABLE)
             await send({"t": "refused", "of": "open", "code": code, "detail": detail})
-            return
+            return False
         token = new_token()
         self.shown[token] = _Shown(surface, send)
-        mine.add(token)
+        page.tokens.add(token)
+        page.framed = token
         self.counters["opened"] += 1
         src = f"/surface/{token}/{surface.path}#{surface.instance_id}"
         await send(
@@ -296,6 +375,7 @@ class Surfaces:
                 "declared": surface.declared(),
             }
         )
+        return True
 
     # -- one message from a frame ----------------------------------------------------------
 

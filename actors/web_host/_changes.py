@@ -1,19 +1,35 @@
-"""The chat app's word that its view changed, passed on to every page socket.
+"""Words that something the pages show changed, passed on to every page socket.
 
-The chat app (`app.chat`, the only sender the door admits) calls the web host after its
-log changed: `web_host.chat.changed`, with no content. A notice says "look again", never
-what changed: each page socket then reads the chat's log itself (`_views`), exactly as it
-would without notices. So a notice can cost a look that finds nothing, never a wrong page.
+Two writers tell the web host after their commit, each with no content:
+
+- the chat app (`app.chat`, the only sender the door admits) after its log changed:
+  `web_host.chat.changed`;
+- the app manager (`app_manager`, the only sender the door admits) after its registry rows
+  changed in `runtime.db`: `web_host.registry.changed`.
+
+A notice says "look again", never what changed: each page socket then reads the chat's log
+or the registry itself (`_views`, `_surfaces`), exactly as it would without notices. So a
+notice can cost a look that finds nothing, never a wrong page.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Final
+
 import trio
 
-CHANGED = "web_host.chat.changed"
+CHAT_CHANGED: Final = "web_host.chat.changed"
+REGISTRY_CHANGED: Final = "web_host.registry.changed"
+# Without a notice the chat's log and `runtime.db` are looked at this often anyway: a change
+# that no notice follows (its writer killed between its commit and its notice; a write that
+# notices do not cover, as the link state the transport reports through the store) shows
+# within this, whatever happens to notices. A look that finds the file unchanged is one
+# `PRAGMA data_version`.
+SAFETY_S: Final = 1.0
 
 
-class ChatChanges:
+class Notices:
     """A broadcast of "look again" to every page socket of this process."""
 
     def __init__(self) -> None:
@@ -26,6 +42,16 @@ class ChatChanges:
         self._next = trio.Event()
 
     def next_notice(self) -> trio.Event:
-        """What the next notice sets. Take it before looking at the log: a notice that
-        comes while the page socket looks is then not missed."""
+        """What the next notice sets. Take it before looking: a notice that comes while
+        the page socket looks is then not missed."""
         return self._next
+
+
+@dataclass(frozen=True)
+class PageNotices:
+    """What a page socket waits on: the chat's notices and the registry's, each for at most
+    `safety_s` (then it looks anyway)."""
+
+    chat: Notices = field(default_factory=Notices)
+    registry: Notices = field(default_factory=Notices)
+    safety_s: float = SAFETY_S

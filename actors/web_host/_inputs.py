@@ -15,6 +15,7 @@ web host names the UI session itself.
 | `save` | `client_id`, `artifact_id` (one the page's conversation shows) | a save (`_artifacts`) |
 | `choose` | `client_id`, `interaction_id` (a card asking for a file) | an upload (`_uploads`) |
 | `record` | `client_id`, `interaction_id` (a card asking to record) | a recording (`_uploads`) |
+| `talk` | `client_id` (the page's id for the press) | a push-to-talk recording for the chat |
 
 `client_id` is the page's id for the action (a message id: 26 characters of Crockford
 base32): sent again after a reconnect, it names the same UI action, which the runtime's
@@ -42,6 +43,7 @@ MAX_OPEN: Final = 200  # items a page says it holds in a state that may still ch
 PAGE_ID: Final = re.compile(r"^[A-Za-z0-9]{8,32}$")
 REGISTRY_KINDS: Final = frozenset({"enable", "disable", "set_default", "remove"})
 INTENTS: Final = frozenset({"open_app", "focus_app", "close_app"})
+MODES: Final = frozenset({"im", "audio"})  # the chat's modes
 
 
 class Refused(Exception):
@@ -77,6 +79,11 @@ class Choose:
 
 # A `record` frame has a `choose` frame's fields: the action, and the card it answers.
 Record = Choose
+
+
+@dataclass(frozen=True)
+class Talk:
+    client_id: str
 
 
 def _fields(
@@ -200,8 +207,8 @@ def action(frame: dict[str, Any], conversation: str) -> Action:
 
 
 def chat_input(given: dict[str, Any], conversation: str) -> dict[str, Any]:
-    """The chat app's input: `send`, `answer`, `stop` or `dismiss`, in the page's
-    conversation (never one the frame names)."""
+    """The chat app's input: `send`, `answer`, `stop`, `dismiss` or `mode` (`im`, `audio`),
+    in the page's conversation (never one the frame names)."""
     kind = given.get("kind")
     body: dict[str, Any] = {"kind": kind, "conversation_id": conversation}
     if kind == "send":
@@ -230,6 +237,11 @@ def chat_input(given: dict[str, Any], conversation: str) -> dict[str, Any]:
     elif kind == "dismiss":
         _fields(given, {"kind", "interaction_id"})
         body["interaction_id"] = _id(given["interaction_id"], "question id")
+    elif kind == "mode":
+        _fields(given, {"kind", "mode"})
+        if given["mode"] not in MODES:
+            raise Refused("The chat has no such mode: reload the page.")
+        body["mode"] = given["mode"]
     else:
         raise Refused("The chat cannot do that: reload the page.")
     return body
@@ -260,3 +272,11 @@ def record(frame: dict[str, Any]) -> Record:
     client_id = _client_id(frame)
     _fields(frame, {"t", "client_id", "interaction_id"})
     return Record(client_id, _id(frame["interaction_id"], "question id"))
+
+
+def talk(frame: dict[str, Any]) -> Talk:
+    """A `talk` frame: the user pressed the chat's talk button (its audio mode); the
+    recording goes by an upload of its own, never in a frame."""
+    client_id = _client_id(frame)
+    _fields(frame, {"t", "client_id"})
+    return Talk(client_id)

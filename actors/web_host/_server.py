@@ -4,7 +4,7 @@
 |---|---|
 | `/?key=KEY` | takes the one-time key, sets the session cookie, sends the browser to `/` |
 | `/` | the page shell (`static/index.html`) |
-| `/app.js`, `/notify.js`, `/style.css` | its scripts and styles (no build step, nothing else) |
+| `/app.js`, `/timeline.js`, `/recorder.js`, `/voice.js`, `/notify.js`, `/style.css` | scripts |
 | `/ws` | the page's WebSocket (`_socket`) |
 | `/surface/{token}/{path}`, `/surface-bridge.js` | an app's surface in the iframe, its bridge |
 | `/surfaces.js`, `/surface-socket` | the page's side of surfaces (`_bridge`) |
@@ -34,7 +34,7 @@ from starlette.websockets import WebSocket
 from ._access import Guard
 from ._artifacts import Artifacts
 from ._bridge import Surfaces
-from ._changes import ChatChanges
+from ._changes import PageNotices
 from ._notifications import PageNotifications
 from ._socket import page_socket
 from ._state import LOOPBACK
@@ -45,7 +45,9 @@ log = logging.getLogger("lineup.web_host")
 STATIC: Final = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/timeline.js": ("timeline.js", "text/javascript; charset=utf-8"),
     "/recorder.js": ("recorder.js", "text/javascript; charset=utf-8"),
+    "/voice.js": ("voice.js", "text/javascript; charset=utf-8"),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
     "/notify.js": ("notify.js", "text/javascript; charset=utf-8"),
 }
@@ -64,7 +66,7 @@ def build_app(
     data_dir: Path,
     counters: dict[str, int],
     surfaces: Surfaces,
-    changes: ChatChanges,
+    notices: PageNotices,
     *,
     artifacts: Artifacts,
     notifications: PageNotifications,
@@ -81,7 +83,7 @@ def build_app(
             socket,
             data_dir,
             counters,
-            changes,
+            notices,
             artifacts=artifacts,
             notifications=notifications,
             pages=pages,

@@ -13,16 +13,19 @@ is answered with `upload`, a one-time address to POST the file to (`_uploads`), 
 `refused`. A `record` (the user pressed "Start recording" on a card of the page's that asks
 for one) is the user's yes, given to the capability gateway; the page hears `recording`, a
 one-time address to POST the recording to with how long and how much it may be
-(`_uploads`), or `refused`.
+(`_uploads`), or `refused`. A `talk` (the user pressed the chat's talk button, in a
+conversation in audio mode) asks the gateway to record the user's message for the chat; the
+page hears `recording` as for a card, or `refused`.
 
-Out: after the page's `hello`, the chat items that differ from what it holds, then every
-change as it happens (`view`), the app registry (`registry`) and the runtime's link state
-(`status`), the apps' notifications the capability gateway asks it to show
-(`notification`, which the page answers with `notified`: `_notifications`), a
+Out: after the page's `hello`, the chat items that differ from what it holds and the
+conversation's mode, then every change as it happens (`view`), the app registry (`registry`)
+and the runtime's link state (`status`), the apps' notifications the capability gateway asks
+it to show (`notification`, which the page answers with `notified`: `_notifications`), a
 `download` of a file an app saved for the page's conversation (`_uploads`), and
 `record_stop` when the gateway ends a recording the page makes. The chat's
-view is read again at each notice of the chat app (`_changes`) that
-finds its log changed (SQLite's `data_version`); `runtime.db` is looked at every `POLL_S`.
+view is read again at each notice of the chat app (`_changes`) that finds its log changed
+(SQLite's `data_version`), the registry and the link state at each notice of the app
+manager; each also after a while without a notice (`SAFETY_S`), if its file changed.
 
 Last, `stopped` when the web host is stopped because the runtime stops (`lineup stop`,
 Ctrl-C): the page then says so at once instead of reconnecting to nothing.
@@ -43,22 +46,18 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from actors.contracts import ContractError, file_wanted
 from actors.kernel import CallFailed, ControlError, derive_id, ui_request
+from actors.store import RuntimeReader
 
 from . import _inputs
 from ._artifacts import Artifacts
-from ._changes import ChatChanges
-from ._inputs import Choose, Hello, Record, Refused, Save
+from ._changes import PageNotices
+from ._inputs import Choose, Hello, Record, Refused, Save, Talk
 from ._notifications import PageNotifications
 from ._uploads import PagesAndUploads, session_of
 from ._views import ChatFollower, fold_chat, link_state, registry
 
 log = logging.getLogger("lineup.web_host")
 
-POLL_S: Final = 0.05
-# Without a notice the chat's log is looked at this often anyway: a change that no notice
-# follows (the chat app killed between its commit and its notice; a write that notices do
-# not cover) shows within this, whatever happens to notices.
-SAFETY_S: Final = 1.0
 HELLO_TIMEOUT_S: Final = 10.0
 UI_TIMEOUT_S: Final = 5.0
 # How long a page's goodbye may hold the web host's stop (the runtime waits 5 s for it).
@@ -68,6 +67,9 @@ RATE_PER_S: Final = 20.0
 BURST: Final = 60.0
 MAX_REFUSALS: Final = 20
 MAX_SAVES: Final = 4  # saves of one page under way at once
+TALK_REFUSALS: Final = frozenset(
+    {"invalid_state", "permission_denied", "policy_denied", "unsupported_on_host", "rate_limited"}
+)
 
 
 class _Changes:
@@ -108,7 +110,7 @@ class PageSocket:
         websocket: WebSocket,
         data_dir: Path,
         counters: dict[str, int],
-        changes: ChatChanges,
+        notices: PageNotices,
         *,
         artifacts: Artifacts,
         notifications: PageNotifications,
@@ -118,7 +120,7 @@ class PageSocket:
         self.notifications = notifications
         self.data_dir = data_dir
         self.counters = counters
-        self.changes = changes
+        self.notices = notices
         self.artifacts = artifacts
         self.pages = pages
         self.saving = 0
@@ -126,6 +128,7 @@ class PageSocket:
         self.held: dict[str, Any] = {}
         self.tasks: list[Any] = []
         self.registry: dict[str, Any] | None = None
+        self.mode: str | None = None  # the conversation's mode the page was last sent
         self.link: str | None = None
         self.tokens = BURST
         self.last = trio.current_time()
@@ -244,6 +247,10 @@ class PageSocket:
                     saves.start_soon(self._record, _inputs.record(frame))
                     self.refusals = 0
                     continue
+                if frame["t"] == "talk":
+                    saves.start_soon(self._talk, _inputs.talk(frame), hello.conversation)
+                    self.refusals = 0
+                    continue
                 action = _inputs.action(frame, hello.conversation)
             except Refused as refusal:
                 self.refusals += 1
@@ -333,6 +340,28 @@ class PageSocket:
             return
         await self.send({**answer, "t": "recording", **started})
 
+    async def _talk(self, request: Talk, conversation: str) -> None:
+        """The user's push-to-talk, in a conversation the page shows in audio mode:
+        `recording` {`href`, `max_ms`, `max_bytes`, `request_id`} once the gateway started
+        it for the chat; else `refused` with the sentence the page shows."""
+        answer: dict[str, Any] = {"client_id": request.client_id}
+        session = session_of(self.ws)
+        if self.mode != "audio" or not session:
+            self.counters["refused"] += 1
+            error = "Voice mode is off in this conversation: turn it on to talk."
+            await self.send({**answer, "t": "refused", "error": error})
+            return
+        try:
+            started = await self.pages.start_talk(conversation, request.client_id, session)
+        except CallFailed as failed:
+            self.counters["refused"] += 1
+            # The gateway's refusals of a press are sentences for the person.
+            error = failed.detail if failed.code in TALK_REFUSALS else ""
+            error = error or "The runtime did not start the recording: try again."
+            await self.send({**answer, "t": "refused", "error": error})
+            return
+        await self.send({**answer, "t": "recording", **started})
+
     async def _ui(self, message_type: str, body: dict[str, Any], message_id: str = "") -> None:
         request: dict[str, Any] = {"type": message_type, "body": body}
         if message_id:
@@ -344,11 +373,11 @@ class PageSocket:
 
     async def _push(self, hello: Hello) -> None:
         chat_log = _Changes(self.data_dir / "apps" / "chat" / "app.db")
-        runtime_db = _Changes(self.data_dir / "runtime.db")
+        runtime_db = RuntimeReader(self.data_dir)
         try:
             # First the notice to wait for, then the version: a write during the fold
             # below is seen next time.
-            look = self.changes.next_notice()
+            look = self.notices.chat.next_notice()
             chat_log.changed()
             fold = await trio.to_thread.run_sync(
                 fold_chat, self.data_dir, hello.conversation, hello.since
@@ -362,7 +391,7 @@ class PageSocket:
             # What the page holds is known before it is sent: a page answering it at once
             # (a file picked, a recording started, on a card it shows) is judged by it.
             self.held = fold.items
-            await self._send_view(fold.pos, items, fold.tasks, reset=reset, always=True)
+            await self._send_view(fold.pos, items, fold.tasks, fold.mode, reset=reset, always=True)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._follow_runtime, runtime_db)
                 await self._follow_chat(hello, chat_log, look)
@@ -371,50 +400,60 @@ class PageSocket:
             runtime_db.close()
 
     async def _follow_chat(self, hello: Hello, chat_log: _Changes, look: trio.Event) -> None:
-        """At each notice (or after `SAFETY_S` without one), what changed in the chat's
+        """At each notice (or after `safety_s` without one), what changed in the chat's
         view since the page's last one; notices during a look make one more after it. The
-        first look reads the whole log, each later one what came after it."""
+        first look reads the whole log, in a worker thread; each later one what came after
+        it, in the event loop: about a millisecond, at 2,000 items too (`ChatFollower`),
+        where a worker thread's round trip costs more on a busy machine."""
         follower = ChatFollower(self.data_dir, hello.conversation)
+        fold = await trio.to_thread.run_sync(follower.look)
         while True:
-            fold = await trio.to_thread.run_sync(follower.look)
             items = fold.changed_since(self.held, set())
             self.held = fold.items
-            await self._send_view(fold.pos, items, fold.tasks)
+            await self._send_view(fold.pos, items, fold.tasks, fold.mode)
             while True:
-                with trio.move_on_after(SAFETY_S):
+                with trio.move_on_after(self.notices.safety_s):
                     await look.wait()
-                look = self.changes.next_notice()
+                look = self.notices.chat.next_notice()
                 if chat_log.changed():
                     break
+            fold = follower.look()
 
-    async def _follow_runtime(self, runtime_db: _Changes) -> None:
-        """The registry and the link state, whenever `runtime.db` changed (no notice comes
-        from its writers: it is looked at every `POLL_S`)."""
+    async def _follow_runtime(self, runtime_db: RuntimeReader) -> None:
+        """The registry and the link state: at each notice of the app manager (or after
+        `safety_s` without one), if `runtime.db` changed."""
         while True:
+            # The notice to wait for first, then the version: a write during the read
+            # below makes one more look.
+            look = self.notices.registry.next_notice()
             if runtime_db.changed() or self.registry is None:
-                await self._send_registry()
-            await trio.sleep(POLL_S)
+                await self._send_registry(runtime_db)
+            with trio.move_on_after(self.notices.safety_s):
+                await look.wait()
 
     async def _send_view(
         self,
         pos: int,
         items: list[Any],
         tasks: list[Any],
+        mode: str,
         *,
         reset: bool = False,
         always: bool = False,
     ) -> None:
-        if not (items or tasks != self.tasks or always):
+        if not (items or tasks != self.tasks or mode != self.mode or always):
             return
-        self.tasks = tasks
-        await self.send({"t": "view", "pos": pos, "reset": reset, "items": items, "tasks": tasks})
+        self.tasks, self.mode = tasks, mode
+        frame = {"t": "view", "pos": pos, "reset": reset, "items": items, "tasks": tasks}
+        await self.send({**frame, "mode": mode})
 
-    async def _send_registry(self) -> None:
-        snapshot = await trio.to_thread.run_sync(registry, self.data_dir)
+    async def _send_registry(self, runtime_db: RuntimeReader) -> None:
+        # Read in the event loop: on the kept connection a read is ≈1 ms, less than a
+        # worker thread's round trip on a busy machine (tens of ms).
+        snapshot, link = registry(runtime_db.apps()), link_state(runtime_db.lifecycle())
         if snapshot != self.registry:
             self.registry = snapshot
             await self.send({"t": "registry", **snapshot})
-        link = await trio.to_thread.run_sync(link_state, self.data_dir)
         if link != self.link:
             self.link = link
             await self.send({"t": "status", "link": link})
@@ -424,7 +463,7 @@ async def page_socket(
     websocket: WebSocket,
     data_dir: Path,
     counters: dict[str, int],
-    changes: ChatChanges,
+    notices: PageNotices,
     *,
     artifacts: Artifacts,
     notifications: PageNotifications,
@@ -435,7 +474,7 @@ async def page_socket(
             websocket,
             data_dir,
             counters,
-            changes,
+            notices,
             artifacts=artifacts,
             notifications=notifications,
             pages=pages,

@@ -28,11 +28,12 @@ form is sent; and only the web host's page may frame it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -45,7 +46,6 @@ from actors.contracts import (
     SurfaceEvent,
     validate_manifest,
 )
-from actors.store import read_apps
 
 BRIDGE_PATH: Final = "/surface-bridge.js"
 SURFACE_PREFIX: Final = "/surface/"
@@ -101,10 +101,10 @@ def _signed_hashes(entry: Path) -> dict[str, str]:
     return {str(f["path"]): str(f["sha256"]) for f in record["signed"]["files"]}
 
 
-def find_surface(data_dir: Path, instance_id: str) -> Surface:
+def find_surface(data_dir: Path, instance_id: str, apps: dict[str, Any]) -> Surface:
     """The surface of a live instance of an enabled app, from its verified cache entry;
-    `instance_not_found`, `app_disabled` or `invalid_entrypoint` (no surface) otherwise."""
-    apps = read_apps(data_dir)
+    `instance_not_found`, `app_disabled` or `invalid_entrypoint` (no surface) otherwise.
+    `apps` is the registry as just read (`actors.store`'s readers)."""
     instance = next((i for i in apps["instances"] if i["instance_id"] == instance_id), None)
     if instance is None or instance["state"] not in LIVE_STATES:
         raise ContractError(Code.INSTANCE_NOT_FOUND, f"no live instance {instance_id!r}")
@@ -116,15 +116,48 @@ def find_surface(data_dir: Path, instance_id: str) -> Surface:
     entry = Path(data_dir) / "bundles" / digest
     if not _DIGEST.match(digest) or not entry.is_dir():
         raise ContractError(Code.INVALID_ENTRYPOINT, f"{scope!r} has no bundle to show")
+    declared = _bundle_surface(entry)
+    if declared is None:
+        raise ContractError(Code.INVALID_ENTRYPOINT, f"{scope!r} declares no surface")
+    return replace(
+        declared, instance_id=instance_id, app_scope=scope, title=declared.title or scope
+    )
+
+
+# A cache entry's name is the digest of its content, which nothing rewrites: what its
+# manifest declares is read and checked once per process, not at each open (≈0.8 ms a
+# check; 27-100 ms for a manifest whose tool schemas the process has not checked yet), and
+# kept for each entry it read (one per version of an app installed: a few). What a surface
+# serves is held to the signed hashes at each request all the same.
+_DECLARED: dict[Path, Surface | None] = {}
+
+
+def _bundle_surface(entry: Path) -> Surface | None:
+    """The surface a cache entry's manifest declares, for no instance yet; None if none."""
+    if entry not in _DECLARED:
+        _DECLARED[entry] = _read_surface(entry)
+    return _DECLARED[entry]
+
+
+def surface_checked(data_dir: Path, instance_id: str, apps: dict[str, Any]) -> bool:
+    """Whether the manifest of the cache entry `instance_id`'s app runs from was read and
+    checked already: `find_surface` then costs a look-up and a `stat`."""
+    instance = next((i for i in apps["instances"] if i["instance_id"] == instance_id), None)
+    scope = instance["app_scope"] if instance is not None else None
+    record = next((r for r in apps["records"] if r["app_scope"] == scope), None)
+    digest = str((record or {}).get("bundle_digest") or "")
+    return bool(digest) and Path(data_dir) / "bundles" / digest in _DECLARED
+
+
+def _read_surface(entry: Path) -> Surface | None:
     manifest = validate_manifest((entry / "manifest.json").read_bytes())
     found = _surface_entry(manifest)
-    if found is None:
-        raise ContractError(Code.INVALID_ENTRYPOINT, f"{scope!r} declares no surface")
-    assert found.surface is not None
+    if found is None or found.surface is None:
+        return None
     return Surface(
-        instance_id=instance_id,
-        app_scope=scope,
-        title=manifest.title or scope,
+        instance_id="",
+        app_scope=manifest.app_scope,
+        title=manifest.title or "",
         entry=entry,
         path=found.surface,
         events={event.name: event for event in found.surface_events or ()},
@@ -135,9 +168,22 @@ def find_surface(data_dir: Path, instance_id: str) -> Surface:
     )
 
 
-def surfaces_shown(data_dir: Path) -> list[dict[str, str]]:
-    """The live instances whose app has a surface, the one in front first."""
-    apps = read_apps(data_dir)
+def warm_surfaces(data_dir: Path, apps: dict[str, Any]) -> None:
+    """Read and check the surface of each enabled app's cache entry (`apps`, the registry
+    as just read) before a page opens one: a manifest's first check costs tens of ms (its
+    tool schemas held to the metaschema), which would otherwise fall on its first open. An
+    entry that cannot be read is left to the open, which says why."""
+    for record in apps["records"]:
+        digest = str(record.get("bundle_digest") or "")
+        entry = Path(data_dir) / "bundles" / digest
+        if record["enabled"] and _DIGEST.match(digest) and entry.is_dir():
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError, ContractError):
+                _bundle_surface(entry)
+
+
+def surfaces_shown(apps: dict[str, Any]) -> list[dict[str, str]]:
+    """The live instances whose app has a surface, the one in front first, in the registry
+    as read (`read_apps`)."""
     stack = list(apps["settings"].get("focus_stack") or [])
     with_surface = {
         r["app_scope"]: (r.get("manifest") or {}).get("title") or r["app_scope"]

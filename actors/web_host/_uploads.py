@@ -32,6 +32,13 @@ outcome, is the POST's. The gateway keeps the recording's clock: at its limit, o
 app leaves the foreground, it tells the web host (`web_host.recording.stop`), and each
 page of the conversation hears `record_stop` for the card and sends what it has.
 
+**Push-to-talk.** In the chat's audio mode the page's talk button records the user's
+message for the chat: the page opens the microphone, then says `talk`; the web host checks
+that its conversation is in audio mode and asks the gateway (`capability_gateway.talk`: the
+user's press), which starts a recording of the chat's in that conversation. From there it
+is a recording as above: a token bound to it, the same upload, the gateway's clock
+(`record_stop` names its key, which `recording` carries as `request_id`).
+
 **Download.** The capability gateway asks whether a page shows a conversation
 (`web_host.pages`) and hands it a file an app saved for it (`web_host.download`: the name
 it has in the runtime's downloads): each such page gets a `download` frame with a
@@ -154,6 +161,28 @@ class PagesAndUploads:
         href = self._mint(_Upload(request_id, session, max_bytes, 0.0))
         self.counters["recordings_started"] += 1
         return {"href": href, "max_ms": int(answer["max_ms"]), "max_bytes": max_bytes}
+
+    async def start_talk(self, conversation: str, talk_id: str, session: str) -> dict[str, Any]:
+        """The user's push-to-talk in the chat's audio mode, asked of the gateway, which
+        starts a recording for the chat in `conversation`: where the page sends it, how long
+        and how much it may be, and the request's key (what `record_stop` names). Raises
+        `CallFailed` with the gateway's word."""
+        answer = await self.actor.call(
+            "capability_gateway",
+            "capability_gateway.talk",
+            {"conversation_id": conversation, "talk_id": talk_id},
+            timeout=RECORD_START_TIMEOUT_S,
+        )
+        max_bytes = int(answer["max_bytes"])
+        request_id = str(answer["request_id"])
+        href = self._mint(_Upload(request_id, session, max_bytes, 0.0))
+        self.counters["talks_started"] += 1
+        return {
+            "href": href,
+            "max_ms": int(answer["max_ms"]),
+            "max_bytes": max_bytes,
+            "request_id": request_id,
+        }
 
     async def tell_stop(self, conversation: str, request_id: str) -> int:
         """Tell every page of `conversation` to stop recording for `request_id`."""

@@ -1,10 +1,9 @@
 """What the web host takes: what an app's process pushes to the surfaces the web host shows
-for it, the chat app's notice that its view changed, and the capability gateway's
-notifications for the open pages (`_notifications`), its questions about them, the files it
-hands them and its word that a recording in a page ends (`_uploads`). Otherwise it is a UI
-client kept
-alive by the supervisor: it speaks to the host actor through the UI socket, like the
-terminal chat."""
+for it, the chat app's notice that its view changed and the app manager's that the registry
+did, and the capability gateway's notifications for the open pages (`_notifications`), its
+questions about them, the files it hands them and its word that a recording in a page ends
+(`_uploads`). Otherwise it is a UI client kept alive by the supervisor: it speaks to the
+host actor through the UI socket, like the terminal chat."""
 
 from __future__ import annotations
 
@@ -57,7 +56,7 @@ class RecordingStop(TypedDict):
     request_id: Annotated[str, Field(min_length=1, max_length=160)]
 
 
-class ChatChanged(TypedDict):
+class LookAgain(TypedDict):
     """A "look again" (`_changes`): no content, so nothing in it to trust."""
 
     __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
@@ -82,7 +81,7 @@ DOOR = Door(
         # checked against the sender's stamp (`_bridge`).
         "web_host.surface.push": accept("app.*", body=SurfacePush),
         # The chat app's word that its log changed: the pages read it again.
-        "web_host.chat.changed": accept("app.chat", body=ChatChanged),
+        "web_host.chat.changed": accept("app.chat", body=LookAgain),
         # An app's notification, past the gateway's checks and the user's consent: only the
         # gateway asks, so no app shows one on the page by itself.
         "web_host.notify": accept("capability_gateway", body=Notify),
@@ -92,5 +91,8 @@ DOOR = Door(
         "web_host.download": accept("capability_gateway", body=Download),
         # The capability gateway's word that a recording in a page ends (`_uploads`).
         "web_host.recording.stop": accept("capability_gateway", body=RecordingStop),
+        # The app manager's word that the registry changed: the pages read it again, and
+        # each page's surface socket is sent the surface in front.
+        "web_host.registry.changed": accept("app_manager", body=LookAgain),
     }
 )

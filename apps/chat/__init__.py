@@ -3,7 +3,9 @@
 `_app` is the app; `_markdown` the safe rendering of untrusted text (`visible`: control and
 invisible formatting characters written out); `_artifact` how an artifact a tool call
 handed the agent is shown (`artifact_label`); `_times` moments on the local clock and a
-runtime's timer in words (`local_times`, `deadline_words`); `_refusals` the sentence for an
+runtime's timer in words (`local_times`, `deadline_words`); `_default_mode` the mode a new
+conversation starts in (`read_default_mode`); `_voice` its audio mode, with `_spoken_text`
+what it says aloud of a message; `_refusals` the sentence for an
 answer it refused itself (`refusal_sentence`); `_notices` its word to the web host that its
 view changed. `history` is what `lineup chat history` prints: the timeline as the user sees
 it, read from the app's own log.
@@ -14,9 +16,10 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apps.sdk import read_view
+from apps.sdk import has_events_table, read_view
 
 from ._artifact import artifact_label
+from ._default_mode import read_default_mode
 from ._markdown import plain, render, safe_markdown_source, visible
 from ._refusals import refusal_sentence
 from ._times import deadline_words, local_times
@@ -52,6 +55,8 @@ def conversations(data_dir: str | Path) -> list[str]:
         return []
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     try:
+        if not has_events_table(db):
+            return []
         rows = db.execute(
             "SELECT conversation_id, MIN(pos) FROM events GROUP BY conversation_id ORDER BY 2"
         ).fetchall()
@@ -80,6 +85,7 @@ __all__ = [
     "history",
     "local_times",
     "plain",
+    "read_default_mode",
     "refusal_sentence",
     "render",
     "safe_markdown_source",

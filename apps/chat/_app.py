@@ -1,4 +1,4 @@
-"""The chat core app: the Interaction App in its IM form, on the SDK only.
+"""The chat core app: the Interaction App, in its IM mode and its audio mode, on the SDK only.
 
 It shows the conversation's timeline, tasks and pending interactions (the SDK's view
 model), turns the user's input into declarative actions (`send_text`, `answer`) and into
@@ -6,17 +6,27 @@ stops of the agent's open tool calls (`stop`: the user's interrupt), and
 acknowledges an interaction request once the user has answered it; display messages are
 acknowledged by the SDK after delivery, and a request the agent withdrew by its
 withdrawal. An answer to a withdrawn question is shown refused (`withdrawn`), never sent.
+
+Each conversation has a mode, `im` or `audio`, which the user switches (`mode`); a new one
+starts in the user's default (`app.interaction.settings`, `_default_mode`). Every message the user
+sends says the mode it was sent in; in audio mode the agent's messages are spoken and the
+user's push-to-talk recordings written out and sent (`_voice`).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import trio
+
 from actors.contracts import Code
-from apps.sdk import RuntimeApp, declare_app
+from apps.sdk import ConversationView, RuntimeApp, declare_app
 
 from ._consent import consent_input
+from ._default_mode import MODES, read_default_mode, write_default_mode
 from ._notices import ViewNotices
+from ._voice import Speaker, recorded
 
 
 @declare_app(
@@ -25,7 +35,12 @@ from ._notices import ViewNotices
     title="Chat",
     kind="core",
     entrypoints=[{"id": "im", "kind": "primary", "default_eligible": True}],
-    required_features=["app.lifecycle.v1", "agent.messages.v1", "app.actions.v1"],
+    required_features=[
+        "app.lifecycle.v1",
+        "agent.messages.v1",
+        "app.actions.v1",
+        "capability.request.v1",
+    ],
     # What the agent says to the user; the router delivers the chat nothing else.
     agent_subscriptions=[
         {"type": "lineup.message", "scope": "conversation"},
@@ -33,10 +48,13 @@ from ._notices import ViewNotices
         {"type": "lineup.interaction.request", "scope": "conversation"},
         {"type": "lineup.interaction.withdraw", "scope": "conversation"},
     ],
+    # Its audio mode: the user's push-to-talk recording, written out; the agent's words said.
+    capabilities=["audio.record", "speech.transcribe", "speech.speak"],
 )
 class ChatApp(RuntimeApp):
-    # The view model is all the chat shows, so it subscribes to no message itself: display
-    # messages are acknowledged by the SDK, a request once the user has answered it.
+    # The view model is what the chat shows: display messages are acknowledged by the SDK,
+    # a request once the user has answered it. It listens to the agent's messages only to
+    # speak them in audio mode.
 
     async def on_app_start(self) -> None:
         # A web host that shows this view hears when it changed, and reads it itself.
@@ -45,11 +63,46 @@ class ChatApp(RuntimeApp):
             notices = ViewNotices(self, watcher)
             self.sdk.state.subscribe(notices.changed)
             self.nursery.start_soon(notices.run)
+        self.app_dir = Path(str(self.config["app_dir"]))
+        self.default_mode = await trio.to_thread.run_sync(read_default_mode, self.app_dir)
+        self.sdk.state.subscribe(self._begun)
+        self.speaker = Speaker(self.sdk)
+        self.sdk.agent_messages.subscribe(self.speaker.heard, types=("lineup.message",))
+        self.nursery.start_soon(self.speaker.run)
+
+    def statistics_extra(self) -> dict[str, Any]:
+        extra = super().statistics_extra()
+        if hasattr(self, "speaker"):
+            extra["speech"] = {"spoken": self.speaker.spoken, "unspoken": self.speaker.unspoken}
+        return extra
+
+    async def _begun(self, view: ConversationView, change: dict[str, Any]) -> None:
+        """A conversation's first event: it starts in the user's default mode (`im` is the
+        mode of one that has none recorded, so only `audio` is recorded)."""
+        conversation = view.conversation_id
+        if view.applied != 1 or view.mode is not None or ":" in conversation:
+            return  # not new, or the runtime's own conversation: no interaction there
+        if self.default_mode == "audio":
+            await self.sdk.interaction.set_mode(conversation, "audio", by="default")
+
+    async def on_recorded(self, body: dict[str, Any]) -> None:
+        """What the user recorded with push-to-talk: written out and sent (`_voice`)."""
+        await recorded(self.sdk, body)
+
+    async def on_interaction_settings(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The mode new conversations start in: {`default_mode`?} sets it; the answer is the
+        setting in force. The operator's (`lineup settings mode`) or the settings app's."""
+        mode = body.get("default_mode")
+        if mode in MODES and mode != self.default_mode:
+            await trio.to_thread.run_sync(write_default_mode, self.app_dir, mode)
+            self.default_mode = str(mode)
+        return {"default_mode": self.default_mode}
 
     async def on_input(self, body: dict[str, Any]) -> None:
         """`{"kind": "send", "conversation_id", "text"}`, `{"kind": "answer",
-        "conversation_id", "interaction_id", "selected" | "confirmed" | "text"}` or
-        `{"kind": "stop", "conversation_id", "call_id"}`; an answer to a capability
+        "conversation_id", "interaction_id", "selected" | "confirmed" | "text"}`,
+        `{"kind": "stop", "conversation_id", "call_id"}` or `{"kind": "mode",
+        "conversation_id", "mode": "im" | "audio"}`; an answer to a capability
         consent card, or `{"kind": "dismiss", "conversation_id", "interaction_id"}`, goes to
         the capability gateway (`_consent`)."""
         if await consent_input(self.sdk, body):  # a consent card's answer: the runtime's
@@ -58,12 +111,18 @@ class ChatApp(RuntimeApp):
         if body.get("kind") == "stop":
             await self._stop(str(conversation), str(body.get("call_id")))
             return
+        if body.get("kind") == "mode":
+            mode = body.get("mode")
+            if mode in MODES and isinstance(conversation, str) and ":" not in conversation:
+                await self.sdk.interaction.set_mode(conversation, mode, by="user")
+            return
         if body.get("kind") == "send":
             await self.sdk.actions.dispatch(
                 {
                     "action": "send_text",
                     "conversation_id": conversation,
                     "text": body.get("text", ""),
+                    "mode": self.sdk.interaction.mode(str(conversation)) or "im",
                 }
             )
         elif body.get("kind") == "answer":

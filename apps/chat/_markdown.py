@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from rich.markdown import Markdown
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.markdown import Markdown
 
 _LINK: Final = re.compile(r"!?\[([^\]\n]*)\]\(([^)\s]*)(?:\s+\"[^\"]*\")?\)")
 _AUTOLINK: Final = re.compile(r"<((?:https?|mailto):[^>\s]+)>")
@@ -69,6 +71,9 @@ def render(text: str, format: str = "markdown") -> Markdown | Text:
     """A renderable for rich: Markdown made safe, or the plain text shown as typed."""
     if format != "markdown":
         return Text(visible(text))
+    # Only the terminal chat renders Markdown: the chat app's process never loads it.
+    from rich.markdown import Markdown  # noqa: PLC0415 - loaded where it is used
+
     return Markdown(safe_markdown_source(text), hyperlinks=False)
 
 

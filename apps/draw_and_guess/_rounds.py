@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
+
+from actors.contracts import replace_file
 
 FILE: Final = "rounds.json"
 USER_GUESSES: Final = "user_guesses"
@@ -92,9 +93,5 @@ class Rounds:
         self._save()
 
     def _save(self) -> None:
-        fresh = self._path.with_suffix(".new")
-        with open(fresh, "w", encoding="utf-8") as out:
-            json.dump({"rounds": self._rounds, "pending": self._pending}, out, ensure_ascii=False)
-            out.flush()
-            os.fsync(out.fileno())
-        fresh.replace(self._path)
+        kept = {"rounds": self._rounds, "pending": self._pending}
+        replace_file(self._path, json.dumps(kept, ensure_ascii=False))

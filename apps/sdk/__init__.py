@@ -2,8 +2,9 @@
 
 An app is a process: a subclass of `RuntimeApp` run by the supervisor as `app.<scope>`.
 It reads and acts only through `self.sdk` (`app`, `state`, `agent_messages`, `actions`,
-`navigation`, `lifecycle`, `apps`, `tools`, `session_data`, `artifacts`, `capabilities`); it
-never sees the AppServer, the agent, the token, another app or the runtime's files.
+`navigation`, `lifecycle`, `apps`, `tools`, `session_data`, `artifacts`, `capabilities`,
+`interaction`); it never sees the AppServer, the agent, the token, another app or the
+runtime's files.
 
 - `_runtime_app`: `RuntimeApp` and the SDK object;
 - `_declare`: the manifest declared in the app's code (`@declare_app`, `@tool`);
@@ -14,6 +15,8 @@ never sees the AppServer, the agent, the token, another app or the runtime's fil
 - `_artifacts`: bytes with a media type and a title, kept by the runtime, handed to the
   agent as a reference.
 - `_capabilities`: system effects asked of the capability gateway, with the user's consent.
+- `_interaction`: the Interaction App's own facts of a conversation: its mode, the speech
+  made of an agent message.
 - `_surface`: the app's side of its surface (its UI in the web host's sandboxed frame):
   the surface's events, session data and capability requests, relayed by the web host,
   and the app's state patches to it.
@@ -49,6 +52,7 @@ _LAZY: dict[str, str] = {
     "manifest_of": "._declare",
     "tool": "._declare",
     "EventLog": "._log",
+    "has_events_table": "._log",
     "HOOKS": "._navigation",
     "SDK": "._runtime_app",
     "AppContext": "._runtime_app",
@@ -58,6 +62,7 @@ _LAZY: dict[str, str] = {
     "tool_handlers": "._tool_table",
     "PENDING": "._tools",
     "ToolCall": "._tools",
+    "ASKS": "._view",
     "ConversationView": "._view",
     "ViewModel": "._view",
     "read_view": "._read",
@@ -67,19 +72,20 @@ if TYPE_CHECKING:
     from actors.kernel import CallFailed
 
     from ._declare import AppDeclaration, declare_app, declared_app, manifest_of, tool
-    from ._log import EventLog
+    from ._log import EventLog, has_events_table
     from ._navigation import HOOKS
     from ._read import read_view
     from ._runtime_app import SDK, AppContext, RuntimeApp
     from ._tool_table import ToolDeclaration, declared_tools, tool_handlers
     from ._tools import PENDING, ToolCall
-    from ._view import ConversationView, ViewModel
+    from ._view import ASKS, ConversationView, ViewModel
 
 
 __getattr__ = lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [
+    "ASKS",
     "HOOKS",
     "PENDING",
     "SDK",
@@ -95,6 +101,7 @@ __all__ = [
     "declare_app",
     "declared_app",
     "declared_tools",
+    "has_events_table",
     "manifest_of",
     "read_view",
     "tool",

@@ -39,7 +39,9 @@ CREATE TABLE IF NOT EXISTS events (
     pos INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
     kind TEXT NOT NULL,              -- 'agent' (delivered), 'action' (dispatched), 'tool',
-                                     -- 'consent' (a capability consent card)
+                                     -- 'consent' (a capability consent card), 'mode' (the
+                                     -- conversation's mode), 'speech' (an agent message
+                                     -- spoken: `_interaction`)
     conversation_id TEXT NOT NULL,
     type TEXT NOT NULL,
     body TEXT NOT NULL,
@@ -69,6 +71,13 @@ CREATE TABLE IF NOT EXISTS capability_requests (
 _TOOL_CALL = "SELECT call_id, method, invoke_id, body, state, reports, report FROM tool_calls"
 
 
+def has_events_table(db: sqlite3.Connection) -> bool:
+    """True if `db` holds the log's `events` table (it is written with the file's first
+    transaction, so a file just created by the app may not have it yet)."""
+    found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'")
+    return found.fetchone() is not None
+
+
 class EventLog:
     def __init__(self, app_dir: str | Path, *, readonly: bool = False) -> None:
         path = Path(app_dir) / LOG_FILE
@@ -84,6 +93,11 @@ class EventLog:
 
     def close(self) -> None:
         self.db.close()
+
+    def is_begun(self) -> bool:
+        """True once the app has written the log's tables: a reader from outside may open
+        the file between the app creating it and its first transaction."""
+        return has_events_table(self.db)
 
     def add_agent_messages(
         self, kernel_id: str, messages: list[dict[str, Any]]
@@ -162,6 +176,29 @@ class EventLog:
                 (kernel_id, card["conversation_id"], _encode(card), card["state"], time.time_ns()),
             )
             return True
+
+    def add_interaction_event(
+        self, kernel_id: str, kind: str, conversation_id: str, body: dict[str, Any]
+    ) -> bool:
+        """Record a fact of the Interaction App's own (`kind` 'mode' or 'speech') under the
+        id `kernel_id`; False if it was recorded already."""
+        with applied_once(self.db, kernel_id) as fresh:
+            if not fresh:
+                return False
+            return bool(
+                self.db.execute(
+                    "INSERT INTO events (id, kind, conversation_id, type, body, state, at_ns)"
+                    " VALUES (?, ?, ?, ?, ?, 'recorded', ?) ON CONFLICT(id) DO NOTHING",
+                    (
+                        kernel_id,
+                        kind,
+                        conversation_id,
+                        f"lineup.chat.{kind}",
+                        _encode(body),
+                        time.time_ns(),
+                    ),
+                ).rowcount
+            )
 
     def add_action(
         self,
@@ -261,13 +298,16 @@ class EventLog:
             }
 
     def names_artifact(self, conversation_id: str, artifact_id: str) -> bool:
-        """Whether a step of a tool call in `conversation_id` handed the agent the artifact
-        `artifact_id` (the reference is the tool router's, checked against the store: one
-        of the calling app's own artifacts)."""
+        """Whether `conversation_id` shows the artifact `artifact_id`: a step of a tool call
+        there handed it to the agent (the reference is the tool router's, checked against
+        the store: one of the calling app's own artifacts), it is the speech of an agent
+        message there, or the recording a spoken message of the user's there was written
+        out from (both the Interaction App's own, made for it by the capability gateway)."""
         found = self.db.execute(
-            "SELECT 1 FROM events WHERE conversation_id = ? AND kind = 'tool'"
-            " AND json_extract(body, '$.artifact.artifact_id') = ? LIMIT 1",
-            (conversation_id, artifact_id),
+            "SELECT 1 FROM events WHERE conversation_id = ? AND ("
+            "(kind IN ('tool', 'speech') AND json_extract(body, '$.artifact.artifact_id') = ?)"
+            " OR (kind = 'action' AND json_extract(body, '$.audio.artifact_id') = ?)) LIMIT 1",
+            (conversation_id, artifact_id, artifact_id),
         ).fetchone()
         return found is not None
 

@@ -15,8 +15,9 @@ def read_view(app_dir: str | Path, conversation_id: str) -> dict[str, Any]:
     if (Path(app_dir) / LOG_FILE).exists():
         log = EventLog(app_dir, readonly=True)
         try:
-            for event in log.events(conversation_id=conversation_id):
-                view.apply(event)
+            if log.is_begun():
+                for event in log.events(conversation_id=conversation_id):
+                    view.apply(event)
         finally:
             log.close()
     return view.to_dict()

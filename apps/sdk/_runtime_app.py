@@ -24,6 +24,8 @@ An app subclasses `RuntimeApp` and uses only `self.sdk`:
   says of itself, kept by the store under its own name (`_diagnostics`);
 - `sdk.capabilities.request(capability, purpose, input)`: a system effect, with the user's
   consent, through the capability gateway (`_capabilities`);
+- `sdk.interaction.set_mode(...)` / `.add_speech(...)`: the Interaction App's own facts of a
+  conversation, its mode and the speech made of an agent message (`_interaction`);
 - `sdk.surface.on_event(name, handler)` / `.patch(state, instance_id=...)`: what the app's
   surface emits, and its state (`_surface`);
 - `sdk.settings` (the settings app only; the runtime refuses anyone else): grants, the
@@ -52,6 +54,7 @@ from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 from ._artifacts import ArtifactsAPI
 from ._capabilities import GATEWAY, CapabilitiesAPI
 from ._diagnostics import DiagnosticsAPI
+from ._interaction import InteractionAPI, InteractionInbox
 from ._log import EventLog
 from ._navigation import APP_MANAGER, AppsAPI, LifecycleAPI, NavigationAPI
 from ._session_data import SessionDataAPI, SessionDataInbox
@@ -262,13 +265,14 @@ class SDK:
         self.session_data = SessionDataAPI(app)
         self.diagnostics = DiagnosticsAPI(app)
         self.capabilities = CapabilitiesAPI(app)
+        self.interaction = InteractionAPI(app)
         self.settings = SettingsAPI(app)
         self.surface = SurfaceAPI(
             app, declared_events(type(app)), shown=declares_surface(type(app))
         )
 
 
-class RuntimeApp(SessionDataInbox, SurfaceInbox, Actor):
+class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
     """Base class of an app process. Subclasses override `on_app_start` and `on_input`."""
 
     door = DOOR
@@ -296,6 +300,14 @@ class RuntimeApp(SessionDataInbox, SurfaceInbox, Actor):
 
     async def on_input(self, body: dict[str, Any]) -> None:
         """Input from the user's side: a UI action the host actor checked and passed on."""
+
+    async def on_recorded(self, body: dict[str, Any]) -> None:
+        """The Interaction App's: what the user recorded with push-to-talk ({`conversation_id`,
+        `request_id`, `recording`: its artifact's reference and `duration_ms`})."""
+
+    async def on_interaction_settings(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The Interaction App's: its settings ({`default_mode`?}: set it), as in force."""
+        return {}
 
     def statistics_extra(self) -> dict[str, Any]:
         if not hasattr(self, "sdk"):  # asked before on_start finished

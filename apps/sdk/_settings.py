@@ -7,7 +7,9 @@
 - `default_app()`: the user's default app, kept by the app manager (chosen with
   `sdk.apps.request("set_default", app_scope=...)`);
 - `app_data()`: each app's session data, artifacts and diagnostics, and the rule for how
-  long they stay, read by the store.
+  long they stay, read by the store;
+- `default_mode(mode=None)`: the mode a new conversation starts in (`im`, `audio`), kept
+  by the chat app; with `mode`, it becomes the setting.
 
 Every one is a request its owner's door admits from the settings app only: for any other
 app the runtime refuses it (`sender_not_allowed`) before anything is stored.
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from ._runtime_app import RuntimeApp
 
 GATEWAY: Final = "capability_gateway"
+CHAT: Final = "app.chat"
 TOOL_ROUTER: Final = "tool_router"
 STORE: Final = "store"
 TIMEOUT: Final = 30.0
@@ -63,3 +66,9 @@ class SettingsAPI:
     async def app_data(self) -> dict[str, Any]:
         """`apps` (each app's data) and `retention` (how long it stays)."""
         return await self._ask(STORE, "store.app_data.overview", {})
+
+    async def default_mode(self, mode: str | None = None) -> str:
+        """The mode a new conversation starts in; set to `mode` first when it is given."""
+        body = {} if mode is None else {"default_mode": mode}
+        reply = await self._ask(CHAT, "app.interaction.settings", body)
+        return str(reply.get("default_mode"))

@@ -3,7 +3,8 @@
 Per conversation: the timeline (agent messages, the user's own messages with their
 delivery state, interaction requests and answers, the agent's tool calls with their state,
 the artifact reference a call's result handed the agent and, for a call the runtime keeps
-until a deadline, that timer's state and moments),
+until a deadline, that timer's state and moments; an agent message's speech and the
+recording a spoken message of the user's was written out from), the conversation's mode,
 the tasks' latest progress (the agent's tasks, and each tool call as a task), and the
 interactions still waiting for an answer. It is rebuilt from the log at start and updated
 event by event afterwards; both paths run the same `apply`, so what a restarted app shows
@@ -18,7 +19,7 @@ why, with a code of the contracts).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 # How the user answers a capability consent card (the gateway's answers, by option id).
 CONSENT_OPTIONS: tuple[dict[str, str], ...] = (
@@ -38,6 +39,17 @@ CLOSED = "interaction_closed"
 WITHDRAW = "lineup.interaction.withdraw"
 # What the timeline keeps of an artifact a tool call handed the agent.
 _ARTIFACT_FIELDS = ("artifact_id", "title", "media_type", "size")
+# What a consent card says an app asks, in words, for the capabilities this runtime serves;
+# another's card names it as the app's manifest does.
+ASKS: Final = {
+    "file.save": "asks to save a file on your computer",
+    "file.open": "asks you for a file",
+    "notification.show": "asks to show you notifications",
+    "clipboard.write": "asks to copy text to your clipboard",
+    "speech.speak": "asks to speak aloud",
+    "speech.transcribe": "asks to write down what was said",
+    "audio.record": "asks to record you",
+}
 
 
 def _sender(message: dict[str, Any]) -> str:
@@ -51,17 +63,25 @@ class ConversationView:
     timeline: list[dict[str, Any]] = field(default_factory=list)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending_interactions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The Interaction App's mode here (`im`, `audio`); None until one was recorded.
+    mode: str | None = None
+    applied: int = 0  # events folded: 1 after the conversation's first
     _index: dict[str, int] = field(default_factory=dict, repr=False)
 
     def apply(self, event: dict[str, Any]) -> None:
         """Fold one event (a row of the log, or a state change of an action)."""
         body = event["body"]
+        self.applied += 1
         if event["kind"] == "agent":
             self._agent(event, body)
         elif event["kind"] == "tool":
             self._tool(body)
         elif event["kind"] == "consent":
             self._consent(body)
+        elif event["kind"] == "mode":
+            self.mode = str(body["mode"])
+        elif event["kind"] == "speech":
+            self._speech(body)
         else:
             self._action(event, body)
 
@@ -186,7 +206,8 @@ class ConversationView:
         if key in self._index:
             return
         chooser, recorder = card.get("chooser"), card.get("recorder")
-        asks = f"asks to use {card['capability']}"
+        capability = str(card["capability"])
+        asks = ASKS.get(capability, f"asks to use {capability}")
         if chooser:
             asks = "asks you for a file"
         elif recorder:
@@ -223,6 +244,19 @@ class ConversationView:
             }
         )
 
+    def _speech(self, spoken: dict[str, Any]) -> None:
+        """A part of an agent message, spoken (a WAV artifact the chat had made of it): kept
+        on the message's item, in the order of the parts."""
+        position = self._index.get(str(spoken["message_id"]))
+        reference = spoken.get("artifact")
+        if position is None or not isinstance(reference, dict):
+            return
+        item = self.timeline[position]
+        parts = [p for p in item.get("speech", []) if p["part"] != spoken["part"]]
+        part = {k: reference.get(k) for k in _ARTIFACT_FIELDS}
+        part.update(part=spoken["part"], duration_ms=spoken.get("duration_ms"))
+        item["speech"] = sorted([*parts, part], key=lambda p: int(p["part"]))
+
     def _action(self, event: dict[str, Any], action: dict[str, Any]) -> None:
         state = event["state"]
         position = self._index.get(action["id"])
@@ -257,6 +291,8 @@ class ConversationView:
         }
         if event.get("code"):
             item["code"] = event["code"]
+        if isinstance(action.get("audio"), dict):  # spoken: the recording it was written from
+            item["audio"] = {k: action["audio"].get(k) for k in _ARTIFACT_FIELDS}
         self._add(item)
 
     def to_dict(self) -> dict[str, Any]:
@@ -265,6 +301,7 @@ class ConversationView:
             "timeline": self.timeline,
             "tasks": self.tasks,
             "pending_interactions": list(self.pending_interactions.values()),
+            "mode": self.mode,
         }
 
 

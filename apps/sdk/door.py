@@ -1,15 +1,17 @@
 """What an app process takes, and from whom: what the store persisted for it, the router's
 word on its actions, the user's input through the host, its instances' lifecycle from the
 app manager, the agent's tool calls (and, for the interaction app, how every call goes) from
-the tool router, its own session data's changes from the store. Nothing from another app:
+the tool router, its own session data's changes from the store; for the interaction app,
+the user's push-to-talk recordings from the capability gateway, and its settings from the
+operator and the settings app. Nothing from another app:
 no app can put words in the agent's or the user's mouth for another. (The supervisor's own
 notices reach every actor without a door.)"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
 from actors.kernel import Door, accept
@@ -42,6 +44,32 @@ class SessionDataChanged(TypedDict):
     revision: int
 
 
+class Recording(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    artifact_id: Annotated[str, Field(pattern=r"^art_[0-9A-Za-z]{26}$")]
+    title: Annotated[str, Field(min_length=1, max_length=200)]
+    media_type: Annotated[str, Field(min_length=3, max_length=255)]
+    size: Annotated[int, Field(ge=0)]
+    duration_ms: Annotated[int, Field(ge=0)]
+
+
+class Recorded(TypedDict):
+    """The user's push-to-talk recording, kept as the Interaction App's artifact, in the
+    conversation of the page it was recorded in."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    conversation_id: Annotated[str, Field(min_length=1, max_length=256)]
+    request_id: Annotated[str, Field(min_length=1, max_length=160)]
+    recording: Recording
+
+
+class InteractionSettings(TypedDict):
+    """The mode new conversations start in: asked (no field) or set."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    default_mode: NotRequired[Literal["im", "audio"]]
+
+
 DOOR = Door(
     {
         "app.deliver": accept("store", body=Deliver),
@@ -61,5 +89,11 @@ DOOR = Door(
         # A surface's request, checked by the page and the web host, relayed for the
         # instance the web host shows (`_surface`).
         "app.surface.request": accept("web_host", body=dict[str, Any]),
+        # The interaction app's audio mode (`_interaction`): what the user recorded with the
+        # page's push-to-talk, from the capability gateway alone (no app puts a spoken
+        # message in the user's mouth), and the mode new conversations start in, asked and
+        # set by the operator (`lineup settings mode`) and the settings app alone.
+        "app.interaction.recorded": accept("capability_gateway", body=Recorded),
+        "app.interaction.settings": accept("debug", "app.settings", body=InteractionSettings),
     }
 )

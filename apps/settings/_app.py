@@ -10,6 +10,7 @@ operator) only. It never opens `runtime.db`, the policy file or another app's fi
 | capability grants | capability gateway | `grants` | `revoke` {app_scope, capability} |
 | tool policy, each tool's visibility | tool router | `policy` | `set_policy` {policy} |
 | the default app | app manager | `show` | `set_default` {app_scope} |
+| the mode new conversations start in | chat | `show` | `set_mode` {mode: im, audio} |
 | each app's data, the retention rule | store | `data` | (removing an app, in the registry) |
 
 Input comes from the user's side through the host actor (`app.input`), `{"kind": ...}` as
@@ -64,6 +65,7 @@ class SettingsApp(RuntimeApp):
             "policy": self._policy,
             "set_policy": self._set_policy,
             "set_default": self._set_default,
+            "set_mode": self._set_mode,
             "data": self._data,
         }
 
@@ -121,6 +123,13 @@ class SettingsApp(RuntimeApp):
         self.view["default_app"] = result.get("default_app")
         return {"app_scope": scope, "result": result}
 
+    async def _set_mode(self, body: dict[str, Any]) -> dict[str, Any]:
+        mode = body.get("mode")
+        if mode not in ("im", "audio"):
+            raise BadInput("mode: im (text) or audio (voice)")
+        self.view["default_mode"] = await self.sdk.settings.default_mode(str(mode))
+        return {"default_mode": self.view["default_mode"]}
+
     async def _data(self, body: dict[str, Any]) -> dict[str, Any]:
         self.view["data"] = await self.sdk.settings.app_data()
         return {"apps": len(self.view["data"].get("apps", []))}
@@ -135,4 +144,9 @@ class SettingsApp(RuntimeApp):
             except CallFailed as exc:
                 parts[name] = exc.code
         self.view["default_app"] = await self.sdk.settings.default_app()
+        try:
+            self.view["default_mode"] = await self.sdk.settings.default_mode()
+            parts["default_mode"] = "ok"
+        except CallFailed as exc:
+            parts["default_mode"] = exc.code
         return {"parts": parts}

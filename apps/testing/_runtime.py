@@ -67,10 +67,12 @@ class AppRuntime:
         self._process = process
         self._conversations: set[str] = set()
 
-    def _query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, *params: Any, file: str = "runtime.db") -> list[tuple[Any, ...]]:
+        """Rows of one of the runtime's files (`runtime.db`, or the tool router's
+        `tool_router.db`), read-only."""
         if self._process.poll() is not None:
             raise AppTestError(f"the runtime exited:\n{self.log()}")
-        path = self.data_dir / "runtime.db"
+        path = self.data_dir / file
         if not path.exists():
             return []
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
@@ -133,6 +135,7 @@ class AppRuntime:
         rows = self._query(
             "SELECT revision, payload FROM tool_inventories WHERE conversation_id = ?",
             conversation,
+            file="tool_router.db",
         )
         for revision, payload in rows:
             for entry in json.loads(payload).get("tools", []):

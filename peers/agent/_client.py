@@ -27,7 +27,6 @@ import contextlib
 import json
 import logging
 import math
-import os
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from actors.contracts import (
     SubmitResult,
     new_message_id,
     parse_payload,
+    replace_file,
     utc_timestamp,
     validate_envelope,
     validate_message,
@@ -176,9 +176,7 @@ def _read_inventories(state_dir: Path | None) -> dict[str, tuple[Inventory, dict
 
 
 def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(value) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    replace_file(path, json.dumps(value) + "\n")
 
 
 class ToolCall:
@@ -250,6 +248,11 @@ class ToolCall:
         events = self._client._follow(self.call_id)
         try:
             result = await self._client.submit(self.envelope)
+        except AgentError:
+            self._client._unfollow(self.call_id)
+            if not self._client._ended:
+                raise
+            raise self._client._ended_error(f"before call {self.call_id} ended") from None
         except BaseException:
             self._client._unfollow(self.call_id)
             raise
@@ -354,6 +357,7 @@ class AgentClient:
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._unclaimed: OrderedDict[str, list[AgentMessage]] = OrderedDict()
         self._ended = False
+        self._connection_over = trio.Event()
 
     # --- connection --------------------------------------------------------------------
 
@@ -414,6 +418,7 @@ class AgentClient:
     def _end(self) -> None:
         """The connection is over: whoever waits for a message learns it."""
         self._ended = True
+        self._connection_over.set()
         self._inbox_in.close()
         for channel in self._calls.values():
             channel.close()
@@ -627,8 +632,27 @@ class AgentClient:
         return self.link.enqueue(envelope)
 
     async def submit(self, envelope: Mapping[str, Any]) -> SubmitResult:
-        """Submits a built envelope and returns the verdict as is (accepted or rejected)."""
-        return await self.link.submit(envelope)
+        """Submits a built envelope and returns the verdict as is (accepted or rejected).
+        A verdict still awaited when the connection ends never comes: that is an error."""
+        if self._ended:
+            raise self._ended_error("before the message was sent")
+        verdict: SubmitResult | None = None
+        async with trio.open_nursery() as nursery:
+
+            async def submitted() -> None:
+                nonlocal verdict
+                verdict = await self.link.submit(envelope)
+                nursery.cancel_scope.cancel()
+
+            async def over() -> None:
+                await self._connection_over.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(submitted)
+            nursery.start_soon(over)
+        if verdict is None:
+            raise self._ended_error("before the AppServer answered")
+        return verdict
 
     async def _send(self, envelope: dict[str, Any], **extra: str | None) -> Sent:
         result = await self.submit(envelope)

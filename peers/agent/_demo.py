@@ -7,9 +7,13 @@ steps, then asks a choice (a colour), a confirm (create the board?) and an input
 name), and reacts to each answer. "focus N" instead starts an N-minute focus
 timer (25 without N) through the `pomodoro.start` tool, if the conversation's inventory
 lists it, and says how that went: started (the call's `started` progress, with when it
-ends) or why not. "draw X", "what's on the board", "export the board", "let's play" and
-"let's draw" use the sample apps' tools (`_sample_apps`). Each tool call waits in a task of
-its own, so the agent answers other messages meanwhile.
+ends) or why not. A spoken message (the user talked in the chat's voice mode: the message
+hands over its recording) is read as the host wrote it out: its numbers in words are put in
+digits (`_spoken`), and one that says "focus" anywhere asks for the largest number said in
+it (`spoken_minutes`), since the recording may hold more than the request. "draw X",
+"what's on the board", "export the board", "let's play" and "let's draw" use the sample
+apps' tools (`_sample_apps`). Each tool call waits in a task of its own, so the agent
+answers other messages meanwhile.
 
 It asks one question at a time. When the user writes a message while one of its questions
 is open, the conversation has moved on: a message is never an answer (answers come as
@@ -47,6 +51,7 @@ from ._client import (
 from ._offer import ASK_ME, what_i_can_do
 from ._questions import OpenQuestions
 from ._sample_apps import SampleApps, intent_of
+from ._spoken import with_digits
 
 COLOURS: Final = {"red": "Red", "green": "Green", "blue": "Blue"}
 # The withdrawal of the open question, derived from the message that moved on past it: far
@@ -124,11 +129,15 @@ class DemoAgent:
     async def _handle(self, message: AgentMessage, calls: trio.Nursery, apps: SampleApps) -> None:
         if message.type == "lineup.message" and message.sender.kind == "user":
             await self._move_on(message)
-            text = message.payload().text
-            focus = _FOCUS.fullmatch(text.strip())
+            payload = message.payload()
+            text = payload.text
+            typed = _FOCUS.fullmatch(text.strip())
+            minutes = int(typed.group(1) or FOCUS_DEFAULT_MINUTES) if typed else None
+            if payload.audio is not None:  # spoken: written out by the host
+                text = with_digits(text)
+                minutes = spoken_minutes(text)
             intent = intent_of(text)
-            if focus is not None:
-                minutes = int(focus.group(1) or FOCUS_DEFAULT_MINUTES)
+            if minutes is not None:
                 calls.start_soon(self._focus, message, minutes)
             elif intent is not None:
                 await apps.handle(message, *intent)
@@ -301,6 +310,17 @@ class DemoAgent:
         elif step == "note" and answer.kind == "input":
             note = answer.text.strip()
             await self._say(message, f"Noted:\n\n{_quote(note)}" if note else "Nothing to note.")
+
+
+def spoken_minutes(text: str) -> int | None:
+    """The minutes a spoken message asks a focus timer for (its numbers in digits), or None
+    when it does not say "focus" (or a word it begins). The largest number said: the
+    recording may end in the middle of a request said again, and a number cut short
+    ("twenty" of "twenty five") is never larger than the whole one."""
+    if not re.search(r"\bfocus", text, re.IGNORECASE):  # "focused" too, as it may be heard
+        return None
+    said = [int(number) for number in re.findall(r"\b\d{1,4}\b", text)]
+    return max(said) if said else FOCUS_DEFAULT_MINUTES
 
 
 async def _started_or_final(call: ToolCall) -> AgentMessage:

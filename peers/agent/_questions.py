@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Final
+
+from actors.contracts import replace_file
 
 log = logging.getLogger("lineup.agent")
 
@@ -44,9 +45,7 @@ class OpenQuestions:
         if self._path is None:
             return
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self._path.with_name(f".{self._path.name}.tmp")
-        partial.write_text(json.dumps(self._open) + "\n", encoding="utf-8")
-        os.replace(partial, self._path)
+        replace_file(self._path, json.dumps(self._open) + "\n")
 
     def asked(self, conversation: str, interaction_id: str, after: int) -> None:
         """`interaction_id` is open now, asked in reaction to the message at `after`."""

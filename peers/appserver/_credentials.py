@@ -8,10 +8,8 @@ never put in a frame other than `hello`.
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import json
-import os
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,7 +18,7 @@ from typing import Final, Literal
 
 from pydantic import ValidationError
 
-from actors.contracts import Sender
+from actors.contracts import Sender, replace_file
 
 CREDENTIALS_FILE: Final = "credentials.json"
 CREDENTIALS_FORMAT: Final = "lineup.appserver.credentials.v1"
@@ -127,20 +125,7 @@ def read_credentials(data_dir: Path) -> Credentials:
 
 
 def _write(path: Path, credentials: Credentials) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # whatever the umask says
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(credentials.to_json(), out, indent=2)
-            out.write("\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    replace_file(path, json.dumps(credentials.to_json(), indent=2) + "\n", mode=0o600)
 
 
 def ensure_credentials(

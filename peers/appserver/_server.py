@@ -20,7 +20,13 @@ from typing import IO, Final
 import trio
 import trio_websocket
 
-from actors.contracts import MAX_BATCH_ITEMS, MAX_ENVELOPE_BYTES, MAX_FRAME_BYTES, SubmitResult
+from actors.contracts import (
+    MAX_BATCH_ITEMS,
+    MAX_ENVELOPE_BYTES,
+    MAX_FRAME_BYTES,
+    SubmitResult,
+    replace_file,
+)
 
 from ._admission import Admission
 from ._credentials import DEFAULT_AGENT_ID, Credentials, check_agent_id, ensure_credentials
@@ -118,6 +124,23 @@ class ServerCore:
     faults: Faults
     counters: ServerCounters = field(default_factory=ServerCounters)
     sessions: set[Session] = field(default_factory=set)
+    _syncing: trio.Event | None = None  # a WAL sync is under way; set when it ends
+
+    async def durable(self) -> None:
+        """Return once every commit made so far is on disk: what a verdict or a delivery
+        about to leave says must survive a power cut. One sync (on a worker thread) serves
+        every session that asked before it began: a burst of submissions shares fsyncs."""
+        wanted = self.store.writes
+        while self.store.synced < wanted:
+            if self._syncing is not None:
+                await self._syncing.wait()
+                continue
+            self._syncing = trio.Event()
+            try:
+                await trio.to_thread.run_sync(self.store.sync_wal)
+            finally:
+                self._syncing.set()
+                self._syncing = None
 
     def attach(self, session: Session) -> None:
         self.sessions.add(session)
@@ -301,9 +324,7 @@ class AppServer:
 def write_endpoint(data_dir: Path, url: str) -> Path:
     """Records where the server listens, for `lineup agent … --data-dir DIR`."""
     path = Path(data_dir) / ENDPOINT_FILE
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps({"url": url, "pid": os.getpid()}) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    replace_file(path, json.dumps({"url": url, "pid": os.getpid()}) + "\n", mode=0o644)
     return path
 
 

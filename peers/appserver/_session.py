@@ -52,6 +52,9 @@ CLOSE_UNAUTHORIZED: Final = 4401
 CLOSE_UNSUPPORTED_VERSION: Final = 4406
 CLOSE_TIMEOUT: Final = 4408
 _FRAME_OVERHEAD: Final = 64  # `{"frame":"batch","items":[…]}` around the items
+# Verdicts admitted and not yet sent, per session: past it the read loop waits (a peer
+# that submits faster than the disk syncs is slowed down, not buffered without end).
+VERDICTS_WAITING: Final = 256
 
 
 class _Fatal(Exception):
@@ -108,6 +111,9 @@ class Session:
         self._wake = trio.Event()
         self._current_conversation: str | None = None  # for legacy messages (§8)
         self._ping_nonce = 0
+        # Verdicts wait here, in submission order, until what they say is on disk: the
+        # read loop goes on admitting, so a burst's verdicts share one sync.
+        self._verdicts, self._unanswered = trio.open_memory_channel[Frame](VERDICTS_WAITING)
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -123,6 +129,7 @@ class Session:
                     return
                 self._core.attach(self)
                 nursery.start_soon(_quietly, self._pump)
+                nursery.start_soon(_quietly, self._answer)
                 nursery.start_soon(_quietly, self._watchdog, nursery.cancel_scope)
                 await self._read_loop()
             except _Fatal as fatal:
@@ -235,10 +242,17 @@ class Session:
             current_conversation=self._current_conversation,
         )
         self._core.counters.count_verdict(verdict.result)
-        await self._send(verdict.result)
+        await self._verdicts.send(verdict.result)
         if verdict.conversation_id is not None:
             self._note_conversation(verdict.conversation_id)
             self._core.notify()
+
+    async def _answer(self) -> None:
+        """Send each verdict, in submission order, once every commit it follows is on
+        disk (a power cut must not take what the peer was told was taken)."""
+        async for verdict in self._unanswered:
+            await self._core.durable()
+            await self._send(verdict)
 
     def _on_ack(self, frame: Ack) -> None:
         # Cumulative; a lower ack than before changes nothing (§4.4).
@@ -290,6 +304,7 @@ class Session:
         async with self._lock:
             self._live = False
             items, exhausted = self._query(frame.cursor, limit)
+            await self._core.durable()
             await self._writer.send(_batch_text([(i.seq, self._noted(i)) for i in items]))
             if items:
                 self._position = max(self._position, items[-1].seq)
@@ -311,6 +326,8 @@ class Session:
                 if self._live and room > 0:
                     want = min(room, self._core.limits.max_batch_items)
                     items, exhausted = self._query(self._position, want)
+                    if items:
+                        await self._core.durable()
                     for item in items:
                         await self._writer.send(_deliver_text(item.seq, self._noted(item)))
                         self._position = item.seq

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import supervisor
+from actors import runtime_children
 from actors.store import read_apps
 from tests.kernel.conftest import RuntimeFactory
 from tests.kernel.helpers import REPO_ROOT, Runtime, wait_until
@@ -36,6 +36,7 @@ def lineup(*args: str | Path, timeout: float = 120) -> tuple[int, str, str]:
 class Bundles:
     v1: Path
     v2: Path
+    v3: Path
     untrusted: Path
     keys: Path  # publisher.pub is the trusted key
 
@@ -50,7 +51,7 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> Bundles:
         REPO_ROOT / "apps" / "pomodoro", source, ignore=shutil.ignore_patterns("__pycache__")
     )
     made = {}
-    for version in ("0.1.0", "0.2.0"):
+    for version in ("0.1.0", "0.2.0", "0.3.0"):
         app = source / "_app.py"
         app.write_text(app.read_text().replace('version="0.1.0"', f'version="{version}"'))
         out = root / f"pomodoro-{version}.bundle"
@@ -63,10 +64,11 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> Bundles:
     for path, key in (
         (made["0.1.0"], "publisher"),
         (made["0.2.0"], "publisher"),
+        (made["0.3.0"], "publisher"),
         (untrusted, "stranger"),
     ):
         assert lineup("app", "sign", path, "--key", root / "keys" / f"{key}.key")[0] == 0
-    return Bundles(made["0.1.0"], made["0.2.0"], untrusted, root / "keys")
+    return Bundles(made["0.1.0"], made["0.2.0"], made["0.3.0"], untrusted, root / "keys")
 
 
 class Apps:
@@ -102,7 +104,7 @@ def start_apps(
     factory: RuntimeFactory, keys: Path, env: dict[str, str] | None = None, **settings: Any
 ) -> Apps:
     runtime = factory({}, name="apps")
-    config = supervisor.default_config(runtime.data_dir).model_dump(mode="json")
+    config = runtime_children.default_config(runtime.data_dir).model_dump(mode="json")
     config.update(max_restarts=100, max_seconds=1.0, backoff_max=0.2)
     config.update(settings)
     runtime.start(config=config, env=env)

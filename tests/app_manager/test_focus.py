@@ -10,13 +10,13 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-import supervisor
+from actors import runtime_children
 from actors.app_manager._focus import Focus, startup_target
 from actors.app_manager._registry import AppRecord
 from actors.contracts import ContractError
 
 SCOPES = ["chat", "whiteboard", "pomodoro", "draw-and-guess"]
-CORE = frozenset(supervisor.CORE_MANIFESTS)  # one global instance each
+CORE = frozenset(runtime_children.CORE_MANIFESTS)  # one global instance each
 
 
 def test_launch_backgrounds_the_current_and_close_restores_it() -> None:

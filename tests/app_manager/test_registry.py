@@ -90,6 +90,13 @@ def test_install_enable_update_rollback_disable_remove(
     assert apps.app("rollback", "pomodoro")[0] == 0
     record = apps.record("pomodoro")
     assert (record["installed_version"], record["previous_version"]) == ("0.1.0", "0.2.0")  # type: ignore[index]
+    # A third version: the cache keeps the installed and the previous one, no older.
+    assert apps.app("update", "pomodoro", bundles.v3)[0] == 0
+    record = apps.record("pomodoro")
+    assert (record["installed_version"], record["previous_version"]) == ("0.3.0", "0.1.0")  # type: ignore[index]
+    assert sorted(apps.cache_entries()) == sorted(
+        [record["bundle_digest"], record["previous_digest"]]  # type: ignore[index]
+    )
 
     assert apps.app("disable", "pomodoro")[0] == 0
     assert apps.registry()["settings"]["routing"]["pomodoro"]["enabled"] is False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import stat
@@ -175,6 +176,26 @@ def test_a_bundle_holds_what_the_app_runs_and_says_what_it_left_out(tmp_path: Pa
         " caches, dotfiles, keys and bundles are by default; .bundleignore in the package"
         " changes that)"
     ) in out
+
+
+def test_a_build_reads_the_source_as_it_is_now_and_leaves_no_cache(tmp_path: Path) -> None:
+    """An author bumps the version and builds in the same second: bytecode Python cached
+    beside the package (same size, same second) must not stand in for the edited source."""
+    package = tmp_path / "pomodoro"
+    shutil.copytree(
+        REPO / "apps" / "pomodoro", package, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    app = package / "_app.py"
+    stamp = app.stat().st_mtime_ns
+    compileall.compile_dir(package, quiet=1)  # as running the app's own test would
+    cached = sorted(package.glob("__pycache__/*.pyc"))
+    app.write_text(app.read_text().replace('version="0.1.0"', 'version="0.2.0"'))
+    os.utime(app, ns=(stamp, stamp))  # what an edit within the same second looks like
+    code, built = lineup_app_json("build", package, "--out", tmp_path / "p.bundle")
+    assert code == 0
+    assert built["version"] == "0.2.0"
+    assert sorted(package.glob("__pycache__/*.pyc")) == cached  # none written, none changed
+    assert built["left_out"] == ["__pycache__/"]
 
 
 def test_the_packages_bundleignore_changes_what_is_left_out(tmp_path: Path) -> None:

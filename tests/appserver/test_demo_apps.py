@@ -23,18 +23,19 @@ import pytest
 import trio
 
 from actors.contracts import derive_message_id
-from actors.store import read_artifacts, read_inventories, read_tool_calls
+from actors.store import read_artifacts
+from actors.tool_router import read_inventories, read_tool_calls
 from lineup.ui_session import UiSession
 from peers.agent import AgentClient, run_demo_agent
 from peers.agent._drawings import drawing, word_for
 from peers.agent._sample_apps import _recorded, intent_of
 from tests.app_manager.conftest import lineup
-from tests.installed.helpers import SignedApp, install_enabled, signed_app
+from tests.installed.conftest import sample_apps  # noqa: F401 - the signed sample apps
+from tests.installed.helpers import SampleApps, SignedApp, install_enabled
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import Stack, wait_for
 
 CONVERSATION = "conv-apps"
-PUBLISHER = "sample"  # the key `signed_app` makes and `install_enabled` trusts
 
 
 @pytest.fixture
@@ -48,24 +49,27 @@ async def stack(tmp_path: Path, nursery: trio.Nursery) -> AsyncIterator[Stack]:
 
 
 @pytest.fixture(scope="module")
-def real_apps(tmp_path_factory: pytest.TempPathFactory) -> list[SignedApp]:
+def real_apps(
+    sample_apps: SampleApps,  # noqa: F811 - the fixture imported above
+) -> list[SignedApp]:
     """The whiteboard and draw-and-guess, built from `apps/` and signed."""
-    root = tmp_path_factory.mktemp("sample-apps")
     return [
-        signed_app(root, "whiteboard", "whiteboard"),
-        signed_app(root, "draw_and_guess", "draw-and-guess"),
+        sample_apps("whiteboard", "whiteboard"),
+        sample_apps("draw_and_guess", "draw-and-guess"),
     ]
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory: pytest.TempPathFactory) -> tuple[SignedApp, SignedApp]:
+def bundles(
+    sample_apps: SampleApps,  # noqa: F811 - the fixture imported above
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[SignedApp, SignedApp]:
     """(pomodoro, the boardgame stand-in), signed by one throwaway publisher."""
-    root = tmp_path_factory.mktemp("demo-apps")
-    pomodoro = signed_app(root, "pomodoro", "pomodoro")
-    bundle = root / "boardgame.bundle"
+    pomodoro = sample_apps("pomodoro", "pomodoro")
+    bundle = tmp_path_factory.mktemp("demo-apps") / "boardgame.bundle"
     code, _, err = lineup("app", "build", REPO_ROOT / "tests/appserver/boardgame", "--out", bundle)
     assert code == 0, err
-    code, _, err = lineup("app", "sign", bundle, "--key", root / "keys" / f"{PUBLISHER}.key")
+    code, _, err = lineup("app", "sign", bundle, "--key", pomodoro.key.with_suffix(".key"))
     assert code == 0, err
     return pomodoro, SignedApp("boardgame", bundle, pomodoro.key)
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import supervisor
+from actors import runtime_children
 from actors.runtime_token import write_token
 from actors.store import read_artifacts
 from lineup.ui_session import UiSession
@@ -35,7 +35,7 @@ async def toolbox_with_artifacts(
     agent in the conversation, and the toolbox installed with its tools in the inventory."""
     server = await stack.start_appserver()
     stack.data_dir.mkdir(parents=True, exist_ok=True)
-    write_token(stack.data_dir / supervisor.TOKEN_FILE, server.credentials.runtime_token)
+    write_token(stack.data_dir / runtime_children.TOKEN_FILE, server.credentials.runtime_token)
     config = runtime_config(stack.data_dir, stack.url)
     for child in config["children"]:
         if child["name"] == "store" and limits is not None:

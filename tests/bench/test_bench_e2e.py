@@ -27,11 +27,18 @@ FIGURES = [
     "baseline_catchup_msgs_per_s",
     "baseline_appserver_rss_mib",
 ]
-TARGETS = {"catchup_msgs_per_s", "live_p50_ms", "live_p99_ms", "cold_start_s", "total_rss_mib"}
+TARGETS = {
+    "catchup_msgs_per_s",
+    "live_p50_ms",
+    "live_p99_ms",
+    "cold_start_s",
+    "total_rss_mib",
+    "idle_cpu_pct",
+}
 
 
 def test_bench_e2e_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
-    sizes = ["--messages", "30", "--paced", "10", "--backlog", "300"]
+    sizes = ["--messages", "30", "--paced", "10", "--backlog", "300", "--idle-s", "2"]
     done = subprocess.run(
         [sys.executable, "-m", "bench.e2e", *sizes, "--json", "--work-dir", str(tmp_path)],
         capture_output=True,
@@ -46,6 +53,8 @@ def test_bench_e2e_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
     assert set(record["targets"]) == TARGETS
     assert all(isinstance(v["met"], bool) for v in record["targets"].values())
     assert record["backlog"] == 300
+    assert record["idle_s"] == 2
+    assert 0 <= record["idle_cpu_pct"] < 200, record["idle_cpu_pct"]  # a share of a core
     assert record["runtime_processes"] > 1
     assert list(tmp_path.iterdir()) == []
     assert _processes_mentioning(str(tmp_path)) == []

@@ -31,6 +31,9 @@ FIGURES = [
     "bare_cpu_ms_per_call_total",
     "commits_per_call",
     "unloaded_commits_per_call",
+    "runtime_cpu_ms_per_call",
+    "hops_per_call",
+    "calls_per_s_ratio",
     "mcp_call_p50_ms",
     "mcp_call_p99_ms",
     "mcp_bare_p50_ms",
@@ -80,7 +83,31 @@ def test_bench_tools_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
     assert {"supervisor", "store", "tool_router", "app.benchtool"} <= set(record["cpu_ms_per_call"])
     for found in ("deepest_mailboxes_paced", "deepest_mailboxes_burst"):
         assert all(isinstance(depth, int) for depth in record[found].values()), found
-    assert set(record["targets"]) == {"call_p50_ratio", "calls_per_s", "mcp_call_ratio"}
+    assert set(record["targets"]) == {
+        "call_p50_ratio",
+        "call_unloaded_ratio",
+        "unloaded_commits_per_call",
+        "runtime_cpu_ms_per_call",
+        "deepest_mailbox_paced",
+        "calls_per_s",
+        "calls_per_s_ratio",
+        "mcp_call_ratio",
+    }
+    # One call's hops, from the mailbox: from the transport, through the tool router and
+    # the app, back to the transport, with no store round trip on the way.
+    hops = record["call_hops"]
+    assert record["hops_per_call"] == len(hops)
+    assert hops[:3] == [
+        "transport → router router.inbound",
+        "router → store store.inbound.persist",
+        "store → tool_router tool_router.inbound",
+    ], hops
+    assert hops[-3:] == [
+        "tool_router → app.benchtool app.tool.invoke",
+        "app.benchtool → tool_router tool_router.report",
+        "tool_router → transport transport.submit",
+    ], hops
+    assert not [hop for hop in hops if "store.tools" in hop or "reply" in hop], hops
     assert all(isinstance(v["met"], bool) for v in record["targets"].values())
     assert list(tmp_path.iterdir()) == []
     assert _processes_mentioning(str(tmp_path)) == []

@@ -9,7 +9,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-import supervisor
+from actors import runtime_children
 from actors.runtime_token import write_token
 from apps.chat import history
 from lineup.ui_session import UiSession
@@ -52,7 +52,9 @@ async def keeper_ready(
     await stack.start_appserver()
     configure(stack, {**(gateway or {}), **({"rate_limit": rate_limit} if rate_limit else {})})
     assert stack.server is not None and stack.runtime is not None
-    write_token(stack.data_dir / supervisor.TOKEN_FILE, stack.server.credentials.runtime_token)
+    write_token(
+        stack.data_dir / runtime_children.TOKEN_FILE, stack.server.credentials.runtime_token
+    )
     stack.runtime.start(wait=False, env=env)
     await stack.wait_lifecycle("online")
     client = await stack.start_agent()

@@ -33,7 +33,7 @@ async def test_deny_once_dismiss_always_across_a_restart_and_revoke(
     await ask(agent, "n-1", "notification.show", NOTE, purpose="to say the tea is ready")
     card = await card_for(stack, "notification.show")
     shown = next(c for c in cards(stack) if c["interaction_id"] == card)
-    assert shown["prompt"] == "keeper asks to use notification.show: to say the tea is ready"
+    assert shown["prompt"] == "keeper asks to show you notifications: to say the tea is ready"
     assert [o["id"] for o in shown["options"]] == ["once", "session", "always", "deny"]
     answer(stack, card, "deny")
     assert await outcome(stack, "n-1") == {"status": "permission_denied", "output": None}

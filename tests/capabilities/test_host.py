@@ -50,8 +50,8 @@ def test_names_are_made_safe() -> None:
 
 
 def test_the_tool_router_is_told_what_the_gateway_serves(tmp_path: Path) -> None:
-    import supervisor
+    from actors import runtime_children
 
-    config = supervisor.default_config(tmp_path)
+    config = runtime_children.default_config(tmp_path)
     tool_router = next(child for child in config.children if child.name == "tool_router")
     assert set(tool_router.config["host_capabilities"]) == set(host_providers(tmp_path, os.environ))

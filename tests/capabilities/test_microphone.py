@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from rich.text import Text
 
-import supervisor
+from actors import runtime_children
 from actors.runtime_token import write_token
 from actors.store import read_artifact_data, read_artifacts
 from apps.chat import history
@@ -27,7 +27,8 @@ from lineup.terminal_chat import parse_line, render_new
 from lineup.ui_session import UiSession
 from tests.capabilities.helpers import answer, card_for, configure
 from tests.capabilities.helpers import requests as gateway_requests
-from tests.installed.helpers import SignedApp, install_enabled, signed_app
+from tests.installed.conftest import sample_apps  # noqa: F401 - the signed sample apps
+from tests.installed.helpers import SampleApps, SignedApp, install_enabled
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.sound import sound_server
 from tests.tools.helpers import Agent, final_of, new_revision, tools_of
@@ -37,8 +38,8 @@ SCOPE = "voice"
 
 
 @pytest.fixture(scope="module")
-def voice(tmp_path_factory: pytest.TempPathFactory) -> SignedApp:
-    return signed_app(tmp_path_factory.mktemp("voice"), SCOPE, SCOPE)
+def voice(sample_apps: SampleApps) -> SignedApp:  # noqa: F811 - the fixture imported above
+    return sample_apps(SCOPE, SCOPE)
 
 
 def level(wav_bytes: bytes) -> tuple[int, float]:
@@ -85,7 +86,9 @@ async def voice_on_a_sound_server(stack: Stack, voice: SignedApp, env: dict[str,
     await stack.start_appserver()
     configure(stack, {})
     assert stack.server is not None and stack.runtime is not None
-    write_token(stack.data_dir / supervisor.TOKEN_FILE, stack.server.credentials.runtime_token)
+    write_token(
+        stack.data_dir / runtime_children.TOKEN_FILE, stack.server.credentials.runtime_token
+    )
     stack.runtime.start(wait=False, env=env)
     await stack.wait_lifecycle("online")
     client = await stack.start_agent()

@@ -36,7 +36,7 @@ NOTE = {"title": "Tea", "text": "ready"}
 CARD: dict[str, Any] = {
     "interaction_id": "keeper/r1",
     "kind": "choice",
-    "prompt": "keeper asks to use file.save: to keep your notes",
+    "prompt": "keeper asks to save a file on your computer: to keep your notes",
     "options": [{"id": "once", "label": "Allow once"}, {"id": "deny", "label": "Deny"}],
     "origin": "runtime",
     "message_id": "keeper/r1",
@@ -82,7 +82,7 @@ def test_dismiss_closes_only_a_consent_card() -> None:
 
 FILE_CARD: dict[str, Any] = {
     **CARD,
-    "prompt": "keeper asks to use file.open: to read your list",
+    "prompt": "keeper asks you for a file: to read your list",
     "options": [{"id": "deny", "label": "Deny"}],
     "chooser": {"accept": ["text/plain", ".md"], "max_bytes": 100},
 }
@@ -235,12 +235,12 @@ async def test_the_user_answers_in_lineup_chat_attach(
         await chat.shows("type a message")
         await ask(agent, "t-1", "notification.show", NOTE, purpose="to say the tea is ready")
         await chat.shows("/4 Deny")
-        assert chat.count("keeper asks to use notification.show: to say the tea is ready")
+        assert chat.count("keeper asks to show you notifications: to say the tea is ready")
         chat.type("/3")  # Always allow
         assert (await outcome(stack, "t-1"))["status"] == "completed"
         await chat.shows("  ! Keeper: Tea — ready")
         await ask(agent, "t-2", "file.save", {"name": "a", "data_base64": ""}, front=True)
-        await chat.shows("keeper asks to use file.save")
+        await chat.shows("keeper asks to save a file on your computer")
         chat.type("/dismiss")
         assert (await outcome(stack, "t-2"))["status"] == "cancelled_by_user"
         await _a_file_attached_and_saved(agent, chat, home, downloads)
@@ -285,7 +285,7 @@ async def _a_file_attached_and_saved(
 
     data = {"name": "list.txt", "data_base64": base64.b64encode(groceries).decode()}
     await ask(agent, "t-5", "file.save", data, front=True, purpose="to keep your list")
-    await chat.shows("keeper asks to use file.save: to keep your list")
+    await chat.shows("keeper asks to save a file on your computer: to keep your list")
     chat.type("/2")  # allowed until the runtime restarts: the second save asks nothing
     assert (await outcome(stack, "t-5"))["output"] == {"name": "list.txt"}
     await ask(agent, "t-6", "file.save", data, front=True)

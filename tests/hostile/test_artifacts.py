@@ -87,8 +87,8 @@ async def test_an_app_cannot_read_hand_or_make_another_apps_artifacts(
     assert (row["state"], row["code"]) == ("failed", "handler_failed"), row
     sent = json.dumps(finals(stack, "call_hand_victim"))
     assert victim not in sent and STOLEN_PATH not in sent
-    audited = [a for a in stack.audit() if a["code"] == "handler_failed" and victim in a["detail"]]
-    assert audited and "of toolbox" in audited[0]["detail"], audited
+    audited = await stack.audited(lambda a: a["code"] == "handler_failed" and victim in a["detail"])
+    assert "of toolbox" in audited[0]["detail"], audited
     # Its own artifact goes through as the store keeps it: no path, the true size.
     row = await mine.call(
         "call_hand_own", "hostile.hand_artifact", arguments={"artifact_id": own["artifact_id"]}

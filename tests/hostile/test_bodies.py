@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-import supervisor
+from actors import runtime_children
 from actors.kernel import PayloadError, load_door
 from actors.kernel._actor import message_from_frame
 from actors.kernel._door import APP_PREFIX
@@ -50,7 +50,7 @@ def _delivery(message_type: str, body: bytes) -> dict[str, Any]:
     return {"id": "m1", "type": message_type, "from": SENDER, "seq": 1, "body": body}
 
 
-_CHILDREN = [child.model_dump() for child in supervisor.default_config(web_port=0).children]
+_CHILDREN = [child.model_dump() for child in runtime_children.default_config(web_port=0).children]
 ALL_DOORS = _doors(_CHILDREN)
 EVERY_TYPE = sorted((name, t) for name, door in ALL_DOORS.items() for t in door.types())
 
@@ -174,7 +174,7 @@ async def test_an_output_the_agent_cannot_be_given_ends_its_call(hostile: Hostil
         row = await agent.call("call_deep", "hostile.answer", arguments={"how": "deep_output"})
     assert (row["state"], row["code"]) == ("failed", "handler_failed"), row
     assert [e["payload"]["code"] for e in finals(stack, "call_deep")] == ["handler_failed"]
-    audited = [a for a in stack.audit() if a["detail"].startswith("call_deep: ")]
+    audited = await stack.audited(lambda a: a["detail"].startswith("call_deep: "))
     assert [a["code"] for a in audited] == ["handler_failed"], audited
     assert hostile.mailbox_rows(
         "SELECT count(*) FROM messages WHERE failures > 0 OR state = 3"

@@ -21,6 +21,7 @@ from xml.sax.saxutils import escape
 import trio
 
 from actors.contracts import FILE_OPEN_MAX_BYTES
+from apps.chat import history, read_default_mode
 from lineup.ui_session import UiSession
 from tests.capabilities.conftest import keeper  # noqa: F401 - the signed keeper bundle
 from tests.capabilities.helpers import answer, ask, asked, card_for, cards, keeper_ready, outcome
@@ -33,7 +34,7 @@ from tests.tools.helpers import Agent
 from .app._capability_attacks import MARKUP
 from .conftest import Hostile
 
-FLOOD = 2_000  # refused requests, each under an id of its own
+FLOOD = 1_000  # refused requests, each under an id of its own: 50 times the 20 written one by one
 FLOODED = 15  # notifications asked for at once, past the rate of 10 at once
 
 
@@ -258,7 +259,8 @@ async def test_a_flood_of_refused_requests_costs_the_store_little_and_others_not
 
 async def _microphone_misused(hostile: Hostile, agent: Agent) -> None:
     """The keeper cannot record undeclared; the hostile app cannot from the background,
-    past the cap, without the user's yes, or speak for the user's side of a recording."""
+    past the cap, without the user's yes, or speak for the user's side of a recording; nor
+    can it switch the chat's voice mode, talk in the user's place, or have the chat speak."""
     stack = hostile.stack
     # The keeper never declared the microphone: it does not get it.
     assert await asked(agent, "m-1", "audio.record", input={"max_seconds": 5}) == {
@@ -296,6 +298,14 @@ async def _microphone_misused(hostile: Hostile, agent: Agent) -> None:
     # stop) is the web host's and the host's alone: refused at the door.
     for attack in ("start", "recorded", "user's stop", "page's stop"):
         assert result[attack] == "refused:sender_not_allowed", (attack, result)
+    # The chat's voice mode is the user's: the conversation's mode and the default one, a
+    # push-to-talk, a spoken message, and what the chat speaks (the agent's words only).
+    for attack in ("mode", "default mode", "talk", "spoken message", "agent's words"):
+        assert result[attack] == "refused:sender_not_allowed", (attack, result)
+    assert history(stack.data_dir, "conv-1")["mode"] is None
+    assert read_default_mode(stack.data_dir / "apps" / "chat") == "im"
+    chat_asked = "SELECT request_id FROM capability_requests WHERE app_scope = 'chat'"
+    assert hostile.runtime_rows(chat_asked) == []  # the chat neither spoke nor recorded
     failed = {"status": "failed", "output": None}
     assert result["past the cap"] == {**failed, "code": "invalid_payload"}, result
     assert result["unanswered"] == {"status": "expired", "output": None}, result
@@ -308,7 +318,7 @@ async def _microphone_misused(hostile: Hostile, agent: Agent) -> None:
         row[0]
         for row in hostile.mailbox_rows(
             "SELECT type FROM messages WHERE sender = 'app.hostile'"
-            " AND recipient IN ('capability_gateway', 'web_host')"
+            " AND recipient IN ('capability_gateway', 'web_host', 'app.chat')"
         )
     }
     assert stored <= {"capability_gateway.request", "capability_gateway.withdraw"}, stored

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from actors.store import read_outbox_envelopes, read_tool_deadlines
+from actors.tool_router import read_tool_deadlines
 from tests.runtime.helpers import wait_for
 from tests.tools.helpers import call_row, final_of, finals
 
@@ -62,7 +62,7 @@ async def test_a_call_the_runtime_holds_is_not_the_apps_to_end(hostile: Hostile)
         "running", HELD_MS, operation["ends_ms"],
     )  # fmt: skip
     assert finals(stack, "call_seized") == []
-    envelopes = json.dumps(read_outbox_envelopes(stack.data_dir))
+    envelopes = json.dumps(stack.given())
     assert '"state": "finished"' not in envelopes and '"percent": 100' not in envelopes
     # Audited by the tool router, naming the app and how many it refused since.
     audited = [

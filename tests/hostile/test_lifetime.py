@@ -51,8 +51,7 @@ async def test_a_handler_that_never_answers_has_a_bounded_life(hostile: Hostile)
     assert row["detail"] == f"no outcome within {SILENT_TIMEOUT_MS} ms", row
     assert took < SILENT_TIMEOUT_MS / 1000 + NOTICED_WITHIN_S, f"ended after {took:.2f} s"
     assert _final_codes(hostile, "call_silent") == ["operation_expired"]
-    audited = {a["message_id"]: a for a in stack.audit()}
-    assert audited[row["envelope_id"]]["code"] == "operation_expired"
+    assert (await stack.audit_of(row["envelope_id"]))["code"] == "operation_expired"
     await wait_for(
         lambda: "call_silent" in (hostile.report() or {}).get("silenced", []),
         30,

@@ -3,7 +3,7 @@ another app's instances, its own closed or made-up ones, pass a quota, store wha
 JSON, overwrite a newer revision or forge the store's announcements; and what it stores,
 dressed as a tool result, an envelope or a focus change, finishes no call, queues nothing
 for the agent and moves nothing. Every assertion reads an independent record: what the
-app got back, runtime.db, the supervisor's refusal counts."""
+app got back, runtime.db and tool_router.db, the supervisor's refusal counts."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def _runtime_facts(hostile: Hostile) -> dict[str, list[tuple[Any, ...]]]:
     """What session data must never change: tool calls, instances, the focus stack and the
     other registry settings, operations, the outbox's items."""
     return {
-        "tool_calls": hostile.runtime_rows(
+        "tool_calls": hostile.tool_router_rows(
             "SELECT call_id, state, code, output FROM tool_calls ORDER BY call_id"
         ),
         "instances": hostile.runtime_rows(

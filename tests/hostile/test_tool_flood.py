@@ -17,11 +17,14 @@ from typing import Any
 from tests.runtime.helpers import CONVERSATION, Stack, runtime_config, wait_for
 from tests.tools.conftest import toolbox  # noqa: F401 - the signed toolbox bundle
 
+from .app._flood_attacks import ENOUGH
 from .conftest import Hostile
 from .test_tools import _ready
 
 PROBES = 15
-FLOOD_S = 25.0  # longer than warming up, the probes and the costly calls take together
+# The most a flood may last: far longer than the probes and the costly calls take together,
+# which end it (the order `enough`) once they are measured.
+FLOOD_S = 60.0
 # A floor under "twice the quiet latency": the suite runs two test files at once on two
 # cores, so a probe can wait for the other file's processes whatever this flood does. A
 # call's quiet p50 here is ≈15-30 ms; 40 ms is about one scheduler time slice of each of
@@ -105,7 +108,8 @@ async def _flooded(
         if n % 3 == 0:
             costly.append(await _costly(stack, n))
     assert not (hostile.report() or {}).get("done"), "the flood ended before it was measured"
-    flood = (await hostile.wait_report(FLOOD_S + 60))["results"][attack]
+    hostile.order(ENOUGH, {})
+    flood = (await hostile.wait_report(60))["results"][attack]
 
     # Quiet is the slower of a measure before and one after the flood, so that other load
     # on the machine at either time is not counted as the flood's.

@@ -15,7 +15,6 @@ from typing import Any
 import msgpack
 import trio
 
-from actors.store import read_outbox_envelopes
 from tests.app_manager.conftest import lineup
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.conftest import toolbox  # noqa: F401 - the signed toolbox bundle
@@ -40,6 +39,7 @@ FORBIDDEN = (
     "app.tool.cancel",
     "tool_router.inbound",
     "tool_router.apps",
+    "transport.submit",
 )
 
 
@@ -98,7 +98,7 @@ def _progress(stack: Stack, call_id: str) -> list[dict[str, Any]]:
     """The progress the agent is sent about a call, in outbox order."""
     return [
         env["payload"]
-        for env in read_outbox_envelopes(stack.data_dir)
+        for env in stack.given()
         if env["type"] == "lineup.tool.progress" and env["correlation"]["call_id"] == call_id
     ]
 
@@ -246,7 +246,7 @@ async def test_another_apps_call_is_not_its_to_end_or_hide(
         "call_slow": ["lineup.tool.result"],
         "call_hold": ["lineup.tool.error"],
     }
-    assert STOLEN not in json.dumps(read_outbox_envelopes(stack.data_dir))
+    assert STOLEN not in json.dumps(stack.given())
     assert not [r for r in stack.audit() if r["source"] == "app.hostile"]
     now = hostile.restarts()
     assert {name: now[name] for name in CORE} == {name: restarts[name] for name in CORE}
@@ -272,8 +272,7 @@ async def test_its_own_calls_end_only_as_the_runtime_allows(
         assert errors[0]["sender"] == {"kind": "runtime", "id": "runtime:tool_router"}
         assert STOLEN not in json.dumps(errors)  # what its answer held is never relayed
     # The output its schema refused: audited with the reason, never shown to the agent.
-    audited = {a["message_id"]: a for a in stack.audit()}
-    bad = audited[(call_row(stack, "call_bad_output") or {})["envelope_id"]]
+    bad = await stack.audit_of((call_row(stack, "call_bad_output") or {})["envelope_id"])
     assert bad["code"] == "handler_failed" and bad["detail"].startswith("call_bad_output: ")
     stream = await wait_for(
         lambda: _finals_in_stream(stack, [f"call_{how}" for how in hows]),
@@ -319,6 +318,7 @@ async def test_floods_and_forbidden_messages_leave_the_tool_router_well(
         FORBIDDEN,
     ) == [(0,)]
     assert call_row(stack, "call_forged") is None
+    assert "call_forged" not in json.dumps(stack.given())  # no forged final reached the agent
 
     # Report bodies of the wrong types, with extra fields, oversize: refused at a door.
     bad = results["bad_reports"]["outcomes"]
@@ -369,7 +369,7 @@ async def test_floods_and_forbidden_messages_leave_the_tool_router_well(
 
     # Nothing reached the agent or the audit; nothing restarted; the agent is served.
     assert not [c for c in stream_finals(stack) if c.startswith(("call_ghost", "call_nobody"))]
-    outbox = json.dumps(read_outbox_envelopes(stack.data_dir))
+    outbox = json.dumps(stack.given())
     assert "call_ghost" not in outbox and "call_nobody" not in outbox and STOLEN not in outbox
     assert len(stack.audit()) == audit_rows
     now = hostile.restarts()

@@ -57,6 +57,20 @@ def signed_app(root: Path, package: str, scope: str) -> SignedApp:
     return SignedApp(scope, bundle, keys / f"{PUBLISHER}.pub")
 
 
+class SampleApps:
+    """The sample apps, each built and signed once a session (`signed_app`, one publisher's
+    key in `root`) for every module that installs it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.signed: dict[str, SignedApp] = {}
+
+    def __call__(self, package: str, scope: str) -> SignedApp:
+        if package not in self.signed:
+            self.signed[package] = signed_app(self.root, package, scope)
+        return self.signed[package]
+
+
 async def cli(stack: Stack, *args: str | Path) -> Any:
     """`lineup ARGS --data-dir D --json` as the user runs it; its JSON (exit 0 asserted)."""
     code, out, err = await trio.to_thread.run_sync(

@@ -23,8 +23,9 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
-from actors.store import read_tool_deadlines
+from actors.tool_router import read_tool_deadlines
 from tests.installed.helpers import (
+    SampleApps,
     SignedApp,
     cli,
     focus_stack,
@@ -32,7 +33,6 @@ from tests.installed.helpers import (
     looked_at,
     owns_the_stage,
     remove_confirmed,
-    signed_app,
     wait_foreground,
 )
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
@@ -66,8 +66,8 @@ HOUSE = [
 
 
 @pytest.fixture(scope="module")
-def game(tmp_path_factory: pytest.TempPathFactory) -> SignedApp:
-    return signed_app(tmp_path_factory.mktemp("draw-and-guess"), "draw_and_guess", SCOPE)
+def game(sample_apps: SampleApps) -> SignedApp:
+    return sample_apps("draw_and_guess", SCOPE)
 
 
 async def _ready(stack: Stack, game: SignedApp, browser: WebDriver) -> tuple[Agent, int]:

@@ -8,9 +8,11 @@ result held to the tool's output schema), exports it with progress, is told its 
 first violation by its JSON pointer, and starts a timer; the bridge is SIGKILLed while the
 timer runs. A host on the restarted bridge (2026-07-28 era) asks again with the same
 idempotency key and gets that very call's final, the app having run it once; it cancels
-another timer with `notifications/cancelled`, is told its tools changed when the whiteboard
-is disabled, then gets `app_disabled` for it, and reads what the user wrote. Last, the
-bridge over Streamable HTTP refuses a request without its key and serves one with it.
+another timer with `notifications/cancelled`. A call that names the revision before the
+pomodoro was disabled is asked once more only for a tool the new revision left unchanged. The
+host is told its tools changed when the whiteboard is disabled, then gets `app_disabled`
+for it, and reads what the user wrote. Last, the bridge over Streamable HTTP refuses a
+request without its key and serves one with it.
 """
 
 from __future__ import annotations
@@ -35,8 +37,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged
 
-from actors.store import read_tool_calls
+from actors.contracts import Inventory
+from actors.tool_router import read_tool_calls
 from peers.agent.mcp import IDEMPOTENCY_KEY, KEY_FILE, LEDGER_FILE, META_CODE
+from peers.agent.mcp._calls import Calls, Follower
+from peers.agent.mcp._ledger import Ledger
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import CONVERSATION, Stack, texts, wait_for
@@ -260,6 +265,7 @@ async def test_an_mcp_host_drives_the_sample_apps_through_the_bridge(
                 assert texts(stack.timeline(), "agent:demo") == [HELLO["text"]]
                 await the_retry_gets_that_calls_final(stack, host, first_call)
                 await a_withdrawn_call_is_cancelled(stack, host, state_dir, first_call)
+                await a_stale_revision_is_retried_only_for_an_unchanged_tool(stack, tmp_path)
                 await a_disabled_app_is_announced_and_refused(stack, host)
                 stack.user_says("Thanks, that is all")
                 read = await host.call("runtime_read_messages", {"wait_seconds": LIMIT_S})
@@ -360,6 +366,75 @@ async def a_withdrawn_call_is_cancelled(
     asked_again = await host.call("pomodoro_pomodoro-start", {"minutes": 1}, key="t2")
     assert code_of(asked_again) == "cancelled_by_user"
     assert app_ran(stack, "pomodoro", "pomodoro.start") == [first_call, second_call]
+
+
+async def followed(calls: Calls, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The final of a call the bridge's `calls` follow (the tool's name as its key)."""
+    follower = calls.begin(name, arguments, key=name)
+    assert isinstance(follower, Follower), follower
+    await wait_for(lambda: follower.over, LIMIT_S, f"{name}'s final")
+    assert follower.final is not None, follower.failure
+    return follower.final
+
+
+class HeldBack(Calls):
+    """The bridge's calls, whose inventory reaches them only after their first attempt:
+    as when the runtime publishes a new revision while a call is on its way."""
+
+    def __init__(self, held: Inventory, *args: Any) -> None:
+        super().__init__(*args)
+        self.held = held
+        self.attempts: list[str] = []  # the revision each attempt named
+
+    def inventory(self) -> Inventory | None:
+        return self.held if not self.attempts else super().inventory()
+
+    async def _one_attempt(self, follower: Follower, revision: str) -> dict[str, Any]:
+        self.attempts.append(revision)
+        return await super()._one_attempt(follower, revision)
+
+
+async def a_stale_revision_is_retried_only_for_an_unchanged_tool(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """A call that names the revision before the pomodoro was disabled is refused stale by
+    the runtime: the whiteboard's summary, the same in the new revision, is asked once more
+    and runs once; the pomodoro's start, gone from it, ends stale with nothing run."""
+    client = await stack.start_agent()
+
+    def both_apps() -> Inventory | None:
+        inventory = client.inventory(CONVERSATION)
+        scopes = set() if inventory is None else {tool.app_scope for tool in inventory.tools}
+        return inventory if {"whiteboard", "pomodoro"} <= scopes else None
+
+    held = await wait_for(both_apps, LIMIT_S, "the conversation's inventory")
+    await cli(stack, "app", "disable", "pomodoro")
+
+    def newer() -> Inventory | None:
+        inventory = client.inventory(CONVERSATION)
+        return inventory if int(inventory.revision) > int(held.revision) else None  # type: ignore[union-attr]
+
+    await wait_for(newer, LIMIT_S, "a new revision")
+    ledger = Ledger(tmp_path)
+    try:
+        async with trio.open_nursery() as nursery:
+            summary = HeldBack(held, client, ledger, CONVERSATION, nursery)
+            final = await followed(summary, "whiteboard_board-summary", {})
+            assert final["type"] == "lineup.tool.result", final
+            first, again = summary.attempts  # the held revision, then a newer one
+            assert first == held.revision and int(again) > int(first), summary.attempts
+            retried = ledger.get("whiteboard_board-summary")
+            assert retried is not None and retried.attempt == 2 and retried.call_id
+            assert app_ran(stack, "whiteboard", "board.summary").count(retried.call_id) == 1
+
+            start = HeldBack(held, client, ledger, CONVERSATION, nursery)
+            final = await followed(start, "pomodoro_pomodoro-start", {"minutes": 1})
+            assert final["payload"]["code"] == "stale_inventory_revision", final
+            assert "list the tools again" in final["payload"]["message"]
+            assert start.attempts == [held.revision]
+    finally:
+        ledger.close()
+    assert len(app_ran(stack, "pomodoro", "pomodoro.start")) == 2  # the two of the story
 
 
 async def a_disabled_app_is_announced_and_refused(stack: Stack, host: Host) -> None:

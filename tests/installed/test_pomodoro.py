@@ -18,16 +18,16 @@ import math
 import re
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
 from actors.contracts import utc_timestamp
-from actors.store import read_tool_deadlines
+from actors.tool_router import read_tool_deadlines
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import (
     Agent,
@@ -42,6 +42,7 @@ from tests.web.conftest import in_browser, open_page, start_web_runtime, until
 from tests.web.test_surfaces import inside, page_counters, session_rows, surface_frame
 
 from .helpers import (
+    SampleApps,
     SignedApp,
     cli,
     focus_stack,
@@ -50,7 +51,6 @@ from .helpers import (
     looked_at,
     owns_the_stage,
     remove_confirmed,
-    signed_app,
     wait_foreground,
 )
 
@@ -65,14 +65,14 @@ TICK_MS = 15_000
 UTC_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}|\bUTC\b")
 
 
-async def pomodoro_bundle(tmp_path: Path) -> SignedApp:
-    return await trio.to_thread.run_sync(signed_app, tmp_path, "pomodoro", "pomodoro")
+@pytest.fixture(scope="module")
+def pomodoro(sample_apps: SampleApps) -> SignedApp:
+    return sample_apps("pomodoro", "pomodoro")
 
 
-async def installed(stack: Stack, tmp_path: Path, browser: WebDriver) -> tuple[Agent, int]:
+async def installed(stack: Stack, app: SignedApp, browser: WebDriver) -> tuple[Agent, int]:
     """The runtime with its web host, the agent in the conversation, pomodoro installed and
     enabled, the page open: (the agent, the inventory revision listing the timer's tools)."""
-    app = await pomodoro_bundle(tmp_path)
     await start_web_runtime(stack)
     client = await stack.start_agent()
     await client.send_text(CONVERSATION, "hello")
@@ -309,9 +309,9 @@ async def a_short_timer_runs_out(agent: Agent, browser: WebDriver) -> None:
 
 
 async def test_pomodoro_from_install_to_removal(
-    stack: Stack, browser: WebDriver, tmp_path: Path
+    stack: Stack, browser: WebDriver, pomodoro: SignedApp
 ) -> None:
-    agent, revision = await installed(stack, tmp_path, browser)
+    agent, revision = await installed(stack, pomodoro, browser)
     call_id = "call_focus"
     await agent.client.submit(
         agent.invoke(call_id, "pomodoro.start", {"minutes": MINUTES}, revision=revision)
@@ -374,9 +374,9 @@ async def test_pomodoro_from_install_to_removal(
 
 
 async def test_a_paused_timer_outlives_kills_of_the_app_the_tool_router_and_the_web_host(
-    stack: Stack, browser: WebDriver, tmp_path: Path
+    stack: Stack, browser: WebDriver, pomodoro: SignedApp
 ) -> None:
-    agent, revision = await installed(stack, tmp_path, browser)
+    agent, revision = await installed(stack, pomodoro, browser)
     call_id = "call_kept"
     await agent.client.submit(
         agent.invoke(call_id, "pomodoro.start", {"minutes": 1}, revision=revision)

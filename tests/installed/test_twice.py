@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from actors.store import read_tool_deadlines
+from actors.tool_router import read_tool_deadlines
 from tests.capabilities.helpers import answer, card_for
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import Agent, call_row, final_of, finals, new_revision, tools_of
 from tests.web.conftest import start_web_runtime
 from tests.web.test_surfaces import session_rows
 
-from .helpers import SignedApp, install_enabled, signed_app
+from .helpers import SampleApps, SignedApp, install_enabled
 
 APPS = {"pomodoro": "pomodoro", "draw_and_guess": "draw-and-guess", "whiteboard": "whiteboard"}
 # How long a call refused because another runs may take to end, from its submission.
@@ -34,9 +34,8 @@ REFUSED_WITHIN_S = 1.0
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SignedApp]:
-    root = tmp_path_factory.mktemp("samples")
-    return {scope: signed_app(root, package, scope) for package, scope in APPS.items()}
+def bundles(sample_apps: SampleApps) -> dict[str, SignedApp]:
+    return {scope: sample_apps(package, scope) for package, scope in APPS.items()}
 
 
 def operation(stack: Stack, call_id: str) -> dict[str, Any]:

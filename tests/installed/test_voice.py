@@ -39,7 +39,7 @@ from tests.web.conftest import (
 )
 from tests.web.test_surfaces import inside, surface_frame
 
-from .helpers import SignedApp, install_enabled, signed_app, wait_foreground
+from .helpers import SampleApps, SignedApp, install_enabled, wait_foreground
 
 __all__ = ["speaking_browser"]
 
@@ -49,8 +49,8 @@ CARD_ITEM = "#timeline .kind-interaction:has(.card.consent)"  # the card and its
 
 
 @pytest.fixture(scope="module")
-def voice(tmp_path_factory: pytest.TempPathFactory) -> SignedApp:
-    return signed_app(tmp_path_factory.mktemp("voice"), SCOPE, SCOPE)
+def voice(sample_apps: SampleApps) -> SignedApp:
+    return sample_apps(SCOPE, SCOPE)
 
 
 def _card_in_view(driver: WebDriver) -> bool:
@@ -177,7 +177,9 @@ async def test_the_agent_asks_and_the_page_records_the_user(
         == clean
     )
     await in_browser(_start_recording, browser)
-    bar = await in_browser(_recording_for, browser, 2)
+    # The microphone loops a clip of about 1.8 s: four seconds hold one whole utterance
+    # wherever in the loop the recording starts.
+    bar = await in_browser(_recording_for, browser, 4)
     assert bar.startswith("Recording for voice: 0:0") and bar.endswith("of 0:20"), bar
     assert (
         await in_browser(

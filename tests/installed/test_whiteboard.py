@@ -61,6 +61,7 @@ from tests.web.conftest import (
 from tests.web.test_surfaces import SURFACE_FRAME, ask_display, fetch, inside, surface_frame
 
 from .helpers import (
+    SampleApps,
     SignedApp,
     cli,
     focus_stack,
@@ -68,7 +69,6 @@ from .helpers import (
     killed_and_back,
     owns_the_stage,
     remove_confirmed,
-    signed_app,
     wait_foreground,
 )
 
@@ -81,8 +81,8 @@ TEXT = {"kind": "text", "colour": "blue", "points": [[100, 100]], "text": "Plan 
 
 
 @pytest.fixture(scope="module")
-def whiteboard(tmp_path_factory: pytest.TempPathFactory) -> SignedApp:
-    return signed_app(tmp_path_factory.mktemp("whiteboard"), "whiteboard", SCOPE)
+def whiteboard(sample_apps: SampleApps) -> SignedApp:
+    return sample_apps("whiteboard", SCOPE)
 
 
 async def installed(stack: Stack, app: SignedApp, browser: WebDriver) -> Agent:

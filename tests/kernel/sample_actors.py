@@ -15,6 +15,7 @@ import trio
 
 from actors.contracts import Code, ContractError
 from actors.kernel import (
+    ACK_LATER,
     REPLY_LATER,
     Actor,
     CallFailed,
@@ -147,6 +148,29 @@ class Deferring(Actor):
             await self.reply(caller, request_id, msg.body)
 
 
+class Holding(Actor):
+    """Holds each `keep` (its handler returns `ACK_LATER`, as the transport holds an
+    envelope until its verdict) until `done`; `crash` ends the process abnormally."""
+
+    async def on_start(self) -> None:
+        self.kept: list[int] = []
+
+    @handles("keep")
+    async def keep(self, msg: Message) -> Any:
+        self.kept.append(msg.seq)
+        return ACK_LATER
+
+    @handles("done")
+    async def done(self, msg: Message) -> None:
+        for seq in self.kept:
+            self.ack(seq)
+        self.kept.clear()
+
+    @handles("crash")
+    async def crash(self, msg: Message) -> None:
+        os._exit(3)
+
+
 class CallsOnStart(Actor):
     """Calls `echo` from `on_start`, before it is ready, and answers `started` with the reply:
     rebuilding state by asking another actor is what start hooks are for."""
@@ -255,6 +279,15 @@ class NeverReady(Actor):
         await trio.sleep_forever()
 
 
+class DeafWhileStarting(Actor):
+    """Ignores SIGTERM and never becomes ready: like an app, its pid namespace's init, in
+    the moments before it has a handler for the signal."""
+
+    async def on_start(self) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        await trio.sleep_forever()
+
+
 class ExitsOnStart(Actor):
     """Exits with `code` in its start hook, only in its first incarnation (a marker file)."""
 
@@ -289,6 +322,7 @@ BAD_BYTES = {
     "forbidden_kernel_type": _raw_frame(
         {"type": "kernel.actor_failed", "body": {"name": "peer", "reason": "lies"}}
     ),
+    "app_hold": _raw_frame({"type": "kernel.hold", "seqs": [1]}),
 }
 
 

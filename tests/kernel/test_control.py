@@ -12,7 +12,7 @@ import pytest
 from actors.kernel import ControlError, encode
 
 from .conftest import MakeRuntime
-from .helpers import child, wait_until
+from .helpers import Runtime, child, wait_until
 
 BAD_REQUESTS = [
     {"type": "no_such_request"},
@@ -47,11 +47,17 @@ def test_records_have_stable_fields_and_the_socket_is_private(make_runtime: Make
     assert (stats["name"], stats["pid"]) == ("e", record["pid"])
 
 
+@pytest.fixture(scope="module")
+def one_runtime(make_module_runtime: MakeRuntime) -> Runtime:
+    """One runtime takes every bad request in turn: each must leave it as it was."""
+    return make_module_runtime({"children": [child("e", "Echo")]}).start()
+
+
 @pytest.mark.parametrize("request_", BAD_REQUESTS, ids=lambda r: str(r)[:60])
 def test_a_bad_request_gets_an_error_and_the_runtime_lives_on(
-    make_runtime: MakeRuntime, request_: dict[str, object]
+    one_runtime: Runtime, request_: dict[str, object]
 ) -> None:
-    rt = make_runtime({"children": [child("e", "Echo")]}).start()
+    rt = one_runtime
     with pytest.raises(ControlError):
         rt.control(request_)
     assert rt.status()["state"] == "running"

@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 from .conftest import MakeRuntime
@@ -18,11 +19,13 @@ AFTER = 0.6
 # How long a test waits past `AFTER` before it calls a missed deadline a failure: a loaded
 # machine delays the supervisor's own checks too.
 SLACK = 5.0
+IDLE_TICKS = 20
 
 
 def _config(**extra: Any) -> dict[str, Any]:
     return {
-        "children": [child("e", "Echo"), child("f", "Frozen")],
+        # A frozen loop never hears SIGTERM: its grace is kept short, for the teardown.
+        "children": [child("e", "Echo"), child("f", "Frozen", shutdown=0.5)],
         "heartbeat_interval": INTERVAL,
         "unresponsive_after": AFTER,
         **extra,
@@ -94,4 +97,29 @@ def test_the_watchdog_restarts_an_unresponsive_actor(make_runtime: MakeRuntime) 
     assert "killed by the watchdog" in record["last_exit"]
     events = [(e["actor"], e["event"]) for e in rt.control({"type": "lifecycle"})["events"]]
     assert ("e", "exit") in events and ("e", "restart") in events
+    assert rt.status()["state"] == "running"
+
+
+def _wakeups(pid: int) -> int:
+    """How often `pid`'s threads have gone to sleep and been woken so far."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for line in (task / "status").read_text().splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                total += int(line.split()[1])
+    return total
+
+
+def test_an_idle_actor_is_not_woken_by_its_heartbeat(make_runtime: MakeRuntime) -> None:
+    """Its loop is seen waiting for work from outside: no ping, no pong, no wakeup. The
+    other tests here show a stopped or frozen one is still pinged and found out."""
+    rt = make_runtime(_config()).start()
+    pid = rt.wait_actor("e")["pid"]
+    time.sleep(AFTER)  # the start's own messages have settled
+    before = _wakeups(pid)
+    time.sleep(IDLE_TICKS * INTERVAL)
+    woken = _wakeups(pid) - before
+    # A ping on each tick would have woken it at least once a tick.
+    assert woken < IDLE_TICKS / 4, woken
+    assert rt.actors()["e"]["state"] == "running"
     assert rt.status()["state"] == "running"

@@ -122,7 +122,7 @@ def test_seqs_are_not_reused_after_done_rows_are_pruned(tmp_path: Path) -> None:
     store.begin()
     seqs = store.insert_many([_row(i, inflight=True) for i in "ab"]) or []
     store.ack("r", seqs)
-    assert store.prune(done_before_ms=2**62) == (2, None)
+    assert store.prune(done_before_ms=2**62) == (2, None, None)
     store.commit()
     store.close()
     store = MailboxStore(tmp_path / "m.db")
@@ -217,10 +217,49 @@ def test_a_prune_goes_a_chunk_at_a_time_and_keeps_what_is_not_done(tmp_path: Pat
     assert store.fail(dead, "boom", max_deliver=1)
     store.commit()
     store.begin()
-    assert store.prune(done_before_ms=2**62, limit=2) == (2, seqs[1])
-    assert store.prune(done_before_ms=2**62, after_seq=seqs[1], limit=2) == (2, seqs[3])
-    assert store.prune_all(done_before_ms=2**62) == 1
-    assert store.prune(done_before_ms=0, limit=1) == (0, None)  # every row too young
+    assert store.prune(done_before_ms=2**62, limit=2) == (2, seqs[1], None)
+    assert store.prune(done_before_ms=2**62, after_seq=seqs[1], limit=2) == (2, seqs[3], None)
+    assert store.prune_all(done_before_ms=2**62).pruned == 1
+    assert store.prune(done_before_ms=0, limit=1) == (0, None, None)  # every row too young
     store.commit()
     assert _states(store) == {"waiting": State.PENDING, "dead": State.DEAD}
     assert waiting < dead
+
+
+def test_the_size_cap_takes_the_oldest_done_rows_inside_the_window_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """Past the cap, done rows inside the dedup window go, oldest first, and the prune
+    says how young the youngest of them was; the newest `max_done` seqs stay whatever
+    their state, and a waiting or dead row below the cap stays too."""
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    store.insert_many([_row("waiting")])
+    (dead,) = store.insert_many([_row("dead", inflight=True)]) or []
+    assert store.fail(dead, "boom", max_deliver=1)
+    done = store.insert_many([_row(f"d{i}", inflight=True) for i in range(300)]) or []
+    store.ack("r", done)
+    store.commit()
+    store.begin()
+    step = store.prune_all(done_before_ms=0, keep_from_seq=store.cap_seq(100))  # window: all
+    store.commit()
+    assert step.pruned == 200 and step.newest_forced_ms is not None
+    ids = {row[0] for row in store._db.execute("SELECT id FROM messages")}
+    assert ids == {"waiting", "dead"} | {f"d{i}" for i in range(200, 300)}
+    store.begin()  # within the cap nothing more goes
+    assert store.prune_all(done_before_ms=0, keep_from_seq=store.cap_seq(100)).pruned == 0
+    store.commit()
+    store.close()
+
+
+def test_an_idle_truncate_leaves_no_wal_and_every_row(tmp_path: Path) -> None:
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    store.insert_many([_row(f"m{i}") for i in range(500)])
+    store.commit()
+    wal = tmp_path / "m.db-wal"
+    assert wal.stat().st_size > 0
+    assert store.truncate_wal()
+    assert wal.stat().st_size == 0
+    assert store.counts()["r"].pending == 500
+    store.close()

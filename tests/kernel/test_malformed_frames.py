@@ -65,3 +65,15 @@ def test_malformed_frames_close_the_channel_and_restart_only_that_child(
     assert notices(db) == []
     assert rt.mailbox("peer") == []
     assert rt.stop() == 0
+
+
+def test_an_apps_process_may_not_hold_a_delivery(make_runtime: MakeRuntime) -> None:
+    """`kernel.hold` keeps a delivery from the blame of a crash: only the runtime's own
+    actors may say it, and an app's process that does is closed like any bad frame."""
+    rt = make_runtime({"children": [child("app.bad", "Misbehaving")]}).start()
+    rt.wait_actor("app.bad", restarts=0)
+    rt.send("app.bad", "misbehave", "app_hold")
+    after = rt.wait_actor("app.bad", restarts=1)
+    assert after["last_exit"].startswith(
+        "sent a bad frame (kernel.hold is the runtime's actors' alone"
+    ), after["last_exit"]

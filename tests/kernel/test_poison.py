@@ -105,3 +105,31 @@ def test_poison_message_goes_dead_and_the_rest_proceeds(
     assert items[-1][0] == poison_id  # applied last, once
     assert sorted(per_sender(items)["p1"]) == list(range(COUNT))
     assert [m["body"]["sender"] for m in rt.mailbox("rec", dead=True)] == ["caller"]
+
+
+def test_a_held_delivery_is_given_again_and_never_blamed(make_runtime: MakeRuntime) -> None:
+    """A delivery whose handler returned `ACK_LATER` stays in flight until the actor acks
+    it: a crash gives it to the next incarnation again, and is blamed on the message being
+    handled, never on it."""
+    rt = make_runtime({"children": [child("holder", "Holding", max_deliver=2)]}).start()
+    kept = [rt.send("holder", "keep", {"n": n}) for n in range(3)]
+    wait_until(lambda: rt.actors()["holder"]["inflight"] == 3, 20, "three held deliveries")
+    crash = rt.send("holder", "crash")
+    wait_until(lambda: rt.actors()["holder"]["dead"] == 1, 30, "the crashing message dead")
+    (dead,) = rt.mailbox("holder", dead=True)
+    assert (dead["id"], dead["failures"]) == (crash, 2)
+
+    def held() -> list[dict[str, Any]] | None:
+        rows = [m for m in rt.mailbox("holder") if m["id"] in kept]
+        return rows if all(m["state"] == "inflight" for m in rows) else None
+
+    wait_until(lambda: rt.actors()["holder"]["inflight"] == 3, 20, "the deliveries held again")
+    rows = wait_until(held, 20, "the held deliveries in flight")
+    assert [m["failures"] for m in rows] == [0, 0, 0]
+    assert min(m["attempts"] for m in rows) >= 3  # given again after each crash
+    rt.send("holder", "done")
+
+    def acked() -> bool:
+        return [m["id"] for m in rt.mailbox("holder")] == [crash]  # the rest are done
+
+    wait_until(acked, 20, "the held deliveries acked")

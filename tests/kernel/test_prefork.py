@@ -12,12 +12,12 @@ from .helpers import REPO_ROOT
 
 PROBE = """
 import json, sys
-import supervisor
+from actors import runtime_children
 from actors.kernel._prefork import zygote_preload
 from actors.kernel.child import load_actor
 from actors.kernel.zygote import preload
 
-targets = zygote_preload(supervisor.default_config("/tmp/unused", web_port=0))
+targets = zygote_preload(runtime_children.default_config("/tmp/unused", web_port=0))
 preload(targets)
 before = set(sys.modules)
 for target in targets:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 
 from .conftest import MakeRuntime
 from .helpers import (
+    Runtime,
     actor_processes,
     child,
     cmdline,
@@ -275,6 +278,30 @@ def test_a_child_that_dies_while_the_runtime_stops_is_not_restarted(
     assert rt.wait_exit(20) == 0
     log = rt.log()
     assert "restart 1" not in log, log[-2000:]
+
+
+def test_a_child_still_starting_does_not_hold_up_the_runtimes_stop(
+    make_runtime: MakeRuntime,
+) -> None:
+    rt = make_runtime({"children": _echoes("early"), "ready_timeout": 60}).start()
+    spec = child("deaf", "DeafWhileStarting", shutdown=30)
+    request = {"type": "start_child", "spec": spec}
+    threading.Thread(target=_answer_or_nothing, args=(rt, request), daemon=True).start()
+    deaf = wait_until(lambda: rt.actors().get("deaf", {}).get("pid"), 10, "the child's process")
+    assert rt.process is not None
+    stopped_at = time.monotonic()
+    rt.process.send_signal(signal.SIGTERM)
+    assert rt.wait_exit(20) == 0
+    # Killed at once, not after its 30 s of grace: it had taken no message.
+    assert time.monotonic() - stopped_at < 10
+    assert not pid_alive(deaf)
+    assert "deaf stopped: killed by SIGKILL" in rt.log()
+
+
+def _answer_or_nothing(rt: Runtime, request: dict[str, object]) -> None:
+    """A control request whose answer the test does not need (the runtime may end first)."""
+    with contextlib.suppress(Exception):
+        rt.control(request, timeout=30)
 
 
 def test_a_new_zygote_forks_the_actors_when_the_old_one_dies(make_runtime: MakeRuntime) -> None:

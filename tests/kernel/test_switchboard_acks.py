@@ -19,7 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from actors.kernel import MailboxStore, State
 from actors.kernel._channel import Channel
 from actors.kernel._frames import pack_body
-from actors.kernel._switchboard import Endpoint, Op, Switchboard
+from actors.kernel._switchboard import Endpoint, Op, Outcome, Switchboard
 
 
 @pytest.fixture
@@ -122,6 +122,56 @@ def test_other_recipients_rows_between_do_not_stop_the_cursor(board: Switchboard
     _ack(board, seqs)
     assert set(_states(board).values()) == {State.DONE}
     assert set(_states(board, "other").values()) == {State.PENDING}
+
+
+def test_at_normal_the_wal_is_synced_only_before_what_leaves_the_device(tmp_path: Path) -> None:
+    store = MailboxStore(tmp_path / "mailbox.db", synchronous="NORMAL")
+    board = Switchboard(store, batch_max=256, queue_size=64)
+    inside, outside = socket.socketpair(), socket.socketpair()
+    try:
+        _up(board, inside[0], window=8)
+        up = {"channel": Channel(outside[0]), "window": 8, "max_deliver": 3}
+        board._apply_batch([("up", "transport", {**up, "reaches_outside": True}, None, None)])
+        synced = board.syncs
+        board._apply_batch(_messages(["a", "b"]))  # actor to actor: not synced
+        assert board.syncs == synced
+        board._apply_batch(_messages(["c"], to="transport"))
+        assert board.syncs == synced + 1
+        # An answer to a socket's request (the page's "stored") waits for the barrier too.
+        request = Outcome()
+        board._apply_batch([("message", "ui", _messages(["d"])[0][2], request, None)])
+        assert board.syncs == synced + 2 and request.done.is_set()
+    finally:
+        store.close()
+        for pair in (inside, outside):
+            for end in pair:
+                end.close()
+
+
+def test_a_wal_left_by_a_killed_runtime_is_checkpointed_after_the_first_commit(
+    tmp_path: Path,
+) -> None:
+    writer = MailboxStore(tmp_path / "mailbox.db")
+    writer.begin()
+    for n in range(3_000):  # a killed runtime's commits, never checkpointed
+        writer.insert(
+            message_id=f"m{n}",
+            recipient="sink",
+            sender="producer",
+            type="item",
+            frame=bytes(2_000),
+            inflight=False,
+        )
+    writer.commit()
+    store = MailboxStore(tmp_path / "mailbox.db")  # the next start, the first still open
+    board = Switchboard(store, batch_max=256, queue_size=64)
+    try:
+        assert store.wal_pages() >= board.checkpoint_pages
+        board._apply_batch(_messages(["next"], to="other"))
+        assert board.wal_dirty.is_set()
+    finally:
+        store.close()
+        writer.close()
 
 
 class SwitchboardAcks(RuleBasedStateMachine):

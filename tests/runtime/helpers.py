@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any, TypeVar
 
 import trio
 
-import supervisor
+from actors import runtime_children
 from actors.kernel import ControlError, control_request
 from actors.runtime_token import write_token
 from actors.store import read_audit, read_lifecycle, read_outbox
@@ -28,6 +29,20 @@ from tests.kernel.helpers import Runtime
 
 T = TypeVar("T")
 CONVERSATION = "conv-1"
+
+
+def given_to_agent(appserver_dir: Path) -> list[dict[str, Any]]:
+    """Every envelope the runtime gave the agent, in stream order, as the AppServer keeps it
+    (the store's outbox holds what the router queued; the tool router's envelopes go
+    straight to the transport)."""
+    path = appserver_dir / "appserver.db"
+    if not path.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        rows = db.execute(
+            "SELECT body FROM messages WHERE sender_kind != 'agent' ORDER BY seq"
+        ).fetchall()
+    return [json.loads(body) for (body,) in rows]
 
 
 async def wait_for(predicate: Callable[[], T | None], timeout: float, what: str) -> T:
@@ -43,7 +58,7 @@ async def wait_for(predicate: Callable[[], T | None], timeout: float, what: str)
 
 
 def runtime_config(data_dir: Path, url: str, **transport: Any) -> dict[str, Any]:
-    config = supervisor.default_config(data_dir, appserver_url=url).model_dump(mode="json")
+    config = runtime_children.default_config(data_dir, appserver_url=url).model_dump(mode="json")
     # Kill tests restart actors many times within a few seconds: that is the point.
     config.update(max_restarts=1000, max_seconds=1.0, backoff_max=0.2)
     for child in config["children"]:
@@ -96,7 +111,9 @@ class Stack:
     ) -> Runtime:
         assert self.server is not None
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        write_token(self.data_dir / supervisor.TOKEN_FILE, self.server.credentials.runtime_token)
+        write_token(
+            self.data_dir / runtime_children.TOKEN_FILE, self.server.credentials.runtime_token
+        )
         if self.runtime is None:
             self.runtime = Runtime(
                 self.data_dir,
@@ -153,8 +170,26 @@ class Stack:
     def audit(self) -> list[dict[str, Any]]:
         return read_audit(self.data_dir)
 
+    async def audited(
+        self, keep: Callable[[dict[str, Any]], bool], timeout: float = 30
+    ) -> list[dict[str, Any]]:
+        """The audit rows `keep` picks, once there is one: an actor that keeps its own file
+        (the tool router, the gateway) decides there first and hands the row to the store
+        after, so a row may trail the outcome a test saw."""
+        return await wait_for(
+            lambda: [row for row in self.audit() if keep(row)], timeout, "the audit rows"
+        )
+
+    async def audit_of(self, message_id: str, timeout: float = 30) -> dict[str, Any]:
+        """The audit row about `message_id`, once the store has it."""
+        rows = await self.audited(lambda row: row["message_id"] == message_id, timeout)
+        return rows[-1]
+
     def outbox(self) -> list[dict[str, Any]]:
         return read_outbox(self.data_dir)
+
+    def given(self) -> list[dict[str, Any]]:
+        return given_to_agent(self.appserver_dir)
 
     # -- the agent -------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Agent tools from both ends of the command line, and the agent client under them.
 
-- `lineup tools inventory|calls` read a real `runtime.db` (its schema made by the store's
-  own `open_db`), read-only, with a connection of the "runtime" still open on it;
+- `lineup tools inventory|calls` read a real `tool_router.db` (its schema made by the tool
+  router's own `open_db`), read-only, with a connection of the "runtime" still open on it;
 - `AgentClient.call` / `inventory` / `cancel` and the demo agent's "focus N" against a
   real AppServer on loopback, the test playing the runtime with a second link (role
   runtime) that publishes inventories and answers calls with receipts and results;
@@ -23,7 +23,7 @@ import pytest
 import trio
 
 from actors.contracts import derive_message_id, validate_message
-from actors.store import open_db
+from actors.tool_router import open_db
 from lineup.agent_cmd import main as agent_main
 from lineup.cli import main as lineup_main
 from lineup.tools_cmd import register as register_tools
@@ -144,7 +144,7 @@ def kinds(events: list[AgentMessage]) -> list[str]:
     return [event.type.removeprefix("lineup.tool.") for event in events]
 
 
-# --- `lineup tools ...` on a runtime.db -----------------------------------------------------
+# --- `lineup tools ...` on a tool_router.db -----------------------------------------------------
 
 NOW_MS = 1_800_000_000_000
 
@@ -180,11 +180,11 @@ def _insert(db: sqlite3.Connection, table: str, row: dict[str, Any]) -> None:
 
 
 @pytest.fixture
-def runtime_db(tmp_path: Path) -> tuple[Path, sqlite3.Connection]:
-    """A runtime.db with three calls and two published inventories; its writer connection
-    stays open, as a running runtime's would."""
+def tool_db(tmp_path: Path) -> tuple[Path, sqlite3.Connection]:
+    """A tool_router.db with three calls and two published inventories; its writer
+    connection stays open, as a running runtime's would."""
     data_dir = tmp_path / "data"
-    db = open_db(data_dir)
+    db = open_db(data_dir, synchronous="FULL")
     _insert(
         db,
         "tool_calls",
@@ -252,9 +252,9 @@ def _tools(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, st
 
 
 def test_tools_calls_lists_the_newest_first_and_filters(
-    runtime_db: tuple[Path, sqlite3.Connection], capsys: pytest.CaptureFixture[str]
+    tool_db: tuple[Path, sqlite3.Connection], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data_dir, _db = runtime_db
+    data_dir, _db = tool_db
     code, out, _ = _tools(capsys, "calls", "--data-dir", str(data_dir), "--json")
     assert code == 0
     rows = json.loads(out)
@@ -287,9 +287,9 @@ def test_tools_calls_lists_the_newest_first_and_filters(
 
 
 def test_tools_inventory_shows_every_tool_with_its_visibility(
-    runtime_db: tuple[Path, sqlite3.Connection], capsys: pytest.CaptureFixture[str]
+    tool_db: tuple[Path, sqlite3.Connection], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data_dir, _db = runtime_db
+    data_dir, _db = tool_db
     code, out, _ = _tools(capsys, "inventory", "--data-dir", str(data_dir), "--json")
     assert code == 0
     rows = json.loads(out)
@@ -318,21 +318,21 @@ def test_tools_inventory_shows_every_tool_with_its_visibility(
 
 
 def test_the_tools_commands_read_while_the_runtime_writes(
-    runtime_db: tuple[Path, sqlite3.Connection], capsys: pytest.CaptureFixture[str]
+    tool_db: tuple[Path, sqlite3.Connection], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data_dir, db = runtime_db
+    data_dir, db = tool_db
     _insert(db, "tool_calls", _call_row("call_later", "accepted", NOW_MS))  # a live write
     code, out, _ = _tools(capsys, "calls", "--data-dir", str(data_dir), "--json")
     assert code == 0
     assert json.loads(out)[0]["call_id"] == "call_later"
     db.close()  # the runtime stops
-    before = (data_dir / "runtime.db").read_bytes()
+    before = (data_dir / "tool_router.db").read_bytes()
     code, out, _ = _tools(
         capsys, "calls", "--data-dir", str(data_dir), "--state", "accepted", "--json"
     )
     assert [row["call_id"] for row in json.loads(out)] == ["call_later"]
     assert _tools(capsys, "inventory", "--data-dir", str(data_dir))[0] == 0
-    assert (data_dir / "runtime.db").read_bytes() == before  # read, never written
+    assert (data_dir / "tool_router.db").read_bytes() == before  # read, never written
 
 
 @pytest.mark.parametrize("command", ["calls", "inventory"])
@@ -747,6 +747,14 @@ async def test_lineup_agent_call_refuses_bad_input_in_one_sentence(
 
 # --- the demo agent's "focus N" -------------------------------------------------------------
 
+# The recording a spoken message hands the agent (the chat's artifact).
+RECORDING = {
+    "artifact_id": "art_01KZB899ZQ3D8N6K4W2T1S0R9P",
+    "title": "Recording of 5 s",
+    "media_type": "audio/webm",
+    "size": 6211,
+}
+
 
 @contextlib.asynccontextmanager
 async def demo_agent(server: AppServer) -> AsyncIterator[None]:
@@ -808,6 +816,14 @@ async def test_the_demo_agent_starts_a_focus_timer_through_its_inventory(
             "I could not start a 25-minute focus timer: the Pomodoro app is disabled "
             "(`app_disabled`)."
         )
+
+        # Spoken (voice mode: the message hands over its recording), as the host wrote it
+        # out: numbers in words, the request said again and cut short at the end.
+        spoken = user_text("'cause twenty five focus twenty")
+        spoken["payload"].update(mode="audio", audio=RECORDING)
+        await runtime.submit(spoken)
+        (invoke,) = await invokes(runtime, 1)
+        assert invoke["payload"]["arguments"] == {"minutes": 25}
 
 
 async def test_the_demo_agent_says_when_pomodoro_is_not_available(

@@ -8,11 +8,13 @@
   library and its third-party libraries); the link only the contracts;
 - no module imports another package's private (`_name`) module;
 - no actor package imports another actor's package: the actors are the runtime's own
-  child specs (`supervisor.default_config()`, with the web host), not a list kept here;
+  child specs (`runtime_children.default_config()`, with the web host), not a list kept here;
   the web host, a UI client like the command line, reads the projections it shows with
   the readers the command line uses (`READERS`) and imports nothing else of the runtime;
   the transport reads the AppServer token with `actors.runtime_token`, as they do;
-- apps import only the SDK and the contracts; the SDK reaches the kernel.
+- apps import only the SDK and the contracts; the SDK reaches the kernel;
+- the tool router keeps its own state: nothing of the store's, and the store nothing of
+  its tables.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Final
 
 import pytest
 
-import supervisor
+from actors import runtime_children
 from tests.kernel.helpers import REPO_ROOT
 
 # Every top-level package of the project; any other top-level name is the standard library
@@ -119,7 +121,7 @@ def peer_violations(base: Path = REPO_ROOT) -> list[str]:
 
 def runtime_actors() -> list[str]:
     """The actor packages of the runtime's own children (`actors.NAME:Class`)."""
-    targets = [child.target for child in supervisor.default_config(web_port=0).children]
+    targets = [child.target for child in runtime_children.default_config(web_port=0).children]
     return sorted({t.split(":")[0].split(".")[1] for t in targets if t.startswith("actors.")})
 
 
@@ -173,6 +175,25 @@ def test_no_module_imports_another_packages_private_module() -> None:
 
 def test_no_actor_imports_another_actors_package() -> None:
     assert actor_violations() == []
+
+
+# The tool router's tables: its own file's, named nowhere in the store.
+TOOL_TABLES: Final = ("tool_calls", "tool_deadlines", "tool_inventories", "tool_state")
+
+
+def test_the_tool_router_keeps_its_own_state() -> None:
+    """The tool router's rows are in its own file: it imports nothing of the store (no
+    reader, no row format), the store has no module or table of them, and of the tool
+    router only the migration of an older data dir reads `runtime.db`."""
+    tool_router = _modules("actors/tool_router")
+    for module in tool_router:
+        assert not [n for n in imports_of(module) if n.startswith("actors.store")], module
+    assert not (REPO_ROOT / "actors/store/_tools.py").exists()
+    for module in _modules("actors/store"):
+        text = module.read_text(encoding="utf-8")
+        assert not [table for table in TOOL_TABLES if table in text], module
+    readers = [m.name for m in tool_router if "runtime.db" in m.read_text(encoding="utf-8")]
+    assert readers == ["_migration.py"], readers
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 
-import supervisor
+from actors import runtime_children
 from actors.kernel import APPS, Actor, Door, load_door
 
 # What an app process may send, and to whom: the SDK's surface, nothing more.
@@ -27,7 +27,7 @@ SDK_SURFACE = {
 
 
 def _runtime_actors() -> list[tuple[str, type[Actor], Door]]:
-    config = supervisor.default_config()
+    config = runtime_children.default_config()
     found = []
     for spec in config.children:
         module, _, cls = spec.target.partition(":")
@@ -46,7 +46,7 @@ def test_every_runtime_actor_declares_exactly_what_it_handles() -> None:
 
 
 def test_an_app_reaches_only_its_sdk() -> None:
-    config = supervisor.default_config()
+    config = runtime_children.default_config()
     doors = {name: door for name, _, door in _runtime_actors()}
     app_door = load_door(config.app_door)
     reachable = {
@@ -103,7 +103,7 @@ def test_an_app_reaches_only_its_sdk() -> None:
 
 
 def test_an_app_tells_the_web_host_only_what_its_surfaces_show() -> None:
-    config = supervisor.default_config(web_port=0)
+    config = runtime_children.default_config(web_port=0)
     web = next(spec for spec in config.children if spec.name == "web_host")
     assert web.door is not None
     door = load_door(web.door)

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-import supervisor
+from actors import runtime_children
 from actors.contracts import Code, fixtures_dir
 from actors.router import Accepted, FilterContext, Rejected, check_inbound
 
-CORE = supervisor.core_routing()  # the router's view of the core apps, before any other
+CORE = runtime_children.core_routing()  # the router's view of the core apps, before any other
 
 REJECTED = sorted((fixtures_dir() / "envelopes" / "rejected").glob("*.json"))
 # The router reads the stream with `validate_message`, like the AppServer: a canonical-looking

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from actors.kernel import ControlError, ui_request
-from actors.store import read_outbox_envelopes
 from lineup.ui_session import UiSession
 from peers.agent import AgentClient
 
@@ -130,5 +129,6 @@ async def test_an_actor_cannot_act_for_the_user(stack: Stack, tmp_path: Path) ->
     assert _actor_stats(stack, "app.chat")["refused_inputs"] == 0  # nothing reached it
     assert stack.timeline() == []
     # Nothing went out but what the runtime publishes on its own (the tool inventory).
-    sent = read_outbox_envelopes(stack.data_dir)
+    assert stack.outbox() == []
+    sent = stack.given()
     assert [e["type"] for e in sent] == ["lineup.inventory"] * len(sent)

@@ -1,23 +1,30 @@
 """The terminal chat: what it prints for a view, what a typed line becomes, and a session
-through `lineup chat attach` against a real runtime (embedded AppServer and demo agent)."""
+through `lineup chat attach` against a real runtime (embedded AppServer and demo agent), on
+a host with a real sound server (PulseAudio with a null sink), which plays the agent's
+speech in voice mode."""
 
 from __future__ import annotations
 
+import array
 import io
+import math
 import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.text import Text
 
 from actors.contracts import utc_timestamp
 from actors.store import read_lifecycle
+from apps.chat import history
 from lineup.terminal_chat import (
     COMMANDS,
     TaskLine,
@@ -27,6 +34,7 @@ from lineup.terminal_chat import (
     render_new,
 )
 from tests.kernel.helpers import REPO_ROOT
+from tests.sound import SoundServer, sound_server
 
 from .helpers import wait_for
 from .test_lineup_run import _start, _stop
@@ -335,7 +343,49 @@ def _type(chat: subprocess.Popen[str], text: str) -> None:
     chat.stdin.flush()
 
 
-def _attach(data_dir: Path) -> subprocess.Popen[str]:
+def _quit(chat: subprocess.Popen[str]) -> int:
+    """The user types /quit: the terminal chat's exit status."""
+    _type(chat, "/quit\n")
+    return chat.wait(10)
+
+
+@pytest.fixture
+def sound(tmp_path: Path) -> Iterator[SoundServer]:
+    with sound_server(tmp_path / "sound") as server:
+        yield server
+
+
+class Listening:
+    """What the sound server's sink plays, heard from its monitor (`parec`): `loud` once a
+    quarter second of it is sound, not silence."""
+
+    def __init__(self, sound: SoundServer) -> None:
+        self.loud = threading.Event()
+        self.process = subprocess.Popen(
+            ["parec", "--raw", "--format=s16le", "--rate=16000", "--channels=1"],
+            env={**os.environ, **sound.env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.reader = threading.Thread(target=self._listen, daemon=True)
+        self.reader.start()
+
+    def _listen(self) -> None:
+        assert self.process.stdout is not None
+        while chunk := self.process.stdout.read(8000):
+            samples = array.array("h", chunk[: len(chunk) // 2 * 2])
+            if math.sqrt(sum(x * x for x in samples) / max(1, len(samples))) > 500:
+                self.loud.set()
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        self.reader.join(5)  # its pipe ends with the process
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+
+
+def _attach(data_dir: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -349,7 +399,7 @@ def _attach(data_dir: Path) -> subprocess.Popen[str]:
             "term",
         ],
         cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "COLUMNS": "200"},
+        env={**os.environ, **env, "PYTHONPATH": str(REPO_ROOT), "COLUMNS": "200"},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -357,7 +407,7 @@ def _attach(data_dir: Path) -> subprocess.Popen[str]:
     )
 
 
-async def test_a_session_in_lineup_chat_attach(tmp_path: Path) -> None:
+async def test_a_session_in_lineup_chat_attach(tmp_path: Path, sound: SoundServer) -> None:
     data_dir = tmp_path / "data"
     runtime = _start(data_dir, tmp_path / "run.log")
     chat = None
@@ -369,7 +419,7 @@ async def test_a_session_in_lineup_chat_attach(tmp_path: Path) -> None:
             return record is not None and record["state"] == "online"
 
         await wait_for(online, 30, "the runtime to be online")
-        chat = _attach(data_dir)
+        chat = _attach(data_dir, sound.env)
         screen: list[str] = []
         reader = threading.Thread(target=lambda: screen.extend(chat.stdout or []), daemon=True)
         reader.start()
@@ -398,8 +448,8 @@ async def test_a_session_in_lineup_chat_attach(tmp_path: Path) -> None:
         await wait_for(lambda: count("     /yes") == 2, 30, "the second confirm")
         _type(chat, "/yes\n")
         await wait_for(lambda: count("Great, let's do it."), 30, "the confirm answered")
-        _type(chat, "/quit\n")
-        assert chat.wait(10) == 0
+        await _voice_mode(chat, count, data_dir, sound)
+        assert _quit(chat) == 0
         reader.join(5)
         assert count("[you] ask me something") == 2
         assert sum(line.startswith("[you] chose ") for line in screen) == 2  # only each /2
@@ -418,3 +468,29 @@ async def test_a_session_in_lineup_chat_attach(tmp_path: Path) -> None:
                 if pipe is not None:
                     pipe.close()
         _stop(runtime)
+
+
+async def _voice_mode(
+    chat: subprocess.Popen[str], count: Any, data_dir: Path, sound: SoundServer
+) -> None:
+    """/mode says which mode, /mode audio switches it (the chat keeps it), and the agent's
+    next answer is spoken, played through the sound server; /mode im switches back."""
+    _type(chat, "/mode\n")
+    await wait_for(lambda: count("this conversation is in text mode"), 30, "the mode")
+    _type(chat, "/mode audio\n")
+    await wait_for(lambda: count("(voice mode: the agent's messages are spoken)"), 30, "on")
+    assert history(data_dir, "term")["mode"] == "audio"
+    listening = Listening(sound)
+    try:
+        _type(chat, "hello\n")
+
+        def spoken() -> bool:
+            return any(item.get("speech") for item in history(data_dir, "term")["timeline"])
+
+        await wait_for(spoken, 60, "the agent's answer spoken")
+        await wait_for(listening.loud.is_set, 60, "the speech played by the sound server")
+    finally:
+        listening.stop()
+    _type(chat, "/mode im\n")
+    await wait_for(lambda: count("(text mode: the agent's messages are shown only)"), 30, "off")
+    assert history(data_dir, "term")["mode"] == "im"

@@ -26,13 +26,18 @@ async def test_user_messages_sent_while_the_appserver_is_down(stack: Stack) -> N
     # The tool inventories (for new conversations, then this one's) are published and
     # accepted before the server goes.
     await wait_for(
-        lambda: (
-            [(e["type"], e["_state"]) for e in read_outbox_envelopes(stack.data_dir)]
-            == [("lineup.inventory", "accepted")] * 2
-        ),
+        lambda: [e["type"] for e in stack.given()] == ["lineup.inventory"] * 2,
         30,
         "the inventories accepted",
     )
+
+    # ...and their verdicts are back at the transport, which holds a submission until then
+    # (else it submits them again on reconnect, and the AppServer counts a duplicate).
+    def transport_holds() -> int:
+        actors = {a["name"]: a for a in stack.control({"type": "actors"})["actors"]}
+        return int(actors["transport"]["held"])
+
+    await wait_for(lambda: transport_holds() == 0, 30, "the inventories' verdicts taken")
 
     await stack.stop_appserver()
     await stack.wait_lifecycle("offline_degraded")
@@ -54,7 +59,7 @@ async def test_user_messages_sent_while_the_appserver_is_down(stack: Stack) -> N
     sent = read_outbox_envelopes(stack.data_dir)
     assert [e["_state"] for e in sent if e["type"] == "lineup.message"] == ["accepted"] * count
     # Besides the user's messages, the runtime published the conversation's tool inventory.
-    inventories = sum(e["type"] == "lineup.inventory" for e in sent)
+    inventories = sum(e["type"] == "lineup.inventory" for e in stack.given())
     assert stack.server is not None
     stats = stack.server.statistics()
     assert (stats.last_seq, stats.accepted, stats.duplicates) == (1 + count + inventories, count, 0)
@@ -83,8 +88,6 @@ async def test_user_messages_survive_a_kill_9_of_the_whole_runtime(stack: Stack)
         30,
         "every echo to be accepted",
     )
-    inventories = sum(
-        e["type"] == "lineup.inventory" for e in read_outbox_envelopes(stack.data_dir)
-    )
+    inventories = sum(e["type"] == "lineup.inventory" for e in stack.given())
     assert stack.server is not None
     assert stack.server.statistics().last_seq == 1 + count + inventories

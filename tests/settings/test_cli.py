@@ -14,7 +14,7 @@ import pytest
 
 from tests.kernel.helpers import REPO_ROOT
 
-COMMANDS = ("show", "grants", "revoke", "policy", "default", "data")
+COMMANDS = ("show", "grants", "revoke", "policy", "default", "mode", "data")
 EXCEPTION_NAME = re.compile(r"\b[A-Z][A-Za-z]*(Error|Exception|ExceptionGroup|Interrupt)\b")
 
 

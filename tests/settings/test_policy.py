@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.runtime.helpers import CONVERSATION, Stack
+from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import conversation_open, new_revision, revision_of, sent, tools_of
 
 from .helpers import KEEPER, SettingsUi, install_keeper, settings, settings_json
@@ -17,11 +17,16 @@ from .helpers import KEEPER, SettingsUi, install_keeper, settings, settings_json
 POLICY = "tool_policy.json"
 
 
-def _published(stack: Stack, revision: int) -> list[str]:
-    """The methods of the inventory the agent is given at `revision` (its outbox item)."""
-    [envelope] = [
-        e for e in sent(stack, "lineup.inventory") if e["payload"]["revision"] == str(revision)
-    ]
+async def _published(stack: Stack, revision: int) -> list[str]:
+    """The methods of the inventory the agent is given at `revision`, once it has it (the
+    tool router commits a revision before the transport hands it over)."""
+
+    def given() -> dict[str, Any] | None:
+        inventories = sent(stack, "lineup.inventory")
+        at = [e for e in inventories if e["payload"]["revision"] == str(revision)]
+        return at[0] if at else None
+
+    envelope = await wait_for(given, 30, f"the inventory at revision {revision} given")
     return [tool["method"] for tool in envelope["payload"]["tools"]]
 
 
@@ -47,7 +52,7 @@ async def test_a_policy_edit_changes_what_the_agent_sees(
     assert denied > before
     assert await new_revision(stack, before) == denied
     assert "keeper.note" not in tools_of(stack)
-    assert "keeper.note" not in _published(stack, denied)
+    assert "keeper.note" not in await _published(stack, denied)
     assert json.loads((data_dir / POLICY).read_text()) == {"deny": ["keeper/*"]}
     shown = ui.view()["policy"]
     assert shown["policy"] == {"deny": ["keeper/*"]}
@@ -70,7 +75,7 @@ async def test_a_policy_edit_changes_what_the_agent_sees(
     allowed = int(result["revisions"][CONVERSATION])
     assert allowed > denied
     assert await new_revision(stack, denied) == allowed
-    assert "keeper.note" in _published(stack, allowed)
+    assert "keeper.note" in await _published(stack, allowed)
     view = await settings_json(data_dir, "policy")
     assert view["policy"] == good_policy
     assert _visibility(view, "keeper.note")["visible"] is True

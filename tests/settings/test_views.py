@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from actors.store import read_apps
+from apps.chat import history, read_default_mode
+from peers.agent import AgentClient
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import conversation_open, new_revision
 
@@ -41,7 +43,7 @@ async def test_each_view_shows_what_the_owners_hold(
     stack: Stack, keeper: tuple[Path, Path]
 ) -> None:
     data_dir = stack.data_dir
-    _, first = await conversation_open(stack)
+    agent, first = await conversation_open(stack)
     await install_keeper(data_dir, keeper)
     await new_revision(stack, first)
     await lineup_app(data_dir, "launch", KEEPER, "--conversation", CONVERSATION)
@@ -86,7 +88,7 @@ async def test_each_view_shows_what_the_owners_hold(
         "kind": "show",
         "input_id": outcome["input_id"],
         "ok": True,
-        "parts": {"grants": "ok", "policy": "ok", "data": "ok"},
+        "parts": {"grants": "ok", "policy": "ok", "data": "ok", "default_mode": "ok"},
     }
     shown = await settings_json(data_dir, "show")
     assert shown["problems"] == {}
@@ -110,6 +112,7 @@ async def test_each_view_shows_what_the_owners_hold(
     assert view["data"] == shown["data"] == data
     assert view["grants"] == shown["grants"] == []
     assert view["default_app"] is shown["default_app"] is None
+    assert view["default_mode"] == shown["default_mode"] == "im"
     assert view["policy"] == shown["policy"]
     # The tool policy: no file, every tool allowed; the keeper's tool visible, and why.
     policy = shown["policy"]
@@ -120,8 +123,30 @@ async def test_each_view_shows_what_the_owners_hold(
     assert note["visible"] is True and note["app_scope"] == KEEPER
 
     await _default_app(ui, data_dir)
+    await _default_mode(ui, data_dir, agent)
     await _bad_input(ui, data_dir)
     await _retention(ui, data_dir)
+
+
+async def _default_mode(ui: SettingsUi, data_dir: Path, agent: AgentClient) -> None:
+    """The mode new conversations start in: set in the settings app and with the CLI, the
+    chat's own setting, kept in its file. A conversation that begins takes it; one that
+    had begun keeps its own."""
+    outcome = await ui.act("set_mode", mode="audio")
+    assert (outcome["ok"], outcome["default_mode"]) == (True, "audio"), outcome
+    code, out, err = await settings(data_dir, "mode")
+    assert code == 0 and out.startswith("new conversations start in voice (audio)"), out + err
+    await agent.send_text("conv-new", "A new conversation")
+    await wait_for(lambda: history(data_dir, "conv-new")["mode"] == "audio", 30, "its mode")
+    assert history(data_dir, CONVERSATION)["mode"] is None  # begun before: text, as it was
+    code, out, err = await settings(data_dir, "mode", "im")
+    assert code == 0 and out.startswith("new conversations start in text (im)"), out + err
+    assert (await settings_json(data_dir, "show"))["default_mode"] == "im"
+    assert read_default_mode(data_dir / "apps" / "chat") == "im"
+    outcome = await ui.act("set_mode", mode="video")
+    assert (outcome["ok"], outcome["code"]) == (False, "invalid_payload"), outcome
+    code, _, err = await settings(data_dir, "mode", "video")
+    assert code == 2 and "unknown mode 'video'; choose from audio, im" in err, err
 
 
 async def _default_app(ui: SettingsUi, data_dir: Path) -> None:

@@ -1,4 +1,5 @@
-"""What the tool tests read and do: the CLI, and the runtime's own record (runtime.db)."""
+"""What the tool tests read and do: the CLI, the tool router's own record (`tool_router.db`)
+and what the agent was given (the AppServer's record)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from actors.store import read_inventories, read_outbox_envelopes, read_tool_calls
+from actors.tool_router import read_inventories, read_tool_calls
 from peers.agent import AgentClient
 from tests.app_manager.conftest import Bundles, lineup
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
@@ -25,10 +26,10 @@ def trust(stack: Stack, bundles: Bundles) -> None:
 
 
 def sent(stack: Stack, type_: str, conversation: str = CONVERSATION) -> list[dict[str, Any]]:
-    """The envelopes of one type the runtime put in its outbox for a conversation."""
+    """The envelopes of one type the runtime gave the agent in a conversation."""
     return [
         env
-        for env in read_outbox_envelopes(stack.data_dir)
+        for env in stack.given()
         if env["type"] == type_ and env["scope"]["conversation_id"] == conversation
     ]
 
@@ -56,11 +57,13 @@ def call_row(stack: Stack, call_id: str) -> dict[str, Any] | None:
 
 
 async def final_of(stack: Stack, call_id: str, timeout: float = 30) -> dict[str, Any]:
-    """The call's row once it has its final outcome."""
+    """The call's row once it has its final outcome and the agent was given it."""
 
     def done() -> dict[str, Any] | None:
         row = call_row(stack, call_id)
-        return row if row and row["state"] in ("succeeded", "failed") else None
+        if not row or row["state"] not in ("succeeded", "failed"):
+            return None
+        return row if finals(stack, call_id) else None
 
     return await wait_for(done, timeout, f"the outcome of {call_id}")
 
@@ -118,10 +121,10 @@ def install_toolbox(stack: Stack, toolbox: tuple[Path, Path]) -> None:
 
 
 def finals(stack: Stack, call_id: str) -> list[dict[str, Any]]:
-    """Every final envelope the runtime queued for a call (there must be one)."""
+    """Every final envelope the runtime gave the agent for a call (there must be one)."""
     return [
         env
-        for env in read_outbox_envelopes(stack.data_dir)
+        for env in stack.given()
         if env["type"] in ("lineup.tool.result", "lineup.tool.error")
         and env["correlation"]["call_id"] == call_id
     ]

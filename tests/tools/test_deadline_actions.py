@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from actors.store import read_inventories, read_tool_deadlines
+from actors.tool_router import read_inventories, read_tool_deadlines
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
@@ -177,10 +177,11 @@ async def test_the_app_finishes_its_own_operation_once_and_no_other_app_can(
     assert await rival_act("call_none", "pause") == {"refused": "ownership_mismatch"}
     assert _operation(stack, "call_h") == before
     assert not finals(stack, "call_h")
-    assert any(
-        a["code"] == "ownership_mismatch"
-        and "app.rival reported on call_h of clocks" in a["detail"]
-        for a in stack.audit()
+    await stack.audited(
+        lambda a: (
+            a["code"] == "ownership_mismatch"
+            and "app.rival reported on call_h of clocks" in a["detail"]
+        )
     )
 
     # The app stops it for the user: cancelled_by_user, ended by the app.

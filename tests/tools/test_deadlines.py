@@ -18,7 +18,8 @@ import pytest
 import trio
 
 from actors.contracts import utc_timestamp
-from actors.store import read_apps, read_outbox_envelopes, read_tool_deadlines
+from actors.store import read_apps
+from actors.tool_router import read_tool_deadlines
 from apps.chat import history
 from lineup.terminal_chat import parse_line
 from lineup.ui_session import UiSession
@@ -217,8 +218,7 @@ async def test_a_deadline_only_where_the_tool_declares_it_and_in_front_when_it_m
     row = await agent.call("call_misfit", "timer.misfit", arguments={"seconds": 1})
     assert (row["state"], row["code"]) == ("failed", "handler_failed"), row
     assert _operation(stack, "call_misfit") is None
-    audited = {a["message_id"]: a for a in stack.audit()}
-    assert "output schema does not take" in audited[row["envelope_id"]]["detail"]
+    assert "output schema does not take" in (await stack.audit_of(row["envelope_id"]))["detail"]
 
     # Only a tool declared `handling: runtime_operation` hands its call over, and such a
     # tool's result is the runtime's alone: either way wrong ends the call, audited.
@@ -229,7 +229,7 @@ async def test_a_deadline_only_where_the_tool_declares_it_and_in_front_when_it_m
     for call_id, (method, why) in wrong.items():
         row = await agent.call(call_id, method, arguments={"seconds": 1})
         assert (row["state"], row["code"]) == ("failed", "handler_failed"), row
-        assert why in {a["message_id"]: a for a in stack.audit()}[row["envelope_id"]]["detail"]
+        assert why in (await stack.audit_of(row["envelope_id"]))["detail"]
         assert _operation(stack, call_id) is None
 
     # A foreground tool starts its deadline once its app is in front; its `started` says it
@@ -243,7 +243,7 @@ async def test_a_deadline_only_where_the_tool_declares_it_and_in_front_when_it_m
     assert events.index("activation_ready") < events.index("started"), events
     receipts = [
         env["type"]
-        for env in read_outbox_envelopes(stack.data_dir)
+        for env in stack.given()
         if env.get("correlation", {}).get("call_id") == "call_front"
     ]
     assert receipts == [

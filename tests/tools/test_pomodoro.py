@@ -15,18 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from actors.contracts import utc_timestamp
-from actors.store import (
-    read_apps,
-    read_inventories,
-    read_lifecycle,
-    read_outbox_envelopes,
-    read_tool_calls,
-    read_tool_deadlines,
-)
+from actors.store import read_apps, read_lifecycle
+from actors.tool_router import read_inventories, read_tool_calls, read_tool_deadlines
 from apps.chat import history
 from lineup.ui_session import UiSession
 from tests.app_manager.conftest import Bundles, lineup
-from tests.runtime.helpers import wait_for
+from tests.runtime.helpers import given_to_agent, wait_for
 from tests.runtime.test_lineup_run import _start, _stop
 
 CONVERSATION = "conv-focus"
@@ -89,7 +83,7 @@ async def test_focus_starts_a_timer_through_the_pomodoro_tool(
         # `started` says the timer is ready, in front and running: no separate receipt.
         receipts = [
             env["type"].removeprefix("lineup.tool.")
-            for env in read_outbox_envelopes(data_dir)
+            for env in given_to_agent(data_dir / "appserver")
             if env.get("correlation", {}).get("call_id") == call_id
         ]
         assert receipts == ["accepted", "starting", "progress"], receipts

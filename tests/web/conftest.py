@@ -29,7 +29,7 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-import supervisor
+from actors import runtime_children
 from actors.web_host import endpoint_alive, read_endpoint
 from lineup.web_cmd import current_url
 from peers.appserver import STORE_FILE
@@ -56,6 +56,8 @@ CHROMIUM_FLAGS = (
     "--disable-sync",
 )
 WAIT_S = 20.0
+# The actors configured to work with the web host when there is one.
+BESIDE_WEB = ("app.chat", "app_manager", "capability_gateway", "tool_router")
 
 
 def chromium(*flags: str) -> Iterator[WebDriver]:
@@ -127,34 +129,32 @@ def until(driver: WebDriver, condition: Callable[[WebDriver], T], timeout: float
     return wait.until(condition)
 
 
-def web_config(data_dir: Path, url: str) -> dict[str, Any]:
-    """The runtime tests' configuration, with the web host (any free port) last, and the
-    chat's, the capability gateway's and the tool router's configurations as they are
-    beside a web host (the chat tells it of changes, the gateway asks it to show
+def web_config(data_dir: Path, url: str, **web_host: Any) -> dict[str, Any]:
+    """The runtime tests' configuration, with the web host (any free port, and the settings
+    `web_host` names) last, and the configurations of the actors beside a web host as they
+    are then (the chat and the app manager tell it of changes, the gateway asks it to show
     notifications on open pages, hands it the files saved for a page and records in its
     pages, so the tool router offers tools that record)."""
     config = runtime_config(data_dir, url)
-    with_web = supervisor.default_config(data_dir, appserver_url=url, web_port=0).children
+    with_web = runtime_children.default_config(data_dir, appserver_url=url, web_port=0).children
     web = with_web[-1]
     assert web.name == "web_host"
     config["children"].append(web.model_dump(mode="json"))
-    beside_web = {
-        child.name: child.config
-        for child in with_web
-        if child.name in ("app.chat", "capability_gateway", "tool_router")
-    }
+    config["children"][-1]["config"].update(web_host)
+    beside_web = {child.name: child.config for child in with_web if child.name in BESIDE_WEB}
     for child in config["children"]:
         if child["name"] in beside_web:
             child["config"] = {**child["config"], **beside_web[child["name"]]}
     return config
 
 
-async def start_web_runtime(stack: Stack) -> int:
-    """An AppServer, the runtime with its web host on it; the web host's port."""
+async def start_web_runtime(stack: Stack, **web_host: Any) -> int:
+    """An AppServer, the runtime with its web host on it (with the settings `web_host`
+    names); the web host's port."""
     await stack.start_appserver()
     stack.data_dir.mkdir(parents=True, exist_ok=True)
     stack.runtime = Runtime(
-        stack.data_dir, web_config(stack.data_dir, stack.url), log_dir=stack.base
+        stack.data_dir, web_config(stack.data_dir, stack.url, **web_host), log_dir=stack.base
     )
     await stack.start_runtime()
     endpoint = await wait_for(
@@ -181,7 +181,7 @@ def connection_state(driver: WebDriver) -> str:
 def shown_items(driver: WebDriver) -> list[tuple[str, str, str]]:
     """The timeline as the page shows it: (id, state, text) of each item, in order."""
     script = """
-      return [...document.querySelectorAll('#timeline > li')].map(
+      return [...document.querySelectorAll('#timeline li.item')].map(
         (li) => [li.dataset.id, li.dataset.state, li.innerText]);
     """
     return [tuple(row) for row in driver.execute_script(script)]

@@ -31,7 +31,7 @@ async def test_the_chat_and_the_registry_have_no_serious_violation(
     await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
 
     def chat_ready(d: WebDriver) -> bool:
-        return len(d.find_elements(By.CSS_SELECTOR, "#timeline > li")) == 4 and bool(
+        return len(d.find_elements(By.CSS_SELECTOR, "#timeline li.item")) == 4 and bool(
             d.find_elements(By.CSS_SELECTOR, "#task-list li")
         )
 

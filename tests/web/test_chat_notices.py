@@ -1,28 +1,34 @@
-"""The chat app tells the web host when its view changed, and nobody else may: a notice
-with no content, admitted by the web host's door from `app.chat` only, sent only where
-the runtime runs a web host. (How fast the page then shows a message is measured by
-`lineup bench web`, never asserted here.)"""
+"""The chat app tells the web host when its view changed, and the app manager when the
+registry did, and nobody else may: notices with no content, admitted by the web host's door
+from `app.chat` and `app_manager` only, sent only where the runtime runs a web host. (How
+fast the page then shows a message is measured by `lineup bench web`, never asserted here;
+that the registry's notice alone frames an app in an open page is `test_surfaces`'s.)"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import supervisor
+from actors import runtime_children
 from actors.kernel import load_door
 from tests.runtime.helpers import CONVERSATION, Stack, texts, wait_for
 
 from .conftest import start_web_runtime
 
 NOTICE = "web_host.chat.changed"
+REGISTRY_NOTICE = "web_host.registry.changed"
 
 
-def _chat_config(config: supervisor.RuntimeConfig) -> dict[str, Any]:
-    return dict(next(spec for spec in config.children if spec.name == "app.chat").config)
+def _config_of(config: runtime_children.RuntimeConfig, name: str) -> dict[str, Any]:
+    return dict(next(spec for spec in config.children if spec.name == name).config)
+
+
+def _chat_config(config: runtime_children.RuntimeConfig) -> dict[str, Any]:
+    return _config_of(config, "app.chat")
 
 
 def test_only_the_chat_app_may_tell_and_only_a_web_host_is_told(tmp_path: Path) -> None:
-    config = supervisor.default_config(tmp_path, web_port=0)
+    config = runtime_children.default_config(tmp_path, web_port=0)
     web = next(spec for spec in config.children if spec.name == "web_host")
     assert web.door is not None
     door = load_door(web.door)
@@ -32,11 +38,19 @@ def test_only_the_chat_app_may_tell_and_only_a_web_host_is_told(tmp_path: Path) 
     assert door.checks[NOTICE]({}) == {}
     assert _chat_config(config)["view_watcher"] == "web_host"
     # Without a web host, the chat tells nobody (a message to no child would be refused).
-    assert "view_watcher" not in _chat_config(supervisor.default_config(tmp_path))
+    assert "view_watcher" not in _chat_config(runtime_children.default_config(tmp_path))
+
+    # The registry's notice: from the app manager only, and only where there is a web host.
+    assert door.senders_of(REGISTRY_NOTICE) == {"app_manager"}
+    assert not door.allows(REGISTRY_NOTICE, "app.chat")
+    assert door.checks[REGISTRY_NOTICE]({}) == {}
+    assert _config_of(config, "app_manager")["registry_watcher"] == "web_host"
+    without = runtime_children.default_config(tmp_path)
+    assert "registry_watcher" not in _config_of(without, "app_manager")
 
 
 def test_only_the_gateway_asks_the_web_host_to_show_a_notification(tmp_path: Path) -> None:
-    config = supervisor.default_config(tmp_path, web_port=0)
+    config = runtime_children.default_config(tmp_path, web_port=0)
     web = next(spec for spec in config.children if spec.name == "web_host")
     assert web.door is not None
     door = load_door(web.door)
@@ -46,7 +60,7 @@ def test_only_the_gateway_asks_the_web_host_to_show_a_notification(tmp_path: Pat
         assert not door.allows(asked, "app.hostile")
     gateway = next(spec for spec in config.children if spec.name == "capability_gateway")
     assert gateway.config["web_host"] == "web_host"
-    alone = supervisor.default_config(tmp_path).children
+    alone = runtime_children.default_config(tmp_path).children
     assert "web_host" not in next(s for s in alone if s.name == "capability_gateway").config
 
 

@@ -3,7 +3,7 @@ what the agent says appears (its Markdown made safe), the user's answers and mes
 reach the agent exactly once (the AppServer's own record says so), also when typed while
 the AppServer is down or while the web host restarts after a SIGKILL, and the page keeps
 the same timeline across that restart; once the runtime is stopped, the page says so at
-once."""
+once. The page's timeline lays its items out in blocks of fifty, in their order."""
 
 from __future__ import annotations
 
@@ -454,3 +454,50 @@ async def test_an_installed_app_is_enabled_disabled_and_removed_in_the_page(
         browser,
         lambda d: not d.find_elements(By.CSS_SELECTOR, '#apps-list li[data-app="pomodoro"]'),
     )
+
+
+TIMELINE_JS = REPO_ROOT / "actors" / "web_host" / "static" / "timeline.js"
+# The page's timeline (`timeline.js`) on its own: 120 items in order, one out of order, one
+# redrawn and the inline card placed, then a reset that keeps the card. Its blocks, each as
+# (tag, role, the ids of its items), before and after, the last item, and the items' roles.
+TIMELINE = """
+  document.body.innerHTML = '<div id="timeline" role="list"></div>';
+  const timeline = window.lineupTimeline;
+  const item = (id, order) => {
+    const li = document.createElement('li');
+    li.dataset.id = id;
+    li.dataset.order = String(order);
+    return li;
+  };
+  for (let n = 0; n < 120; n++) timeline.place(item('m' + n, 2 * n), 2 * n);
+  timeline.place(item('late', 101), 101);
+  timeline.place(item('m7', 14), 14);
+  const card = item('', 239.5);
+  card.id = 'surface-card';
+  timeline.place(card, 239.5);
+  const ids = (block) => [...block.children].map((li) => li.dataset.id || li.id);
+  const blocks = () => [...document.getElementById('timeline').children].map(
+    (b) => [b.tagName, b.getAttribute('role'), ids(b)]);
+  const before = blocks();
+  const last = timeline.last().id;
+  const roles = [...document.querySelectorAll('li')].map((li) => li.getAttribute('role'));
+  timeline.clear('surface-card');
+  return {before, last, roles, after: blocks()};
+"""
+
+
+def test_the_timeline_lays_items_out_in_blocks_of_fifty(browser: WebDriver) -> None:
+    browser.get("about:blank")
+    browser.execute_script(TIMELINE_JS.read_text(encoding="utf-8"))
+    shown = browser.execute_script(TIMELINE)
+    ids = [f"m{n}" for n in range(120)]
+    # The late item goes by its order, into a block of 50 already.
+    assert shown["before"] == [
+        ["OL", "none", ids[:50]],
+        ["OL", "none", [ids[50], "late", *ids[51:100]]],
+        ["OL", "none", [*ids[100:], "surface-card"]],
+    ]
+    assert shown["last"] == "surface-card"
+    # Each a list item to a screen reader, its block nothing.
+    assert set(shown["roles"]) == {"listitem"}
+    assert shown["after"] == [["OL", "none", ["surface-card"]]]

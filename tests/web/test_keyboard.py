@@ -49,7 +49,7 @@ async def test_a_person_uses_the_window_by_keyboard_alone(stack: Stack, browser:
     agent = await stack.start_agent()
     await agent.send_text(CONVERSATION, "hello")
     await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
-    await in_browser(until, browser, lambda d: d.find_elements("css selector", "#timeline > li"))
+    await in_browser(until, browser, lambda d: d.find_elements("css selector", "#timeline li.item"))
 
     # The skip link takes the focus to the message box; Enter sends what was typed.
     await in_browser(lambda: browser.find_element("tag name", "body").click())

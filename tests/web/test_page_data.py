@@ -52,7 +52,7 @@ def test_a_consent_card_and_a_tool_call_are_shown_with_their_strings_visible() -
         "id": "req-1",
         "sender": "runtime:capabilities",
         "kind": "interaction",
-        "text": "keeper asks to use file.save: \u202ekeep",
+        "text": "keeper asks to save a file on your computer: \u202ekeep",
         "format": "plain",
         "state": "waiting",
         "interaction": {
@@ -63,7 +63,7 @@ def test_a_consent_card_and_a_tool_call_are_shown_with_their_strings_visible() -
         },
     }
     shown = display_item(card, 3, {"req-1"})
-    assert shown["text"] == "keeper asks to use file.save: <U+202E>keep"
+    assert shown["text"] == "keeper asks to save a file on your computer: <U+202E>keep"
     assert shown["ask"] == {
         "kind": "choice",
         "origin": "runtime",

@@ -3,13 +3,15 @@
 Each test app is built, signed and installed like any app (`lineup app build | sign |
 install | enable | launch`); the web host frames the surface of the app in front. The
 canvas app's surface is shown inline, a card in the conversation as tall as its content,
-moves to the stage and back without being loaded again, emits a declared event that
+moves to the stage (the surface asks) and back (the user does, by keyboard, from the
+stage's header) without being loaded again, emits a declared event that
 reaches the app's process and keeps its session data through the bridge, across a reload,
 and asks the user for a file and saves one (`_file_cards`). The trojan's surface tries
 every way out of its frame, and every one is blocked: a loopback listener the test runs
 sees no request from it, the bridge messages it forges are dropped by the page (counted by
 reason, in the page and in the web host's statistics) and refused again by the web host,
-and the sizes it reports, absurd or a flood, leave the page's layout whole.
+and the sizes it reports, absurd or a flood, leave the page's layout whole; its flood of
+display requests is decided at the page's pace, and never takes the front back from the user.
 """
 
 from __future__ import annotations
@@ -31,17 +33,23 @@ from typing import Any
 import pytest
 import trio
 from selenium.webdriver.chrome.webdriver import WebDriver
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
 
+from actors.contracts import ContractError
+from actors.store import read_apps
+from actors.web_host._surfaces import find_surface
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import Stack, wait_for
 
 from ._file_cards import files_between_the_user_and_the_app
 from ._png import distinct_colours
-from .axe import axe_source, page_and_frame_violations
+from .axe import axe_source, blocking_violations, page_and_frame_violations
 from .conftest import (
+    appserver_messages,
     controls_in_view,
     default_viewport,
     in_browser,
@@ -218,7 +226,7 @@ PLACED = """
   const slot = document.getElementById('surface-slot').getBoundingClientRect();
   const page = document.scrollingElement;
   return {stage: main.dataset.stage, inline: main.dataset.inline === 'on',
-          in_card: Boolean(card) && card.contains(frame) && card.parentElement.id === 'timeline',
+          in_card: Boolean(card) && card.contains(frame) && Boolean(card.closest('#timeline')),
           in_slot: document.getElementById('surface-slot').contains(frame),
           top: box.top, bottom: box.bottom, left: box.left, right: box.right,
           chat: [chat.top, chat.bottom, chat.left, chat.right],
@@ -252,9 +260,8 @@ def placed(driver: WebDriver, frame: WebElement, mode: str) -> dict[str, Any]:
     return until(driver, sized)
 
 
-def inline_in_view(driver: WebDriver, width: int, height: int) -> dict[str, Any]:
-    """At a viewport of `width` by `height`: where the inline frame is (`PLACED`), once the
-    surface's controls are in its frame's view."""
+def viewport(driver: WebDriver, width: int, height: int) -> None:
+    """A viewport of `width` by `height` (a phone's below 500), once the page has drawn it."""
     driver.execute_cdp_cmd(
         "Emulation.setDeviceMetricsOverride",
         {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500},
@@ -264,6 +271,12 @@ def inline_in_view(driver: WebDriver, width: int, height: int) -> dict[str, Any]
       requestAnimationFrame(() => requestAnimationFrame(() => done(innerWidth)));
     """
     until(driver, lambda d: d.execute_async_script(script) == width)
+
+
+def inline_in_view(driver: WebDriver, width: int, height: int) -> dict[str, Any]:
+    """At a viewport of `width` by `height`: where the inline frame is (`PLACED`), once the
+    surface's controls are in its frame's view."""
+    viewport(driver, width, height)
     controls = controls_in_view(driver, SURFACE_FRAME)
     assert controls == {"outside": [], "scrolled": 0, "scrolls": False}, (width, controls)
     save_view(driver, f"Canvas inline-{width}x{height}")
@@ -292,10 +305,54 @@ async def shown_inline_then_on_the_stage_and_back(browser: WebDriver, frame: Web
     assert shown["in_slot"] and shown["stage"] == "app" and not shown["inline"], shown
     assert shown["mark"] == "kept", shown
     assert not await in_browser(browser.find_elements, By.ID, "surface-card")
+    await in_browser(back_into_the_chat_by_keyboard, browser, frame)
 
     assert await in_browser(ask_display, browser, frame, "inline") == {"mode": "inline"}
     shown = await in_browser(placed, browser, frame, "inline")
     assert shown["in_card"] and shown["stage"] == "chat" and shown["mark"] == "kept", shown
+
+
+# The focused control: its id, its text, whether it shows a focus ring, whether it is in
+# the inline card.
+FOCUSED = """
+  const e = document.activeElement;
+  const style = getComputedStyle(e);
+  return {id: e.id, text: e.textContent.trim(), in_card: Boolean(e.closest('#surface-card')),
+          ring: e.matches(':focus-visible') && style.outlineStyle !== 'none'
+            && parseFloat(style.outlineWidth) >= 2};
+"""
+
+
+def back_into_the_chat_by_keyboard(driver: WebDriver, frame: WebElement) -> None:
+    """The canvas on the stage (it declares `inline`): the stage's header offers to move it
+    back into the chat, a control the keyboard reaches with a visible focus ring; Enter puts
+    it back as a card, and the card's Expand (then focused) brings it to the stage again,
+    the same document throughout."""
+    for width, height in ((1280, 800), (390, 844)):
+        viewport(driver, width, height)
+        save_view(driver, f"Canvas on the stage-{width}x{height}")
+    default_viewport(driver)
+    driver.execute_script("document.getElementById('dock-toggle').focus()")
+    ActionChains(driver).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).perform()
+    focused = driver.execute_script(FOCUSED)
+    assert (focused["id"], focused["text"], focused["ring"]) == (
+        "stage-inline",
+        "Move into the chat",
+        True,
+    ), focused
+    tip = driver.find_element(By.ID, "stage-inline").get_attribute("title")
+    assert tip == "Put Canvas back in the conversation, as a card"
+    assert blocking_violations(driver, axe_source(), "#stage") == []
+    assert driver.execute_script(FOCUSED)["id"] == "stage-inline"
+    ActionChains(driver).send_keys(Keys.ENTER).perform()
+    shown = placed(driver, frame, "inline")
+    assert shown["in_card"] and shown["stage"] == "chat" and shown["mark"] == "kept", shown
+    focused = driver.execute_script(FOCUSED)
+    assert (focused["text"], focused["in_card"], focused["ring"]) == ("Expand", True, True), focused
+    ActionChains(driver).send_keys(Keys.ENTER).perform()
+    shown = placed(driver, frame, "stage")
+    assert shown["in_slot"] and shown["stage"] == "app" and shown["mark"] == "kept", shown
+    assert driver.execute_script(FOCUSED)["id"] == "stage-inline"
 
 
 def _in_frame_script(driver: WebDriver, frame: WebElement, script: str) -> Any:
@@ -316,10 +373,47 @@ def session_rows(data_dir: Path, scope: str) -> list[tuple[str, str, int]]:
         return db.execute(query, (scope,)).fetchall()
 
 
-def web_statistics(stack: Stack) -> dict[str, Any]:
+def web_host_extra(stack: Stack) -> dict[str, Any]:
     actors = stack.control({"type": "actors", "stats": True})["actors"]
     record = next(actor for actor in actors if actor["name"] == "web_host")
-    return dict(record["statistics"]["extra"]["surfaces"])
+    return dict(record["statistics"]["extra"])
+
+
+def web_statistics(stack: Stack) -> dict[str, Any]:
+    return dict(web_host_extra(stack)["surfaces"])
+
+
+def refused_of(stack: Stack, sender: str) -> dict[str, int]:
+    """What the supervisor refused of `sender`, by code."""
+    actors = stack.control({"type": "actors"})["actors"]
+    return dict(next(actor for actor in actors if actor["name"] == sender)["refused"])
+
+
+def nothing_framed(driver: WebDriver) -> bool:
+    """No surface's frame on the page, and no inline card for one."""
+    return not driver.find_elements(By.CSS_SELECTOR, f"{SURFACE_FRAME}, #surface-card")
+
+
+async def close_and_launch_by_notice(stack: Stack, browser: WebDriver, instance: str) -> WebElement:
+    """Close `instance` and launch it again while the page is open: each change reaches the
+    page by the app manager's notice alone (the runtime's pages look without one once an
+    hour). Closed, its frame and its card go; launched, its surface is sent unasked and
+    framed under a new token, shown as it was (inline, the chat the main area). Its frame."""
+    notices = web_host_extra(stack)["registry_notices"]
+    old_src = str((await in_browser(surface_frame, browser, "canvas")).get_attribute("src"))
+    for args in (("close", instance), ("launch", "canvas", "--conversation", CONVERSATION)):
+        code, out, err = await trio.to_thread.run_sync(
+            lambda args=args: lineup("app", *args, "--data-dir", stack.data_dir, "--json")
+        )
+        assert code == 0, f"lineup app {args}: {out} {err}"
+        if args[0] == "close":
+            await in_browser(until, browser, nothing_framed)
+    frame = await in_browser(surface_frame, browser, "canvas")
+    assert str(frame.get_attribute("src")) != old_src
+    assert web_host_extra(stack)["registry_notices"] >= notices + 2
+    shown = await in_browser(placed, browser, frame, "inline")
+    assert shown["in_card"] and shown["stage"] == "chat", shown
+    return frame
 
 
 def fetch(url: str) -> tuple[int, dict[str, str], bytes]:
@@ -395,7 +489,7 @@ async def notified_on_the_page(
 async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     stack: Stack, browser: WebDriver, bundles: dict[str, Path], tmp_path: Path
 ) -> None:
-    port = await start_web_runtime(stack)
+    port = await start_web_runtime(stack, safety_look_s=3600)
     await install(stack, bundles, "canvas")
     await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
 
@@ -453,6 +547,8 @@ async def test_a_surface_shows_emits_an_event_and_keeps_its_session_data(
     assert await in_browser(inside, browser, frame, "visits") == "3"
     await wait_for(lambda: len(lines(strokes)) == 3, 10, "the third stroke")
 
+    frame = await close_and_launch_by_notice(stack, browser, instance)
+
     # A file of the cache entry changed on disk is no longer the signed one: not served.
     folder = str(frame.get_attribute("src")).split("#")[0].rsplit("/", 1)[0]
     (entry,) = (stack.data_dir / "bundles").glob("[0-9a-f]*/app/ui/canvas.css")
@@ -486,16 +582,16 @@ IMPOSTOR = """
   document.body.appendChild(second);
 """
 
-# From the page's own context: a socket of its own, asking the web host directly.
+# From the page's own context: a socket of its own, asking the web host directly under the
+# token it is sent for the surface in front.
 DIRECT = """
   const done = arguments[arguments.length - 1];
   const [instance, texts] = [arguments[0], arguments[1]];
   const socket = new WebSocket('ws://' + location.host + '/surface-socket');
   const answers = [];
-  socket.onopen = () => socket.send(JSON.stringify({t: 'open', instance_id: instance}));
   socket.onmessage = (event) => {
     const frame = JSON.parse(event.data);
-    if (frame.t === 'opened') {
+    if (frame.t === 'opened' && frame.instance_id === instance) {
       const token = frame.token;
       for (const text of texts) socket.send(JSON.stringify({t: 'bridge', token, text}));
     } else if (frame.t === 'refused') {
@@ -506,7 +602,8 @@ DIRECT = """
 """
 
 
-# Opening what has no surface, from the page's own context: one definite code each.
+# Asking for the surface of an instance of its choosing, from the page's own context: what
+# is framed is the web host's word, so each ask is not a frame it takes.
 OPEN = """
   const done = arguments[arguments.length - 1];
   const wanted = arguments[0];
@@ -516,10 +613,82 @@ OPEN = """
   socket.onopen = () => wanted.forEach(open);
   socket.onmessage = (event) => {
     const frame = JSON.parse(event.data);
-    codes.push(frame.t === 'refused' ? frame.code : frame.t);
+    if (frame.t !== 'refused') return;  // what it is sent unasked: the surface in front
+    codes.push(frame.code);
     if (codes.length === wanted.length) { socket.close(); done(codes); }
   };
 """
+
+
+# Display requests the trojan posts at once, and how many a second the page decides of one
+# surface's (`surfaces.js`, as docs/protocol.md states).
+DISPLAY_FLOOD = 600
+DISPLAY_PACE = 4
+FLOOD = """
+  const done = arguments[arguments.length - 1];
+  floodDisplay(arguments[0]).then(done, (e) => done({error: String(e)}));
+"""
+# The trojan afloat over the chat, the chat the main area.
+FLOATS = """
+  const main = document.getElementById('main');
+  return main.dataset.pip === 'on' && main.dataset.stage === 'chat';
+"""
+
+
+def focus_operations(stack: Stack) -> int:
+    """How often the app manager was asked to change the app in front: its own record."""
+    return sum(op["kind"] == "focus" for op in read_apps(stack.data_dir)["operations"])
+
+
+def _flood_display(driver: WebDriver, frame: WebElement) -> dict[str, Any]:
+    driver.switch_to.frame(frame)
+    try:
+        return dict(driver.execute_async_script(FLOOD, DISPLAY_FLOOD))
+    finally:
+        driver.switch_to.default_content()
+
+
+async def display_requests_are_paced(stack: Stack, browser: WebDriver, frame: WebElement) -> None:
+    """The trojan, in front, floods the page with requests for the float and the stage in
+    turn: the page decides a few a second and answers the rest `rate_limited` with the mode
+    in force, counted; the runtime is asked to change the front at most once a decided
+    request; the page stays usable. Afloat once the chat is in front, the surface asking for
+    the stage does not take the front back: that is the user's to do."""
+    before = focus_operations(stack)
+    flood = await in_browser(_flood_display, browser, frame)
+    decided = len(flood["decided"])
+    assert 1 <= decided <= DISPLAY_PACE * (1 + flood["ms"] // 1000), flood
+    assert flood["refused"] == {"rate_limited": DISPLAY_FLOOD - decided}, flood
+    assert set(flood["in_force"]) <= {"stage", "pip"}, flood
+    # Its first request, the float, brought the chat to the front: the trojan floats over it.
+    await in_browser(until, browser, lambda d: d.execute_script(FLOATS))
+    await wait_for(
+        lambda: (
+            web_statistics(stack)["page_dropped"].get("rate_limited") == DISPLAY_FLOOD - decided
+        ),
+        10,
+        "the flood counted in the web host's statistics",
+    )
+    # A message typed in the page still goes out.
+    await in_browser(lambda: browser.find_element(By.ID, "composer-text").send_keys("still here\n"))
+    await wait_for(
+        lambda: (
+            "still here"
+            in [m["payload"]["text"] for m in appserver_messages(stack, "lineup.message")]
+        ),
+        10,
+        "the message typed after the flood",
+    )
+    # Afloat, once a second has passed, it asks for the stage: answered with the float.
+    limited = {"error": "rate_limited"}
+    asked = await in_browser(
+        until, browser, lambda d: (a := ask_display(d, frame, "stage")) != limited and a
+    )
+    assert asked == {"mode": "pip"}
+    assert await in_browser(browser.execute_script, FLOATS)
+    focused = focus_operations(stack) - before
+    assert 1 <= focused <= flood["decided"].count("pip"), (focused, flood)
+    assert str(read_apps(stack.data_dir)["settings"]["focus_stack"][-1]).startswith("chat:")
 
 
 async def test_a_hostile_surface_is_held_in_its_frame(
@@ -528,7 +697,7 @@ async def test_a_hostile_surface_is_held_in_its_frame(
     bundles: dict[str, Path],
     listener: tuple[int, list[str]],
 ) -> None:
-    listener_port, seen = listener
+    listener_port = listener[0]
     await start_web_runtime(stack)
     app_dir = stack.data_dir / "apps" / "trojan"
     app_dir.mkdir(parents=True, exist_ok=True)
@@ -642,10 +811,29 @@ async def test_a_hostile_surface_is_held_in_its_frame(
 
     wanted = ["chat:main", "trojan:elsewhere", 7]
     codes = await in_browser(browser.execute_async_script, OPEN, wanted)
-    assert codes == ["invalid_entrypoint", "instance_not_found", "invalid_payload"]
+    assert codes == ["invalid_frame"] * 3
+    # The web host opens only a live instance's surface: one definite code for what is not.
+    apps = read_apps(stack.data_dir)
+    for asked, code in (("chat:main", "invalid_entrypoint"), ("trojan:x", "instance_not_found")):
+        with pytest.raises(ContractError) as refused:
+            find_surface(stack.data_dir, asked, apps)
+        assert refused.value.code == code
 
-    # Nothing reached the listener; the browser itself can (the control).
+    # Its word to the web host as the app manager's (`_app.py`): refused at the door.
+    await wait_for(
+        lambda: refused_of(stack, "app.trojan").get("sender_not_allowed") == 1,
+        10,
+        "the trojan's registry notice refused",
+    )
+
+    await display_requests_are_paced(stack, browser, frame)
+    await only_the_browser_reached(browser, listener)
+
+
+async def only_the_browser_reached(browser: WebDriver, listener: tuple[int, list[str]]) -> None:
+    """Nothing reached the listener; the browser itself can (the control)."""
+    port, seen = listener
     assert seen == []
-    await in_browser(browser.get, f"http://127.0.0.1:{listener_port}/control")
+    await in_browser(browser.get, f"http://127.0.0.1:{port}/control")
     assert seen[0] == "GET /control"
     assert set(seen) <= {"GET /control", "GET /favicon.ico"}  # what a visit asks for

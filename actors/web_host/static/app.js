@@ -265,7 +265,7 @@
     if (frame.reset) {
       state.items.clear();
       // An inline surface's card stays: taking its frame out of the page would end it.
-      for (const child of [...$("timeline").children]) if (child.id !== "surface-card") child.remove();
+      window.lineupTimeline.clear("surface-card");
     }
     const page = $("chat-scroll");
     const nearBottom = page.scrollHeight - page.scrollTop - page.clientHeight < 80;
@@ -275,6 +275,7 @@
     }
     state.pos = frame.pos;
     renderTasks(frame.tasks || []);
+    window.lineupVoice.view(frame, [...state.items.values()]); // the mode, speech (voice.js)
     // Follow the conversation while the user is at its end; leave them where they read.
     if ((nearBottom || frame.reset) && frame.items.length) page.scrollTop = page.scrollHeight;
     // Ready: the first view is drawn and the socket is open, so the page shows the
@@ -283,29 +284,9 @@
     if (!performance.getEntriesByName(READY_MARK).length) performance.mark(READY_MARK);
   }
 
-  // Each item is one <li> with data-id, kept in timeline order: a changed item replaces
-  // its own element, so nothing is ever shown twice.
-  function place(node, order) {
-    const timeline = $("timeline");
-    const existing = timeline.querySelector(`li[data-id="${CSS.escape(node.dataset.id)}"]`);
-    if (existing) {
-      existing.replaceWith(node);
-      return;
-    }
-    // Most items are new at the end: one look at the last, not a walk through them all.
-    const last = timeline.lastElementChild;
-    if (!last || Number(last.dataset.order) < order) {
-      timeline.append(node);
-      return;
-    }
-    for (const child of timeline.children) {
-      if (Number(child.dataset.order) > order) {
-        timeline.insertBefore(node, child);
-        return;
-      }
-    }
-    timeline.append(node);
-  }
+  // Each item is one <li> with data-id, kept in timeline order (timeline.js): a changed
+  // item replaces its own element, so nothing is ever shown twice.
+  const place = (node, order) => window.lineupTimeline.place(node, order);
 
   // A state as a person reads it; a state that is the normal end of things (a message
   // delivered, a question answered) shows nothing. The raw state stays in data-state.
@@ -353,6 +334,11 @@
     node.append(head);
     if (item.md) node.append(renderMarkdown(item.md));
     else if (item.kind !== "interaction") node.append(el("p", item.mine ? item.text : localTimes(item.text), "text"));
+    // A spoken message says so under what was made out of it (one not sent is named by its
+    // recording already, and its sentence says why).
+    if (item.kind === "message" && item.spoken && item.state !== "refused") {
+      node.append(el("p", `Spoken · ${item.spoken.toLowerCase()}`, "detail spoken"));
+    }
     if (item.kind === "message" && item.detail) node.append(el("p", item.detail, "detail"));
     if (item.kind === "tool") node.append(renderTool(item));
     if (item.ask) node.append(renderAsk(item));
@@ -874,14 +860,11 @@
     const list = $("focus-stack");
     list.replaceChildren();
     const front = [...stack].reverse(); // the registry keeps the foreground instance last
-    const before = state.front;
     state.front = front.length ? front[0].instance_id : null;
-    // Another app in front: the surfaces' side asks for its frame now, not at its next look.
-    if (state.front !== before) document.dispatchEvent(new CustomEvent("lineup:front"));
     layoutStage();
     front.forEach((instance, index) => {
       const row = el("li", null, index === 0 ? "front" : "");
-      const name = appName(instance);
+      const name = appName(instance, front);
       const button = el("button", name, "focus");
       button.type = "button";
       if (index === 0) {
@@ -907,12 +890,14 @@
     if (!front.length) list.append(el("li", "nothing open yet", "muted"));
   }
 
-  // An instance as people name it: its app's title, and the instance's own name when it is
-  // not the app's main one.
-  function appName(instance) {
+  // An instance as people name it: its app's title; where the app has more than one
+  // instance open, a number after it, in one order that holds (an instance's own
+  // name is an id, never shown).
+  function appName(instance, open) {
     const title = state.titles.get(instance.app_scope) || instance.app_scope;
-    const own = String(instance.instance_id).split(":").slice(1).join(":");
-    return own && own !== "main" ? `${title} (${own})` : title;
+    const same = open.filter((other) => other.app_scope === instance.app_scope)
+      .map((other) => String(other.instance_id)).sort();
+    return same.length > 1 ? `${title} ${same.indexOf(String(instance.instance_id)) + 1}` : title;
   }
 
   // -- the page's own controls -------------------------------------------------------------
@@ -965,7 +950,7 @@
     const old = $("surface-card");
     if (old && old.dataset.instance === framed.instanceId) return false;
     if (old) old.remove();
-    const last = $("timeline").lastElementChild;
+    const last = window.lineupTimeline.last();
     if (state.placement.order === undefined) {
       state.placement.order = last ? Number(last.dataset.order) + 0.5 : 0;
     }
@@ -979,14 +964,16 @@
       const expand = el("button", "Expand", "quiet");
       expand.type = "button";
       expand.setAttribute("aria-label", `Expand ${framed.title} onto the stage`);
-      expand.addEventListener("click", () => onDisplayRequest("stage", () => {}));
+      expand.addEventListener("click", () => {
+        onDisplayRequest("stage", () => {}, true);
+        if (!$("stage-inline").hidden) $("stage-inline").focus(); // the card and its button went
+      });
       head.append(expand);
     }
     const slot = el("div", null, "surface-card-slot");
     slot.id = "surface-card-slot";
     card.append(head, slot);
-    const after = [...$("timeline").children].find((child) => Number(child.dataset.order) > state.placement.order);
-    $("timeline").insertBefore(card, after || null);
+    window.lineupTimeline.place(card, state.placement.order);
     return true;
   }
 
@@ -1008,14 +995,24 @@
   }
 
   // A surface asks to be shown another way (surfaces.js let through only a mode it
-  // declares); the page decides and answers with the mode in force.
-  function onDisplayRequest(mode, answer) {
+  // declares, at its pace), or the user does with the page's controls; the page decides
+  // and answers with the mode in force. The front is the user's: a surface not in front
+  // (afloat, inline, or hidden behind another app) is answered with the mode in force when
+  // it asks for the stage or the whole window, and one hidden changes nothing at all; the
+  // user brings it forward (the float's "Bring to front", the card's "Expand", the
+  // switcher). A surface in front may leave it: asking `pip` brings the chat to the front.
+  function onDisplayRequest(mode, answer, byUser = false) {
     const framed = state.framed;
     if (!framed) {
       answer(displayMode());
       return;
     }
     const inFront = framed.instanceId === state.front;
+    const forward = mode === "stage" || mode === "fullscreen";
+    if (!byUser && ((forward && !inFront) || displayMode() === "hidden")) {
+      answer(displayMode());
+      return;
+    }
     if (mode === "inline") {
       document.body.dataset.display = "";
       state.placement.inline = true;
@@ -1065,6 +1062,10 @@
     labelDock();
     describeHandle();
     $("stage-leave").hidden = document.body.dataset.display !== "fullscreen";
+    // The app in front goes back into the conversation when its entrypoint declares `inline`.
+    const backInline = app && !floating && state.framed.modes.includes("inline");
+    $("stage-inline").hidden = !backInline;
+    if (backInline) $("stage-inline").title = `Put ${title} back in the conversation, as a card`;
     tellMode(); // the frame leaves the card first (surfaces.js), then the card goes
     if (!inline && $("surface-card")) $("surface-card").remove();
     if (newCard) $("surface-card").scrollIntoView({ block: "nearest" });
@@ -1151,10 +1152,15 @@
     document.addEventListener("lineup:display", (event) => {
       onDisplayRequest(event.detail.mode, event.detail.answer);
     });
-    $("stage-leave").addEventListener("click", () => onDisplayRequest("stage", () => {}));
+    $("stage-leave").addEventListener("click", () => onDisplayRequest("stage", () => {}, true));
+    $("stage-inline").addEventListener("click", () => {
+      onDisplayRequest("inline", () => {}, true);
+      const expand = document.querySelector("#surface-card .head button");
+      (expand || $("composer-text")).focus(); // the stage and its button went
+    });
     document.addEventListener("keydown", (event) => {
       if (event.key === "Escape" && document.body.dataset.display === "fullscreen") {
-        onDisplayRequest("stage", () => {});
+        onDisplayRequest("stage", () => {}, true);
       }
     });
     document.addEventListener("lineup:stage", (event) => placeFramed(event.detail));
@@ -1174,6 +1180,7 @@
       messageId,
       isOpen: () => state.open,
     });
+    window.lineupVoice.attach({ enqueue, conversation });
     renderQueue();
     showConnection();
     connect();

@@ -19,7 +19,9 @@
 //     handler_failed). A call offered again (a reload, a restarted web host) keeps its
 //     call id: a call id already taken in this frame is not run twice.
 //   lineup.display.request(mode)      asks to be shown another way ("inline", "stage",
-//     "fullscreen", "pip"; one its entrypoint declares): {mode}, the one the host put in force
+//     "fullscreen", "pip"; one its entrypoint declares): {mode}, the one the host put in force.
+//     The host decides a few a second; one more rejects with code "rate_limited" and the
+//     error's `mode` is the one in force
 //   lineup.display.mode() / onChange(fn)  how it is shown now, and each change of it
 // The bridge tells the page the document's height, and the frame's it was measured in, whenever
 // either changes; the page sizes the frame to it, within what the mode in force allows.
@@ -128,6 +130,7 @@
       } else {
         const error = new Error(message.code + ": " + (message.detail || ""));
         error.code = message.code;
+        if (typeof message.mode === "string") error.mode = message.mode;
         waiting.reject(error);
       }
     } else if (message.type === "init" || message.type === "state") {

@@ -9,6 +9,11 @@
 // Stop. It stops at Stop, at `max_ms`, a chunk short of `max_bytes`, or when the runtime
 // says so (`record_stop`: the app left the front, or its time ran out), then POSTs what it
 // recorded to `href`. The runtime reads the bytes and decides; the card says how it went.
+//
+// The chat's push-to-talk (voice.js, its audio mode) records the same way, with no card:
+// `talk` opens the microphone and asks the socket (`talk`); the answer, `recording`, names
+// the runtime's key for it (`request_id`, what `record_stop` names), and the bar says it
+// records the user's message. Its caller hears how it went: sent, or why not.
 (() => {
   "use strict";
 
@@ -20,7 +25,7 @@
 
   let link = null; // what app.js lends: send(frame), messageId(), isOpen()
   let live = null; // the recording under way: one at a time
-  const asked = new Map(); // client id of a `record` waiting for its answer -> {card, stream, app}
+  const asked = new Map(); // client id of a `record` or `talk` waiting for its answer -> {card, stream, app, told?}
   const said = new Map(); // card id -> {text, failed}
 
   const $ = (id) => document.getElementById(id);
@@ -109,8 +114,10 @@
       asked.delete(frame.client_id);
       if (frame.t === "refused") {
         entry.stream.getTracks().forEach((track) => track.stop());
-        say(entry.card, frame.error, true);
+        if (entry.told) entry.told({ failed: frame.error });
+        else say(entry.card, frame.error, true);
       } else {
+        if (entry.told) entry.card = frame.request_id; // what `record_stop` names
         record(entry, frame);
       }
       return true;
@@ -140,13 +147,17 @@
     $("recording-bar").hidden = false;
     document.body.dataset.recording = "on";
     tick();
-    $("recording-stop").focus();
+    // A card's recording moves the focus to Stop; the talk button stays where it is, and
+    // now stops.
+    if (entry.told) entry.told({ recording: true });
+    else $("recording-stop").focus();
   }
 
   function tick() {
     if (!live || live.stopping) return;
     const elapsed = performance.now() - live.started;
-    $("recording-text").textContent = `Recording for ${live.app}: ${clock(elapsed)} of ${clock(live.maxMs)}`;
+    const what = live.told ? "Recording your message" : `Recording for ${live.app}`;
+    $("recording-text").textContent = `${what}: ${clock(elapsed)} of ${clock(live.maxMs)}`;
     if (elapsed >= live.maxMs) finish("limit");
   }
 
@@ -172,13 +183,20 @@
     fetch(done.href, { method: "POST", body: blob, headers, credentials: "same-origin" })
       .then(async (response) => {
         const answer = await response.json().catch(() => ({}));
-        if (response.ok && answer.status === "completed") {
+        const taken = response.ok && answer.status === "completed";
+        if (done.told) {
+          done.told(taken ? { sent: seconds } : { failed: answer.error || talkNotTaken(answer.status) });
+        } else if (taken) {
           say(done.card, `Recorded ${seconds} s and handed it to ${done.app}.`);
         } else {
           say(done.card, answer.error || "The runtime did not take the recording.", true);
         }
       })
-      .catch(() => say(done.card, "The connection was lost while the recording was sent.", true))
+      .catch(() => {
+        const lost = "The connection was lost while the recording was sent.";
+        if (done.told) done.told({ failed: lost });
+        else say(done.card, lost, true);
+      })
       .finally(() => {
         live = null;
         $("recording-bar").hidden = true;
@@ -188,5 +206,39 @@
       });
   }
 
-  window.lineupRecorder = { attach, controls, receive };
+  // A push-to-talk recording that was not taken, in words.
+  function talkNotTaken(status) {
+    return status === "cancelled_by_user"
+      ? "Nothing was recorded: hold the button while you speak."
+      : "The runtime did not take the recording: try again.";
+  }
+
+  // The chat's push-to-talk: `told` hears how it goes ({failed}, then nothing more; or
+  // {recording: true}, then {sent: seconds} or {failed}). False when one is under way.
+  async function talk(told) {
+    if (live || asked.size || !link) return false;
+    const stream = await navigator.mediaDevices.getUserMedia({ audio: true }).catch(() => null);
+    if (!stream) {
+      told({ failed: "The browser did not open the microphone: allow it for this page, then talk again." });
+      return true;
+    }
+    if (!link.isOpen()) {
+      stream.getTracks().forEach((track) => track.stop());
+      told({ failed: "The page is not connected: talk again once it is back." });
+      return true;
+    }
+    const clientId = link.messageId();
+    asked.set(clientId, { card: null, stream, app: "the chat", told });
+    link.send({ t: "talk", client_id: clientId });
+    return true;
+  }
+
+  // The user's stop of the recording under way (the talk button let go, or pressed again).
+  function stop() {
+    finish("user");
+  }
+
+  const recording = () => Boolean(live);
+
+  window.lineupRecorder = { attach, controls, receive, talk, stop, recording };
 })();

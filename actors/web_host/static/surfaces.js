@@ -11,6 +11,10 @@
 //     (of a `surface_bridge` tool of its app), with an object output or an app's code,
 //   - a display mode asked for is declared, a size is a whole number of pixels in bounds.
 // Anything else is dropped and counted by reason, reported to the web host's statistics.
+// A display request is the page's to decide, at a person's pace (`DISPLAY_PACE`).
+// What to frame is the web host's word: it sends the surface in front opened, unasked, when
+// the socket opens and as soon as the registry changes; the page frames each surface it is
+// sent opened.
 (function () {
   "use strict";
   const MAX_BYTES = 64 * 1024;
@@ -39,6 +43,14 @@
   const slot = document.getElementById("surface-slot");
   const MAX_HEIGHT = 100000; // the most a surface may say its document needs, in CSS pixels
   const counters = { relayed: 0, refused_by_host: 0, dropped: {}, retired: 0 };
+  // A display request moves the user's window, and one may ask the runtime to change the
+  // app in front: the page decides at most DISPLAY_PACE of one surface's requests in any
+  // second (a person clicks a few times a second; a surface's own layout does not ask at
+  // every frame). The others are answered `rate_limited` with the mode in force, change
+  // nothing and send nothing, and are counted with the drops (`rate_limited`).
+  const DISPLAY_PACE = 4;
+  const DISPLAY_WINDOW_MS = 1000;
+  const displayDecided = new Map(); // instance id -> when its last requests were decided (ms)
   // The windows of frames this page framed and took down: what they posted before they went
   // may still arrive. It is theirs, not forged, and goes nowhere: counted apart from drops.
   const retiredWindows = new WeakSet();
@@ -75,8 +87,6 @@
   let unreported = {};
   let socket = null;
   let current = null; // {token, instanceId, declared, frame, calls: ids handed, not answered}
-  let shownList = [];
-  let opening = null; // the instance asked for and not answered yet: asked once
 
   // -- the checks ---------------------------------------------------------------------------
 
@@ -184,6 +194,17 @@
       if (message.type === "tool.error" && !APP_TOOL_CODES.includes(message.code)) return "invalid_payload";
     }
     return null;
+  }
+
+  // Whether a display request of the surface showing `instanceId` may be decided now: fewer
+  // than DISPLAY_PACE of its requests were decided in the last second.
+  function displayPaced(instanceId) {
+    const now = performance.now();
+    const recent = (displayDecided.get(instanceId) || []).filter((at) => now - at < DISPLAY_WINDOW_MS);
+    const paced = recent.length < DISPLAY_PACE;
+    if (paced) recent.push(now);
+    displayDecided.set(instanceId, recent);
+    return paced;
   }
 
   // -- counters -----------------------------------------------------------------------------
@@ -321,8 +342,15 @@
       // The page's to decide, not the runtime's: asked of the layout (app.js), answered
       // with the mode in force, nothing relayed.
       const frame = current.frame;
-      const answer = (mode) => frame.contentWindow && frame.contentWindow.postMessage(
-        JSON.stringify({ v: 1, type: "reply", id: message.id, ok: true, result: { mode } }), "*");
+      const reply = (fields) => frame.contentWindow && frame.contentWindow.postMessage(
+        JSON.stringify(Object.assign({ v: 1, type: "reply", id: message.id }, fields)), "*");
+      if (!displayPaced(current.instanceId)) {
+        drop("rate_limited");
+        reply({ ok: false, code: "rate_limited", mode: shownMode,
+          detail: `at most ${DISPLAY_PACE} display requests a second: ask again later` });
+        return;
+      }
+      const answer = (mode) => reply({ ok: true, result: { mode } });
       document.dispatchEvent(new CustomEvent("lineup:display", { detail: { mode: message.mode, answer } }));
       return;
     }
@@ -354,18 +382,11 @@
 
   function onFrame(frame) {
     if (frame.t === "surfaces") {
-      shownList = frame.items;
-      if (current && !shownList.some((item) => item.instance_id === current.instanceId)) {
+      if (current && !frame.items.some((item) => item.instance_id === current.instanceId)) {
         retire(current.frame);  // its instance is gone, and its token with it
         current = null;
       }
-      const front = shownList[0];
-      const wanted = front && (!current || current.instanceId !== front.instance_id);
-      if (wanted && opening !== front.instance_id && send({ t: "open", instance_id: front.instance_id })) {
-        opening = front.instance_id;
-      }
     } else if (frame.t === "opened") {
-      opening = null;
       if (current) send({ t: "close", token: current.token });
       show(frame);
     } else if (frame.t === "to_surface") {
@@ -378,7 +399,6 @@
         current.frame.contentWindow.postMessage(JSON.stringify(message), "*");
       }
     } else if (frame.t === "refused") {
-      if (frame.of === "open") opening = null; // an open refused: the next list may ask again
       counters.refused_by_host += 1;
       render();
     }
@@ -389,8 +409,6 @@
     socket.onopen = () => {
       if (current) retire(current.frame);  // its token died with the last socket
       current = null;
-      opening = null;
-      send({ t: "list" });
     };
     socket.onmessage = (event) => {
       let frame;
@@ -400,9 +418,5 @@
     socket.onclose = () => { setTimeout(connect, 1000); };
   }
 
-  if (slot) {
-    connect();
-    setInterval(() => send({ t: "list" }), 1000);
-    document.addEventListener("lineup:front", () => send({ t: "list" }));
-  }
+  if (slot) connect();
 })();

@@ -17,7 +17,6 @@ import contextlib
 import fcntl
 import hmac
 import json
-import os
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass
@@ -28,6 +27,8 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 from mcp.server.stdio import stdio_server
+
+from actors.contracts import replace_file
 
 from .. import AgentClient
 from ._bridge import Bridge
@@ -106,13 +107,15 @@ async def serve_stdio(settings: BridgeSettings) -> None:
 
 
 def http_key(state_dir: Path) -> str:
-    """The bridge's HTTP key, made (0600) when there is none."""
+    """The bridge's HTTP key, made (0600) when there is none, or an empty one (what a power
+    cut leaves of a key written but never synced): never the empty key."""
     path = state_dir / KEY_FILE
     state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(secrets.token_urlsafe(32) + "\n")
+    with contextlib.suppress(FileNotFoundError):
+        key = path.read_text(encoding="ascii").strip()
+        if key:
+            return key
+    replace_file(path, secrets.token_urlsafe(32) + "\n")
     return path.read_text(encoding="ascii").strip()
 
 

@@ -34,8 +34,10 @@ def _schema(body: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", **body}
 
 
-# What the agent sends is a chat message: its input is `lineup.message`'s own payload shape.
+# What the agent sends is a chat message: its input is `lineup.message`'s own payload shape,
+# less what only the user's side says of a turn (its mode, its recording).
 _CHAT_MESSAGE = ChatMessage.model_json_schema(mode="validation", by_alias=True)
+_AGENT_SAYS: Final = ("text", "format")
 SEND_TOOL: Final = InventoryTool(
     app_scope=BRIDGE_SCOPE,
     method=SEND_METHOD,
@@ -45,7 +47,7 @@ SEND_TOOL: Final = InventoryTool(
     "Markdown (the default format) is shown formatted, never as raw HTML.",
     input_schema=_schema(
         {
-            "properties": _CHAT_MESSAGE["properties"],
+            "properties": {key: _CHAT_MESSAGE["properties"][key] for key in _AGENT_SAYS},
             "required": _CHAT_MESSAGE["required"],
             "additionalProperties": False,
         }

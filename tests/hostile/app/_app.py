@@ -36,6 +36,7 @@ from ._late_attacks import SILENT_TIMEOUT_MS
 ORDERS = "orders.json"
 STOLEN_PATH = "/tmp/app/../../artifacts/stolen"
 REPORT = "report.json"
+TOLD_EVERY_S = 0.05
 _COUNTED = {
     "type": "object",
     "properties": {"n": {"type": "integer"}, "more": {"type": "object"}},
@@ -78,6 +79,8 @@ def _read_orders() -> dict[str, Any]:
     capabilities=["notification.show", "speech.transcribe", "audio.record"],
 )
 class HostileApp(RuntimeApp):
+    _orders_read_at = 0.0  # when `told` last read the orders (monotonic)
+
     @tool(
         "hostile.answer",
         input_schema=_HOW,
@@ -202,6 +205,15 @@ class HostileApp(RuntimeApp):
 
     async def pause(self, seconds: float) -> None:
         await trio.sleep(seconds)
+
+    def told(self, name: str) -> bool:
+        """Whether the test has added `name` to its orders; the file is read at most every
+        `TOLD_EVERY_S`, so that a flood may ask before each message it sends."""
+        now = time.monotonic()
+        if now - self._orders_read_at < TOLD_EVERY_S:
+            return False
+        self._orders_read_at = now
+        return name in _read_orders()
 
     async def order(self, name: str, timeout: float = 60.0) -> dict[str, Any]:
         """The options of `name` once the test has added them to the orders."""

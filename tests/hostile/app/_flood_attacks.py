@@ -16,6 +16,7 @@ TOOL_ROUTER = "tool_router"
 REPORT = "tool_router.report"
 BIG = 250_000  # bytes of text in one report: a packed body may have 256 KiB
 MORE = 100  # reports past its pace: 25 MB, far over any burst it may have
+ENOUGH = "enough"  # the order that ends a flood once the test has measured it
 
 # Within every limit a descriptor is held to, yet each item of a large value costs ≈ 30
 # keywords: a check of `COSTLY_ITEMS` of them is ≈ ten times the budget of one.
@@ -32,14 +33,15 @@ def costly_output() -> dict[str, Any]:
 
 
 async def big_reports(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]:
-    """Big reports at `bytes_per_s` (its allowed pace) for `seconds`; then as fast as the
-    channel takes them, as calls, until one is refused (at most `MORE`)."""
+    """Big reports at `bytes_per_s` (its allowed pace) for `seconds` at most, until the test
+    orders `ENOUGH`; then as fast as the channel takes them, as calls, until one is refused
+    (at most `MORE`)."""
     seconds = float(options.get("seconds", 20))
     interval = BIG / float(options["bytes_per_s"])
     body = {"call_id": "call_ghost_big", "kind": "result", "output": {"blob": "x" * BIG}}
     sent = 0
     started = time.monotonic()
-    while time.monotonic() - started < seconds:
+    while time.monotonic() - started < seconds and not app.told(ENOUGH):
         await app.cast(TOOL_ROUTER, REPORT, body, id=new_id())
         sent += 1
         await app.pause(max(0.0, started + sent * interval - time.monotonic()))

@@ -1,0 +1,127 @@
+"""The store's upkeep: what `runtime.db` keeps of its own records, and its WAL.
+
+Two things grow with every request and are bounded here:
+
+- **Request records** (`requests` and the applied ids): the newest `REQUESTS_KEPT`. A
+  message is only redelivered while its mailbox row is live, and a replayed sender's copy
+  is dropped by the mailbox while its done row is kept, among the newest
+  `dedup_max_rows` seqs (50,000); the store's requests are a part of those messages in
+  the same order, so keeping twice as many records covers every message the mailbox could
+  still hand over again.
+- **Audit**: the newest `AUDIT_KEPT` rows, none older than `AUDIT_KEPT_DAYS`.
+
+The conversation (`messages`) is the user's and is never pruned here.
+
+Upkeep is due by writes, never by a poll: after `UPKEEP_EVERY` applied requests a pass
+deletes what is past the bounds in chunks of `CHUNK` rows, each its own short
+transaction, giving handlers their turn between chunks. Once no request came for
+`IDLE_S`, the WAL is copied back and cut to nothing. An idle store does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from typing import Final
+
+import trio
+
+log = logging.getLogger("lineup.store")
+
+REQUESTS_KEPT: Final = 100_000
+AUDIT_KEPT: Final = 20_000
+AUDIT_KEPT_DAYS: Final = 90
+UPKEEP_EVERY: Final = 2_000
+CHUNK: Final = 500
+IDLE_S: Final = 30.0
+_APPLIED: Final = "lineup_applied"
+
+
+def prune_requests_chunk(db: sqlite3.Connection, keep: int = REQUESTS_KEPT) -> int:
+    """Forget up to `CHUNK` of the oldest request records past the newest `keep`, with
+    their applied ids, in one transaction; how many went."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        gone = db.execute(
+            "DELETE FROM requests WHERE rowid IN (SELECT rowid FROM requests WHERE rowid <="
+            " (SELECT max(rowid) FROM requests) - ? ORDER BY rowid LIMIT ?) RETURNING id",
+            (keep, CHUNK),
+        ).fetchall()
+        db.executemany(f"DELETE FROM {_APPLIED} WHERE id = ?", gone)
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return len(gone)
+
+
+def prune_audit_chunk(
+    db: sqlite3.Connection, keep: int = AUDIT_KEPT, days: float = AUDIT_KEPT_DAYS
+) -> int:
+    """Forget up to `CHUNK` of the oldest audit rows past the newest `keep` or older than
+    `days`; how many went."""
+    before_ms = int((time.time() - days * 86400) * 1000)
+    cur = db.execute(
+        "DELETE FROM audit WHERE pos IN (SELECT pos FROM audit WHERE pos <="
+        " (SELECT max(pos) FROM audit) - ? OR at_ms < ? ORDER BY pos LIMIT ?)",
+        (keep, before_ms, CHUNK),
+    )
+    return cur.rowcount
+
+
+def truncate_wal(db: sqlite3.Connection) -> bool:
+    """Copy the WAL back and cut it to nothing, without waiting for a reader in the way
+    (False then: the next idle moment tries again)."""
+    waits = int(db.execute("PRAGMA busy_timeout").fetchone()[0])
+    db.execute("PRAGMA busy_timeout=0")
+    try:
+        row = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        db.execute(f"PRAGMA busy_timeout={waits}")
+    return int(row[0]) == 0
+
+
+class StoreUpkeep:
+    """Mixed into the store actor: counts its applied requests and keeps its bounds."""
+
+    db: sqlite3.Connection
+    nursery: trio.Nursery
+
+    def start_upkeep(self) -> None:
+        self._writes = 0
+        self._upkeep_due = trio.Event()
+        self._wrote = trio.Event()
+        self.nursery.start_soon(self._prune_when_due)
+        self.nursery.start_soon(self._truncate_when_idle)
+
+    def note_write(self) -> None:
+        self._writes += 1
+        if not self._wrote.is_set():
+            self._wrote.set()
+        if self._writes % UPKEEP_EVERY == 0:
+            self._upkeep_due.set()
+
+    async def _prune_when_due(self) -> None:
+        while True:
+            await self._upkeep_due.wait()
+            self._upkeep_due = trio.Event()
+            pruned = 0
+            for prune in (prune_requests_chunk, prune_audit_chunk):
+                while (count := prune(self.db)) > 0:
+                    pruned += count
+                    await trio.lowlevel.checkpoint()  # a handler's turn between chunks
+            if pruned:
+                log.info("%d old request and audit records pruned", pruned)
+
+    async def _truncate_when_idle(self) -> None:
+        while True:
+            await self._wrote.wait()
+            writes = -1
+            while writes != self._writes:
+                writes = self._writes
+                await trio.sleep(IDLE_S)
+            self._wrote = trio.Event()
+            truncate_wal(self.db)

@@ -1,0 +1,46 @@
+"""How many process hops one runtime call takes, read from the mailbox's own records.
+
+Every hop between two of the runtime's processes is a durable message in `mailbox.db`, and
+each one about the call carries its id in its frame: the agent's envelope as the transport
+hands it to the router, the router's run for the store, the store's hand-over to the tool
+router, the call given to the app, the app's report, the envelopes for the agent. The hops
+of one call are those messages, in mailbox order, and the replies to any of them that were
+calls (a reply is a hop back). Beside the path, and not counted: the chat's view of the call
+(`app.tool.event`), and the runtime's own envelopes about it coming back in the AppServer's
+stream, which the router and the store keep as the conversation's history (of the messages
+that carry the agent's stream, only the ones with its `lineup.tool.invoke` are the call's).
+The file is read read-only while the runtime runs.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Final
+
+BESIDE_THE_PATH: Final = frozenset({"app.tool.event"})
+STREAM: Final = frozenset({"router.inbound", "store.inbound.persist"})
+INVOKE: Final = b"lineup.tool.invoke"
+
+
+def call_hops(data_dir: Path, call_id: str) -> list[str]:
+    """Each hop of the call `call_id`, as "sender → recipient type"."""
+    path = data_dir / "mailbox.db"
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)) as db:
+        rows = db.execute(
+            "SELECT id, sender, recipient, type, frame FROM messages WHERE instr(frame, ?) > 0"
+            " ORDER BY seq",
+            (call_id.encode(),),
+        ).fetchall()
+        hops: list[str] = []
+        for message_id, sender, recipient, type_, frame in rows:
+            if type_ in BESIDE_THE_PATH or (type_ in STREAM and INVOKE not in frame):
+                continue
+            hops.append(f"{sender} → {recipient} {type_}")
+            answered = db.execute(
+                "SELECT 1 FROM replies WHERE caller = ? AND request_id = ?", (sender, message_id)
+            ).fetchone()
+            if answered:
+                hops.append(f"{recipient} → {sender} reply to {type_}")
+    return hops
