@@ -9,11 +9,11 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import trio
 
-from lineup.data_dir_usage import part_sizes
+from lineup.data_dir_usage import part_sizes, table_sizes
 
 EVERY_S = 10.0
 MIB = 1 << 20
@@ -31,6 +31,31 @@ def user_data_bytes(data_dir: Path) -> int:
                 " (SELECT coalesce(sum(size), 0) FROM artifacts)"
             ).fetchone()
             total = int(row[0]) + int(row[1])
+    return total
+
+
+# The tables that hold what is the user's, as the runtime keeps it: the conversation (its
+# messages, what was sent), the artifacts' records, and each app's log of the conversation.
+USER_TABLES: Final = {"runtime.db": ("messages", "outbox", "artifacts"), "app.db": ("events",)}
+
+
+def kept_user_data_bytes(data_dir: Path) -> int | None:
+    """The user's data as it is kept: the bytes of `USER_TABLES` with their indexes, and
+    the artifacts' files; None where SQLite cannot measure a table (no `dbstat`)."""
+    total = part_sizes(data_dir)["artifacts"]
+    files = [data_dir / "runtime.db", *sorted(data_dir.glob("apps/*/app.db"))]
+    for path in files:
+        if not path.exists():
+            continue
+        try:
+            tables = table_sizes(path)
+        except sqlite3.Error:
+            continue  # an app's log being created: measured at the next sample
+        for row in tables:
+            if row["table"] in USER_TABLES[path.name]:
+                if row["bytes"] is None:
+                    return None
+                total += row["bytes"]
     return total
 
 
@@ -75,6 +100,7 @@ class Sampler:
                 "at_s": round(at_s, 1),
                 "parts": part_sizes(self.data_dir),
                 "user_data": user_data_bytes(self.data_dir),
+                "kept_user_data": kept_user_data_bytes(self.data_dir),
                 "rss": rss,
             }
         )
@@ -124,6 +150,7 @@ def soak_figures(samples: list[dict[str, Any]], minutes: float) -> dict[str, Any
         return sum(sample["parts"].values())
 
     names = sorted({name for s in warm for name in s["rss"]})
+    kept = [s for s in warm if s.get("kept_user_data") is not None]
     return {
         "warmup_s": warmup_s(minutes),
         "samples": len(samples),
@@ -136,6 +163,14 @@ def soak_figures(samples: list[dict[str, Any]], minutes: float) -> dict[str, Any
             slope_per_hour([(s["at_s"], s["user_data"]) for s in warm])
         ),
         "user_data_mib_end": _mib(last["user_data"]),
+        # The same as the runtime keeps it, and the rest of the data dir: what must level off.
+        "kept_user_data_mib_per_hour_after_warmup": _mib(
+            slope_per_hour([(s["at_s"], s["kept_user_data"]) for s in kept])
+        ),
+        "kept_user_data_mib_end": _mib(last.get("kept_user_data")),
+        "rest_mib_per_hour_after_warmup": _mib(
+            slope_per_hour([(s["at_s"], total(s) - s["kept_user_data"]) for s in kept])
+        ),
         "parts_mib_end": {k: _mib(v) for k, v in last["parts"].items()},
         "parts_growth_mib_per_hour_after_warmup": {
             part: _mib(slope_per_hour([(s["at_s"], s["parts"][part]) for s in warm]))

@@ -68,6 +68,7 @@ from actors.store import RuntimeReader
 from ._changes import PageNotices
 from ._surfaces import (
     BRIDGE_PATH,
+    LIVE_STATES,
     Surface,
     find_surface,
     new_token,
@@ -165,6 +166,12 @@ class Surfaces:
         self.data_dir = data_dir
         self.notices = notices  # the app manager's that the registry changed, among them
         self.shown: dict[str, _Shown] = {}  # token -> the surface and its page's socket
+        # The live instances as the registry was last read: what a push may name. What is
+        # kept of an instance (its state, its calls) ends with it, so a runtime that
+        # launches apps for months keeps only its live instances' here.
+        self.live: frozenset[str] = frozenset()
+        self._reader = RuntimeReader(data_dir)
+        self._reading = trio.Lock()  # the reader takes one caller at a time
         self.states: dict[str, Any] = {}  # instance -> its merged state
         # instance -> call id -> the call, as its app handed it to the instance's surfaces
         self.calls: dict[str, dict[str, dict[str, Any]]] = {}
@@ -179,15 +186,27 @@ class Surfaces:
     async def keep_warm(self) -> None:
         """The enabled apps' surfaces read and checked before a page opens one, at start and
         at each notice that the registry changed (`warm_surfaces`)."""
-        reader = RuntimeReader(self.data_dir)
         try:
             while True:
                 look = self.notices.registry.next_notice()
-                apps = await trio.to_thread.run_sync(reader.apps)
+                apps = await self._read_live()
                 await trio.to_thread.run_sync(warm_surfaces, self.data_dir, apps)
                 await look.wait()
         finally:
-            reader.close()
+            self._reader.close()
+
+    async def _read_live(self) -> dict[str, Any]:
+        """The registry read again: the live instances taken from it, and what was kept of
+        the instances that ended dropped."""
+        async with self._reading:
+            apps = await trio.to_thread.run_sync(self._reader.apps)
+        self.live = frozenset(
+            str(i["instance_id"]) for i in apps["instances"] if i["state"] in LIVE_STATES
+        )
+        for kept in (self.states, self.calls):
+            for instance in [i for i in kept if i not in self.live]:
+                del kept[instance]
+        return apps
 
     def statistics(self) -> dict[str, Any]:
         return {
@@ -480,6 +499,13 @@ class Surfaces:
             # Only the process of the instance's own app speaks to its surfaces.
             self.refused[str(Code.OWNERSHIP_MISMATCH)] += 1
             raise ContractError(Code.OWNERSHIP_MISMATCH, "instance_id: not the sender's")
+        if instance not in self.live:
+            await self._read_live()  # launched since the last notice, perhaps
+        if instance not in self.live:
+            # An instance closed or never launched: nothing of it is kept (an app naming
+            # made-up instances would otherwise fill the web host's memory).
+            self.refused[str(Code.INSTANCE_NOT_FOUND)] += 1
+            raise ContractError(Code.INSTANCE_NOT_FOUND, "instance_id: no live instance")
         kind = body.get("kind")
         if kind == "state":
             merged = merge_patch(self.states.get(instance, {}), body.get("patch"))

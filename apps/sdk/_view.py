@@ -10,6 +10,13 @@ interactions still waiting for an answer. It is rebuilt from the log at start an
 event by event afterwards; both paths run the same `apply`, so what a restarted app shows
 is what it showed before.
 
+An app's own view keeps a conversation's newest `KEPT_ITEMS` items and tasks in memory (its
+log keeps them all, and the web host's page folds the log itself): what falls out is
+settled (an agent's message, a question answered or withdrawn, a call ended, a message of
+the user's with its verdict), never what is still open, so the app's answers and stops
+find what they need. A fold with the same bound over the same log gives the same view,
+so a restarted app still shows what it showed before.
+
 A question leaves the open ones when the user answers it, or when the agent that asked it
 withdraws it (`lineup.interaction.withdraw`): its item's state is then `withdrawn`, with the
 agent's reason. A withdrawal of anything else changes nothing (`withdraw_refusal` says
@@ -37,6 +44,12 @@ RECORD_OPTIONS: tuple[dict[str, str], ...] = (
 NOT_FOUND = "interaction_not_found"
 CLOSED = "interaction_closed"
 WITHDRAW = "lineup.interaction.withdraw"
+# How many items and tasks of a conversation an app's own view keeps in memory; it drops
+# the oldest settled ones once a quarter more have come, so a drop is rare and costs one
+# pass over what is kept.
+KEPT_ITEMS: Final = 500
+_OPEN_TOOL_STATES: Final = frozenset({"accepted", "starting", "running", "progress"})
+_OPEN_TASK_STATUSES: Final = frozenset({"pending", "running"})
 # What the timeline keeps of an artifact a tool call handed the agent.
 _ARTIFACT_FIELDS = ("artifact_id", "title", "media_type", "size")
 # What a consent card says an app asks, in words, for the capabilities this runtime serves;
@@ -66,7 +79,13 @@ class ConversationView:
     # The Interaction App's mode here (`im`, `audio`); None until one was recorded.
     mode: str | None = None
     applied: int = 0  # events folded: 1 after the conversation's first
+    keep: int | None = None  # items and tasks kept (None: all of them)
     _index: dict[str, int] = field(default_factory=dict, repr=False)
+    _drop_at: int = field(default=0, repr=False)  # the size past which settled ones drop
+
+    def __post_init__(self) -> None:
+        if self.keep is not None:
+            self._drop_at = self.keep + self.keep // 4
 
     def apply(self, event: dict[str, Any]) -> None:
         """Fold one event (a row of the log, or a state change of an action)."""
@@ -84,6 +103,26 @@ class ConversationView:
             self._speech(body)
         else:
             self._action(event, body)
+        if self.keep is not None and max(len(self.timeline), len(self.tasks)) > self._drop_at:
+            self._drop_settled(self.keep)
+
+    def _drop_settled(self, keep: int) -> None:
+        """Keep the newest `keep` items and tasks, and every older one still open; the next
+        drop comes after a quarter of `keep` more, whatever stayed open."""
+        cut = len(self.timeline) - keep
+        if cut > 0:
+            self.timeline = [
+                item for n, item in enumerate(self.timeline) if n >= cut or _is_open(item)
+            ]
+            self._index = {str(item["id"]): n for n, item in enumerate(self.timeline)}
+        cut = len(self.tasks) - keep
+        if cut > 0:
+            self.tasks = {
+                key: task
+                for n, (key, task) in enumerate(self.tasks.items())
+                if n >= cut or task.get("status") in _OPEN_TASK_STATUSES
+            }
+        self._drop_at = max(len(self.timeline), len(self.tasks)) + keep // 4
 
     def _add(self, item: dict[str, Any]) -> None:
         if item["id"] in self._index:
@@ -305,6 +344,16 @@ class ConversationView:
         }
 
 
+def _is_open(item: dict[str, Any]) -> bool:
+    """Whether an item may still change: a question waiting, a tool call not ended, a
+    message of the user's waiting for its verdict."""
+    if item["kind"] == "interaction":
+        return bool(item["state"] == "waiting")
+    if item["kind"] == "tool":
+        return item["state"] in _OPEN_TOOL_STATES
+    return bool(item["sender"] == "user" and item["state"] == "pending")
+
+
 _TASK_STATUS = {
     "accepted": "pending",
     "starting": "pending",
@@ -325,15 +374,17 @@ def _answer_text(response: dict[str, Any]) -> str:
 
 
 class ViewModel:
-    """Every conversation's view, for one app."""
+    """Every conversation's view, for one app, each keeping its newest `keep` items."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: int | None = KEPT_ITEMS) -> None:
         self.conversations: dict[str, ConversationView] = {}
+        self.keep = keep
 
     def apply(self, event: dict[str, Any]) -> ConversationView:
         conversation = event["conversation_id"]
         view = self.conversations.get(conversation)
         if view is None:
-            view = self.conversations[conversation] = ConversationView(conversation)
+            view = ConversationView(conversation, keep=self.keep)
+            self.conversations[conversation] = view
         view.apply(event)
         return view

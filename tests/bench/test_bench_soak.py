@@ -27,6 +27,9 @@ def test_two_minutes_of_soak_sample_the_data_dir_and_every_process() -> None:
     assert record["user_data_mib_end"] > 0
     assert record["growth_mib_per_hour_after_warmup"] is not None
     assert record["user_data_mib_per_hour_after_warmup"] > 0
+    # As kept, with its keys and indexes and the chat's log of it, it is more than the bytes.
+    assert record["kept_user_data_mib_end"] > record["user_data_mib_end"]
+    assert record["rest_mib_per_hour_after_warmup"] is not None
     assert record["parts_mib_end"]["mailbox"] > 0 and record["parts_mib_end"]["runtime_db"] > 0
     rates = record["rss_growth_mib_per_hour"]
     core = ("supervisor", "zygote", "store", "router", "transport")

@@ -132,7 +132,9 @@ async def test_the_terminal_records_from_the_sound_server_until_stop_or_the_limi
         player.wait()
         assert output["stopped"] == "limit"
         duration, rms = level(data)
-        assert duration == output["duration_ms"] and 1_500 <= duration <= 3_000 + 1_500, output
+        # The limit is the recorder's clock; the sound server's stream takes a moment to
+        # start (up to half of a 3 s limit on a loaded machine), so less is heard.
+        assert duration == output["duration_ms"] and 1_000 <= duration <= 3_000 + 1_500, output
         assert rms > 300, "the recording is silence"
         # Written out too (cut anywhere in the looping speech, so its words are not checked).
         assert isinstance(output.get("transcript"), str), output
