@@ -4,7 +4,8 @@
 AppServer, an agent, an app SDK) can feed it what their code produces and get the runtime's
 verdict, the same code and detail the runtime itself would reply with. `schemas` writes the
 JSON Schemas that docs/protocol.md points at; the committed copies are regenerated with
-`lineup protocol schemas actors/contracts/schemas`.
+`lineup protocol schemas actors/contracts/schemas`. `messages` lists what each actor takes,
+from whom and with what body, read from the doors (`_protocol_messages`).
 """
 
 from __future__ import annotations
@@ -85,8 +86,37 @@ def _write_schemas(args: argparse.Namespace) -> int:
     return 0
 
 
+def _messages(args: argparse.Namespace) -> int:
+    from ._protocol_messages import ANY_APP, catalogue, fields_of
+
+    entries = catalogue()
+    if args.to:
+        known = sorted({entry["to"] for entry in entries})
+        if args.to not in known:
+            return fail(f"no actor {args.to!r} takes messages: one of {', '.join(known)}")
+        entries = [entry for entry in entries if entry["to"] == args.to]
+    if args.json:
+        _emit({"messages": entries})
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="what each actor takes, and from whom", title_justify="left")
+    table.add_column("to", no_wrap=True)
+    table.add_column("type", no_wrap=True)  # a name is read whole, or not at all
+    table.add_column("from")
+    table.add_column("body")
+    for entry in entries:
+        senders = ["any app" if s == ANY_APP else s for s in entry["from"]]
+        to = "each app" if entry["to"] == ANY_APP else entry["to"]
+        table.add_row(to, entry["type"], ", ".join(senders), fields_of(entry["body"]))
+    Console(highlight=False).print(table)
+    return 0
+
+
 def register(subparsers: Any) -> None:
-    """Adds `protocol validate` and `protocol schemas` to the `lineup` command."""
+    """Adds `protocol validate`, `protocol schemas` and `protocol messages` to the `lineup`
+    command."""
     protocol = subparsers.add_parser(
         "protocol",
         help="validate messages against the contracts; export the JSON Schemas",
@@ -131,6 +161,19 @@ def register(subparsers: Any) -> None:
         "exit 1 if any do",
     )
     schemas.set_defaults(func=_schemas)
+    messages = commands.add_parser(
+        "messages",
+        help="list the messages each actor takes, who may send them and their bodies",
+        description="List every message type the runtime's actors and app processes take, "
+        "as their doors declare it: who may send it (the operator, `debug`, may send every "
+        "type) and the fields of its body (`name?` optional). With --json, each body's "
+        "JSON Schema.",
+    )
+    messages.add_argument("--to", metavar="ACTOR", help="only the messages ACTOR takes")
+    messages.add_argument(
+        "--json", action="store_true", help="print JSON: the types with their bodies' schemas"
+    )
+    messages.set_defaults(func=_messages)
 
 
 def main(argv: list[str] | None = None) -> int:

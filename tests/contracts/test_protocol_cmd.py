@@ -87,3 +87,38 @@ def test_register_plugs_into_any_parser() -> None:
     protocol_cmd.register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["protocol", "schemas", "out"])
     assert args.dir == "out" and callable(args.func)
+
+
+def test_messages_lists_what_every_door_takes_as_the_doors_declare_it() -> None:
+    from actors.kernel import load_door
+    from actors.runtime_children import APP_DOOR, RUNTIME_CHILDREN, WEB_HOST
+    from actors.tool_router.door import Report
+
+    code, out, err = _run("messages", "--json")
+    assert (code, err) == (0, "")
+    listed = {(m["to"], m["type"]): m for m in json.loads(out)["messages"]}
+    doors = {c.name: c.door for c in [*RUNTIME_CHILDREN, WEB_HOST] if not c.name.startswith("app.")}
+    doors["app.*"] = APP_DOOR
+    declared = {
+        (to, type_): load_door(door).accepts[type_]
+        for to, door in doors.items()
+        for type_ in load_door(door).accepts
+    }
+    assert set(listed) == set(declared)  # every type of every door, nothing else
+    for key, rule in declared.items():
+        assert set(listed[key]["from"]) == set(rule.senders) | {"debug"}, key
+    # A body is its declared type's schema: the fields are the TypedDict's own.
+    report = listed[("tool_router", "tool_router.report")]
+    assert set(report["body"]["properties"]) == set(Report.__annotations__)
+    assert report["from"] == ["app.*", "debug"]
+    assert listed[("tool_router", "tool_router.interrupt")]["from"] == ["app.chat", "debug"]
+
+
+def test_messages_reads_as_a_table_and_names_what_is_not_an_actor() -> None:
+    code, out, _ = _run("messages", "--to", "tool_router")
+    assert code == 0
+    assert "tool_router.report" in out and "any app" in out and "store.audit" not in out
+    code, out, err = _run("messages", "--to", "nobody")
+    assert code == 2 and out == ""
+    assert err.startswith("error: no actor 'nobody' takes messages: one of app.*,"), err
+    assert "Traceback" not in err
