@@ -147,6 +147,11 @@ class RuntimeProcess:
         assert self.process is not None
         return tree_cpu_s(self.process.pid)
 
+    def schedstat(self) -> tuple[float, int]:
+        """Seconds run and wake-ups of this runtime's threads so far (`tree_schedstat`)."""
+        assert self.process is not None
+        return tree_schedstat(self.process.pid)
+
 
 def _children() -> dict[int, list[int]]:
     tree: dict[int, list[int]] = {}
@@ -191,6 +196,21 @@ def tree_cpu_s(root: int) -> float:
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime: clock ticks
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def tree_schedstat(root: int) -> tuple[float, int]:
+    """What the threads of `root`'s tree have had of the CPU so far, from the scheduler's
+    own count (`/proc/PID/task/TID/schedstat`): seconds run, to the nanosecond, and times
+    scheduled in, each one a wake-up of a thread that was waiting."""
+    seconds, slices = 0, 0
+    for pid in _tree(root):
+        for task in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+            try:
+                ran_ns, _, times = task.read_text().split()
+            except (OSError, ValueError):  # gone meanwhile
+                continue
+            seconds, slices = seconds + int(ran_ns), slices + int(times)
+    return seconds / 1e9, slices
 
 
 def tree_memory(root: int) -> dict[str, float]:

@@ -34,6 +34,7 @@ TARGETS = {
     "cold_start_s",
     "total_rss_mib",
     "idle_cpu_pct",
+    "idle_wakeups_per_s",
 }
 
 
@@ -55,6 +56,8 @@ def test_bench_e2e_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
     assert record["backlog"] == 300
     assert record["idle_s"] == 2
     assert 0 <= record["idle_cpu_pct"] < 200, record["idle_cpu_pct"]  # a share of a core
+    assert 0 <= record["idle_after_catchup_cpu_pct"] < 200, record
+    assert record["idle_wakeups_per_s"] >= 0 and record["idle_after_catchup_wakeups_per_s"] >= 0
     assert record["runtime_processes"] > 1
     assert list(tmp_path.iterdir()) == []
     assert _processes_mentioning(str(tmp_path)) == []
