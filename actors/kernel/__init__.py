@@ -43,6 +43,8 @@ _LAZY = {
     "accept": "._door",
     "load_door": "._door",
     "crash_point": "._faults",
+    "open_read_only": "._read_only",
+    "read_file": "._read_only",
     "DEFAULT_MAX_FRAME": "._frames",
     "FrameDecoder": "._frames",
     "FrameError": "._frames",
@@ -110,6 +112,7 @@ if TYPE_CHECKING:
     from ._preflight import DataDirUnusable, check_data_dir
     from ._prefork import prefork_zygote
     from ._process import log_tail
+    from ._read_only import open_read_only, read_file
     from ._specs import ArtifactLimits, ChildSpec, Restart, RuntimeConfig
     from ._supervisor import Supervisor
 
@@ -172,7 +175,9 @@ __all__ = [
     "mailbox_names",
     "message_path",
     "new_id",
+    "open_read_only",
     "prefork_zygote",
+    "read_file",
     "settle_garbage_collector",
     "supervisor_pid_alive",
     "ui_request",

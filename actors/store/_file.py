@@ -7,10 +7,11 @@ import sqlite3
 from pathlib import Path
 from typing import Final
 
+from actors.kernel import open_read_only
+
 DB_FILE: Final = "runtime.db"
 
 
 def open_readonly(data_dir: str | Path) -> sqlite3.Connection:
     """`runtime.db` for reading only (it must exist), in autocommit."""
-    path = Path(data_dir) / DB_FILE
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=10)
+    return open_read_only(Path(data_dir) / DB_FILE)

@@ -14,24 +14,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from actors.kernel import read_file
+
 from ._app_rows import OPERATION_COLUMNS, load_apps, operation_from_row
-from ._file import DB_FILE, open_readonly
+from ._file import DB_FILE
 
 T = TypeVar("T")
 
 
 def _reading(data_dir: Path, read: Callable[[sqlite3.Connection], T], empty: T) -> T:
-    """What `read` finds in `runtime.db`, opened read-only; `empty` where there is no file
-    yet, or the file is from before the tables read were added."""
-    if not (Path(data_dir) / DB_FILE).exists():
-        return empty
-    db = open_readonly(data_dir)
-    try:
-        return read(db)
-    except sqlite3.OperationalError:
-        return empty
-    finally:
-        db.close()
+    """What `read` finds in `runtime.db`; `empty` where there is none, or it is older than
+    the tables read."""
+    return read_file(Path(data_dir) / DB_FILE, read, empty)
 
 
 def _read(data_dir: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from actors.kernel import ensure_applied_table
+from actors.kernel import ensure_applied_table, open_read_only
 
 DB_FILE: Final = "tool_router.db"
 
@@ -142,8 +142,7 @@ def open_db(data_dir: str | Path, *, synchronous: str) -> sqlite3.Connection:
 
 def open_readonly(data_dir: str | Path) -> sqlite3.Connection:
     """`tool_router.db` for reading only (it must exist), in autocommit."""
-    path = db_path(data_dir)
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=10)
+    return open_read_only(db_path(data_dir))
 
 
 def sync_wal(data_dir: str | Path) -> None:

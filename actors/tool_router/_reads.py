@@ -8,12 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from actors.kernel import read_file
+
 from ._db import (
     CALL_COLUMNS,
     DEADLINE_COLUMNS,
     INVENTORY_COLUMNS,
     db_path,
-    open_readonly,
     rows_of,
 )
 
@@ -21,17 +22,8 @@ T = TypeVar("T")
 
 
 def _reading(data_dir: Path, read: Callable[[sqlite3.Connection], T], empty: T) -> T:
-    """What `read` finds in `tool_router.db`, opened read-only; `empty` where there is no
-    file yet."""
-    if not db_path(data_dir).exists():
-        return empty
-    db = open_readonly(data_dir)
-    try:
-        return read(db)
-    except sqlite3.OperationalError:
-        return empty
-    finally:
-        db.close()
+    """What `read` finds in `tool_router.db`; `empty` where there is none yet."""
+    return read_file(db_path(data_dir), read, empty)
 
 
 def _read(data_dir: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
