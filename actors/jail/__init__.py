@@ -4,15 +4,16 @@ It lives outside `actors.kernel` so that starting it imports nothing heavy (no t
 pydantic): it runs on every launch and every restart of an installed app. `_launcher`
 confines the process and execs the child; `_env` is what it shares with the supervisor
 (the scrubbed environment, the parent-death signal). The runtime takes what it needs from
-here: `die_with_parent`, `name_process`, `scrubbed_environment`, `level_of` (a report's
-level of confinement). `app_zygote` forks apps into the same jail (`_launcher.jail_app`) from a
-preloaded, secret-free parent. docs/architecture.md, "Isolation".
+here: `die_with_parent`, `name_process`, `exited_children` (what both zygotes reap),
+`scrubbed_environment`, `level_of` (a report's level of confinement). `app_zygote` forks
+apps into the same jail (`_launcher.jail_app`) from a preloaded, secret-free parent.
+docs/architecture.md, "Isolation".
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._env import die_with_parent, name_process, scrubbed_environment
+from ._env import die_with_parent, exited_children, name_process, scrubbed_environment
 
 if TYPE_CHECKING:
     from ._launcher import level_of
@@ -28,4 +29,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["die_with_parent", "level_of", "name_process", "scrubbed_environment"]
+__all__ = [
+    "die_with_parent",
+    "exited_children",
+    "level_of",
+    "name_process",
+    "scrubbed_environment",
+]

@@ -8,7 +8,7 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -43,6 +43,19 @@ def die_with_parent(parent_pid: int) -> None:
     ppid = os.getppid()
     if ppid not in (parent_pid, 0):
         os._exit(0)
+
+
+def exited_children() -> Iterator[tuple[int, int]]:
+    """Each child that has ended, reaped: (pid, its exit status, or minus the signal that
+    ended it). What a zygote tells the supervisor of the processes it forked."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
 def scrubbed_environment(source: Mapping[str, str], *, home: str | None = None) -> dict[str, str]:

@@ -49,7 +49,7 @@ from jsonschema import Draft202012Validator
 from actors.kernel import settle_garbage_collector
 from actors.kernel.child import run_actor
 
-from ._env import die_with_parent, name_process
+from ._env import die_with_parent, exited_children, name_process
 from ._launcher import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -186,14 +186,7 @@ def _fork(
 
 
 def _reap(control: socket.socket) -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    for pid, code in exited_children():
         _send(control, {"type": "exited", "pid": pid, "status": code})
 
 

@@ -19,7 +19,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
@@ -37,24 +37,22 @@ from ._ids import new_id
 from ._inspect import _plain, mailbox_counts, mailbox_listing
 from ._mailbox import DISK_FULL_REASON, State, disk_full
 from ._specs import ChildSpec
+from ._supervisor_face import SupervisorFace
 from ._switchboard import TraceRecord
 from ._wire import ProtocolViolation, classify
-
-if TYPE_CHECKING:
-    from ._supervisor import Supervisor
 
 log = logging.getLogger("lineup.control")
 
 
 # Answers one request (a response map, `ok` added); raising KeyError, ValueError,
 # ProcessLookupError or ProtocolViolation answers with that error.
-Dispatch = Callable[["Supervisor", dict[str, Any]], Awaitable[dict[str, Any]]]
+Dispatch = Callable[[SupervisorFace, dict[str, Any]], Awaitable[dict[str, Any]]]
 # A request answered by a stream of frames on the connection itself (`trace`).
-Streamer = Callable[["Supervisor", trio.SocketStream, dict[str, Any]], Awaitable[None]]
+Streamer = Callable[[SupervisorFace, trio.SocketStream, dict[str, Any]], Awaitable[None]]
 
 
 async def serve_control(
-    supervisor: Supervisor, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    supervisor: SupervisorFace, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
     await serve_socket(
         supervisor,
@@ -66,7 +64,7 @@ async def serve_control(
 
 
 async def serve_socket(
-    supervisor: Supervisor,
+    supervisor: SupervisorFace,
     filename: str,
     dispatch: Dispatch,
     *,
@@ -97,7 +95,7 @@ async def serve_socket(
 
 
 async def _serve_one(
-    supervisor: Supervisor,
+    supervisor: SupervisorFace,
     filename: str,
     dispatch: Dispatch,
     streams: Mapping[str, Streamer],
@@ -110,7 +108,7 @@ async def _serve_one(
 
 
 async def _answer(
-    supervisor: Supervisor,
+    supervisor: SupervisorFace,
     filename: str,
     dispatch: Dispatch,
     streams: Mapping[str, Streamer],
@@ -147,7 +145,7 @@ async def _answer(
         await stream.send_all(encode(response))
 
 
-async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str, Any]:
+async def _dispatch(supervisor: SupervisorFace, request: dict[str, Any]) -> dict[str, Any]:
     kind = request["type"]
     # Reads go through a read-only connection of their own, never the switchboard's, whose
     # transaction may be open.
@@ -218,7 +216,7 @@ async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str
     raise ValueError(f"unknown request {kind!r}")
 
 
-def _status(supervisor: Supervisor) -> dict[str, Any]:
+def _status(supervisor: SupervisorFace) -> dict[str, Any]:
     assert supervisor.switchboard is not None
     unresponsive = supervisor.unresponsive()
     state = supervisor.state
@@ -250,7 +248,7 @@ def _status(supervisor: Supervisor) -> dict[str, Any]:
     return status
 
 
-async def _actors(supervisor: Supervisor, store: Any, stats: bool) -> dict[str, Any]:
+async def _actors(supervisor: SupervisorFace, store: Any, stats: bool) -> dict[str, Any]:
     assert supervisor.switchboard is not None
     # In flight is what the switchboard holds, exactly; the file is asked the rest.
     counts = mailbox_counts(store, inflight=False)
@@ -333,7 +331,7 @@ async def _outcome(store: Any, message_id: str, wait: float) -> dict[str, Any]:
 
 
 async def inject(
-    supervisor: Supervisor,
+    supervisor: SupervisorFace,
     sender: str,
     to: str,
     message_type: Any,
@@ -366,7 +364,7 @@ async def inject(
 
 
 async def _stream_trace(
-    supervisor: Supervisor, stream: trio.SocketStream, request: dict[str, Any]
+    supervisor: SupervisorFace, stream: trio.SocketStream, request: dict[str, Any]
 ) -> None:
     actor = request.get("actor")
     type_prefix = request.get("type_prefix") or ""

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from ._channel import Channel, ChannelClosed
 from ._frames import Frame, pack_body
 from ._specs import ChildSpec
-
-if TYPE_CHECKING:
-    from ._supervisor import Supervisor
+from ._supervisor_face import SupervisorFace
 
 log = logging.getLogger("lineup.supervisor")
 
@@ -29,12 +27,12 @@ class NotPermitted(Exception):
     pass
 
 
-def _check_requester(supervisor: Supervisor, requester: str) -> None:
+def _check_requester(supervisor: SupervisorFace, requester: str) -> None:
     if requester != supervisor.config.app_supervisor:
         raise NotPermitted(f"{requester!r} may not start or stop children")
 
 
-def _check_name(supervisor: Supervisor, name: str) -> None:
+def _check_name(supervisor: SupervisorFace, name: str) -> None:
     if not name.startswith("app."):
         raise NotPermitted(f"{name!r} is not an app's process (app.*)")
     existing = supervisor.children.get(name)
@@ -42,7 +40,7 @@ def _check_name(supervisor: Supervisor, name: str) -> None:
         raise NotPermitted(f"{name!r} is a static child of the runtime")
 
 
-async def _start(supervisor: Supervisor, raw: dict[str, Any]) -> dict[str, Any]:
+async def _start(supervisor: SupervisorFace, raw: dict[str, Any]) -> dict[str, Any]:
     # An app's door is the runtime's app door, whatever the request says it is.
     spec = ChildSpec.model_validate(raw).model_copy(update={"door": supervisor.config.app_door})
     _check_name(supervisor, spec.name)
@@ -56,7 +54,7 @@ async def _start(supervisor: Supervisor, raw: dict[str, Any]) -> dict[str, Any]:
     return {"name": spec.name, "pid": child.pid, "state": child.state}
 
 
-async def _stop(supervisor: Supervisor, name: str) -> dict[str, Any]:
+async def _stop(supervisor: SupervisorFace, name: str) -> dict[str, Any]:
     _check_name(supervisor, name)
     if name in supervisor.children:
         await supervisor.stop_child(name)
@@ -64,7 +62,7 @@ async def _stop(supervisor: Supervisor, name: str) -> dict[str, Any]:
 
 
 async def supervise_for(
-    supervisor: Supervisor, requester: str, channel: Channel, frame: Frame
+    supervisor: SupervisorFace, requester: str, channel: Channel, frame: Frame
 ) -> None:
     """Run one `kernel.supervise` request of `requester` and answer it on `channel`."""
     reply: Frame = {"type": "kernel.reply", "corr": frame["corr"]}

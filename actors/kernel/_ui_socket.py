@@ -18,27 +18,25 @@ one response frame per connection.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
 from ._control import UI_SOCKET, inject, serve_socket
 from ._door import UI
-
-if TYPE_CHECKING:
-    from ._supervisor import Supervisor
+from ._supervisor_face import SupervisorFace
 
 HOST = "host"  # the one actor a UI session reaches
 HOST_PREFIX = "host."
 
 
 async def serve_ui(
-    supervisor: Supervisor, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    supervisor: SupervisorFace, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
     await serve_socket(supervisor, UI_SOCKET, _dispatch, task_status=task_status)
 
 
-async def _dispatch(supervisor: Supervisor, request: dict[str, Any]) -> dict[str, Any]:
+async def _dispatch(supervisor: SupervisorFace, request: dict[str, Any]) -> dict[str, Any]:
     kind = request["type"]
     if kind == "status":
         return {"state": supervisor.state, "started_at": supervisor.started_wall}

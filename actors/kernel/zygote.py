@@ -24,7 +24,7 @@ import socket
 import sys
 import traceback
 
-from actors.jail import name_process
+from actors.jail import exited_children, name_process
 
 from ._collector import settle_garbage_collector
 from ._frames import FrameDecoder, encode
@@ -65,14 +65,7 @@ def _fork_actor(
 
 
 def _reap(control: socket.socket) -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    for pid, code in exited_children():
         control.sendall(encode({"type": "exited", "pid": pid, "status": code}))
 
 
