@@ -42,14 +42,14 @@ the names of the counts that must be zero and are not (e.g. `agent_to_user.lost`
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from actors.store import DB_FILE
+from actors.capability_gateway import DB_FILE as GATEWAY_FILE
+from actors.capability_gateway import open_readonly as open_gateway_file
 
 # What the agent sends that the chat shows as a timeline item.
 SHOWN_TYPES: Final = frozenset({"lineup.message", "lineup.interaction.request"})
@@ -82,18 +82,16 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def in_doubt_effects(data_dir: Path) -> list[str]:
     """The request ids of the capability effects the runtime in `data_dir` recorded as in
-    doubt (read-only; none when it has no runtime.db)."""
-    path = Path(data_dir) / DB_FILE
+    doubt (read-only, from the capability gateway's file; none when it has none)."""
+    path = Path(data_dir) / GATEWAY_FILE
     if not path.exists():
         return []
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    db = open_gateway_file(data_dir)
     try:
         rows = db.execute(
             "SELECT request_id FROM capability_requests WHERE status = 'in_doubt'"
             " ORDER BY created_ms, rowid"
         ).fetchall()
-    except sqlite3.OperationalError:  # a runtime.db without capability requests
-        return []
     finally:
         db.close()
     return [str(row[0]) for row in rows]

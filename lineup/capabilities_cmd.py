@@ -65,7 +65,8 @@ def register(subparsers: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from actors.store import DB_FILE, read_grants
+    from actors.capability_gateway import read_grants
+    from actors.store import DB_FILE
 
     data_dir = data_dir_of(args)
     if not (data_dir / DB_FILE).is_file():

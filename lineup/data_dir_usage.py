@@ -45,6 +45,12 @@ PARTS: Final = (
         "a week of finished calls; 10 minutes of steps",
         "see its tables",
     ),
+    Part(
+        "capability_gateway_db",
+        ("capability_gateway.db", "capability_gateway.db-wal", "capability_gateway.db-shm"),
+        "a week of finished requests; the grants",
+        "see its tables",
+    ),
     Part("logs", ("logs/*",), "4 MiB a log and one older copy", "turned over; gone after 30 days"),
     Part("bundles", ("bundles/*",), "2 versions an app", "the installed and the previous"),
     Part("artifacts", ("artifacts/*",), "per-app quotas", "the user's: kept"),
@@ -66,7 +72,6 @@ TABLE_BOUNDS: Final[dict[str, tuple[str, str]]] = {
     "runtime.db/audit": ("20,000 rows, 90 days", "the newest kept"),
     "runtime.db/app_diagnostic_events": ("100 an app", "the newest kept"),
     "runtime.db/app_session_requests": ("256 an app", "the newest kept"),
-    "runtime.db/capability_requests": ("7 days once finished", "older ones go"),
     "runtime.db/app_operations": ("1,000 finished", "the newest kept"),
     "runtime.db/artifacts": ("per-app quotas", "the user's: kept"),
     "runtime.db/app_session_data": ("128 KiB an instance", "replaced whole"),
@@ -74,8 +79,11 @@ TABLE_BOUNDS: Final[dict[str, tuple[str, str]]] = {
     "tool_router.db/tool_deadlines": ("with their calls", "go with them"),
     "tool_router.db/tool_steps": ("10 minutes", "older steps go, each minute"),
     "tool_router.db/lineup_applied": ("with the steps", "go with them"),
+    "capability_gateway.db/capability_requests": ("7 days once finished", "older ones go"),
+    "capability_gateway.db/capability_grants": ("one an app and capability", "the user's"),
+    "capability_gateway.db/audit_outbox": ("until the store has them", "sent, then gone"),
 }
-DATABASES: Final = ("mailbox.db", "runtime.db", "tool_router.db")
+DATABASES: Final = ("mailbox.db", "runtime.db", "tool_router.db", "capability_gateway.db")
 
 
 def _size(path: Path) -> int:

@@ -27,7 +27,8 @@ terminal) and speech (`_speech`).
   (`_file_open`).
 
 It sends `app.capability.consent` to the chat app (a consent card opened, then closed with
-how it ended), keeps its rows through the store (`store.capabilities.*`), reads an app's own
+how it ended), keeps its requests and grants in its own file (`_db`: `capability_gateway.db`)
+and hands the store its audit rows (`store.audit`), reads an app's own
 artifact that a provider needs (`store.artifacts.read`) and has the store keep one a
 provider made for the app or the user chose for it (`store.artifacts.keep`). Of the web
 host it asks to show a notification on the open pages (`web_host.notify`), how many pages
@@ -35,13 +36,37 @@ are open or show a conversation (`web_host.pages`), and hands it a file saved fo
 (`web_host.download`).
 """
 
-from ._actor import CapabilityGatewayActor
-from ._notifications import read_notifications
-from ._providers import served_capabilities
-from ._speech import speaks, transcribes, worker_command
+from typing import TYPE_CHECKING
+
+from actors.kernel import lazy_exports
+
+# Each name loads on first use: the command line reads the grants without the actor.
+_LAZY = {
+    "CapabilityGatewayActor": "._actor",
+    "DB_FILE": "._db",
+    "open_readonly": "._db",
+    "read_grants": "._db",
+    "read_notifications": "._notifications",
+    "served_capabilities": "._providers",
+    "speaks": "._speech",
+    "transcribes": "._speech",
+    "worker_command": "._speech",
+}
+
+if TYPE_CHECKING:
+    from ._actor import CapabilityGatewayActor
+    from ._db import DB_FILE, open_readonly, read_grants
+    from ._notifications import read_notifications
+    from ._providers import served_capabilities
+    from ._speech import speaks, transcribes, worker_command
+
+__getattr__ = lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = [
+    "DB_FILE",
     "CapabilityGatewayActor",
+    "open_readonly",
+    "read_grants",
     "read_notifications",
     "served_capabilities",
     "speaks",

@@ -12,12 +12,14 @@ deny (`permission_denied`), dismissed (`cancelled_by_user`), left unanswered unt
 request's deadline (`expired`) or taken back by its app, whose call that asked ended first
 (`capability_gateway.withdraw`: `failed`, code `withdrawn`). Then the provider runs.
 
-Every step is one store transaction with its audit row (`store.capabilities.write`); the
-effect is recorded as started before it runs, so a gateway killed after an effect and
+Every step is one transaction of the gateway's own file with its audit rows (`_db`), which
+go to the store after the commit (`store.audit`); the effect is recorded as started before
+it runs, so a gateway killed after an effect and
 before its record finds the request started at its next start: an effect that is safe to
 repeat runs again (`file.save` writes the same file), any other ends `in_doubt`, never run
 twice. The app's call is answered when the outcome is recorded; while the user decides the
-request waits in the store, not in the mailbox (`REPLY_LATER`), so other requests go on.
+request waits in the gateway's file, not in the mailbox (`REPLY_LATER`), so other requests
+go on.
 
 An app's refusals are written one by one while it has had few (`REFUSALS_KEPT`, then one a
 second); past that they are counted and written as one audit row
@@ -50,9 +52,11 @@ from actors.kernel import (
 
 from ._apps import AppFacts, app_facts
 from ._artifact_save import ArtifactSaves
+from ._db import GatewayFile
 from ._effects import Effects
 from ._file_open import CHOSEN_BY_THE_USER, FileChoices, chooser_of
 from ._files import Folder, user_downloads
+from ._migration import move_from_runtime_db
 from ._notifications import NOTIFY, PAGES, desktop_service
 from ._places import saved_by
 from ._policy import load_policy, parse_section
@@ -111,6 +115,9 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
         self.due_changed = trio.Event()
         self.grants: dict[tuple[str, str], dict[str, Any]] = {}
         self.counts = {status.value: 0 for status in CapabilityResult}
+        # Its own file: requests, grants and the audit rows not yet handed to the store.
+        self.file = GatewayFile(self.data_dir)
+        move_from_runtime_db(self.file.db, self.data_dir)
         self.loaded = trio.Event()
         self.nursery.start_soon(self._load)
 
@@ -135,12 +142,26 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
         )
 
     async def write(self, body: dict[str, Any]) -> dict[str, Any]:
-        """One step into the store, waited for: what follows (an effect, an answer) comes
-        after its commit. A fresh id each: every write replaces whole rows."""
-        return dict(await self.store("store.capabilities.write", body))
+        """One step into the gateway's own file (`GatewayFile.write`): what follows (an
+        effect, an answer) comes after its commit. Then its audit rows go to the store."""
+        written = self.file.write(body)
+        await self._hand_audit(written.audit)
+        return {"revoked": written.revoked}
+
+    async def _hand_audit(self, audit: list[tuple[str, dict[str, Any]]]) -> None:
+        """Hand each audit row to the store under its own id, waited for, then forget it:
+        what follows (the app's answer) comes after its audit row is kept, and a row sent
+        twice (a crash in between) is kept once."""
+        for key, body in audit:
+            await self.call_until_answered(
+                "store", "store.audit", body, id=key, max_timeout=self.call_timeout
+            )
+        if audit:
+            self.file.audit_handed([key for key, _ in audit])
 
     async def _load(self) -> None:
-        state = await self.store("store.capabilities.load", {})
+        await self._hand_audit(self.file.unhanded_audit())
+        state = self.file.load()
         # A session grant lasts as long as this run of the runtime; a finished request is
         # kept for a while (asked again with its id, it gets its outcome), then forgotten.
         forget_before = now_ms() - int(self.keep_finished_s * 1000)
@@ -176,7 +197,7 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
         if pending is not None:  # asked again while the user decides: answered with it
             pending.wait(msg.sender, msg.id)
             return REPLY_LATER
-        stored = (await self.store("store.capabilities.get", {"request_id": key}))["request"]
+        stored = self.file.request(key)
         if stored is not None:  # decided already: the same outcome again, never a second run
             return result_of(stored)
         facts = app_facts(await self.store("store.apps.load", {}), scope, self.core)

@@ -30,6 +30,7 @@ from actors.contracts import SCOPE_CHAT, CapabilityResult, Code, ContractError
 from actors.kernel import Actor, Message, derive_id, handles
 
 from ._apps import AppFacts, app_facts
+from ._db import GatewayFile
 from ._recording import MAX_RECORDING_BYTES, RECORD, UPLOAD_GRACE_S, LiveRecording
 from ._recording import TALK_PREFIX as RECORDING_TALK_PREFIX
 from ._requests import Pending, audit_row, finished_row, now_ms
@@ -54,6 +55,7 @@ class Talks(Actor):
     core: dict[str, Any]
     counts: dict[str, int]
     recordings: dict[str, LiveRecording]
+    file: GatewayFile
     write: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
     store: Callable[[str, dict[str, Any]], Awaitable[Any]]
     _refusal: Callable[..., tuple[CapabilityResult, str | None, str, str] | None]
@@ -64,7 +66,7 @@ class Talks(Actor):
         started for the chat; a refusal's code and one sentence for the person otherwise."""
         await self.loaded.wait()  # type: ignore[attr-defined]
         key = f"{TALK_PREFIX}{msg.body['talk_id']}"
-        stored = (await self.store("store.capabilities.get", {"request_id": key}))["request"]
+        stored = self.file.request(key)
         if stored is not None or key in self.recordings:
             raise ContractError(Code.INVALID_STATE, "This recording was made already: talk again.")
         facts: AppFacts = app_facts(await self.store("store.apps.load", {}), SCOPE_CHAT, self.core)

@@ -43,7 +43,9 @@ _LAZY = {
     "accept": "._door",
     "load_door": "._door",
     "crash_point": "._faults",
+    "RowCodec": "._rows",
     "open_read_only": "._read_only",
+    "older_rows": "._read_only",
     "read_file": "._read_only",
     "DEFAULT_MAX_FRAME": "._frames",
     "FrameDecoder": "._frames",
@@ -112,7 +114,8 @@ if TYPE_CHECKING:
     from ._preflight import DataDirUnusable, check_data_dir
     from ._prefork import prefork_zygote
     from ._process import log_tail
-    from ._read_only import open_read_only, read_file
+    from ._read_only import older_rows, open_read_only, read_file
+    from ._rows import RowCodec
     from ._specs import ArtifactLimits, ChildSpec, Restart, RuntimeConfig
     from ._supervisor import Supervisor
 
@@ -150,6 +153,7 @@ __all__ = [
     "MessageRow",
     "PayloadError",
     "Restart",
+    "RowCodec",
     "RuntimeConfig",
     "State",
     "Supervisor",
@@ -175,6 +179,7 @@ __all__ = [
     "mailbox_names",
     "message_path",
     "new_id",
+    "older_rows",
     "open_read_only",
     "prefork_zygote",
     "read_file",

@@ -29,3 +29,25 @@ def read_file(path: Path, read: Callable[[sqlite3.Connection], T], empty: T) -> 
         return empty
     finally:
         db.close()
+
+
+def older_rows(
+    source: Path, tables: tuple[tuple[str, tuple[str, ...]], ...]
+) -> dict[str, tuple[list[str], list[tuple[object, ...]]]]:
+    """The rows of `tables` (name, the columns wanted) in an older file, read-only: per
+    table it has, the wanted columns it has (an older file may lack a later one) and its
+    rows. What an actor copies into its own file from where an older runtime kept them."""
+    old = open_read_only(source)
+    try:
+        have = {row[0] for row in old.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        found: dict[str, tuple[list[str], list[tuple[object, ...]]]] = {}
+        for table, columns in tables:
+            if table not in have:
+                continue
+            present = {row[1] for row in old.execute(f"PRAGMA table_info({table})")}
+            names = [c for c in columns if c in present]
+            rows = old.execute(f"SELECT {', '.join(names)} FROM {table}").fetchall()
+            found[table] = (names, rows)
+        return found
+    finally:
+        old.close()

@@ -25,10 +25,6 @@ each, and its body's type, is in `door`:
 | `store.artifacts.read` | call | `artifact_id` → `artifact` (its row), `data` (its own app, chat) |
 | `store.artifacts.list` | call | an app's: `after`? → `artifacts` (a page of its own), `next` |
 | `store.artifacts.meta` | call | `artifact_id` → `artifact` (its row, or null) |
-| `store.capabilities.load` | call | → open `requests`, `grants` (the capability gateway's state) |
-| `store.capabilities.get` | call | `request_id` → `request` (its row, or null) |
-| `store.capabilities.write` | call | a gateway step (request rows, grants, a revoke, audit) → |
-| | | `revoked` |
 | `store.app_data.overview` | call | the settings app's: → `apps` (each app's session data, |
 | | | artifacts, diagnostics: counts and sizes), `retention` |
 
@@ -67,7 +63,6 @@ _LAZY = {
     "read_artifacts": "._reads",
     "read_audit": "._reads",
     "read_diagnostics": "._reads",
-    "read_grants": "._reads",
     "read_lifecycle": "._reads",
     "read_operation": "._reads",
     "read_outbox": "._reads",
@@ -87,7 +82,6 @@ if TYPE_CHECKING:
         read_artifacts,
         read_audit,
         read_diagnostics,
-        read_grants,
         read_lifecycle,
         read_operation,
         read_outbox,
@@ -114,7 +108,6 @@ __all__ = [
     "read_artifacts",
     "read_audit",
     "read_diagnostics",
-    "read_grants",
     "read_lifecycle",
     "read_operation",
     "read_outbox",

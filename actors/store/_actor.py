@@ -20,7 +20,6 @@ from actors.kernel import Message, applied_once, derive_id, handles
 
 from ._apps import AppTables
 from ._artifacts import ArtifactTables
-from ._capabilities import CapabilityTables
 from ._diagnostics import DiagnosticsTables
 from ._overview import OverviewTables
 from ._schema import open_db
@@ -61,12 +60,11 @@ class StoreActor(
     ArtifactTables,
     SessionDataTables,
     DiagnosticsTables,
-    CapabilityTables,
     OverviewTables,
     StoreUpkeep,
 ):
     """Owns `runtime.db`: conversations, messages, cursor, outbox, audit, lifecycle, apps,
-    the apps' session data, artifacts, diagnostics, capability requests and grants."""
+    the apps' session data, artifacts, diagnostics."""
 
     door = DOOR
 

@@ -207,10 +207,3 @@ def _artifact_rows(data_dir: Path, where: str, params: tuple[Any, ...]) -> list[
     from ._artifacts import artifact_rows
 
     return _reading(data_dir, lambda db: artifact_rows(db, where, params), [])
-
-
-def read_grants(data_dir: Path) -> list[dict[str, Any]]:
-    """The grants in force."""
-    from ._capabilities import grant_rows
-
-    return _reading(data_dir, grant_rows, [])

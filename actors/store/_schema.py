@@ -163,33 +163,6 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
         },
         "artifact_id",
     ),
-    # The capability gateway's state: each request with its outcome (`_capabilities`), and
-    # the user's grants (once / session / always) per app and capability.
-    "capability_requests": (
-        {
-            "request_id": str,
-            "app_scope": str,
-            "capability": str,
-            "purpose": str,
-            "input": str,
-            "prepared": str,
-            "conversation_id": str,
-            "caller": str,
-            "kernel_id": str,
-            "state": str,  # asking | running | finished
-            "status": str,
-            "code": str,
-            "output": str,
-            "created_ms": int,
-            "deadline_ms": int,
-            "updated_ms": int,
-        },
-        "request_id",
-    ),
-    "capability_grants": (
-        {"app_scope": str, "capability": str, "scope": str, "boot": str, "granted_ms": int},
-        ("app_scope", "capability"),
-    ),
     "requests": ({"id": str, "reply": str}, "id"),
 }
 
@@ -198,7 +171,6 @@ _INDEXES: Final = [
     ("messages", ("conversation_id", "seq")),
     ("outbox", ("state", "local_order")),
     ("app_session_requests", ("app_scope", "pos")),
-    ("capability_requests", ("state",)),
     ("artifacts", ("app_scope", "created_ms")),
 ]
 

@@ -2,8 +2,9 @@
 fact it writes (the router for what the agent said and the outbox, the transport for the
 stream's position and the lifecycle, the app manager for the registry, an app's process
 for its own session data). The tool router keeps its calls and inventories in its own
-file; it asks the store only what is the conversation's (who the agents are) and the
-registry's, and casts it audit rows.
+file, and so does the capability gateway its requests and grants; each asks the store only
+what is the conversation's (who the agents are) and the registry's, and casts it audit
+rows.
 
 An app reaches the store for its own session data with two types,
 `store.session_data.get` and `store.session_data.replace`, safe to open to it: they read and
@@ -170,22 +171,6 @@ class ArtifactPage(TypedDict, total=False):
     after: _ArtifactId
 
 
-class CapabilitiesWrite(TypedDict, total=False):
-    __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    insert: dict[str, Any] | None
-    requests: list[dict[str, Any]]
-    grants: list[dict[str, Any]]
-    revoke: dict[str, str] | None
-    end_sessions: str | None
-    forget_before: int | None
-    audit: list[dict[str, Any]]
-
-
-class RequestId(TypedDict):
-    __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    request_id: str
-
-
 DOOR = Door(
     {
         "store.inbound.persist": accept("router", body=Persist),
@@ -195,7 +180,13 @@ DOOR = Door(
         "store.outbox.pending": accept("transport", body=Pending),
         "store.outbox.settle": accept("transport", body=OutboxVerdict),
         "store.audit": accept(
-            "host", "router", "app_manager", "tool_router", "transport", body=Audit
+            "host",
+            "router",
+            "app_manager",
+            "tool_router",
+            "transport",
+            "capability_gateway",
+            body=Audit,
         ),
         "store.lifecycle.set": accept("transport", body=Lifecycle),
         "store.apps.load": accept(
@@ -215,10 +206,6 @@ DOOR = Door(
         "store.artifacts.meta": accept("tool_router", "capability_gateway", body=ArtifactId),
         # An artifact a capability's provider made for an app (the gateway names the app).
         "store.artifacts.keep": accept("capability_gateway", body=ArtifactKeep),
-        # The capability gateway's requests and the user's grants (`_capabilities`).
-        "store.capabilities.load": accept("capability_gateway", body=Empty),
-        "store.capabilities.get": accept("capability_gateway", body=RequestId),
-        "store.capabilities.write": accept("capability_gateway", body=CapabilitiesWrite),
         # Each app's data at a glance, for the user's settings app only (`_overview`).
         "store.app_data.overview": accept(f"app.{SCOPE_SETTINGS}", body=Empty),
     }

@@ -13,6 +13,8 @@ import sqlite3
 from pathlib import Path
 from typing import Final
 
+from actors.kernel import older_rows
+
 from ._db import CALL_COLUMNS, DEADLINE_COLUMNS, INVENTORY_COLUMNS
 
 log = logging.getLogger("lineup.tool_router")
@@ -69,20 +71,9 @@ def move_from_runtime_db(db: sqlite3.Connection, data_dir: Path) -> dict[str, in
 def _read_old(source: Path) -> dict[str, tuple[list[str], list[tuple[object, ...]]]]:
     """The tool tables of an old `runtime.db`, read-only: per table, its columns (those
     the tool router keeps, an older file may lack a later one) and rows."""
-    old = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=10)
-    try:
-        have = {row[0] for row in old.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        found: dict[str, tuple[list[str], list[tuple[object, ...]]]] = {}
-        for table, columns in _TABLES:
-            if table not in have:
-                continue
-            present = {row[1] for row in old.execute(f"PRAGMA table_info({table})")}
-            names = [c for c in columns if c in present]
-            rows = old.execute(f"SELECT {', '.join(names)} FROM {table}").fetchall()
-            found[table] = (names, rows)
-        if "tool_state" in have:
-            revision = old.execute("SELECT name, value FROM tool_state WHERE name = 'revision'")
-            found["tool_state"] = (["name", "value"], revision.fetchall())
-        return found
-    finally:
-        old.close()
+    found = older_rows(source, _TABLES)
+    revision = older_rows(source, (("tool_state", ("name", "value")),)).get("tool_state")
+    if revision is not None:
+        names, rows = revision
+        found["tool_state"] = (names, [row for row in rows if row[0] == "revision"])
+    return found

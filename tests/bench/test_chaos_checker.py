@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from actors.store import open_db
+from actors.capability_gateway._db import GatewayFile
 from bench._chaos_check import check, in_doubt_effects, read_jsonl
 from bench._chaos_report import recovery_ms
 
@@ -186,16 +186,14 @@ def test_a_record_cut_short_mid_line_keeps_its_whole_lines(tmp_path: Path) -> No
     assert read_jsonl(path) == [{"event": "sent"}]
 
 
-def test_in_doubt_effects_are_read_from_the_runtimes_record(tmp_path: Path) -> None:
-    assert in_doubt_effects(tmp_path) == []  # no runtime.db: none
-    db = open_db(tmp_path)
+def test_in_doubt_effects_are_read_from_the_gateways_record(tmp_path: Path) -> None:
+    assert in_doubt_effects(tmp_path) == []  # no capability_gateway.db: none
+    gateway = GatewayFile(tmp_path)
     for request_id, status in (("capreq-1", "completed"), ("capreq-2", "in_doubt")):
-        db.execute(
-            "INSERT INTO capability_requests (request_id, app_scope, capability, state, status,"
-            " created_ms) VALUES (?, 'notes', 'file.save', 'done', ?, 1)",
-            (request_id, status),
-        )
-    db.close()
+        row = {"request_id": request_id, "app_scope": "notes", "capability": "file.save",
+               "state": "finished", "status": status, "created_ms": 1}  # fmt: skip
+        gateway.write({"insert": row})
+    gateway.close()
     assert in_doubt_effects(tmp_path) == ["capreq-2"]
 
 

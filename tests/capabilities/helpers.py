@@ -143,11 +143,18 @@ def rows(stack: Stack, query: str, params: tuple[Any, ...] = ()) -> list[tuple[A
         return db.execute(query, params).fetchall()
 
 
+def gateway_rows(stack: Stack, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows of the capability gateway's own file (its requests and grants)."""
+    path = stack.data_dir / "capability_gateway.db"
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)) as db:
+        return db.execute(query, params).fetchall()
+
+
 def requests(stack: Stack) -> list[dict[str, Any]]:
     """The gateway's requests, oldest first."""
     keys = ("request_id", "capability", "state", "status", "code")
     query = f"SELECT {', '.join(keys)} FROM capability_requests ORDER BY created_ms, rowid"
-    return [dict(zip(keys, row, strict=True)) for row in rows(stack, query)]
+    return [dict(zip(keys, row, strict=True)) for row in gateway_rows(stack, query)]
 
 
 def audit_of(stack: Stack, request_id: str) -> list[str]:

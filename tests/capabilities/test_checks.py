@@ -23,10 +23,10 @@ from .helpers import (
     asked,
     audit_of,
     card_for,
+    gateway_rows,
     keeper_ready,
     outcome,
     requests,
-    rows,
 )
 
 
@@ -99,7 +99,7 @@ async def test_policy_denies_and_a_broken_policy_denies_everything(
     details = [row["detail"] for row in stack.audit() if row["source"] == "capability_gateway"]
     assert "deny[1]" in details[0] and "cannot be used" in details[1]
     assert not (stack.data_dir / "notifications.jsonl").exists()
-    assert rows(stack, "SELECT * FROM capability_grants") == []
+    assert gateway_rows(stack, "SELECT * FROM capability_grants") == []
 
 
 async def test_a_flood_is_rate_limited_before_the_user_is_asked(

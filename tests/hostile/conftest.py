@@ -122,6 +122,9 @@ class Hostile:
     def tool_router_rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return _rows(self.data_dir / "tool_router.db", query, params)
 
+    def gateway_rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return _rows(self.data_dir / "capability_gateway.db", query, params)
+
     def mailbox_rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return _rows(self.data_dir / "mailbox.db", query, params)
 

@@ -119,7 +119,7 @@ async def forged_consent_is_refused(hostile: Hostile, agent: Agent) -> None:
     assert refused_types == {"capability_gateway.request", "capability_gateway.withdraw"}
     answer(stack, victim, "deny")
     assert (await outcome(stack, "h-1"))["status"] == "permission_denied"
-    assert hostile.runtime_rows("SELECT * FROM capability_grants") == []
+    assert hostile.gateway_rows("SELECT * FROM capability_grants") == []
     assert hostile.runtime_rows("SELECT * FROM artifacts WHERE app_scope = 'hostile'") == []
     by_app = {(r["request_id"].split("/")[0], r["status"]) for r in gateway_requests(stack)}
     assert by_app == {("keeper", "permission_denied"), ("hostile", "permission_denied")}
@@ -240,7 +240,7 @@ async def test_a_flood_of_refused_requests_costs_the_store_little_and_others_not
     assert result["sent"] == FLOOD, result
 
     def counted() -> int:
-        written = hostile.runtime_rows(
+        written = hostile.gateway_rows(
             "SELECT COUNT(*) FROM capability_requests WHERE app_scope = 'hostile'"
         )[0][0]
         summaries = [
@@ -251,7 +251,7 @@ async def test_a_flood_of_refused_requests_costs_the_store_little_and_others_not
 
     # Every request is accounted for: a row each for the first few, a count for the rest.
     await wait_for(lambda: counted() == FLOOD, 60, "every refused request accounted for")
-    written = hostile.runtime_rows(
+    written = hostile.gateway_rows(
         "SELECT COUNT(*) FROM capability_requests WHERE app_scope = 'hostile'"
     )[0][0]
     assert written < FLOOD // 10, written
@@ -274,7 +274,7 @@ async def _microphone_misused(hostile: Hostile, agent: Agent) -> None:
     await wait_foreground(stack, "chat:")
     hostile.order("misuse_microphone", {})
     refused = await wait_for(
-        lambda: hostile.runtime_rows(
+        lambda: hostile.gateway_rows(
             "SELECT status FROM capability_requests"
             " WHERE app_scope = 'hostile' AND capability = 'audio.record'"
         ),
@@ -305,7 +305,7 @@ async def _microphone_misused(hostile: Hostile, agent: Agent) -> None:
     assert history(stack.data_dir, "conv-1")["mode"] is None
     assert read_default_mode(stack.data_dir / "apps" / "chat") == "im"
     chat_asked = "SELECT request_id FROM capability_requests WHERE app_scope = 'chat'"
-    assert hostile.runtime_rows(chat_asked) == []  # the chat neither spoke nor recorded
+    assert hostile.gateway_rows(chat_asked) == []  # the chat neither spoke nor recorded
     failed = {"status": "failed", "output": None}
     assert result["past the cap"] == {**failed, "code": "invalid_payload"}, result
     assert result["unanswered"] == {"status": "expired", "output": None}, result
@@ -313,7 +313,7 @@ async def _microphone_misused(hostile: Hostile, agent: Agent) -> None:
     kept = "SELECT title FROM artifacts WHERE app_scope = 'hostile' AND media_type LIKE 'audio/%'"
     assert hostile.runtime_rows(kept) == [("fake",)]  # its own file, from the speech attacks
     mic = "SELECT * FROM capability_grants WHERE capability = 'audio.record'"
-    assert hostile.runtime_rows(mic) == []
+    assert hostile.gateway_rows(mic) == []
     stored = {
         row[0]
         for row in hostile.mailbox_rows(

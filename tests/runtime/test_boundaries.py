@@ -226,6 +226,21 @@ def test_the_tool_router_keeps_its_own_state() -> None:
     assert readers == ["_migration.py"], readers
 
 
+def test_the_capability_gateway_keeps_its_own_state() -> None:
+    """The gateway's requests and grants are in its own file: the store has no module,
+    table or message of them, and of the gateway only the migration of an older data dir
+    reads `runtime.db`."""
+    gateway = _modules("actors/capability_gateway")
+    for module in gateway:
+        assert not [n for n in imports_of(module) if n.startswith("actors.store")], module
+    for module in _modules("actors/store"):
+        text = module.read_text(encoding="utf-8")
+        found = [t for t in ("capability_requests", "capability_grants") if t in text]
+        assert not found and "store.capabilities" not in text, (module, found)
+    readers = [m.name for m in gateway if "runtime.db" in m.read_text(encoding="utf-8")]
+    assert readers == ["_migration.py"], readers
+
+
 @pytest.mark.parametrize(
     ("module", "line", "check"),
     [

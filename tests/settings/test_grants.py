@@ -7,19 +7,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.capabilities.helpers import answer, ask, card_for, keeper_ready, outcome
+from tests.capabilities.helpers import answer, ask, card_for, gateway_rows, keeper_ready, outcome
 from tests.runtime.helpers import Stack
 from tests.tools.helpers import Agent
 
-from .helpers import SettingsUi, rows, settings, settings_json
+from .helpers import SettingsUi, settings, settings_json
 
 NOTICE = {"title": "tea", "text": "the kettle has boiled"}
 
 
 def _granted(stack: Stack) -> list[tuple[str, str, str]]:
-    return rows(
-        stack.data_dir, "SELECT app_scope, capability, scope FROM capability_grants ORDER BY 1, 2"
-    )
+    query = "SELECT app_scope, capability, scope FROM capability_grants ORDER BY 1, 2"
+    return gateway_rows(stack, query)
 
 
 async def _grant_always(stack: Stack, agent: Agent, call: str, capability: str) -> None:

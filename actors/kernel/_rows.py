@@ -1,4 +1,4 @@
-"""Rows of the store's own tables as maps: some columns hold JSON, kept as compact text.
+"""Rows of an actor's own tables as maps: some columns hold JSON, kept as compact text.
 
 A table's writer names its JSON columns once (`RowCodec`); values are encoded on the way in
 and decoded on the way out, and "replace these rows whole" is one statement per row.
