@@ -6,6 +6,16 @@ input reaches apps through the transport and the router; this actor is the only 
 for the other two. UI sessions (the terminal chat, later a browser) reach it through the
 supervisor's UI socket (`ui.sock`, sender `ui`), never through an actor, so nothing an
 agent says can pass for something the user did.
+
+`host.ui.action` reaches only apps with a UI (the core apps chat, app-registry and
+settings) as `app.input`; `host.intent` (foreground, background, open, focus or close an
+app, open the default app) goes to the app manager as `app_manager.host_intent`;
+`host.file.chosen` (at most 192 KiB) and `host.recording.stop` go to the capability
+gateway. A malformed body, an unknown app or an oversized input (64 KiB) is refused by the
+host with its code (`invalid_payload`, `app_not_installed`, `too_large`), audited, answered
+with that code, and reaches no app. An app process, in turn, takes `app.input` from `host`
+only (its door; its SDK checks again, and an input from any other sender is refused and
+counted as `refused_inputs`).
 """
 
 from ._actor import HOST_SOURCES, HostActor
