@@ -22,7 +22,7 @@ is here:
 
 **Identities.** Each app has a uid and a gid of the same number, allocated at its first
 start and kept in `DATA_DIR/app_ids.json` (scope → id). The first candidate is a hash of
-(data dir, scope) in 0x70000000–0x7FFDFFFF (above the ranges systemd hands out, below
+(data dir, scope) in 0x70000000 to 0x7FFDFFFF (above the ranges systemd hands out, below
 2³¹), then the next free one: one taken in the table, or by a user or group of the system,
 is skipped. Two apps of one runtime never share an id; two runtimes on one machine (two
 data dirs) allocate independently, and the hash makes a clash unlikely (about n²/5·10⁸ for

@@ -9,7 +9,7 @@ handled), then decide by the child's `restart` policy, the restart intensity and
 strategy whether and when to start it again.
 
 **Restarts.** Restart intensity is `max_restarts` within `max_seconds`, with exponential
-backoff (`backoff_base` × 2ⁿ, capped at `backoff_max`; the first restart in a period is
+backoff (`backoff_base` * 2ⁿ, capped at `backoff_max`; the first restart in a period is
 immediate). Past the intensity the child is marked `failed`, the runtime `degraded`, and
 every other child receives `kernel.actor_failed`. A crash blamed on a message does not
 count toward the intensity: it is bounded by `max_deliver` instead, so a poison message

@@ -41,16 +41,13 @@ touches no tool call, outbox item, focus stack or instance.
 | | | of an app's newest 256 replaces |
 
 A request asked again by a restarted app under the same id is answered from the mailbox's
-replies; none goes to the store's general `requests`. An instance is recorded from its
-launch's end, so an app uses it from its `start` hook, or in a tool call on it.
+replies; none goes to the store's general `requests`.
 
 **Quotas** (`SessionDataLimits`, the store's config `session_data`): 128 KiB of compact
 UTF-8 JSON (`too_large`), 16 levels of nesting, the object itself being one (`too_deep`),
 4,096 keys in all its objects (`too_large`); it must be a JSON object with string keys and
 finite numbers (`invalid_payload`): `{}` clears it. They sit under the supervisor's limits
-on an app's bodies, so that the store answers with its own codes. A surface shown across
-the app's restart keeps following its data: the new process pushes an instance's
-revisions to the web host from the first change on (`sdk.surface`).
+on an app's bodies, so that the store answers with its own codes.
 
 `read_session_data(data_dir)` lists each instance's `app_scope`, `instance_id`,
 `revision`, `size_bytes` and `updated_ms`, without the data; `lineup app data [APP]

@@ -37,14 +37,12 @@ policy (`tool_router.policy.get`, `.replace`, `_policy_edit`).
        ▼
     succeeded | failed (row + lineup.tool.result | lineup.tool.error, one commit)
 
-- **Exactly one final.** Every envelope about a call has an id derived from the call's
-  envelope id and a fixed slot; the final has one slot, so two paths that race to end a
-  call make the same idempotency key and the AppServer keeps only the first. The first
-  final recorded also ends the call in memory; later reports are dropped.
-- **To the agent.** A step's envelopes go to the transport in one `transport.submit`, after
-  the step's commit; the transport acknowledges the message only once the AppServer gave
-  each its verdict, so until then the mailbox keeps it and a restarted transport submits
-  it again under the same keys.
+- **Exactly one final.** The final's envelope has one slot of the call's ids (`_calls`),
+  so two paths that race to end a call make the same idempotency key and the AppServer
+  keeps only the first. The first final recorded also ends the call in memory; later
+  reports are dropped.
+- **To the agent.** A step's envelopes go out after its commit in one `transport.submit`
+  (`_steps`), which the transport holds until the AppServer's verdicts.
 - **Duplicates.** A call id seen again in another envelope (the agent's retry) gets the
   recorded outcome again, or `accepted` while it is open, under ids derived from the
   retry's envelope; never a second execution. A redelivered envelope (the same id) is

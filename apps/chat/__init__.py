@@ -18,12 +18,10 @@ audited by the host as any. A new conversation starts in the user's setting
 view, `sdk.interaction`), so it survives restarts and every page and the terminal read it
 from there.
 
-- The agent's message spoken: the chat (`_voice`, `Speaker`), for each agent
-  `lineup.message` that arrives in a conversation in audio mode and was sent less than a
-  minute before: its words (`_spoken_text`: Markdown as words, times local) in parts of at
-  most 80 characters, each a `speech.speak` request of the chat's (no card, audited), whose
-  WAV artifact is recorded on the message (an event `speech`); at most six parts a
-  message.
+- The agent's message spoken: the chat (`_voice`, `Speaker`): its words (`_spoken_text`:
+  Markdown as words, times local) in parts of at most 80 characters, each a `speech.speak`
+  request of the chat's (no card, audited), whose WAV artifact is recorded on the message
+  (an event `speech`).
 - The speech played: the page (`static/voice.js`) and the terminal chat
   (`lineup/_voice_lines.py`) play the parts that arrive after they attached, in order, one
   at a time; the page with its own `<audio>` element on `/artifact/CONVERSATION/ID` (the web
@@ -35,12 +33,10 @@ from there.
   page's conversation is in audio mode and asks the gateway (`capability_gateway.talk`),
   which starts an `audio.record` request of the chat with no card; from there it is the
   page's recording (`actors/web_host/_uploads.py`), kept as the chat's artifact.
-- What was said, sent: handed the recording (`app.interaction.recorded`, the gateway's
-  only), the chat asks `speech.transcribe` (no card) and dispatches `send_text` with the
-  transcript, `mode: audio` and the recording's reference (`audio`), which the router puts
-  in the user's `lineup.message`. No words made out: refused by the chat itself,
-  `nothing_heard`, with one sentence under it (so is a transcription the host could not
-  make, with its code); nothing is sent.
+- What was said, sent: the chat (`_voice`, `recorded`) asks `speech.transcribe` (no card)
+  and dispatches `send_text` with the transcript, `mode: audio` and the recording's
+  reference (`audio`), which the router puts in the user's `lineup.message`. No words made
+  out is refused by the chat itself (`nothing_heard`), and nothing is sent.
 
 Every user message carries the conversation's `mode`. No app reaches any of this: the
 chat's `app.input` is the host's, `app.interaction.*` the gateway's, the operator's and
