@@ -6,6 +6,12 @@ store's `runtime.db` (a message from the AppServer: its seq and conversation; an
 item: its state, seq and refusal code; the audit's verdicts), the tool router's
 `tool_router.db` (a tool call by its id or its envelope's), each app's `app.db` (what the
 app applied, its ack or the AppServer's verdict on its action) and the logs.
+
+It finds the mailbox rows with that id, those its handler emitted (their ids derive from
+it) and those whose frame carries it (an envelope's id inside a body), each with sender,
+recipient, state, attempts, failures, dead-letter error and a call's reply; the tool call
+the id is, or whose envelope it is (the tool router's envelopes for the agent are the
+`transport.submit` messages that carry it); and the lines of `logs/*.log` that name it.
 """
 
 from __future__ import annotations

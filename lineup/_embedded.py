@@ -8,6 +8,16 @@ runtime. The AppServer keeps its files in `DATA_DIR/appserver` (so `lineup agent
 finds it with the default options); the runtime's token is kept for the transport, which
 alone reads it: in the user's keyring where a Secret Service is on the session bus, else in
 `DATA_DIR/.runtime_token` (0600).
+
+They are peers (`peers/appserver`, `peers/agent`), not part of the runtime: a peer knows
+the runtime only as a remote party does, through the contracts and the WebSocket. The
+embedded AppServer's default agent, which new conversations are associated with and which
+`lineup agent …` speaks as without `--agent`, is `demo` while the demo agent runs and
+`agent` under `--no-demo-agent` (whoever holds its token plays it); both keep their tokens
+across runs, and a conversation stays with the agent it began with. `lineup agent mcp`
+(`peers/agent/mcp`) is another agent of this kind, outside the runtime: an MCP server
+(stdio, or Streamable HTTP on 127.0.0.1) that is the agent of one conversation for an MCP
+host (docs/protocol.md, "The MCP bridge").
 """
 
 from __future__ import annotations

@@ -1,11 +1,52 @@
-"""What the data dir holds, part by part, beside each part's bound and rule
-(docs/architecture.md, "Data dir": what grows and its bound).
+"""What the data dir holds, part by part, beside each part's bound and rule.
 
 Read-only and without the runtime: folders are walked, databases opened `mode=ro` and
 measured with SQLite's `dbstat` table (bytes per table and index), or, where SQLite was
 built without it, by their pages and each table's rows. Used by `lineup debug usage`,
 `lineup debug status` (the share of the file system) and `lineup bench soak`.
-"""
+
+A runtime runs for weeks between restarts: every file and table that grows with use has a
+rule and a bound, and `lineup debug usage` shows each one's size beside them. Upkeep runs
+when it is due by what was written (never by a poll: an idle runtime stays idle), in small
+batches, each its own short transaction. What grows:
+
+- `mailbox.db` done messages (`messages`, `replies`): kept for the dedup window, and only
+  those among the newest `dedup_max_rows` seqs (24 h, 50,000 seqs); pending, in-flight and
+  dead rows are never pruned. At the cap the oldest done rows go even inside the window,
+  with a warning (`actors/kernel/_mailbox.py`).
+- `mailbox.db-wal`: copied back in the background past about 8 MB, cut to 4 MiB each time
+  it starts over, and to nothing after 30 s without a batch.
+- `runtime.db` request records (`requests`, `lineup_applied`): the newest 100,000, twice
+  the mailbox's cap, so every message the mailbox could still redeliver or suppress has its
+  record; the oldest go, 500 a transaction, every 2,000 requests (`actors/store/_upkeep.py`).
+- `runtime.db` audit: the newest 20,000 rows, none older than 90 days, pruned with the
+  request records.
+- `runtime.db-wal`: SQLite's checkpoints; after 30 s without a request, cut to nothing.
+- `runtime.db` conversation (`messages`, `conversations`, and the `outbox` of what the user
+  and the apps sent with its outcome): the user's, never pruned; its size is shown.
+- `runtime.db` app diagnostics, session-data answers, finished capability requests,
+  finished app operations, lifecycle: the newest per app or by age (100 events an app, 256
+  answers an app, 7 days, 1,000 operations), the oldest going as new ones are written.
+- `tool_router.db` calls and their deadline operations: a finished call for a week after
+  its last change (`lineup tools calls` shows it, a call retried with its id gets the same
+  outcome), pruned with the steps' minute prune.
+- `tool_router.db` steps (`tool_steps`, `lineup_applied`): what each step emitted, for a
+  replay of its cause: 10 minutes in a running incarnation, and what came before its first
+  delivery at start; pruned about once a minute inside a step's transaction.
+- `apps/<scope>/app.db` (an app's event log): the messages it was delivered (the chat app:
+  every one), its actions and its delivery ids, with no bound: it grows with the
+  conversation it mirrors (in the soak, about as fast as `runtime.db`'s messages);
+  finished tool calls go by age.
+- `logs/NAME.log`: an actor's log is turned over past 4 MiB to `NAME.log.1` (one older
+  copy), an app's by the supervisor as it copies it (`log_max`); a log untouched for 30
+  days (a removed app's) goes; checked with the mailbox's prune
+  (`actors/kernel/_log_bound.py`).
+- `notifications.jsonl`: the newest 100, the oldest dropped at each write.
+- `bundles/`: the installed and the previous version of each app, a removed app's going
+  with it (`actors/app_manager/_cache.py`).
+- `artifacts/` and session data: quotas per app (`ArtifactLimits`, `SessionDataLimits`:
+  `actors/store/_artifacts.py`, `actors/store/_session_data.py`), past which
+  `quota_exceeded` or `too_large`."""
 
 from __future__ import annotations
 

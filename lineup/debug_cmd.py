@@ -3,7 +3,19 @@ stopped, through a read-only view of its mailbox file.
 
 Tables show states in colour (none with NO_COLOR set or when the output is not a
 terminal), durations and local times for people; `--json` keeps the raw values (seconds,
-Unix times)."""
+Unix times).
+
+`lineup debug status | usage | actors | mailbox NAME | dead | why ID | redrive ID | kill NAME
+| send NAME TYPE | trace`, each with `--json` and `--data-dir`. `usage` reads the data dir
+read-only, the runtime up or stopped (`lineup/data_dir_usage.py`): the size of each part
+and of each table of both databases, each beside its bound and rule. `status` adds
+`disk_warning`, one sentence saying what to do, when the data dir takes over half of its
+file system, and says where the AppServer token is held (`token`). `mailbox --body` shows a
+long body below the table; an empty mailbox says "nothing waiting". With the runtime
+stopped (no holder of `supervisor.lock`, which holds the holder's pid), the read commands
+open `mailbox.db` read-only and say that they show saved state. `trace` prints the
+supervisor's lifecycle record first, then frames and lifecycle events as they happen. `why`
+follows one message through every file (`_debug_why`)."""
 
 from __future__ import annotations
 

@@ -5,6 +5,12 @@ The runtime is asked on its control socket, so it stops as Ctrl-C stops it: the 
 reverse start order, each handing back what it had not finished. A runtime that does not
 answer there is sent SIGTERM, which takes the same path. Stopping when none runs is no
 error: the data dir is then as the command leaves it.
+
+It returns once the process holding `supervisor.lock` has ended, so the data dir is free
+when it returns; SIGTERM goes to that holder when the control socket does not answer (a
+runtime still starting). With none running it says so and exits 0. A terminal chat that
+started the runtime (`lineup run` on a terminal) ends with it: the runtime is its child,
+and its exit interrupts the chat's wait for the next line.
 """
 
 from __future__ import annotations

@@ -27,6 +27,19 @@ server is there (`_voice_lines`); `/mode im` goes back to text.
 Everything the agent or an app wrote (messages, prompts, options, task labels, codes) is
 untrusted: it is printed as text, never as console markup, with control and invisible
 formatting characters shown visibly (`apps.chat.visible`).
+
+`lineup run` on a terminal runs the runtime headless in a child process (its log in
+`logs/runtime.log`) and this chat in the foreground (`lineup chat attach` is this chat
+alone). It opens a UI session, says `foreground`, reads what the chat app shows and sends
+each typed line as a `host.ui.action`; on leaving it says `background` and closes the
+session. A card that asks for a file says what the app takes; `/attach PATH` (`~` is the
+home folder) reads the file here and says in one sentence what is wrong with a folder, a
+missing or unreadable file, or one too large or of a type the app does not take
+(`actors.contracts.chosen_type`), and sends its bytes and name, never its path
+(`host.file.chosen`). `lineup run` starts the runtime with `user_downloads`: a file an app
+saves while no page shows its conversation goes into the user's downloads folder
+(`XDG_DOWNLOAD_DIR` from the environment or `~/.config/user-dirs.dirs`, else
+`~/Downloads`), not the data dir's.
 """
 
 from __future__ import annotations

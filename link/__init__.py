@@ -12,6 +12,13 @@ may both import it without importing each other.
 - `_shallow`: `read_stream_frame`, a stream frame read down to its messages' own text, for
   a receiver that validates every message's text itself (`Link(raw_messages=True)`: the
   runtime's router does).
+
+Why a package of its own, and not the transport's or the agent's: in the transport, the
+agent peer would import an actor; in the agent, the runtime would import a peer; two copies
+would drift. The contracts cannot hold it either: they import only the standard library and
+their typing and serialization libraries, and the link needs trio and trio-websocket. What
+is the runtime's stays in `actors/transport`: the cursor from the store, batching to the
+router, the outbox, the lifecycle.
 """
 
 from ._link import (

@@ -11,6 +11,61 @@ whatever is extracted afterwards is exactly what was checked (no second read to 
 Cheap structural checks (sizes, paths, entry kinds) come first, before anything is
 decompressed; then the signature by a trusted key; then the signed data against the content;
 then the manifest and its SDK needs. Every refusal is a `BundleError` with one `Code`.
+
+**Format.** A zip with sorted entries, fixed times (1980-01-01) and modes (0644), deflate
+level 9, so one app packs to the same bytes (with the same zlib):
+
+| entry | content |
+|---|---|
+| `manifest.json` | the manifest generated from the app's declarations (`apps/sdk/_declare.py`) |
+| `app/…` | the app's package (no `__pycache__`, `*.pyc`, dotfiles), with its surfaces' files |
+| `signature.json` | the signature record (absent until `lineup app sign`) |
+
+**Signed data** (`lineup.bundle.v1`): `{format, app_scope, version, manifest_sha256, files:
+[{path, size, sha256}]}` for every `app/` entry, sorted by path. The signature is Ed25519
+(PyNaCl) over its canonical JSON (sorted keys, no spaces, UTF-8). The record is `{format:
+"lineup.bundle-signature.v1", key_id, signature, signed}`: `key_id` is the first 16 hex
+digits of the public key's SHA-256 (it selects a key; the signature proves it), the
+signature is 128 lowercase hex digits. Keys are text files: `NAME.key`
+(`lineup-ed25519-secret:<hex seed>`, mode 0600) and `NAME.pub`
+(`lineup-ed25519-public:<hex>`). The runtime trusts the `*.pub` files in
+`DATA_DIR/trusted_keys/`.
+
+**Checks**, in this order, each failure one code with a detail naming the file or feature:
+
+1. the file's size (`BundleLimits.max_bundle_bytes`, 16 MiB), read no further:
+   `bundle_too_large`;
+2. the zip's central directory parses: `bundle_malformed`;
+3. before decompressing: the entry count (1024), each entry's name and kind (below), at
+   most 16 MiB an entry, then the total (64 MiB) and no file that is also a parent:
+   `bundle_too_large`, `bundle_bad_path`;
+4. the entries decompress (CRC, deflate; reading stops at the declared size) and
+   `manifest.json` is there: `bundle_malformed`;
+5. `signature.json` is there: `bundle_unsigned`;
+6. the record parses (strict, closed, lowercase hex): `bundle_malformed`;
+7. its key is in the trust store: `bundle_untrusted_key`;
+8. the signature verifies: `bundle_bad_signature`;
+9. the manifest's SHA-256; no `app/` file outside the list, none of the list missing, each
+   size and SHA-256: `bundle_hash_mismatch`, `bundle_unlisted_file`, `bundle_missing_file`;
+10. the manifest is valid (`validate_manifest`): `invalid_manifest`;
+11. its required SDK features are offered, every missing one named: `app_incompatible`;
+12. a surface an entrypoint declares (`app/<surface>`) is one of its files:
+    `bundle_missing_file`;
+13. the manifest's version is the signed version: `bundle_version_mismatch`;
+14. the manifest's scope is the signed scope (and the scope being installed, if given),
+    not a core app's: `bundle_scope_mismatch`.
+
+An entry's name is relative POSIX, under `app/` (or one of the two records), without
+`..`, `.` or empty segments, backslash, `:`, NUL bytes or characters of Unicode category
+Cc, Cf, Zl or Zp (controls, bidi overrides and isolates, direction marks, zero-width
+characters: a name must display as itself); the entry is a regular file (no symlink,
+device or directory entry), not listed twice.
+
+A flipped byte in zip metadata that determines no content (local-header copies of
+central-directory fields, times, permission bits, deflate slack) can leave a bundle
+valid: the signature covers the content, and the accepted content is then exactly the
+signed one (`tests/apps/test_bundle_fuzz.py`). Such a file has another digest, so another
+cache entry.
 """
 
 from __future__ import annotations

@@ -8,6 +8,21 @@ reader sees no entry or a complete one, also after a crash; an existing entry is
 
 The bytes extracted are the bytes verified: the bundle file is read once, and nothing is
 taken from it again after the checks.
+
+`admit(path, trusted_keys)` verifies (every time, also for a known digest: trust may have
+changed), then reuses an existing entry or writes a new one. Files are 0444 and
+directories 0555, set with `fchmod`/`chmod`, never left to the umask, which under `umask
+077` would make the code its owner's alone and unreadable to the app's uid; a concurrent
+admit of the same bytes that loses the rename reuses the winner's entry. `reverify`, before
+an app's code runs, checks the entry again as at install and gives every directory and file
+of it those modes where it has others. `statistics()` gives entries, admitted, reused,
+refused. An install or update refused after its admit (`already_installed`,
+`same_version`, `older_version`, `bundle_signer_changed`, or a failed step) removes the
+entry it admitted, unless the installed or the previous version of an app uses it
+(`Steps._unless_refused`): a refused operation leaves the cache as it found it. Each app
+keeps at most two entries, its installed and its previous version; an older one goes once
+the registry that no longer names it is committed (and at the app manager's start), and a
+removed app's go with it.
 """
 
 from __future__ import annotations

@@ -3,6 +3,12 @@
 The reason is in the last lines of the app's log (a Python traceback, or the jail's own
 line): the person is told what failed in one phrase, never the traceback or an exception's
 class name; the lines themselves stay in the log, which the refusal names.
+
+The app manager fails the launch with `app_start_failed`, logs those lines, and gives as
+its detail one phrase read from their last line (`SCOPE did not start: its code imports a
+module it cannot find`, `… was refused a file it needs (permission denied)`, …); `lineup app
+launch` adds which log says why. When a process fails to start is the supervisor's rule
+(`actors/kernel/_supervisor.py`, "A start that fails").
 """
 
 from __future__ import annotations

@@ -34,6 +34,89 @@ provider made for the app or the user chose for it (`store.artifacts.keep`). Of 
 host it asks to show a notification on the open pages (`web_host.notify`), how many pages
 are open or show a conversation (`web_host.pages`), and hands it a file saved for a page
 (`web_host.download`).
+
+The gateway is the one way an app gets a system effect: an app asks with a purpose and an
+input (`sdk.capabilities.request`), and the gateway decides, asks the user when needed,
+runs the host's provider and audits every step. The app gets {`status`, `output`} with
+`status` one of `completed`, `cancelled_by_user`, `permission_denied`,
+`unsupported_on_host`, `policy_denied`, `expired`, `failed` (then with a `code`) or
+`in_doubt`, and never a path, a token or an exception. Its state lives in `runtime.db`
+(tables `capability_requests`, `capability_grants`), written by the store one gateway step
+at a time (`store.capabilities.write`: request rows, grants, a revocation and that step's
+audit rows, in one transaction; `store.capabilities.load` and `.get` read them back).
+
+More of what it takes:
+
+- `capability_gateway.withdraw` (from any app): `request_id` (the app's own): one not
+  answered yet ends `failed`, code `withdrawn`, audited `capability.withdrawn`, its card
+  closed; the SDK sends it when the call that asked was cancelled, or cut short by the
+  app's restart and not run again;
+- `capability_gateway.stop` (from any app): `request_id` (the app's own): the app ends its
+  own recording early;
+- `capability_gateway.record_start` (a call, from the web host): `request_id` (the
+  gateway's key of a waiting `audio.record`): the user's yes in the page → {`max_ms`,
+  `max_bytes`}, else `invalid_state`;
+- `capability_gateway.recorded` (a call, from the web host): `request_id`, `data`,
+  `media_type` (the page's word), `stopped`?: what the page recorded → {`status`,
+  `code`?}, the request's outcome;
+- `capability_gateway.record_stop` (a call, from the host for the terminal's `/stop`, or
+  the web host): `request_id`: the user's stop of a recording → {`stopped`};
+- `capability_gateway.talk` (a call, from the web host): `conversation_id` (the page's),
+  `talk_id` (the page's id for the press): the chat's push-to-talk, started at once →
+  {`request_id` (`chat/talk.<talk_id>`), `max_ms`, `max_bytes`}, else a code and one
+  sentence (`_talk`).
+
+More of what it sends: `app.interaction.recorded` {`conversation_id`, `request_id`,
+`recording` {`artifact_id`, `title`, `media_type`, `size`, `duration_ms`}} to the chat app
+(a push-to-talk recording kept as the chat's artifact), and `web_host.recording.stop`
+{`conversation_id`, `request_id`} (the pages of the conversation stop recording for it).
+Its timeouts: a request's `timeout_ms` is 1 s to 10 min, 60 s by default.
+
+**Consent.** Unless a grant covers it (`session` of this run, or `always`; never for the
+microphone), or it is the chat's own speech in a conversation the user put in audio mode
+(`_talk`), a request that passed the checks is stored `asking` and the gateway sends the
+chat a consent card, in the conversation of the app's foreground instance (else the one it
+was last active in, else `runtime:global`). The chat shows it as a question of the runtime
+(`origin: runtime`, sender `runtime:capabilities`): the app, the capability and the app's
+purpose, answered *Allow once*, *Allow until the runtime restarts*, *Always allow* or
+*Deny*, or dismissed; the terminal chat answers it like any question (`/1` … `/4`,
+`/dismiss`). The chat sends the answer to the gateway, never to the agent
+(`apps/chat/_consent.py`); the gateway's door takes an answer only from the chat app and
+the host. Deny is `permission_denied`, a dismissal `cancelled_by_user`, no answer by the
+request's deadline `expired`; the card is closed in every case. A yes is checked again
+against what may have changed while the user decided (the app removed, disabled or no
+longer declaring the capability: `permission_denied`; the policy: `policy_denied`). A
+`file.open` card is answered by the file the user chooses (`_file_open`). The registry is
+read from the store for each request (`store.apps.load`), so a request that waited in the
+gateway's mailbox while its app was disabled is judged as the app is now.
+
+**Grants** (`capability_grants`, one per app and capability): `once` records the user's
+last allow-once and covers nothing more; `session` lasts until the runtime restarts (a
+grant carries the run's boot id, and the gateway deletes other runs' session grants when
+it starts; closing the app's instance does not end it); `always` until revoked. `lineup
+capabilities list` (read-only, runtime up or not) and `lineup capabilities revoke APP
+CAPABILITY` (or the settings app) show and take them back; a revocation is audited
+(`capability.grant_revoked`).
+
+**Rows kept.** The input is dropped from a request's row once it is finished, and a
+finished row goes when the gateway starts after it is a week old (`keep_finished_s` in its
+config); the audit rows stay.
+
+Every provider has one shape (`_provider_base`): its run gives back what the app gets
+(`output`) and which of the host's ways served it (`by`). An artifact it made for the app,
+or the file the user chose for it, stands in the output as a `NewArtifact`, which the
+gateway has the store keep as the app's and replaces with its reference. The audit row of
+a finished effect says which way served it (`saved as notes.txt in the user's downloads
+folder`, `downloaded as notes.txt by the open page showing the conversation`, `written
+with wl-copy`, `shown by the desktop's notification service (dunst)`, `spoken by espeak-ng
+on this host`, …), and `lineup settings show` asks the gateway what would serve each
+capability now (`capability_gateway.providers`). The speech engines run one at a time, off
+the gateway's trio thread, each in its own process with a deadline, never with the
+network. A provider that refuses its input says why with a code (`invalid_payload`,
+`too_large`, `quota_exceeded`, `artifact_not_found`); one that fails is `failed`, code
+`failed`, and what went wrong is in the gateway's log only. `tests/hostile/test_capabilities.py`
+holds a hostile app to getting nothing undeclared, from behind another app, past the cap
+or without the user's yes.
 """
 
 from typing import TYPE_CHECKING

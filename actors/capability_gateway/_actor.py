@@ -26,6 +26,19 @@ second); past that they are counted and written as one audit row
 (`capability.refusals_unrecorded`), so a flood of bad requests costs the store little and
 the other apps' requests nothing. Such a refusal keeps no row: asked again, it is decided
 again.
+
+The checks' details: the capability is declared in the manifest's `capabilities`; the
+providers that need the foreground are `file.save`, `file.open`, `clipboard.write` and
+`audio.record` (its instance on top of the focus stack); the policy is the `capabilities`
+section of `tool_policy.json` (`_policy`: `"deny": ["*/speech.*"]` keeps speech from every
+app); the rate is a token bucket per app and capability (`_rates`, 10 at once and 30 a
+minute by default). Each refusal is one audit row (`capability.<code>`, source
+`capability_gateway`, the request's key as `message_id`) and the request's final row. The
+app's scope is the sender the supervisor stamped; a body naming another app is not a body
+the gateway's door takes. The gateway answers the app's call with `Actor.reply` once the
+outcome is recorded, also after its own restart (the caller and the request's kernel id
+are in the row). An effect run once is tested with the crash point
+`capability_gateway.after_effect`.
 """
 
 from __future__ import annotations

@@ -15,6 +15,13 @@ the effect's audit row (and what `lineup settings show` says the host would use 
    with the bell. The file keeps the last `KEEP` notifications (the oldest dropped), each
    numbered (`seq`), rewritten whole in a temporary file and renamed into place, so a
    reader never sees half of one and follows by number, not by offset.
+
+The desktop's way gives up after 3 s without an answer (no bus, no service, a refusal: not
+shown, the next way is tried); the page's is a call to the web host (`web_host.notify`,
+from the gateway only, where its config names a `web_host`) with a deadline 2 s ahead.
+Shown twice is seen twice, so the effect is not repeatable: a gateway killed after showing
+it ends it `in_doubt` (tested on a real session bus with dunst,
+`tests/capabilities/test_desktop.py`).
 """
 
 from __future__ import annotations

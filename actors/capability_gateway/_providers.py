@@ -23,6 +23,30 @@ provider here is `unsupported_on_host`, whatever the app declared.
 - `audio.record` (foreground, not idempotent: a second recording is another one): served
   where a page can record (a web host runs) or a sound server can (`_recording`), which
   runs it rather than a provider's `run`.
+
+Inputs and outputs in detail:
+
+- `file.save`: `input` {`name`, `data_base64`} or {`artifact_id`, `name`?}; the audit row
+  of the effect says which place served; output {`name`}, the display name only.
+- `file.open`: `input` {`accept`? (up to 16 media types `type/subtype`, `type/*`, or
+  extensions such as `.png`; none: any file), `max_bytes`? (at most 192 KiB, the default;
+  past it `invalid_payload`)}; the file's type is told from its bytes
+  (`actors/contracts/_file_choice.py`: PNG, JPEG, GIF, WebP, PDF, ZIP, gzip, WAV, Ogg, FLAC
+  and MP3 by their signature, a declared type the bytes contradict refused, text as its
+  text type, other bytes keep a type nothing can check, else `application/octet-stream`);
+  output {`artifact`: its reference}.
+- `notification.show`: `input` {`text`, `title`?}; output {`shown`}. Never
+  `unsupported_on_host`: the terminal's way is always there.
+- `clipboard.write`: `input` {`text`}; output {`written`}.
+- `speech.speak`: `input` {`text`, at most 200 characters}; output {`artifact`,
+  `duration_ms`}. `speech.transcribe`: `input` {`artifact_id`}; output {`text`,
+  `duration_ms`}.
+- `audio.record`: `input` {`max_seconds`?: 1 to 120, 30 left out}; output {`artifact_id`,
+  `title`, `media_type`, `duration_ms`, `size`, `stopped`}; where neither a page nor the
+  sound server can record (no web host, no `parec` with a PulseAudio or PipeWire server to
+  reach), `unsupported_on_host`.
+
+Anything else (`camera.capture`, …) is `unsupported_on_host`.
 """
 
 from __future__ import annotations

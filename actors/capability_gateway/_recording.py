@@ -25,6 +25,26 @@ as the microphone was allowed on (`SLACK_MS` for the recorder's own framing), at
 `background`}. A recording that never comes ends `failed`; one that breaks the rules
 `failed` with its code (`invalid_payload`, `too_large`). A gateway killed while a recording
 runs finds it `running` at its start: it ends `in_doubt`, never recorded twice.
+
+Only once, deny or dismiss answer its card; any other answer is ignored. The card shows
+*Record now* or *Deny* in the chat (the terminal's `/1` and `/2`) and *Start recording* in
+the page. The yes records the request `running` (`prepared`: the recorder, the most it may
+last) and closes the card as `recording`. The terminal's recording is `parec` (16-bit mono
+16 kHz, 50 ms latency) read until the end and kept as a WAV, whose 192 KiB end it at six
+seconds. A declared type that contradicts the bytes, a file that breaks off, a track that
+is not audio, or a duration past the time the microphone was allowed on (plus 1.5 s) is
+`invalid_payload`; no sound at all is the user's cancel when they stopped it
+(`cancelled_by_user`), else `failed`. A recording taken is kept by the store as the app's
+artifact under an id derived from the request's key, titled `Recording of N s`, with the
+container's own media type; the card says again how it ended (`recorded`, `not
+recorded`). The page's upload after a gateway restart finds nothing waiting
+(`invalid_state`). A recording whose call ended first (the agent cancelled it: the SDK
+takes the request back) stops there and nothing of it is kept (`failed`, `withdrawn`). The
+gateway's statistics list the recordings under way (recorder, seconds, bytes read);
+`lineup settings show` says how this host records. Tested in Chromium whose fake
+microphone plays espeak-ng's speech (`tests/installed/test_voice.py`: stopped by the user,
+at the limit, by the app leaving the front) and on a real PulseAudio whose null sink plays
+it (`tests/capabilities/test_microphone.py`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,19 @@
 """Speech on this host, with no network: `speech.speak` and `speech.transcribe`.
 
 - `speech.speak` (any time, repeatable): `input` {`text`} (at most `MAX_SPEECH_CHARS`)
-  spoken by Debian's `espeak-ng`, resampled by `sox` to 16-bit mono 16 kHz, kept as a WAV
+  spoken by `espeak-ng` (its Klatt voice, text on stdin), resampled by `sox` to 16-bit mono
+  16 kHz, each a subprocess under a deadline (`SPEAK_TIMEOUT_S`), kept as a WAV
   artifact of the requesting app (`NewArtifact`: the gateway has the store keep it under an
   id derived from the request, so a repeat after a crash lands on the same artifact).
   Speech longer than `MAX_SPEECH_S` would not fit an artifact: `too_large`. Output
   {`artifact`: its reference, `duration_ms`}.
 - `speech.transcribe` (any time, repeatable: it only reads): `input` {`artifact_id`} of one
-  of the app's own artifacts, a PCM WAV (`WAV_TYPES`) of at most `MAX_TRANSCRIBE_S`; resampled
-  by `sox` when it is not 16-bit mono 16 kHz, then decoded by PocketSphinx's English model in
-  a process of its own (`_sphinx_worker.py`), killed at `TRANSCRIBE_TIMEOUT_S`. Output
+  of the app's own artifacts, a PCM WAV (`WAV_TYPES`) or a page's recording (`OPUS_TYPES`:
+  Opus in WebM or Ogg, decoded to 16 kHz by the system's libopus, `_opus`), else
+  `invalid_payload`, of at most `MAX_TRANSCRIBE_S` (else `too_large`); resampled by `sox`
+  when it is not 16-bit mono 16 kHz, then decoded by PocketSphinx's English model (shipped
+  in its wheel) in a process of its own (`python -I _sphinx_worker.py`), killed at
+  `TRANSCRIBE_TIMEOUT_S`. Output
   {`text`, `duration_ms`}. A recording with no sound in it (no sample past `QUIET_PEAK`) is
   written out as nothing, `""`, without the engine: on silence PocketSphinx's model makes up
   a word ("dog").

@@ -7,6 +7,13 @@ after the cut, though every process saw it whole. `replace_file` writes a tempor
 beside the target, fsyncs it, renames it over the target and fsyncs the directory: after a
 crash or a cut the name holds the old bytes or the new ones, whole, and once it returns,
 the new ones.
+
+Every file of the runtime that is not a database goes through `replace_file`:
+`app_ids.json`, `.runtime_token`, `tool_policy.json`, `notifications.jsonl`, artifacts, the
+AppServer's credentials and endpoint, the agent's cursor and inventories, an app's own
+files such as draw and guess's rounds; `tests/power_cut/test_durable_files.py` holds every
+rename in the product to it. The web host's files (`web/`) are one run's alone: a new run
+begins without them, and an unreadable address is read as none.
 """
 
 from __future__ import annotations

@@ -1,33 +1,60 @@
 """The launcher of an isolated app: `python -m actors.jail OPTIONS -- CHILD_ARGV...`.
 
-The supervisor starts it (`_sandbox.JailPlan.command`) with a scrubbed environment, stdin
-from /dev/null, the app's log as stdout and stderr, and two more fds: the app's channel and
-a pipe for the report. It confines its own process, step by step, then execs the child in
-it: same pid, so the supervisor waits on it as on any child. In order:
+The supervisor starts it (`actors.kernel._sandbox.JailPlan.command`) so:
 
-1. die with the supervisor (parent-death signal);
-2. namespaces of its own: network (no interface up, not even loopback: no network), mount
-   and IPC. As root directly; as another user inside a user namespace that maps only its
-   own uid (unshare(2), user_namespaces(7));
-3. its private directory: created 0700 and handed to the app's uid;
-4. its view of the file system: every mount read-only and nosuid; an empty /tmp, /var/tmp
-   and /dev/shm of its own; the data dir covered; the interpreter, the project and the
-   import path reachable wherever they are installed, below a directory its uid may not
-   search or owner-only themselves (`_reach`); its private directory mounted at /tmp/app,
-   its cwd and HOME. Its cwd is a
-   mount root, so `..` leads to that empty /tmp, not to the other apps' directories;
+    python -m actors.jail --private-dir DATA/apps/<scope> --uid N --gid N \\
+        --channel-fd FD --report-fd R --parent-pid SUP --hide DATA \\
+        --cgroup DIR ... --max-file-bytes F --max-processes P -- \\
+        python -m actors.kernel.child module:Class FD SUP
+
+with the scrubbed environment, cwd `/`, stdin from /dev/null, a pipe as stdout and stderr
+(the app's log, `actors.kernel._applog`), and two more fds: the app's channel and a pipe
+on which it reports what it enforced (close-on-exec: EOF at the exec). Before that the
+supervisor makes the app's cgroup (`actors.kernel._containment`). The launcher confines
+its own process, step by step, then execs the child in it. In order (`jail_app`, the same
+steps for an app forked from the app zygote):
+
+1. die with the supervisor (parent-death signal, and exit if already re-parented); open the
+   app's cgroups (`cgroup.procs` of every hierarchy), which it joins with the app before
+   any code of the app runs, so the app and all it starts are in them (`_limits`);
+2. namespaces of its own: network (no interface up, not even loopback: no network), mount,
+   IPC and pid (`unshare(2)`). As root directly; as another user inside a user namespace
+   that maps only its own uid and gid (`setgroups` denied first, as
+   `user_namespaces(7)` requires). Then it forks the app (`_init`): the child is pid 1,
+   the init, of the new pid namespace and takes every step below; the launcher stays
+   outside it as the app's waiting parent, relays signals and exits as the app did, so the
+   supervisor waits on the launcher as on the app;
+3. its private directory: created 0700, opened with `O_NOFOLLOW`, handed to the app's uid
+   through fds (a tree written before it ran jailed is handed over without following
+   symlinks; a file with several hard links is left alone);
+4. its view of the file system (mount namespace, propagation private): an empty tmpfs over
+   /tmp, /var/tmp and /dev/shm; what the child's interpreter needs made reachable wherever
+   the runtime is installed (`_reach`); an empty mode-0000 tmpfs over the data dir
+   wherever it is still visible, on top of all that; a fresh /proc of its pid namespace
+   (it lists the app's own processes only); every mount read-only and nosuid
+   (`mount_setattr(2)`, `AT_RECURSIVE`); then the private directory bind-mounted
+   read-write at /tmp/app, its cwd and HOME; an installed app's verified code (`--code`,
+   the bundle cache entry's `app/`, opened before the data dir is covered) bound
+   read-only at /tmp/app-code/app. Its cwd is a mount root, so `..` leads to that empty
+   /tmp, not to the other apps' directories. (The app sees its directory under a path of
+   its own because SQLite turns a relative name into an absolute one from the cwd: the
+   real path, under a 0700 data dir, could not be opened by the app's uid.) Where the
+   kernel or the file system refuses an idmapped mount, a location is mounted back as it
+   is and the report says `code_access` NOT enforced: the app then fails to start, with
+   the reason in its log;
 5. its identity (root only): no supplementary groups, then the app's gid and uid as real,
    effective and saved ids (no way back, no capability left); then the parent-death
-   signal again (a credential change clears it) and every leftover process of that uid
-   killed (an app's own children do not die with it);
-6. umask 077 and no-new-privileges (no setuid binary or file capability gives it more);
-7. only fds 0-2 and its channel stay open; the report goes to the supervisor; exec.
+   signal again (a credential change clears it; the child arms it again at its start) and
+   `kill(-1, SIGKILL)` as that uid, which ends any leftover process of its uid it can see;
+6. rlimits, soft and hard alike (`_limits`); umask 077 and no-new-privileges (no setuid
+   binary or file capability gives it more);
+7. only fds 0-2 and its channel stay open; the report goes to the supervisor (with the
+   app's pid as the supervisor sees it, shown by `lineup debug actors`); exec.
 
 A step that cannot be taken is never skipped silently: it goes to the log (stderr) and to
 the report as `not_enforced`, which the supervisor logs and shows in the actor's statistics.
 One gap is refused outright: a root launcher that cannot become the app's uid exits
-rather than run an installed app as root.
-"""
+rather than run an installed app as root."""
 
 from __future__ import annotations
 

@@ -27,6 +27,25 @@ It serves the supervisor on FD (a SOCK_SEQPACKET socket, one JSON message each w
 
 Lifetimes chain as with the kernel's zygote: it dies with the supervisor, and the relays
 (and so the apps) die with it.
+
+Its `ready` message lists `sys.modules`, and a test holds it to what every app imports.
+`ps` names it `app-zygote`, and each app it forks by the app's actor class. A forked child
+closes the zygote's socket and wake-up pipe, takes a session of its own, ties its life to
+the zygote, makes the log its stdout and stderr, and runs the app as the app's uid, with
+the app's environment and a reseeded `random`. A datagram is never merged with another:
+each launch gets its own fds. The relay is reaped by the zygote, which reports `exited`
+with its status, the app's; the isolation tests try to signal and `ptrace` the zygote from
+inside the app, and cannot.
+
+- **No leftovers.** Each fork is a copy of the zygote as it was after its preload: an app
+  changes its own copy of every module, its environment, its fds and its tmpfs, never the
+  zygote's. A test has one app leave a module global, a module, an environment variable,
+  an inheritable fd and files, and the next app forked from the same zygote finds none.
+- **Memory.** Forked apps share the zygote's pages until they write them; `lineup debug
+  actors` shows each actor's RSS and PSS (a page shared by N processes counts 1/N).
+- **Known limits.** Apps forked from one zygote share its address-space layout (ASLR is
+  per exec) and its string-hash seed: an app can learn both for the others. `random` is
+  reseeded in each child; `secrets` and `os.urandom` draw from the kernel.
 """
 
 from __future__ import annotations

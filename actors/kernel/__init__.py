@@ -4,9 +4,12 @@ Layers, bottom up: `_frames` (length-prefixed msgpack), `_channel` (one socketpa
 one writer task), `_mailbox` (the durable mailbox file), `_switchboard` (group commit and
 delivery with credits), `_process` / `_forked` + `zygote` (actor processes, exec'd or
 forked from a preloaded parent, the first of which `_prefork` forks from the supervisor),
-`_children` and `_supervisor` (OTP restart rules), `_preflight` (what the supervisor
-checks of its data dir before it writes there), `_control` (the operator's debug socket),
-`_ui_socket` (the UI sessions' socket); `child` is an actor process's entry point. Actors
+`_children` and `_supervisor` (OTP restart rules), `_door`, `_gate` and `_body` (who may
+send what, an app's limits, what an app's body may be), `_durability` (when a commit is on
+disk), `_preflight` (what the supervisor checks of its data dir before it writes there),
+`_sandbox`, `_containment`, `_applog`, `_quota` and `_app_zygote` (the supervisor's side of
+isolating an installed app), `_control` (the operator's debug socket), `_ui_socket` (the
+UI sessions' socket); `child` is an actor process's entry point. Actors
 see only `Actor`, `handles`, `Message`, the call errors, `REPLY_LATER` / `ACK_LATER` and
 `applied_once`.
 """

@@ -14,6 +14,31 @@ the mailbox ignores them the second time.
             self.total += msg.body["n"]
             await self.cast("audit", "count.changed", {"total": self.total})
             return self.total                   # the reply, when the sender used `call`
+
+**Errors.** A handler refuses a message by raising `ContractError(code, detail)` (a `Code`
+of the contracts): a `call` gets `kernel.reply` with `error` {`code`, `detail`}, a cast is
+logged, and either way the message is done. Any other exception is a handler failure
+(`kernel.fail`, redelivery by the restart policy). The caller of a `call` gets one error
+type back, `CallFailed(code, detail)`: the callee's code, or the kernel's own (`timeout`,
+`dead_letter`, `sender_not_allowed`, `not_permitted`). The SDK raises the same `CallFailed`
+to an app whose request the runtime refused.
+
+**Answers later.** A handler whose answer waits on something that must not hold the
+mailbox (the user, a deadline) returns `REPLY_LATER`: the message is done and no reply is
+sent; the actor answers later with `Actor.reply(caller, request_id, body)`, which the
+supervisor routes like any reply (the first answer to a call stands, and is given again to
+a caller that repeats the request's id). What the actor needs to answer after its own
+restart (the caller and the request's id) it keeps in its own store first. The capability
+gateway answers an app's request this way while the user decides.
+
+**Held deliveries.** A cast's handler whose effect finishes outside the actor later returns
+`ACK_LATER` (the transport, for the tool router's envelopes until the AppServer's verdict):
+the actor tells the supervisor at once (`kernel.hold`) and acks the delivery when the
+effect is done (`Actor.ack(seq)`). Until then it stays in flight, counts against the
+window, and goes to the next incarnation after a crash; it is never blamed for a crash nor
+made a suspect, and takes no suspect's probe.
+
+Acks are batched: sent when the actor's queue is empty, or every 64 deliveries.
 """
 
 from __future__ import annotations

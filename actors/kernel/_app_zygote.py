@@ -10,6 +10,16 @@ with its exit status, since only the zygote, its parent, can reap it.
 
 If the zygote dies, every process it forked dies with it (parent-death signals, and the
 supervisor empties each app's cgroup): each counts as killed and restarts by its policy.
+
+When it cannot be used, the launch is exec'd through the launcher and the isolation
+report's `launch` says why: `exec (the runtime's setting)` (`RuntimeConfig.app_launch` is
+`"exec"`), `exec (app zygote unavailable: ...)` (it did not start, or is `unusable on this
+host` when it could not take its own namespaces; it is not started again then), or `exec
+(the app zygote died mid-launch)`: a launch whose fork ended before its report (the zygote
+killed meanwhile) is given up (what it started killed by the cgroup) and exec'd at once,
+never left half-jailed. The next launch after the zygote died starts a new one. A forked
+launch reports `launch: "zygote"`. An exec'd launch costs two interpreter starts (the
+launcher's and the app's); a fork from this preloaded, secret-free parent costs none.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 The app's stdout and stderr are the write end of a pipe; the supervisor copies what comes
 out of it into `logs/<name>.log`, which it alone opened. So the app can neither truncate,
-seek in nor grow its log without bound: past `cap` bytes the file is rotated to
-`<name>.log.1` (replacing the previous one) and a new one begun, so an app's log never
-takes more than twice its cap on disk.
+seek in nor grow its log without bound: past `cap` bytes (`Isolation.log_max`, 8 MiB) the
+file is rotated to `<name>.log.1` (replacing the previous one) and a new one begun, so an
+app's log never takes more than twice its cap on disk.
 """
 
 from __future__ import annotations

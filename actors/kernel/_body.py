@@ -15,6 +15,15 @@ each with its code, so that no handler ever meets it:
 
 Everything this raises is a `BodyRefused`: a reader that could raise anything else would
 let a body end the process reading it.
+
+The recipient reads an app's body again by these rules before its declared type is
+checked: the supervisor's check is not counted on. A refusal is counted against the sender
+like any refusal. `tests/hostile/test_bodies.py` sends each of these shapes to every type an
+app may send (derived from the running runtime's doors) and checks that no core actor
+restarts and nothing is dead-lettered; a Hypothesis fuzz holds the reader and every door's
+type checks to raising nothing but their refusal. An app's answer to a call (the web host's
+surface requests) is read by its caller by the same rules, any value at its top: a refused
+one is `CallFailed` with the code (`Actor.call`), never an exception out of the call.
 """
 
 from __future__ import annotations

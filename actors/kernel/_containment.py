@@ -10,6 +10,11 @@ are born inside. Ending an incarnation kills everything still in the cgroup, wai
 it is empty and removes it; a cgroup left by a runtime that was killed is emptied and
 reused at the next start of the app; one left empty by another runtime that was killed is
 removed by the next runtime that starts an app (`STALE_AFTER`).
+
+The limits (`Isolation`): `pids.max` (`max_processes`, 64), a memory limit with swap
+included where the kernel accounts it (`memory_max`, 512 MiB), and a CPU share
+(`cpu_shares`, 512 against a trusted actor's 1024; under cgroup v2 `cpu.weight` = shares
+* 100 / 1024). The runtime id in the path is a hash of the data dir.
 """
 
 from __future__ import annotations

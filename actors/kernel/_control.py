@@ -7,6 +7,21 @@ as `debug` and stops the runtime. UI sessions have a door of their own (`_ui_soc
 One request frame per connection, one response frame (`{"ok": true, ...}` or
 `{"ok": false, "error": ...}`), except `trace`, which streams records until the client
 hangs up. The frames use the kernel codec; the UI socket speaks the same framing.
+
+Requests: `status`, `actors`, `mailbox`, `lifecycle`, `trace`, and those that change
+things: `kill`, `redrive`, `send` (as `debug`), `start_child`, `stop_child`, `stop`. A `ui`
+request is refused with an error naming the UI socket. An error answer is one sentence for
+a person: an unknown actor name lists the known ones with a "did you mean".
+
+`status` is `degraded` while a child is failed or unresponsive, with `reason` naming each
+one. `actors` gives each child's `state` (`unresponsive` when it misses heartbeats),
+`silent_s` (since it last said anything), `inflight` and `inflight_oldest_s` (the age of
+the oldest message it holds) and `held` (of those, the ones it holds after their handler
+until their effect outside is done: the transport's until the AppServer's verdict), besides
+its mailbox counts. `send` with `wait` (seconds) makes the message a call and answers with
+its outcome: `handled` (and the reply), `refused` (the handler's code: an unknown type is
+`unknown_type`), `dead`, or the state it is still in; a message the door refuses is an
+error naming the code.
 """
 
 from __future__ import annotations

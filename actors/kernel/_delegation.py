@@ -3,8 +3,10 @@
 The runtime names one actor its app supervisor (`RuntimeConfig.app_supervisor`, the app
 manager): it alone may ask for children, and only for `app.*` names that are not static
 children. Everything is checked here, in the supervisor; the answer is a `kernel.reply`
-with the request's `corr`. The request is not durable: an actor that restarts and replays
-its handler asks again, so both operations are idempotent.
+with the request's `corr` (refused: `not_permitted`, `invalid_spec`). The request is not
+durable: an actor that restarts and replays its handler asks again, so both operations are
+idempotent. The supervisor refuses a delegated `app.*` spec that is not jailed in its own
+scope's directory.
 """
 
 from __future__ import annotations

@@ -18,6 +18,75 @@ body's declared type. Two places enforce it, each for what it can know:
 Senders are actor names, or `APPS` for any app process. The operator (`debug`, the user at
 the 0600 control socket) may send every declared type of every door; nobody may send a
 type that is not declared.
+
+The actor class names its door (`door = DOOR`: a handled type that is not declared is an
+error at import), and so does its child spec (`ChildSpec.door`, `module:ATTRIBUTE`); every
+app process has the runtime's app door (`RuntimeConfig.app_door`, `apps/sdk/door.py`),
+whatever the app manager's spec says. `tests/runtime/test_doors.py` holds every runtime
+actor to it. A body's declared type is a `TypedDict`, closed to unknown keys, or `dict`. A
+type an app may send declares every value the app fills in: free-form content (a result's
+output, session data, an action) is pydantic's `JsonValue`, never `Any`, since an app's
+body may carry bytes (an artifact's data) that no JSON encoder takes;
+`tests/hostile/test_bodies.py` holds every such type to it.
+
+Where each check stands, and what a refusal does:
+
+- the supervisor, before the switchboard stores anything (`_gate`): the sender may send
+  this type to this recipient; the recipient is a child (or an app that is not running,
+  whose messages wait in its inbox) and its door allows it. Refused: never stored, never
+  delivered; a `call` gets a `kernel.reply` error `sender_not_allowed` at once, a cast is
+  dropped; counted per sender and code (`lineup debug actors --json`: `refused`), logged at
+  most once in 10 s per sender;
+- the supervisor, for an app's messages only: the body is a plain map within
+  `RuntimeConfig.app_limits` (`_gate`, `_body`); refused the same way, with `too_large`,
+  `too_deep` or `invalid_payload`;
+- the actor, before its handler runs: every body decodes (inside the handler loop's guard,
+  never in the reader); an app's is read again by the supervisor's rules (`app_body`); one
+  from outside the runtime's own actors matches its declared type, by a check that raises
+  nothing but its refusal. Refused: `invalid_payload` (or the rule's own code) with the
+  field named (`ids: Input should be a valid list`) to a caller; the message is done
+  either way and counted (`refused_bodies` in `statistics`); no handler runs, and the actor
+  never crashes on it.
+
+A UI session (`ui`, the user at the 0600 UI socket) is a sender of its own, allowed only by
+the host's door. The supervisor's own notices (`kernel.actor_failed`) reach actors without
+a door. An actor that declares no door (a test's or a bench's) takes anything from the
+runtime's actors and the operator, and nothing from an app. The cost of the door on the
+kernel's path is reported by `lineup bench kernel` as `authz_ratio`.
+
+**What an app process may send** is its SDK's surface and nothing else; each recipient
+checks the next rule itself:
+
+- `router.action` to the router: only chat speaks for the user (`sender_not_allowed` back
+  as `app.action.state`), then the action's own fields;
+- `app_manager.request` to the app manager: its requester rules (registry changes from the
+  user's side only; navigation within the app's own conversations); a request the app may
+  not make is refused without an operation row;
+- `tool_router.report` to the tool router: only the process of the call's app reports on
+  it (`ownership_mismatch` otherwise, audited at most once per sender every ten seconds),
+  the first final counts, an app's error codes only, the output held to its schema;
+  nothing once the runtime holds the call until a deadline;
+- `tool_router.deadline` to the tool router: through a running call of the app's own, its
+  deadline operations in that call's conversation; or, named by its call, one of its own
+  open deadline operations finished, paused, resumed or stopped for the user;
+- `tool_router.interrupt` to the tool router: from `app.chat` only (the user's stop);
+- `capability_gateway.request` (and `.withdraw`, `.stop` of its own requests) to the
+  capability gateway: its checks and the user's consent; the answer to a consent card
+  (`capability_gateway.consent`) only from the chat app or the host;
+- `store.session_data.get` / `.replace` to the store: the data of the stamped scope only,
+  for one of its live instances, within the session-data quotas, at the expected revision;
+- `store.artifacts.create` / `.read` / `.list` and `store.diagnostics.report` to the store:
+  rows and files of the stamped scope only, within their quotas; artifacts read back by
+  their own app and the chat only;
+- `web_host.surface.push` to the web host: a state patch or session-data revision for the
+  surfaces of one of the sender's own live instances (`ownership_mismatch`,
+  `instance_not_found` otherwise), a merged state within 256 KiB;
+- `web_host.chat.changed` to the web host: from `app.chat` only, an empty body.
+
+So an app cannot reach the transport, the host or another app at all, and reaches the
+store only for rows of its own stamped scope in tables of their own: the cursor, the
+outbox and the lifecycle are written only by their owners, and an audit row's source is
+the stamp of the message that asked for it.
 """
 
 from __future__ import annotations

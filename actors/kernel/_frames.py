@@ -3,6 +3,42 @@
 Every byte that crosses a supervised channel is a frame. The decoder is incremental and
 strict: a length over the limit, bytes that are not msgpack, or a value that is not a map
 with a string `type` is a `FrameError`, and the channel that carried it is closed.
+
+A frame is at most `RuntimeConfig.max_frame` (1 MiB). The frames a supervised channel
+carries:
+
+- `message` (child → supervisor): `v`=1, `id`, `to`, `type`, `body` (msgpack bytes),
+  `call`?, `corr`?: a durable message. The supervisor sets `from` to the channel's actor
+  (no spoofing) and checks it at the door (`_door`) before it is stored;
+- a delivery (supervisor → child): the message with `from`, `seq` and `attempt`, handed out
+  from the mailbox;
+- `kernel.hello` (child → supervisor) `pid`: the first frame of an incarnation; from here
+  replies reach it, so a `call` in `on_start` is answered;
+- `kernel.welcome` (supervisor → child) `name`, `config`, `boot`, `synchronous`: the child
+  spec's name and config; `boot` names this run of the runtime (the same across the
+  actor's restarts); `synchronous` the mailbox's durability setting, which an actor with a
+  database of its own keeps too;
+- `kernel.ready` (child → supervisor): `on_start` finished, deliveries may begin (a second
+  one is a violation);
+- `kernel.ack` (child → supervisor) `seqs`: these deliveries are handled and their effects
+  durable;
+- `kernel.hold` (child → supervisor) `seqs`: these deliveries' handlers returned
+  `ACK_LATER`: their effect is under way outside the actor; they stay in flight until
+  acked, and a crash is not blamed on them;
+- `kernel.fail` (child → supervisor) `seq`, `error`: the handler raised; the actor waits
+  for `kernel.reset`;
+- `kernel.reset` (supervisor → child): everything in flight is handed back and redelivered
+  next;
+- `kernel.reply` (both ways) `corr` (the request's id), `body` or `error` {`code`,
+  `detail`}: the answer to a `call`;
+- `kernel.stats_request` / `kernel.stats` (supervisor ↔ child) `nonce`, `stats`: an
+  actor's `statistics()` record;
+- `kernel.ping` / `kernel.pong` (supervisor ↔ child) `n`: the heartbeat, answered by the
+  actor's reader task in its own trio loop, even while a handler awaits (`_supervisor`);
+- `kernel.actor_failed` (supervisor → children, durable) `name`, `reason`: a sibling
+  exceeded its restart intensity;
+- `kernel.supervise` (child → supervisor) `corr`, `op` start (`spec`) / stop (`name`): start
+  or stop an `app.*` dynamic child, answered by a `kernel.reply` (`_delegation`).
 """
 
 from __future__ import annotations

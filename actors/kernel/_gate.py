@@ -18,6 +18,35 @@ work:
 A refused message is never stored: a `call` gets a `kernel.reply` error with the code, a
 cast is dropped; both are counted against the sender and logged, at most once in ten
 seconds.
+
+The limits (`RuntimeConfig.app_limits`, `AppLimits`), all checked before anything is
+stored; a frame (of any child) is at most `max_frame`, 1 MiB, before any of this:
+
+| limit | default | when reached |
+|---|---|---|
+| packed body (`max_body`) | 256 KiB | `too_large` |
+| values in one body, decoded (`max_items`) | 65,536 | `too_large` |
+| nesting (`max_depth`; may be lowered, not raised) | 32 levels | `too_deep` |
+| bytes of bodies on one recipient's queue | 1 MiB a second, bursts of 4 MiB | `rate_limited` |
+| pace in messages (a refused one costs a tenth) | 2,000 a second, bursts of 4,000 | waits |
+| pace in bytes of frames, refused or not | 16 MiB a second, bursts of 32 MiB | waits |
+| sending credits: stored and not yet handled | 256 | waits |
+
+"Waits" means its channel is not read until the bucket refills or its recipients have
+handled some: its sends block, nothing is dropped. The values count every string, number,
+list, map and key (a megabyte of empty arrays is a million lists); every actor holds an
+app's body to 32 levels too, and msgpack's own stack stops deeper ones. The per-recipient
+bucket refuses before the body is decoded.
+
+What an app's input costs a shared actor is so bounded and charged to that app: past its
+byte budget its own messages to that actor are refused (a result it sends then is lost
+with them, and its call expires: its flood is its own), and the backlog it can put ahead
+of another app's messages in any mailbox is its sending credits and one burst, a few tens
+of milliseconds of the tool router's work. `tests/hostile/test_tool_flood.py` measures it:
+big reports at the app's pace, or small ones at its message pace, plus calls of a tool
+whose output costs its schema's whole check budget, while another app's calls take at most
+twice their quiet time and the tool router never misses a heartbeat. Deliveries are not
+scheduled round-robin across senders: within these bounds they need not be.
 """
 
 from __future__ import annotations

@@ -10,8 +10,48 @@ Done is not written into the rows. An actor handles its deliveries in order and 
 in order, so what it acks is the oldest of its live (pending or inflight) messages: the
 ack moves its cursor (`cursors.acked`) past them, one write for a whole batch, and a row at
 or below its recipient's cursor is done whatever its `state` column says. An ack that is
-not the oldest live messages marks its rows done one by one (`state` 2), as before. Rows
+not the oldest live messages marks its rows done one by one (`state` 2). Rows
 written by an older version (done in the row, no cursors) read the same.
+
+Its tables:
+
+- `messages` (key `seq`, the rowid: mailbox order): `id` (unique per `sender`),
+  `recipient`, `sender`, `type`, `frame`, `state` (0 pending, 1 inflight, 2 done out of
+  order, 3 dead), `attempts`, `failures`, `error`, `created_ms`, `done_ms`: every actor's
+  inbox;
+- `cursors` (key `recipient`): `acked`: every row of the recipient at or below it is done;
+- `replies` (key `caller`, `request_id`): `frame`: the first reply to each `call`.
+
+`messages` has partial indexes on `(recipient, seq)` of pending and of dead rows; a dead row
+says so in its `state` even below its cursor. The first reply to a `call` is re-sent when a
+replayed caller asks again.
+
+**Effectively once.** Ids are unique per sender, not across senders: the mailbox inserts
+with `ON CONFLICT(sender, id) DO NOTHING`, so a replayed handler's outputs, whose ids are
+`derive_id(M.id, n)`, are not stored twice (`derive_id` is public: an app that sent a
+message with an id another actor was going to derive would otherwise suppress that actor's
+message). A reply names its caller, and the store keys what it applied by sender and id
+too.
+
+**What it keeps.** Done rows are kept for a dedup window (`dedup_window_s`, 24 h), at most
+those among the newest `dedup_max_rows` seqs (50,000: a size cap that shortens the window,
+with a warning at most once an hour), and pruned at start, once a quarter of the cap more
+frames came through, and at least every `prune_every_s` (1 h), 2,000 rows a transaction
+between batches. Pending, in-flight and dead rows are never pruned. The WAL is cut back to
+4 MiB each time it starts over, whatever its peak, and to nothing after 30 s without a
+batch.
+
+Inflight rows are found from the cursor onwards; a running supervisor reports the in-flight
+counts it holds in memory instead (an idle actor's cursor trails everything sent since its
+last ack, so the scan is for a stopped runtime). A message to an actor with nothing in
+flight or pending moves its cursor up to just below it (`settle`), so an ack reads from
+there and not through everything the others were sent while it idled. A redriven dead
+letter gets a new seq at the end (its old one may be under the cursor), and a new seq is
+always above every cursor, also after old rows were pruned. The common ack needs no row at
+all (`advance`): when it names the oldest of the seqs the switchboard handed out, in seq
+order, with nothing of the actor waiting on disk, every live row of it below the next one
+in flight has just been acked, so the cursor moves there. Rewriting every acked row, with
+an inflight index, cost about 30 % of the supervisor's CPU per message.
 """
 
 from __future__ import annotations

@@ -7,6 +7,15 @@ data dir it cannot use stops the start with one sentence instead of a crash late
   of the runtime is a readable SQLite file of its own kind. A damaged one is moved aside
   with its WAL, never rewritten or deleted, and the start is refused: starting over
   without what the file held is the user's decision, as is restoring a backup.
+
+The data dir must be the running user's own (root refuses another user's: the runtime
+seals its data dir and keeps its apps' uids, token and sockets there). Under
+`supervisor.lock`, `mailbox.db`, `runtime.db` and `tool_router.db` are checked through
+their WAL with `PRAGMA quick_check`: a damaged one is kept aside whole, with its WAL, as
+`NAME.corrupt-<UTC time>` (never overwritten), and the start is refused; starting again
+begins without it. A SQLite file of something else is left in place and refused. A
+`control.sock` left by a killed runtime is replaced; a live runtime holds the lock and is
+named by its pid. Each refusal is one sentence with what to do, and a non-zero exit.
 """
 
 from __future__ import annotations

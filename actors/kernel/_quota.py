@@ -1,12 +1,13 @@
 """The size of an app's private directory, checked while it runs.
 
-RLIMIT_FSIZE bounds each file the app writes; the total is measured here: at the start of
-each incarnation and every `interval` seconds, the bytes allocated below the directory
+RLIMIT_FSIZE bounds each file the app writes (`Isolation.file_max`, 256 MiB); the total
+(`Isolation.dir_max`, 1 GiB) is measured here: at the start of each incarnation and every
+`interval` seconds (`dir_check_s`, 10 s), the bytes allocated below the directory
 (symlinks not followed, each hard-linked inode once) are summed in a worker thread. Past
-the quota the incarnation is failed with that reason: killed, and restarted by its
-policy, which the same check fails again at once until the restart intensity marks it
-failed. Between two checks an app may write past its quota by what it writes in
-`interval` (each file still bounded by RLIMIT_FSIZE).
+the quota the incarnation is failed with that reason (`its directory holds N bytes, over
+its quota of Q`): killed, and restarted by its policy, which the same check fails again at
+once until the restart intensity marks it failed. Between two checks an app may write past
+its quota by what it writes in `interval` (each file still bounded by RLIMIT_FSIZE).
 """
 
 from __future__ import annotations

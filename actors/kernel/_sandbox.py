@@ -19,6 +19,28 @@ is here:
 - **what it learns back**: the launcher's report of what it enforced, with the cgroup's
   and the log's steps merged in (`merge_report`, `log_jail_report`), shown in the
   actor's statistics as `isolation`.
+
+**Identities.** Each app has a uid and a gid of the same number, allocated at its first
+start and kept in `DATA_DIR/app_ids.json` (scope → id). The first candidate is a hash of
+(data dir, scope) in 0x70000000 to 0x7FFDFFFF (above the ranges systemd hands out, below
+2³¹), then the next free one: one taken in the table, or by a user or group of the system,
+is skipped. Two apps of one runtime never share an id; two runtimes on one machine (two
+data dirs) allocate independently, and the hash makes a clash unlikely (about n²/5·10⁸ for
+n apps), not impossible.
+
+**What it is told.** Environment: `PATH`, `LANG`, `LC_ALL`, `LC_CTYPE`, `TZ`,
+`LINEUP_LOG_LEVEL` if set, `PYTHONPATH` (the project root and the absolute entries of the
+supervisor's; a relative entry would be looked up in the app's own directory),
+`PYTHONSAFEPATH=1` and `PYTHONNOUSERSITE=1` (its writable cwd and `HOME` must not shadow
+the kernel's modules on its next start), and `HOME=/tmp/app`. Nothing else: no `*TOKEN*`,
+no `LINEUP_DATA_DIR`. In the `kernel.welcome` config `app_dir` is `"."` (set by the spec,
+and any other value refused), and the spec refuses a config with a key naming a token,
+secret, password, credential or data dir, or any absolute path.
+
+**The sealed data dir.** It is made 0700 (and `apps/` 0700) when an isolated child is
+planned: `mailbox.db`, `runtime.db` (0644 as SQLite creates them), `.runtime_token`
+(0600), `control.sock` and `ui.sock` (0600), `supervisor.lock`, `logs/` and every app's
+directory (0700, its own uid) are below it.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ class Restart(StrEnum):
 
 
 class Isolation(BaseModel):
-    """How an installed app's process is confined (docs/architecture.md, "Isolation").
+    """How an installed app's process is confined (the `actors.jail` package docstring).
 
     The launcher (`actors.jail`) gives it a network namespace of its own (no
     interfaces up: no network), a pid namespace of its own (it is its init: what it

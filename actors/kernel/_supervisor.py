@@ -7,6 +7,61 @@ seconds: a process it left holding the channel cannot keep the incarnation alive
 tell the switchboard (which requeues what was in flight and blames the message being
 handled), then decide by the child's `restart` policy, the restart intensity and the
 strategy whether and when to start it again.
+
+**Restarts.** Restart intensity is `max_restarts` within `max_seconds`, with exponential
+backoff (`backoff_base` * 2ⁿ, capped at `backoff_max`; the first restart in a period is
+immediate). Past the intensity the child is marked `failed`, the runtime `degraded`, and
+every other child receives `kernel.actor_failed`. A crash blamed on a message does not
+count toward the intensity: it is bounded by `max_deliver` instead, so a poison message
+alone cannot exhaust it. Children start in order, each after the previous one is ready (or
+has failed: a child not ready within `ready_timeout`, 60 s, is killed and counts as a
+crash), and stop in reverse order. The runtime is `running` again once no child is
+`failed` (a failed child removed or started anew). Dynamic children (the app processes) are
+started and stopped by name at run time (`Supervisor.start_child` / `stop_child`; the
+control requests `start_child` / `stop_child`; an actor's `kernel.supervise`,
+`_delegation`).
+
+**Liveness.** The heartbeat ticks every `RuntimeConfig.heartbeat_interval` seconds (5 s; 0
+turns it off), at whole multiples of the interval on the supervisor's clock, the same ticks
+for every child. At a tick the supervisor sends `kernel.ping` to each running child that
+said nothing in the last half interval (any frame from a child shows it alive, so a busy
+one is never pinged) and whose loop it does not see waiting for work (`_waiting`); the
+actor's channel reader answers `kernel.pong` from the actor's own trio loop. So a process
+stopped (SIGSTOP) or a loop held by a handler that never awaits (CPU-bound, a blocking
+call) falls silent, while a handler that awaits does not. A child silent for
+`unresponsive_after` seconds (15 s) is shown `unresponsive` in `lineup debug actors`, and
+`lineup debug status` says `degraded` with the reason naming it, until it answers again.
+With `restart_unresponsive` (off by default) the supervisor is its watchdog: it SIGKILLs
+the child, which restarts by its policy like after any crash (the reason says the watchdog
+killed it; a message it was handling is blamed, as for any crash). An idle runtime's
+heartbeat wakes the supervisor once an interval and no child; the ping is one small frame
+on the channel's ordinary writer, and nothing is added to the path of a message.
+
+**Lifecycle record.** The supervisor keeps the last 1000 lifecycle events of its children
+(`ready`, `exit` with the reason, `restart` with the delay and reason, `failed`,
+`unresponsive`, `responsive`): the control request `lifecycle`; each one is also sent to
+every live trace (`lineup debug trace`) and logged.
+
+**An isolated app's end.** The end of an incarnation is the exit of its process (the
+launcher's, waited on with a pidfd, or the relay's, as the app zygote reports it), not the
+EOF of its channel, which a process the app handed its channel to could put off for ever.
+At that exit the supervisor kills everything still in the app's cgroup, reads what the
+channel still holds for at most a second, and closes it; then it empties the cgroup
+(SIGKILL until `cgroup.procs` is empty) and removes it (`_containment`). `stop_child`,
+disable and remove take that path after SIGTERM (and SIGKILL after the spec's `shutdown`),
+and a SIGKILL of an app (`lineup debug kill`, or the end of its `shutdown`) goes to
+everything in its cgroup at once. An app killed for its memory limit ends with the reason
+`killed by SIGKILL (out of memory (the limit of its cgroup))`.
+
+**A start that fails.** An app's first process started for an actor that waits on it
+(`kernel.supervise` start: the app manager's launch) that ends before it is ready (the
+launcher or the child exits before `kernel.hello`, or `on_start` fails) failed to start: it
+is not restarted, since it would only fail again until the restart intensity gave up. The
+incarnation ends with the reason `did not start (exited with status N): ` and the last
+lines of what it wrote to its log (`lineup debug actors`, `last_exit`); the start is
+answered at once with the state `stopped`, and the app manager fails the launch with
+`app_start_failed` (`actors/app_manager/_start_failure.py`). The next launch tries again. A
+process that was ready once is restarted by its policy.
 """
 
 from __future__ import annotations

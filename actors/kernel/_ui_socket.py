@@ -1,6 +1,6 @@
 """The supervisor's UI socket: the user's side's own door, a Unix socket, mode 0600.
 
-A UI session (the terminal chat, `lineup chat send`, later a browser's bridge) speaks to
+A UI session (the terminal chat, `lineup chat send`, the web host for its pages) speaks to
 the host actor through it and through nothing else. It takes two kinds of request:
 
 - a `host.*` message type, `{"type": "host.ui.action", "body": {...}, "id"?: ...}`: stored

@@ -2,6 +2,11 @@
 
 A frame that breaks these rules closes the child's channel with the reason logged, and
 the child is restarted; nothing it sent after that frame is taken.
+
+Such a frame is garbage, an oversize length, a map without `type`, a field of the wrong
+type, or a `kernel.*` type a child may not send. The reason is logged and kept as the
+child's `last_exit` (`lineup debug actors`); the child is killed and restarted by its
+policy, and the supervisor itself never stops for it.
 """
 
 from __future__ import annotations

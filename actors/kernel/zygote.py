@@ -11,6 +11,12 @@ Lifetimes chain: the zygote dies with the supervisor (parent-death signal), and 
 dies with the zygote, so nothing outlives the supervisor. The first zygote of a run is
 forked from the supervisor instead (`_prefork`) and serves the same way; either is named
 `ZYGOTE_NAME` in `ps`.
+
+A restart after SIGKILL takes about 35 ms (p50). `RuntimeConfig.spawn = "exec"`, and any
+child with an environment of its own (as isolated apps have), starts a new interpreter
+instead: `python -m actors.kernel.child module:Class FD PARENT_PID` (`_process`). Either
+way the actor's end of a `socketpair` is its only channel, passed over the zygote's
+control socket (`SCM_RIGHTS`) when forked; no actor opens a socket to another.
 """
 
 from __future__ import annotations

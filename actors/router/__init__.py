@@ -7,7 +7,7 @@ that leave the router (app projections, rejection envelopes, the user's envelope
 - `router.inbound` (from the transport) `items` [[seq, JSON text]]: filter, then one
   `store.inbound.persist` cast with `deliver: true` and each accepted item's app
   projection (`view`); the store, after its commit, sends `app.deliver` to each app and
-  `transport.persisted` itself (docs/architecture.md, core path);
+  `transport.persisted` itself (the store's docstring says why);
 - `router.inbound.duplicates` (from the store) `items` [{id, seq, envelope}]: agent
   messages whose id was stored under another seq; each gets its `duplicate` answer in the
   outbox (`store.outbox.enqueue`), then `transport.outbox.wake`;

@@ -161,7 +161,7 @@ class RouterActor(Actor):
             "associate": associate,
             "cursor": cursor,
             # The store delivers the fresh ones and tells the transport once it committed
-            # (docs/architecture.md, "The store delivers"): a cast, no reply to wait for.
+            # (`actors.store`'s docstring, "Why the store delivers"): a cast, no reply.
             "deliver": True,
         }
         await self.cast("store", "store.inbound.persist", request, id=ids.next())

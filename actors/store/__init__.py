@@ -40,6 +40,38 @@ A committed session-data replace is announced to the app's process after the com
 `read_lifecycle`, `read_outbox`, `read_session_data` and the others read the file directly
 (read-only), for the CLI; `RuntimeReader` keeps it
 open for a reader that reads the registry and the lifecycle again and again (the web host).
+
+**Why the store delivers.** The router casts `store.inbound.persist` and goes on with the
+next run of the stream; after its commit the store itself sends `app.deliver` (the fresh
+items, per app in stream order, cut at 512 KiB, under the 1 MiB frame),
+`transport.outbox.wake` if the run queued rejection envelopes, and `transport.persisted`.
+A `call` whose reply the router turned into those casts would cost one more hop and one
+more mailbox commit (the reply) on every message's way to the app, and a router waiting
+idle for the store on every run (live p50 0.5-1 ms more, `lineup bench e2e`). The app still
+receives only what the store's commit says is fresh, the cursor still moves only after
+that commit, and the store's casts derive their ids from the request's and follow its
+recorded reply, so a replayed request sends the same messages and the mailbox keeps each
+once. FIFO from router to store keeps runs in order, and a router restarting asks the store
+for its floor behind its own earlier requests. The backlog reaches apps in stream order as
+it is persisted, before anything live (a live message has a higher seq).
+
+**Replays decide nothing new.** Every mutating request is applied with `applied_once` on
+its kernel id and its reply is stored in the same transaction (`requests`, `_actor`): a
+redelivered request gets the first reply. Calls to the store are retried with the same id
+after a timeout (the switchboard re-sends the stored reply).
+
+**Dedup.** By envelope id: an id seen again under another seq is `duplicate`, audited, and
+handed back to the router to be answered; the same id and seq again is a redelivery and is
+dropped silently. Rejections below the router's floor (the cursor at its start) were
+audited when first seen and are not audited again.
+
+**Rejections** are audited with their `Code`; an agent's rejected message is answered
+through the outbox: `lineup.tool.error {code}` for a tool call, otherwise a runtime
+`lineup.message` replying to it whose text starts with the code. Its id derives from the
+rejected message's, so it is queued once.
+
+`store.artifacts.keep` (a call, from the capability gateway only) keeps an artifact a
+provider made for an app, or a file the user chose for it (`_artifacts`).
 """
 
 from __future__ import annotations

@@ -25,6 +25,37 @@ Who may do what (the app's scope is the sender the supervisor stamped, never a b
 
 Refusals of an app are audited, at most once per sender every `REFUSAL_AUDIT_S` seconds
 (with the count since), so a flood costs the store one row.
+
+| table | key | content |
+|---|---|---|
+| `artifacts` | `artifact_id` | `app_scope`, `instance_id`, `conversation_id`, `title`, |
+| | | `media_type`, `size`, `sha256`, `created_ms` |
+
+The file is mode 0600 and named `art_` and a fresh id. A list comes a page (100) at a time,
+oldest first, each going on after one of the app's own artifacts (`after`; `next` is the
+id to ask after, or null); after another app's it starts from the first, as after an
+unknown one. The chat and the capability gateway are told `artifact_not_found` for an id
+that does not exist; the tool router's `store.artifacts.meta` answers null. The sweep at
+start runs before the store takes any message (tested with the store SIGKILLed at the
+crash points `store.artifact_mid_file` and `store.artifact_before_commit`); a removed
+app's files go right after the commit that removes its rows.
+
+**Quotas** (`ArtifactLimits`, beside `AppLimits` in `actors/kernel/_specs.py`): an artifact
+travels in one message, so it holds at most `max_bytes` (192 KiB, at most 240 KiB: under an
+app's packed body of 256 KiB, which the supervisor refuses as `too_large` before the store
+sees it), else `too_large`; an app keeps at most `max_count` artifacts (1,000) and
+`max_total_bytes` (64 MiB), else `quota_exceeded`; a media type is `type/subtype` in RFC
+6838's characters, without parameters, its type one of `media_types` (application, audio,
+font, image, model, text, video), and a title 1 to `max_title` characters (200) without
+control or format characters, else `invalid_payload`.
+
+An artifact lives as long as its app is installed: across restarts of the app, the store
+and the runtime, and while the app is disabled or updated. In a tool result the agent gets
+the store's reference, never a path (`actors/tool_router/_artifacts.py`); the chat's
+timeline shows it with the call. `lineup artifacts list | show` read `runtime.db`
+(`read_artifacts`, `read_artifact`), runtime up or not; saving one is the user's (`lineup
+artifacts save`, the page's Save: `capability_gateway.save_artifact`), and a saved copy is
+the user's and stays when the app is removed.
 """
 
 from __future__ import annotations

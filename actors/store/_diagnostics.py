@@ -5,6 +5,22 @@ the message, never a field of the body, so no app can write or hide another's di
 The store keeps each app's latest health and its last `EVENTS_KEPT` events; what an app
 reports is its own word about itself and is shown as such, never acted on. The app's pace
 (the supervisor's token bucket) bounds how fast it can write.
+
+`sdk.diagnostics.health(status, detail)` (`ok`, `degraded` or `failing`) and
+`event(level, name, fields)` (`debug` to `error`, a name of at most 64 characters, fields
+of at most 2 KiB as JSON) are each a cast of `store.diagnostics.report`:
+
+| table | key | content |
+|---|---|---|
+| `app_diagnostics` | `app_scope` | the latest `status` and `detail`, their time, `events_total` |
+| `app_diagnostic_events` | `pos` | `app_scope`, `at_ms`, `level`, `name`, `fields` |
+
+The door refuses a report with more than 20 events, an unknown level or health, or a name
+or detail past its length; the store refuses fields past 2 KiB (`too_large`) and keeps
+each app's newest 100 events. They are shown as the app's own words (`lineup debug actors
+--stats`: "app.x says: ...", each event a line, control characters escaped; `--json` adds
+`diagnostics` to each app's record). The rows outlive the app's process and go with the
+app when the user removes it.
 """
 
 from __future__ import annotations

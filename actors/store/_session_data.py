@@ -32,6 +32,28 @@ writes, their durability and their clean-up, and checks nothing but that it is J
 
 What session data cannot do is by construction: it is rows of its own table, so a replace
 touches no tool call, outbox item, focus stack or instance.
+
+| table | key | content |
+|---|---|---|
+| `app_session_data` | (`app_scope`, `instance_id`) | `data` (compact JSON text), `revision`, |
+| | | `size_bytes`, `updated_ms` |
+| `app_session_requests` | `pos` (unique `app_scope`, `request_id`) | `reply`: the answer to each |
+| | | of an app's newest 256 replaces |
+
+A request asked again by a restarted app under the same id is answered from the mailbox's
+replies; none goes to the store's general `requests`.
+
+**Quotas** (`SessionDataLimits`, the store's config `session_data`): 128 KiB of compact
+UTF-8 JSON (`too_large`), 16 levels of nesting, the object itself being one (`too_deep`),
+4,096 keys in all its objects (`too_large`); it must be a JSON object with string keys and
+finite numbers (`invalid_payload`): `{}` clears it. They sit under the supervisor's limits
+on an app's bodies, so that the store answers with its own codes.
+
+`read_session_data(data_dir)` lists each instance's `app_scope`, `instance_id`,
+`revision`, `size_bytes` and `updated_ms`, without the data; `lineup app data [APP]
+[--json]` shows them, runtime up or not. `tests/hostile/test_session_data.py` holds a
+replace to being only data: it never ends a tool call, writes the outbox, moves the focus
+or an instance, whatever the data looks like.
 """
 
 from __future__ import annotations

@@ -7,6 +7,14 @@ Otherwise the call is `starting`: the first one asks the app manager to launch o
 instance, and every call that needs the same instance waits behind it and runs after it, in
 arrival order (`activation_ready`); if the activation fails, each waiting call ends with
 its code. A tool that asks for it gets the previous foreground back when it ends.
+
+A launch puts the instance in the foreground or, for a tool whose `launch_policy.focus` is
+background, behind the current top. A tool with `restore_focus` gives the previous
+foreground back when it ends, unless another open call of the same instance still wants it
+in front (a call that ran on it meanwhile, whose tool focuses the foreground): that call
+inherits the duty (recorded in its history, so a restart keeps it) and the previous
+foreground comes back when it ends, or stays behind if its tool keeps its app in front. A
+call's end never takes the front from a call still running there.
 """
 
 from __future__ import annotations

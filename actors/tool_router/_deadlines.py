@@ -32,6 +32,82 @@ reports on it are refused:
 The operation's row goes into `tool_deadlines` in the same step as its call's row (one
 transaction of `tool_router.db`), so the call's state and its operation's never disagree on
 disk.
+
+The app's handler hands the call over by returning `self.sdk.tools.deadline(seconds,
+display={...})` (reported as `tool_router.report` {`kind`: "deadline", `duration_ms`,
+`display`, `alone`?}). A row of `tool_deadlines`:
+
+- `call_id` (the key) and `operation_id` (`op_…`, derived from the call's envelope id; in
+  the `scope` of every envelope about the call from then on);
+- `app_scope`, `conversation_id`, `instance_id`: whose operation, where, and the instance
+  that was in front;
+- `duration_ms` (1 ms to a day, from the start) and `display` (a JSON map for the app's own
+  view of it, at most 4 KiB);
+- `state`: `waiting_foreground`, `running`, `paused` (with `remaining_ms`), `finished` or
+  `interrupted`;
+- `requested_ms`, `started_ms`, `ends_ms`: when the app asked, when the runtime started it,
+  when it ends (`started_ms + duration_ms`);
+- `ended_ms`, `noticed_ms`, `ended_by`: when it ended (`ends_ms` when it ran out), when the
+  runtime noticed, and who ended it: `deadline`, `the agent`, `the agent (METHOD, call
+  ID)`, `the user`, `app`, `the runtime (CODE)`.
+
+- **One at a time, if the app says so.** A handover marked `alone` is refused while an
+  operation of the same tool is open (waiting, running or paused) in the conversation: the
+  call ends at once `already_running`, its message saying until when the open one runs,
+  which call it is and how to end it first; the open one goes on untouched. Handovers are
+  taken one at a time, so of two calls racing to start one, exactly one starts.
+- **Taken** only from the call's own app while the call is `running`, only for a tool
+  declared `handling: runtime_operation` and only if its `output_schema` takes a
+  deadline's result (else the call ends `handler_failed`, audited, and no operation
+  exists). Such a tool's result is the runtime's alone: its app answering the call with a
+  result ends it `handler_failed`, audited; it may still fail it with one of its codes
+  before handing it over (the user said no). Its `started` says the app is ready and in
+  front, so the agent gets no separate `lineup.tool.activation_ready` for it. The same
+  report again (the SDK re-sends its last report after a restart) changes nothing.
+- While it waits for the front, the call's `timeout_ms` runs (`operation_expired` if it
+  never comes to the front); from the start only the deadline ends it.
+- Every 0.1 s the tool router ends each running operation whose `ends_ms` has passed, with
+  the call's one `lineup.tool.result` from the runtime, {`state`: "finished",
+  `started_at`, `ends_at`, `ended_at`, `noticed_at`}. After a restart across `ends_ms` (of
+  the app, the tool router, the store or the whole runtime) the open operations are loaded
+  with their calls and the due ones ended at once: `ended_at` is still `ends_at`,
+  `noticed_at` says how late the runtime was.
+- The user's stop travels `host.ui.action` → `app.input` {`kind`: "stop", `call_id`} to the
+  chat app → `tool_router.interrupt`. The runtime's own verdicts end an operation too: the
+  app disabled, removed or updated. Closing the app's instance does not: the operation is
+  the runtime's, not the process's.
+- **One outcome.** Every end goes through the call's one final (its `SLOT_FINAL`
+  idempotency key): the first handled wins and is recorded with the operation's row; an
+  agent's cancel after it gets the recorded outcome again, a user's stop or an app's
+  interrupt after it finds nothing open. An interrupt handled after `ends_at` (the tool
+  router had not looked yet, or was down) comes after the deadline: the operation ends
+  finished at `ends_at`, and the interrupt gets that outcome.
+- **Not the app's.** After the handover the SDK itself holds the call for ended
+  (`complete` / `fail` raise `ownership_mismatch`). An app may read its latest operations
+  in a conversation (`call.deadlines()`) and interrupt them only through a running call of
+  its own there: anything else is `ownership_mismatch`, the same answer for another app's
+  call as for none. Before any of an app's own actions the router ends an operation
+  already past its end at its deadline. The agent hears a pause and a resume as progress
+  (`paused`, `resumed` with the new `ends_at`); `on_deadline` hears them too, and the
+  chat's line for the call says the same, each once (their ids derived from the news).
+- **The chat's line for the call** carries the timer as data, never as prose
+  (`app.tool.event` `deadline`, `shown_deadline`): {`state`: running, `ends_at`} at the
+  start and after a resume, {`state`: paused, `paused_at`, `remaining_ms`}, and with the
+  final {`state`: finished | interrupted, `ended_at`}. The chat's clients word it, each in
+  one place, on the local clock: "ends 12:27 · in 24 min", "paused at 12:03 · 24 min
+  left", "ended 12:27" (or "stopped"); minutes are rounded, under a minute is "under a
+  minute" (a paused timer's seconds are said). The page words a running timer's line again
+  every 15 s; the terminal chat and `lineup chat history` say it as it is when they print
+  (`apps.chat.deadline_words`).
+- **Told to the app**, to show it: when the operation starts and when it ends, the tool
+  router casts `app.tool.deadline` (its record, with `conversation_id` and `instance_id`)
+  to the app's process, which takes it from the tool router only (`sdk.tools.on_deadline`).
+  The app decides nothing by it. At its start the tool router tells again what it recorded
+  within the last hour (the same message ids, so the mailbox keeps each once): a start or
+  end recorded just before it was killed still reaches the app.
+- **Seen by the operator**: `lineup tools calls` shows a call in state `deadline` with when
+  its operation ends (or that it waits for the front, or how long it has left while
+  paused); `--json` adds the operation's row.
 """
 
 from __future__ import annotations

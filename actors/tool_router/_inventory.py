@@ -17,6 +17,24 @@ the reason given for it):
 The inventory lists the visible tools in a fixed order (by app, then method), so the same
 state always gives the same content and the same hash; a new revision is issued only when
 that hash changes.
+
+The first rule that fails is the reason kept for a tool (`lineup tools inventory`). The
+host's capabilities are `host_capabilities` in the tool router's config (none yet). The
+policy (`_policy`) is re-read as soon as a change to it is written and closed
+(`_policy_watch`). A conversation gets a new revision only when its hash changes and when
+it is first associated with an agent; revisions come from one counter that is stored with
+each publication and never goes down. Each revision is a `lineup.inventory` envelope
+submitted like the calls' receipts, so the agent sees it in order with the tool router's
+other envelopes.
+
+Beside the conversations', the runtime keeps the `runtime:global` inventory (no agent, no
+conversation: what any agent may use in a conversation that has not begun), published on
+every change like the others. An agent therefore holds the current tools before the first
+message of a new conversation (a user's first line reaches the agent before the runtime
+hears of the conversation); when that conversation is first associated and its tools are
+the global ones, it takes the global revision instead of a new one, so a call the agent
+made from the global inventory is current. The agent keeps the global inventory only for
+conversations it holds none of their own for.
 """
 
 from __future__ import annotations

@@ -16,6 +16,21 @@ connections of the web host only, nothing inline, no framing of the web host) an
 headers that keep its pages from being sniffed, framed or named as a referrer. An answer
 under the paths of an artifact's bytes (`_artifacts`) carries `default-src 'none'; sandbox`
 instead, a refusal included: what is there is never a page.
+
+A refusal is 403 with one sentence: run `lineup web url`. `lineup run` prints `Web:
+http://127.0.0.1:PORT/?key=…` and `lineup web url [--json]` mints another key for a running
+runtime; each key is a file `DATA_DIR/web/keys/<sha256>` that the first request showing it
+takes (unlinks), and what it gets is the cookie `lineup_web_PORT` (a session token kept as
+`DATA_DIR/web/sessions/<sha256>`), then a 303 to `/`. Keys and sessions last for the
+runtime's run. The policy is `default-src 'none'; script-src 'self'; style-src 'self';
+connect-src 'self' ws://…; frame-ancestors 'none'; …` (nothing inline), with `nosniff`,
+`Referrer-Policy: no-referrer`, `X-Frame-Options: DENY` and `Permissions-Policy:
+microphone=(self), camera=(), geolocation=()` (the microphone is the page's own; a
+surface's answers say `microphone=()`: no frame opens one). Two paths take `Host` alone:
+`/surface/TOKEN/…` and `/surface-bridge.js`, which a sandboxed frame loads (its origin is
+opaque, so its requests are cross-site and carry no cookie); a surface's token, minted for
+one page socket, is its access, and its answers carry the surface's own policy
+(`_surfaces`).
 """
 
 from __future__ import annotations

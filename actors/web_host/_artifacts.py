@@ -30,6 +30,18 @@ A file an app saved (`file.save`) for a page that shows its conversation is hand
 same way (`offer_file`): the gateway wrote it into the runtime's downloads, and
 `/saved/TOKEN` answers that file, opened by its one-component name without following a
 link.
+
+A preview is asked for when the declared type is PNG, JPEG, WebP or GIF (an `<img>` with
+the title as its alt text) and answered for at most 256 KiB. An HTML page or an SVG with a
+script that says it is a PNG is never a document in the browser
+(`tests/web/test_surface_tools.py`). A save token is kept for the last 256 saves. The
+download is answered with `content-disposition: attachment; filename="…";
+filename*=UTF-8''…` (the name percent-encoded; in the plain form anything outside printable
+ASCII, `"`, backslash and `%` replaced by `_`). The page's line then says `Saved as
+“NAME”.` with a link to download it again; a refusal (the app removed, the gateway not
+answering in time, four saves of the page already under way) is one sentence beside the
+button, never in the page's toast. What was served and refused is counted in the web
+host's statistics (`artifacts`).
 """
 
 from __future__ import annotations

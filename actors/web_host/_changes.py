@@ -10,6 +10,21 @@ Two writers tell the web host after their commit, each with no content:
 A notice says "look again", never what changed: each page socket then reads the chat's log
 or the registry itself (`_views`, `_surfaces`), exactly as it would without notices. So a
 notice can cost a look that finds nothing, never a wrong page.
+
+The registry notice is a cast after each committed registry write (`store.apps.write`),
+never a call: the app manager never waits on the web host, and a web host that is down
+finds the notices in its durable inbox, one look each. Where the runtime runs a web host,
+`actors.runtime_children.default_config` names it to the chat app (`view_watcher`) and to
+the app manager (`registry_watcher`). On a notice every page socket reads SQLite's
+`data_version` of the file and, if it moved, looks at what changed; a registry notice also
+sends every surface socket the surface in front (`_bridge`).
+
+Without a notice a page socket still looks once a second (`safety_look_s`, `SAFETY_S`), if
+the file changed: a notice is another process's word, and a write no notice follows (the
+link state, which the transport writes through the store a few times a run; a registry
+change whose notice was lost when the app manager was killed between its commit and its
+cast) would otherwise wait for the next change. Tests set it long to prove that notices
+alone carry a change.
 """
 
 from __future__ import annotations

@@ -9,6 +9,13 @@ or `toast`). The first page's word is the answer; none by the notification's dea
 page open, is "not shown", and the gateway tries the next way. A notification asked after its
 deadline (a call that waited out a restart of the web host) is shown nowhere: the gateway has
 taken another way by then.
+
+In the page (`static/notify.js`) a browser notification is tagged with the request's key,
+so several open pages make one; a toast is a note of its own, top right, the newest first,
+the last three kept until closed (`#notes`). The page asks the browser for permission only
+when the user presses *Allow notifications* in the header, shown while the browser has not
+been told either way, never on load. The text is text in both (`textContent`; a browser
+notification's body is plain text).
 """
 
 from __future__ import annotations

@@ -24,6 +24,12 @@ the same whatever origin the sandbox gives the document (Chromium matches `'self
 the response's URL, so both work there). No fetch, XHR, WebSocket or beacon reaches
 anywhere; scripts, styles and images come from the surface's own files and the bridge; no
 form is sent; and only the web host's page may frame it.
+
+What the manifest of a cache entry declares is read and checked once per entry (its name is
+its content's digest), when the registry first names it, in a worker thread, so that
+opening a surface is a look-up in the web host's event loop. What the page or the web host
+drops of a surface's messages is counted by reason or code: under the frame, and in the web
+host's statistics (`surfaces`: `page_dropped`, `refused`).
 """
 
 from __future__ import annotations

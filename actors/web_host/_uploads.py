@@ -43,6 +43,22 @@ is a recording as above: a token bound to it, the same upload, the gateway's clo
 (`web_host.pages`) and hands it a file an app saved for it (`web_host.download`: the name
 it has in the runtime's downloads): each such page gets a `download` frame with a
 `/saved/TOKEN` of that file (`_artifacts`) and clicks it.
+
+An upload token is forgotten when used, after ten minutes (`TOKEN_TTL_S`) or past the last
+256 (`MAX_TOKENS`). A POST from another origin or session is 403; past `max_bytes` 413
+`too_large`; the gateway's refusals are 415 `unsupported_media_type`, 422
+`invalid_payload` (a recording), 409 `invalid_state` (the card closed: a token of a closed
+card fills nothing, not a card opened after it). The answer is JSON: {`status`, `code`?},
+or {`code`, `error`} with the sentence the card shows under its input; the card stays open
+for another file. A file is never a WebSocket frame: the socket keeps its 64 K bound.
+
+The page records with `MediaRecorder`, Opus in WebM at 12 kb/s, a chunk a second, and
+shows the recording bar under the header wherever the user is: for which app, the time
+elapsed of the most allowed, and *Stop recording* (focused). It stops at Stop, at
+`max_ms`, a chunk short of `max_bytes`, or at `record_stop`, and the card then says how it
+went ("Recorded 4 s and handed it to voice."). For push-to-talk the bar says "Recording
+your message", and the page says it writes out what was said until the user's message is
+in the timeline.
 """
 
 from __future__ import annotations

@@ -9,6 +9,44 @@ what it says aloud of a message; `_refusals` the sentence for an
 answer it refused itself (`refusal_sentence`); `_notices` its word to the web host that its
 view changed. `history` is what `lineup chat history` prints: the timeline as the user sees
 it, read from the app's own log.
+
+**The audio mode, who does what.** Each conversation has a mode, `im` (text) or `audio`
+(voice), which only the user switches: the page's Voice switch and the terminal chat's
+`/mode` are UI actions (`host.ui.action`, input {`kind`: "mode", `mode`}), checked and
+audited by the host as any. A new conversation starts in the user's setting
+(`_default_mode`). The chat keeps the mode in its log (an event `mode`, folded into its
+view, `sdk.interaction`), so it survives restarts and every page and the terminal read it
+from there.
+
+- The agent's message spoken: the chat (`_voice`, `Speaker`): its words (`_spoken_text`:
+  Markdown as words, times local) in parts of at most 80 characters, each a `speech.speak`
+  request of the chat's (no card, audited), whose WAV artifact is recorded on the message
+  (an event `speech`).
+- The speech played: the page (`static/voice.js`) and the terminal chat
+  (`lineup/_voice_lines.py`) play the parts that arrive after they attached, in order, one
+  at a time; the page with its own `<audio>` element on `/artifact/CONVERSATION/ID` (the web
+  host serves the chat's speech to that conversation's pages only; the page's policy has
+  `media-src 'self'`), with Stop speaking, which, as the talk button does, also silences
+  the rest of those messages.
+- The user records: the page's talk button (held, or pressed to start and again to send;
+  Space and Enter too) opens the microphone and sends `talk`; the web host checks the
+  page's conversation is in audio mode and asks the gateway (`capability_gateway.talk`),
+  which starts an `audio.record` request of the chat with no card; from there it is the
+  page's recording (`actors/web_host/_uploads.py`), kept as the chat's artifact.
+- What was said, sent: the chat (`_voice`, `recorded`) asks `speech.transcribe` (no card)
+  and dispatches `send_text` with the transcript, `mode: audio` and the recording's
+  reference (`audio`), which the router puts in the user's `lineup.message`. No words made
+  out is refused by the chat itself (`nothing_heard`), and nothing is sent.
+
+Every user message carries the conversation's `mode`. No app reaches any of this: the
+chat's `app.input` is the host's, `app.interaction.*` the gateway's, the operator's and
+the settings app's, `capability_gateway.talk` the web host's, and the user's envelopes the
+chat's alone (the router refuses `router.action` from any other app); the supervisor
+refuses the rest before it is stored (`tests/hostile/test_capabilities.py`). Tested end to
+end in Chromium (`tests/installed/test_voice_mode.py`) and in the terminal chat
+(`tests/runtime/test_terminal_chat.py`, the answer played by a real PulseAudio and heard
+from its null sink's monitor). The chat's speech stays among its artifacts, within its
+quota (`ArtifactLimits`: a part is at most 192 KiB).
 """
 
 import importlib

@@ -19,6 +19,12 @@ What the app keeps is only what it shows, in its instance's session data: the ti
 state, its length, when it ends and ended, and what is left while it is paused (`{state,
 minutes | seconds, call_id, ends_at?, ended_at?, remaining_ms?}`), written each time the
 runtime says it started, paused, resumed or ended.
+
+The countdown is computed from `ends_at`, or from the `remaining_ms` of a paused timer; a
+timer that ran out says "Done" in its frame, with when it ended on the local clock, and
+has no buttons left. `pomodoro.start` hands its call over with display `{minutes}` or
+`{seconds}` and `alone` (one timer at a time); `pomodoro.status` reads the runtime's
+record; `pomodoro.stop` interrupts it for the agent.
 """
 
 from __future__ import annotations

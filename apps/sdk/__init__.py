@@ -36,6 +36,35 @@ sends `router.action`, `app_manager.request`, `tool_router.report`,
 `capability_gateway.consent`) and `web_host.surface.push` (to its own instances'
 surfaces), and nothing else reaches past the supervisor (`door` lists what it takes, from
 whom).
+
+**An app's inbox, kept twice.** An app process's kernel mailbox is its App Inbox:
+`mailbox.db` holds each `app.deliver` until the app has applied it, which is what survives
+a crash of the app (or its absence: messages wait there until it starts) and is replayed
+in order. The app's `app.db` (`_log`) holds every message it received, once, keyed by
+message id, with its acknowledgement: the app's own memory, what its view model is folded
+from, what decides whether a subscriber sees a message again, and what `lineup chat
+history` reads. An acknowledgement is the app's alone and stays in `app.db`; `runtime.db`
+keeps the agent's messages as conversation history, not per-app inbox rows. Subscribers
+are called for every message not yet acknowledged (at least once). Display messages and
+withdrawals are acknowledged after the subscribers ran; interaction requests when the user
+answered, or when the agent withdrew them. Apps receive projections (id, type,
+conversation, sender, payload, seq), never the raw envelope, and get only their private
+directory in their config.
+
+**User actions** are declarative (`send_text`, `answer`): the SDK mints the envelope id and
+writes the pending local echo, and the router builds and validates the envelope and
+queues it in the outbox. The transport submits pending items in local order with the
+envelope id as key; the verdict settles the item once and flips the echo to `accepted` or
+`rejected`.
+
+**Questions the conversation walked past.** The agent withdraws a question it asked with
+`lineup.interaction.withdraw`. The view model closes it (state `withdrawn`, with the
+reason) only when the same agent asked it in that conversation and it is still open: never
+a consent card, which is the runtime's. A withdrawal that closes nothing changes nothing,
+and the SDK files its code (`interaction_not_found`, `interaction_closed`) as the app's
+diagnostic event `interaction.withdraw.refused`. An answer that reaches the chat after the
+withdrawal is recorded refused (`sdk.actions.refuse`, code `withdrawn`), shown with one
+sentence (`apps/chat/_refusals.py`), and never sent.
 """
 
 from typing import TYPE_CHECKING

@@ -9,6 +9,16 @@ away as a PNG and an SVG with `board.export`, rendered here (`_render`) and kept
 artifacts. `board.save` renders it the same way and asks the runtime's capability gateway
 to save it as a file for the user (`file.save`), which the user allows or denies in the
 chat.
+
+The app re-checks every stored shape when it reads the board (the surface is untrusted):
+one that breaks the contract is never drawn, counted or exported; an agent's patch with
+one bad shape is refused whole and recorded in the app's diagnostics (`patch_refused`). A
+patch is `{title?, shapes: {id: shape | null}}`, merged: a new id on top, null removes.
+`board.export` renders the committed revision and is idempotent, so an export cut short by
+a crash runs again and gets the same artifacts. `board.save` runs again too
+(`rerun_after_restart`): killed while the user looks at its consent card, it asks again
+under the same request and the user's answer ends it; it keeps the board in front while it
+asks.
 """
 
 from __future__ import annotations
