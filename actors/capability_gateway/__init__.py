@@ -40,10 +40,10 @@ input (`sdk.capabilities.request`), and the gateway decides, asks the user when 
 runs the host's provider and audits every step. The app gets {`status`, `output`} with
 `status` one of `completed`, `cancelled_by_user`, `permission_denied`,
 `unsupported_on_host`, `policy_denied`, `expired`, `failed` (then with a `code`) or
-`in_doubt`, and never a path, a token or an exception. Its state lives in `runtime.db`
-(tables `capability_requests`, `capability_grants`), written by the store one gateway step
-at a time (`store.capabilities.write`: request rows, grants, a revocation and that step's
-audit rows, in one transaction; `store.capabilities.load` and `.get` read them back).
+`in_doubt`, and never a path, a token or an exception. Its state lives in its own file,
+`capability_gateway.db` (`_db`: requests, grants, and the audit rows a step wrote until the
+store has them), one gateway step a transaction; an older data dir's rows are moved there
+once (`_migration`).
 
 More of what it takes:
 

@@ -9,7 +9,8 @@ one message to the app's process, `app.surface.request`, a call whose sender is 
 actor (the app's door takes the type from `web_host` only), and the reply goes back to
 the frame. The app's process pushes to its surfaces (`web_host.surface.push`: a state
 patch, a revision of session data, a tool call handed to them), and this actor takes a
-push only from the process of the instance's own app.
+push only from the process of the instance's own app, for a live instance; what it keeps of
+an instance (its merged state, its calls) goes when the instance ends.
 
 A tool call handed to the surfaces of an instance is offered to each of them that is shown
 (`tool_call`), and again to each that becomes ready: then the app's process is asked for
