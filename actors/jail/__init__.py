@@ -136,24 +136,8 @@ past `file_max` fails with `EFBIG`; a directory past `dir_max` ends the app with
 reason; 50 MiB on stdout leave a log and its `.1` each under 8 MiB, and
 `ftruncate`/`lseek` on its stdout fail (a pipe)."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from ._env import die_with_parent, exited_children, name_process, scrubbed_environment
-
-if TYPE_CHECKING:
-    from ._launcher import level_of
-
-
-def __getattr__(name: str) -> Any:
-    # The launcher's steps load only for the supervisor, which reads a report's level: an
-    # actor process takes `die_with_parent` and `name_process` from here and nothing more.
-    if name == "level_of":
-        value = importlib.import_module("._launcher", __name__).level_of
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+from ._report import level_of
 
 __all__ = [
     "die_with_parent",

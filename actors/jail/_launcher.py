@@ -68,7 +68,7 @@ import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from . import _init
 from ._env import die_with_parent as _die_with_parent
@@ -81,6 +81,7 @@ from ._limits import (
     set_limits,
 )
 from ._reach import Show, entry_owner, needed, plan_view
+from ._report import Report
 
 CLONE_NEWNS: Final = 0x0002_0000
 CLONE_NEWIPC: Final = 0x0800_0000
@@ -111,8 +112,6 @@ MOUNT_ATTR_NOSUID: Final = 0x2
 
 VIEW_DIR: Final = "/tmp/app"  # where the app sees its private directory
 CODE_VIEW: Final = "/tmp/app-code"  # where it sees its verified code, read-only
-CORE_STEPS: Final = ("network", "filesystem", "identity")
-
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -152,36 +151,6 @@ def _bind(fd: int, target: str) -> None:
 
 def _empty_tmpfs(target: str, mode: str) -> None:
     _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode},size=64k")
-
-
-class Report:
-    """What was enforced and what was not, in the words the operator will read."""
-
-    def __init__(self) -> None:
-        self.enforced: dict[str, str] = {}
-        self.not_enforced: dict[str, str] = {}
-
-    def ok(self, step: str, detail: str) -> None:
-        self.enforced[step] = detail
-
-    def missing(self, step: str, reason: str) -> None:
-        self.not_enforced[step] = reason
-        print(f"jail: NOT enforced: {step}: {reason}", file=sys.stderr, flush=True)
-
-    def record(self, fds: list[int]) -> dict[str, Any]:
-        return {
-            "level": level_of(self.enforced, self.not_enforced),
-            "enforced": self.enforced,
-            "not_enforced": self.not_enforced,
-            "fds": fds,
-        }
-
-
-def level_of(enforced: dict[str, str], not_enforced: dict[str, str]) -> str:
-    """full: nothing missing; partial: some of the core steps enforced; else none."""
-    if not not_enforced:
-        return "full"
-    return "partial" if any(step in enforced for step in CORE_STEPS) else "none"
 
 
 # -- the steps ---------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import signal
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from ._launcher import Report
+    from ._report import Report
 
 NOFILE: Final = 1024
 

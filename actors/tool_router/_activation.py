@@ -29,7 +29,7 @@ from ._calls import SLOT_ACTIVATION, SLOT_STARTING, Call, envelope, outbox_item
 from ._deadlines import HANDLING as RUNTIME_OPERATION
 
 if TYPE_CHECKING:
-    from ._actor import ToolRouterActor
+    from ._router_face import RouterFace
 
 log = logging.getLogger("lineup.tool_router")
 
@@ -48,7 +48,7 @@ def _codes(code: str) -> Code:
 
 
 class Activations:
-    def __init__(self, router: ToolRouterActor) -> None:
+    def __init__(self, router: RouterFace) -> None:
         self.router = router
         self.waiting: dict[tuple[str, str], list[Call]] = {}
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Final
 from actors.contracts import Code, ContractError
 
 if TYPE_CHECKING:
-    from ._actor import ToolRouterActor
     from ._calls import Call
+    from ._router_face import RouterFace
 
 ARTIFACT_KEY: Final = "artifact"
 REFERENCE_FIELDS: Final = ("artifact_id", "title", "media_type", "size")
@@ -32,7 +32,7 @@ class ArtifactRefused(ContractError):
 
 
 async def with_artifact_reference(
-    router: ToolRouterActor, call: Call, output: dict[str, Any]
+    router: RouterFace, call: Call, output: dict[str, Any]
 ) -> dict[str, Any]:
     """`output` with its artifact reference replaced by the store's record of it (as it is
     when it names none); `ArtifactRefused` when the reference is not the calling app's."""

@@ -67,7 +67,7 @@ from ._deadlines import (
 )
 
 if TYPE_CHECKING:
-    from ._actor import ToolRouterActor
+    from ._router_face import RouterFace
 
 log = logging.getLogger("lineup.tool_router")
 # What an app does to one of its own operations, named by its call (`act`).
@@ -75,7 +75,7 @@ OWN_ACTIONS: Final = frozenset({"finish", "pause", "resume", "user_stop"})
 
 
 class DeadlineOperations:
-    def __init__(self, router: ToolRouterActor) -> None:
+    def __init__(self, router: RouterFace) -> None:
         self.router = router
 
     # -- from the call's app ------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from actors.jail._launcher import Report
+from actors.jail._report import Report
 from actors.kernel import ChildSpec, RuntimeConfig, new_id
 from actors.kernel._sandbox import JailPlan, app_id, scrubbed_environment
 from actors.runtime_token import write_token
