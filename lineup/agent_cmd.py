@@ -15,10 +15,10 @@ import json
 import re
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._agent_target import Target, resolve_target
 from ._common import (
     conversation_id,
     data_dir_of,
@@ -29,14 +29,6 @@ from ._common import (
     print_table,
     run_subcommand,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class _Target:
-    url: str
-    agent_id: str
-    token: str
-    data_dir: Path
 
 
 def _positive_float(text: str) -> float:
@@ -256,63 +248,11 @@ def _register_history(commands: Any) -> None:
     history.set_defaults(func=_history)
 
 
-def _token(args: argparse.Namespace, data_dir: Path) -> tuple[str, str]:
-    """The agent id and its token, from --token-file or the AppServer's data dir."""
-    from peers.appserver import load_credentials, read_credentials
-
-    if args.token_file is None:
-        credentials = read_credentials(data_dir)
-    else:
-        path = Path(args.token_file)
-        try:
-            text = path.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise ValueError(f"cannot read {path}: {exc.strerror}") from None
-        if not text:
-            raise ValueError(f"{path} is empty")
-        if not text.startswith("{"):  # a bare token
-            return args.agent or "demo", text
-        credentials = load_credentials(path)
-    agent_id = args.agent or credentials.agent_id
-    return agent_id, credentials.token_for_agent(agent_id)
-
-
-def _resolve(args: argparse.Namespace) -> _Target:
-    """The URL, agent id and token from the options (a `--conversation` was checked by its
-    option's type); `ValueError` with a definite reason."""
-    from peers.appserver import CREDENTIALS_FILE, CredentialsError, read_endpoint
-
-    from .appserver_cmd import DEFAULT_PORT, appserver_dir_of
-
-    data_dir = appserver_dir_of(args)
-    try:
-        agent_id, token = _token(args, data_dir)
-    except CredentialsError as exc:
-        missing = args.token_file is None and not (data_dir / CREDENTIALS_FILE).exists()
-        if missing:
-            raise ValueError(
-                f"no AppServer credentials in {data_dir}; start the runtime there with "
-                "`lineup run` (or `lineup appserver`), point at it with --data-dir DIR or "
-                "--appserver-dir DIR, or pass --token-file"
-            ) from None
-        raise ValueError(str(exc)) from None
-    recorded = read_endpoint(data_dir)
-    if not args.appserver and not recorded and args.token_file is None:
-        raise ValueError(
-            f"no AppServer is running for {data_dir} (it records its address there while it"
-            " runs); start the runtime with `lineup run`, or pass --appserver URL"
-        )
-    url = args.appserver or recorded or f"ws://127.0.0.1:{DEFAULT_PORT}/v1/ws"
-    if not url.startswith(("ws://", "wss://")):
-        raise ValueError(f"--appserver: {url!r} is not a ws:// or wss:// URL")
-    return _Target(url, agent_id, token, data_dir)
-
-
 class _GaveUp(Exception):
     pass
 
 
-def _run_agent(target: _Target, body: Callable[..., Awaitable[int]], **options: Any) -> int:
+def _run_agent(target: Target, body: Callable[..., Awaitable[int]], **options: Any) -> int:
     """Runs `body(client)` beside a running `AgentClient`; turns failures into messages."""
     import trio
 
@@ -353,7 +293,7 @@ def _send(args: argparse.Namespace) -> int:
     from actors.contracts import ContractError, SubmitResult
 
     try:
-        target = _resolve(args)
+        target = resolve_target(args)
     except ValueError as exc:
         return fail(str(exc))
 
@@ -421,7 +361,7 @@ def _report(args: argparse.Namespace, envelopes: list[dict[str, Any]], verdicts:
 
 def _demo(args: argparse.Namespace) -> int:
     try:
-        target = _resolve(args)
+        target = resolve_target(args)
     except ValueError as exc:
         return fail(str(exc))
     state_dir = (
@@ -441,7 +381,7 @@ def _demo(args: argparse.Namespace) -> int:
     return _run_agent(target, body, state_dir=state_dir)
 
 
-async def _caught_up(client: Any, target: _Target, timeout: float) -> None:
+async def _caught_up(client: Any, target: Target, timeout: float) -> None:
     """Until the agent has read its backlog (so it holds the latest inventory)."""
     import trio
 
@@ -466,7 +406,7 @@ def _tool_row(tool: Any) -> dict[str, Any]:
 
 def _inventory(args: argparse.Namespace) -> int:
     try:
-        target = _resolve(args)
+        target = resolve_target(args)
     except ValueError as exc:
         return fail(str(exc))
 
@@ -649,7 +589,7 @@ def _call(args: argparse.Namespace) -> int:
     if args.app is not None and not is_app_scope(args.app):
         return fail(f"--app: {args.app!r} is not an app scope (lower case, e.g. pomodoro)")
     try:
-        target = _resolve(args)
+        target = resolve_target(args)
     except ValueError as exc:
         return fail(str(exc))
 

@@ -110,10 +110,10 @@ def _mcp(args: argparse.Namespace) -> int:
     from link import LinkFailed
     from peers.agent.mcp import BridgeBusy, BridgeSettings, serve_http, serve_stdio
 
-    from .agent_cmd import _resolve
+    from ._agent_target import resolve_target
 
     try:
-        target = _resolve(args)
+        target = resolve_target(args)
     except ValueError as exc:
         return fail(str(exc))
     try:

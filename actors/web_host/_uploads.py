@@ -69,7 +69,7 @@ import secrets
 import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 from urllib.parse import unquote
 
 from starlette.requests import HTTPConnection, Request
@@ -81,8 +81,12 @@ from actors.kernel import Actor, CallFailed, CallTimeout
 
 from ._access import cookie_name
 
-if TYPE_CHECKING:
-    from ._socket import PageSocket
+
+class OpenPage(Protocol):
+    """An open page, as this module uses it: it is sent frames (`_socket` has the rest)."""
+
+    async def send(self, frame: dict[str, Any]) -> None: ...
+
 
 log = logging.getLogger("lineup.web_host")
 
@@ -123,7 +127,7 @@ class PagesAndUploads:
 
     def __init__(self, actor: Actor) -> None:
         self.actor = actor
-        self.pages: dict[str, set[PageSocket]] = {}
+        self.pages: dict[str, set[OpenPage]] = {}
         self.tokens: OrderedDict[str, _Upload] = OrderedDict()
         self.counters: Counter[str] = Counter()
 
@@ -132,10 +136,10 @@ class PagesAndUploads:
 
     # -- pages --------------------------------------------------------------------------
 
-    def opened(self, conversation: str, page: PageSocket) -> None:
+    def opened(self, conversation: str, page: OpenPage) -> None:
         self.pages.setdefault(conversation, set()).add(page)
 
-    def closed(self, conversation: str, page: PageSocket) -> None:
+    def closed(self, conversation: str, page: OpenPage) -> None:
         shown = self.pages.get(conversation, set())
         shown.discard(page)
         if not shown:

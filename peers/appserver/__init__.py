@@ -14,6 +14,7 @@ as the baseline. How the pieces fit:
 `lineup appserver` is lineup/appserver_cmd.py.
 """
 
+from ._core import Limits
 from ._credentials import (
     CREDENTIALS_FILE,
     DEFAULT_AGENT_ID,
@@ -31,7 +32,6 @@ from ._server import (
     AppServer,
     AppServerStatistics,
     DataDirInUse,
-    Limits,
     read_endpoint,
     write_endpoint,
 )

@@ -25,7 +25,7 @@ import trio
 import trio_websocket
 
 if TYPE_CHECKING:
-    from ._server import ServerCounters
+    from ._counters import ServerCounters
 
 _QUEUE_FRAMES: Final = 32
 _CLOSE_TIMEOUT_S: Final = 1.0

@@ -44,7 +44,7 @@ from ._faults import FrameWriter
 from ._store import StoredItem
 
 if TYPE_CHECKING:
-    from ._server import ServerCore
+    from ._core import ServerCore
 
 # Close codes of docs/protocol.md §3.1.
 CLOSE_PROTOCOL: Final = 4400
