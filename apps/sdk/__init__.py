@@ -84,7 +84,7 @@ _LAZY: dict[str, str] = {
     "has_events_table": "._log",
     "HOOKS": "._navigation",
     "SDK": "._runtime_app",
-    "AppContext": "._runtime_app",
+    "AppContext": "._app_core",
     "RuntimeApp": "._runtime_app",
     "ToolDeclaration": "._tool_table",
     "declared_tools": "._tool_table",
@@ -100,11 +100,12 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:
     from actors.kernel import CallFailed
 
+    from ._app_core import AppContext
     from ._declare import AppDeclaration, declare_app, declared_app, manifest_of, tool
     from ._log import EventLog, has_events_table
     from ._navigation import HOOKS
     from ._read import read_view
-    from ._runtime_app import SDK, AppContext, RuntimeApp
+    from ._runtime_app import SDK, RuntimeApp
     from ._tool_table import ToolDeclaration, declared_tools, tool_handlers
     from ._tools import PENDING, ToolCall
     from ._view import ASKS, ConversationView, ViewModel

@@ -21,14 +21,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from ._runtime_app import RuntimeApp
+    from ._app_core import AppCore
 
 STORE: Final = "store"
 TIMEOUT: Final = 30.0  # a create writes and fsyncs a file and a row
 
 
 class ArtifactsAPI:
-    def __init__(self, app: RuntimeApp) -> None:
+    def __init__(self, app: AppCore) -> None:
         self._app = app
 
     async def create(

@@ -38,7 +38,7 @@ from actors.contracts import Code
 from actors.kernel import CallFailed
 
 if TYPE_CHECKING:
-    from ._runtime_app import RuntimeApp
+    from ._app_core import AppCore
 
 log = logging.getLogger("lineup.sdk.capabilities")
 
@@ -61,7 +61,7 @@ def _best_effort(write: Callable[..., None], *args: Any) -> None:
 
 
 class CapabilitiesAPI:
-    def __init__(self, app: RuntimeApp) -> None:
+    def __init__(self, app: AppCore) -> None:
         self._app = app
 
     async def request(

@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeGuard, TypeVar
 
 from actors.contracts import (
     MANIFEST_FORMAT,
@@ -25,14 +25,14 @@ from actors.contracts import (
     validate_manifest,
     validate_tool_descriptor,
 )
+from actors.kernel import Actor
 
-from ._runtime_app import RuntimeApp
 from ._tool_table import TOOL_ATTR, ToolDeclaration, declared_tools
 
 _APP_ATTR: Final = "__lineup_app__"
 _APP_KINDS: Final = frozenset({"core", "installed"})
 
-AppClass = TypeVar("AppClass", bound=type[RuntimeApp])
+AppClass = TypeVar("AppClass", bound=type[Any])
 Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
 
 
@@ -49,6 +49,16 @@ class AppDeclaration:
     entrypoints: tuple[dict[str, Any], ...]
     agent_subscriptions: tuple[dict[str, Any], ...]
     capabilities: tuple[str, ...]
+
+
+def is_app_class(value: object) -> TypeGuard[type[Actor]]:
+    """A `RuntimeApp` subclass: an actor class with the app's own start (this module does
+    not import the SDK's base class, whose parts read the declarations made here)."""
+    return (
+        isinstance(value, type)
+        and issubclass(value, Actor)
+        and callable(getattr(value, "on_app_start", None))
+    )
 
 
 def _reflow(docstring: str | None) -> str:
@@ -166,7 +176,8 @@ def declare_app(
     )
 
     def decorate(app_class: AppClass) -> AppClass:
-        if not (isinstance(app_class, type) and issubclass(app_class, RuntimeApp)):
+        checked: object = app_class  # the check narrows its own name, not the decorated one
+        if not is_app_class(checked):
             raise TypeError("@declare_app decorates a RuntimeApp subclass")
         setattr(app_class, _APP_ATTR, declaration)
         app_class.app_version = version
@@ -177,7 +188,7 @@ def declare_app(
     return decorate
 
 
-def manifest_of(app_class: type[RuntimeApp]) -> dict[str, Any]:
+def manifest_of(app_class: type[Any]) -> dict[str, Any]:
     """The `lineup.app.v1` manifest of a declared app, validated and in canonical form.
 
     Raises `ContractError` (`invalid_manifest` naming the first violation). It is also
@@ -209,14 +220,13 @@ def manifest_of(app_class: type[RuntimeApp]) -> dict[str, Any]:
     return validate_manifest(raw).model_dump(mode="json", exclude_none=True)
 
 
-def declared_app(module: ModuleType) -> type[RuntimeApp]:
+def declared_app(module: ModuleType) -> type[Actor]:
     """The one app class `module` declares (defined in it or its package, decorated with
     `@declare_app`): how a build finds what to put in the manifest."""
     found = {
         value
         for value in vars(module).values()
-        if isinstance(value, type)
-        and issubclass(value, RuntimeApp)
+        if is_app_class(value)
         and _APP_ATTR in vars(value)
         and (value.__module__ + ".").startswith(module.__name__ + ".")
     }

@@ -13,7 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from ._runtime_app import RuntimeApp
+    from ._app_core import AppCore
 
 STORE: Final = "store"
 STATUSES: Final = ("ok", "degraded", "failing")
@@ -24,7 +24,7 @@ FIELDS_MAX_BYTES: Final = 2048
 
 
 class DiagnosticsAPI:
-    def __init__(self, app: RuntimeApp) -> None:
+    def __init__(self, app: AppCore) -> None:
         self._app = app
 
     async def health(self, status: str, detail: str = "") -> None:

@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from actors.kernel import Actor, Message, handles
 
 if TYPE_CHECKING:
-    from ._runtime_app import RuntimeApp
+    from ._app_core import AppCore
 
 MODES: Final = ("im", "audio")
 Mode = Literal["im", "audio"]
 
 
 class InteractionAPI:
-    def __init__(self, app: RuntimeApp) -> None:
+    def __init__(self, app: AppCore) -> None:
         self._app = app
 
     def mode(self, conversation_id: str) -> str | None:

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from ._runtime_app import RuntimeApp
+    from ._app_core import AppCore
 
 APP_MANAGER: Final = "app_manager"
 HOOKS: Final = frozenset({"start", "foreground", "background", "suspend", "restore", "closing"})
@@ -29,7 +29,7 @@ REQUEST_TIMEOUT: Final = 30.0  # an install verifies a bundle: allow it time
 LifecycleHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
 
 
-async def _request(app: RuntimeApp, body: dict[str, Any]) -> dict[str, Any]:
+async def _request(app: AppCore, body: dict[str, Any]) -> dict[str, Any]:
     row = await app.call(
         APP_MANAGER, "app_manager.request", body, timeout=REQUEST_TIMEOUT, id=app._ids.next()
     )
@@ -38,7 +38,7 @@ async def _request(app: RuntimeApp, body: dict[str, Any]) -> dict[str, Any]:
 
 
 class NavigationAPI:
-    def __init__(self, app: RuntimeApp) -> None:
+    def __init__(self, app: AppCore) -> None:
         self._app = app
 
     async def list_available(self) -> list[dict[str, Any]]:
@@ -111,7 +111,7 @@ class LifecycleAPI:
 class AppsAPI:
     """App management for the app-registry app: requests only, answered by the runtime."""
 
-    def __init__(self, app: RuntimeApp) -> None:
+    def __init__(self, app: AppCore) -> None:
         self._app = app
 
     async def list(self) -> list[dict[str, Any]]:

@@ -51,6 +51,7 @@ from typing import Any, Final
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
+from ._app_core import AppContext
 from ._artifacts import ArtifactsAPI
 from ._capabilities import GATEWAY, CapabilitiesAPI
 from ._diagnostics import DiagnosticsAPI
@@ -73,13 +74,6 @@ STORE: Final = "store"
 
 MessageHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
 StateListener = Callable[[ConversationView, dict[str, Any]], Awaitable[None] | None]
-
-
-@dataclass(frozen=True)
-class AppContext:
-    app_scope: str
-    kind: str  # core | installed
-    version: str
 
 
 async def _maybe_await(value: Awaitable[None] | None) -> None:
@@ -276,6 +270,7 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
     """Base class of an app process. Subclasses override `on_app_start` and `on_input`."""
 
     door = DOOR
+    sdk: SDK  # made at start; its parts see it through `_app_core`'s faces
 
     app_kind = "core"
     app_version = "0.1.0"

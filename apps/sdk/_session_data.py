@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 from actors.kernel import Actor, Message, handles
 
 if TYPE_CHECKING:
-    from ._runtime_app import SDK, RuntimeApp
+    from ._app_core import AppCore, SdkFace
 
 log = logging.getLogger("lineup.app")
 
@@ -68,7 +68,7 @@ def _snapshot(reply: dict[str, Any]) -> Snapshot:
 
 
 class SessionDataAPI:
-    def __init__(self, app: RuntimeApp) -> None:
+    def __init__(self, app: AppCore) -> None:
         self._app = app
         self._subscriptions: list[_Subscription] = []
 
@@ -155,7 +155,7 @@ class SessionDataAPI:
 class SessionDataInbox(Actor):
     """The app process's handler of the store's announcements (mixed into `RuntimeApp`)."""
 
-    sdk: SDK
+    sdk: SdkFace
     _from: Callable[..., None]
 
     @handles(CHANGED)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ._navigation import _request
 
 if TYPE_CHECKING:
-    from ._runtime_app import RuntimeApp
+    from ._app_core import AppCore
 
 GATEWAY: Final = "capability_gateway"
 CHAT: Final = "app.chat"
@@ -32,7 +32,7 @@ TIMEOUT: Final = 30.0
 
 
 class SettingsAPI:
-    def __init__(self, app: RuntimeApp) -> None:
+    def __init__(self, app: AppCore) -> None:
         self._app = app
 
     async def _ask(self, to: str, type_: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from actors.contracts import Code, ContractError, SurfaceEvent, check_event_payl
 from actors.kernel import REPLY_LATER, Actor, CallFailed, Message, handles
 
 if TYPE_CHECKING:
-    from ._runtime_app import SDK, RuntimeApp
+    from ._app_core import AppCore, SdkFace
 
 log = logging.getLogger("lineup.app")
 
@@ -64,7 +64,7 @@ def _refusal(failed: CallFailed) -> ContractError:
 
 class SurfaceAPI:
     def __init__(
-        self, app: RuntimeApp, events: dict[str, SurfaceEvent], *, shown: bool = False
+        self, app: AppCore, events: dict[str, SurfaceEvent], *, shown: bool = False
     ) -> None:
         self._app = app
         self._events = events  # every event the manifest's surfaces declare
@@ -166,7 +166,7 @@ class SurfaceAPI:
 
             await self._app.sdk.session_data.subscribe(forward, instance_id=instance)
         # A surface that subscribes again (reloaded) starts from the whole snapshot.
-        return await self._app.sdk.session_data.get(instance_id=instance)
+        return dict(await self._app.sdk.session_data.get(instance_id=instance))
 
     async def _capability(self, msg: Message, body: dict[str, Any]) -> None:
         """The gateway may wait for the user: answered later, the mailbox goes on."""
@@ -179,7 +179,7 @@ class SurfaceAPI:
         await self._app.reply(msg.sender, msg.id, outcome)
 
 
-def _entrypoints(app_class: type[RuntimeApp]) -> list[dict[str, Any]]:
+def _entrypoints(app_class: type[Any]) -> list[dict[str, Any]]:
     from ._declare import manifest_of  # noqa: PLC0415 - _declare imports the app's base
 
     try:
@@ -188,12 +188,12 @@ def _entrypoints(app_class: type[RuntimeApp]) -> list[dict[str, Any]]:
         return []
 
 
-def declares_surface(app_class: type[RuntimeApp]) -> bool:
+def declares_surface(app_class: type[Any]) -> bool:
     """Whether a declared app has a surface at all."""
     return any(entry.get("surface") for entry in _entrypoints(app_class))
 
 
-def declared_events(app_class: type[RuntimeApp]) -> dict[str, SurfaceEvent]:
+def declared_events(app_class: type[Any]) -> dict[str, SurfaceEvent]:
     """The events the surfaces of a declared app may emit (none for an undeclared class)."""
     events = {}
     for entry in _entrypoints(app_class):
@@ -206,7 +206,7 @@ def declared_events(app_class: type[RuntimeApp]) -> dict[str, SurfaceEvent]:
 class SurfaceInbox(Actor):
     """The app process's handler of the web host's relays (mixed into `RuntimeApp`)."""
 
-    sdk: SDK
+    sdk: SdkFace
     _from: Callable[..., None]
     _ids: Any
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 from actors.contracts import ToolDescriptor
 
 if TYPE_CHECKING:
-    from ._runtime_app import RuntimeApp
+    from ._app_core import AppCore
 
 TOOL_ATTR: Final = "__lineup_tool__"
 
@@ -30,7 +30,7 @@ class ToolDeclaration:
     runs_again: bool = False
 
 
-def declared_tools(app_class: type[RuntimeApp]) -> dict[str, ToolDeclaration]:
+def declared_tools(app_class: type[Any]) -> dict[str, ToolDeclaration]:
     """The class's tools by method, in declaration order; a subclass may override one."""
     by_attribute: dict[str, ToolDeclaration] = {}
     for klass in reversed(app_class.__mro__):
@@ -49,7 +49,7 @@ def declared_tools(app_class: type[RuntimeApp]) -> dict[str, ToolDeclaration]:
     return tools
 
 
-def tool_handlers(app: RuntimeApp) -> dict[str, BoundHandler]:
+def tool_handlers(app: AppCore) -> dict[str, BoundHandler]:
     """The app's tool handlers by method: what the SDK calls for an `app.tool.invoke`."""
     return {
         method: getattr(app, declaration.handler)

@@ -72,7 +72,7 @@ from ._capabilities import ASKING_CALL
 from ._tool_table import BoundHandler, declared_tools
 
 if TYPE_CHECKING:
-    from ._runtime_app import RuntimeApp
+    from ._app_core import AppCore
 
 log = logging.getLogger("lineup.app")
 
@@ -206,7 +206,7 @@ class ToolsAPI:
 
     PENDING: Final = PENDING
 
-    def __init__(self, app: RuntimeApp) -> None:
+    def __init__(self, app: AppCore) -> None:
         self._app = app
         self._declared = declared_tools(type(app))
         self._for_surface = frozenset(
