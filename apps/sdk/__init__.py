@@ -7,6 +7,8 @@ It reads and acts only through `self.sdk` (`app`, `state`, `agent_messages`, `ac
 runtime's files.
 
 - `_runtime_app`: `RuntimeApp` and the SDK object;
+- `_app_core`: what the SDK's parts see of the app and of each other (faces), and the
+  app's `AppContext`;
 - `_declare`: the manifest declared in the app's code (`@declare_app`, `@tool`);
 - `_tools`: the agent's tool calls, each recorded, run by its handler and reported once;
 - `_log`: the app's local event log (its App Inbox mirror, its actions, its tool calls);
