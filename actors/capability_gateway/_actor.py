@@ -80,7 +80,7 @@ from ._recording import ASKED_EACH_TIME, RECORD, Recordings, recorder_card
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
 from ._speech import SERVED_BY as SPEECH_SERVED_BY
 from ._talk import CHAT_OWN, CHAT_OWN_WHY, Talks, is_talk
-from .door import DOOR
+from .door import DOOR, Consent, NoFields, PolicySection, Request, Revoke, Withdraw
 
 log = logging.getLogger("lineup.capability_gateway")
 
@@ -199,7 +199,7 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
     # -- requests ---------------------------------------------------------------------------
 
     @handles("capability_gateway.request")
-    async def request(self, msg: Message) -> Any:
+    async def request(self, msg: Message[Request]) -> Any:
         await self.loaded.wait()
         if not msg.sender.startswith("app."):  # the operator is no app: nothing to ask for
             raise ContractError(Code.SENDER_NOT_ALLOWED, "only an app asks for a capability")
@@ -299,7 +299,7 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
     # -- the user's answer --------------------------------------------------------------------
 
     @handles("capability_gateway.withdraw")
-    async def withdraw(self, msg: Message) -> None:
+    async def withdraw(self, msg: Message[Withdraw]) -> None:
         """An app takes back a request of its own that the user has not answered: the call
         that asked ended first (cancelled, or cut short by the app's restart). Its card
         closes and it ends `failed`, code `withdrawn`, so that a late answer starts nothing
@@ -325,7 +325,7 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
         await self._settle(pending, result_of(finished), "withdrawn")
 
     @handles("capability_gateway.consent")
-    async def consent(self, msg: Message) -> None:
+    async def consent(self, msg: Message[Consent]) -> None:
         await self.loaded.wait()
         key, answer = str(msg.body["request_id"]), str(msg.body["answer"])
         pending = self.open.get(key)
@@ -390,7 +390,7 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
         return None
 
     @handles("capability_gateway.revoke")
-    async def revoke(self, msg: Message) -> Any:
+    async def revoke(self, msg: Message[Revoke]) -> Any:
         """The user takes a grant back (`lineup capabilities revoke`): `revoked` says how
         many there were (0 or 1)."""
         await self.loaded.wait()
@@ -408,7 +408,7 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
         return {"revoked": int(reply["revoked"])}
 
     @handles("capability_gateway.policy.check")
-    async def policy_check(self, msg: Message) -> Any:
+    async def policy_check(self, msg: Message[PolicySection]) -> Any:
         """Whether a capabilities section can be used, for the tool router before it writes
         a new policy file: `problem` names the first one (null: none), so a broken section
         is refused rather than written to refuse every capability."""
@@ -419,7 +419,7 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
         return {"problem": None}
 
     @handles("capability_gateway.providers")
-    async def providers_now(self, msg: Message) -> Any:
+    async def providers_now(self, msg: Message[NoFields]) -> Any:
         """What would serve each capability if asked now, for the user's settings:
         `providers` [{`capability`, `by`}]; a capability this host does not serve is not
         listed (it is `unsupported_on_host`)."""
@@ -460,7 +460,7 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
         return "the terminal chat, with the bell (no desktop service, no page open)"
 
     @handles("capability_gateway.grants")
-    async def grants_in_force(self, msg: Message) -> Any:
+    async def grants_in_force(self, msg: Message[NoFields]) -> Any:
         """The grants in force, for the user's settings app: `grants` [{app_scope,
         capability, scope, granted_ms}], by app and capability."""
         await self.loaded.wait()

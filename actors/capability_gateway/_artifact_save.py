@@ -23,6 +23,7 @@ from actors.contracts import Code, ContractError
 from actors.kernel import Actor, CallFailed, Message, derive_id, handles
 
 from . import _files
+from .door import SaveArtifact
 
 
 class ArtifactSaves(Actor):
@@ -33,7 +34,7 @@ class ArtifactSaves(Actor):
     write: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
     @handles("capability_gateway.save_artifact")
-    async def save_artifact(self, msg: Message) -> Any:
+    async def save_artifact(self, msg: Message[SaveArtifact]) -> Any:
         artifact_id = str(msg.body["artifact_id"])
         try:
             found = await self.call(

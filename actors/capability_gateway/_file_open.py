@@ -29,6 +29,7 @@ from actors.kernel import Actor, Message, handles
 
 from ._files import safe_name
 from ._requests import Pending, audit_row, finished_row, result_of
+from .door import FileChosen
 
 FILE_OPEN: Final = "file.open"
 # Capabilities whose yes is something the user chooses: no grant covers them, their card
@@ -66,7 +67,7 @@ class FileChoices(Actor):
     _changed_since: Callable[[dict[str, Any]], Awaitable[tuple[CapabilityResult, str] | None]]
 
     @handles("capability_gateway.file_chosen")
-    async def file_chosen(self, msg: Message) -> Any:
+    async def file_chosen(self, msg: Message[FileChosen]) -> Any:
         """`request_id` (the gateway's key), `name`, `media_type` (declared; may be empty),
         `data`, `chooser` (web, terminal) → {`status`, `code`?} of the request; a file
         refused, or a request not waiting for one, is a `ContractError` whose detail is the

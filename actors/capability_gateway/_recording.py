@@ -69,6 +69,7 @@ from actors.kernel import Actor, CallFailed, Message, derive_id, handles
 from ._apps import app_facts
 from ._audio import ALIASES, WAV, AudioError, base_type, read_recording
 from ._requests import Pending, audit_row, finished_row, now_ms, result_of
+from .door import MAX_RECORDING_BYTES, Recorded, RecordStart, Withdraw
 
 TALK_PREFIX: Final = "chat/talk."  # a push-to-talk recording's key (`_talk`)
 
@@ -78,9 +79,6 @@ RECORD: Final = "audio.record"
 ASKED_EACH_TIME: Final = frozenset({RECORD})
 MAX_RECORD_S: Final = 120  # the runtime's cap on one recording, whatever an app asks
 DEFAULT_RECORD_S: Final = 30
-# An artifact holds at most 192 KiB by default (`ArtifactLimits`): a page's Opus at 12 kb/s
-# fills it in about two minutes, a 16 kHz WAV in six seconds.
-MAX_RECORDING_BYTES: Final = 192 * 1024
 WATCH_S: Final = 0.25  # how often a recording's app is looked at: is it still in front
 UPLOAD_GRACE_S: Final = 15.0  # after a recording's end, how long the page has to send it
 SLACK_MS: Final = 1500  # a recorder's framing may pass the gateway's clock by this much
@@ -231,7 +229,7 @@ class Recordings(Actor):
     # -- the user's yes -----------------------------------------------------------------------
 
     @handles("capability_gateway.record_start")
-    async def record_start(self, msg: Message) -> Any:
+    async def record_start(self, msg: Message[RecordStart]) -> Any:
         """The page's "Start recording" (from the web host): the yes to a waiting
         `audio.record` request, recorded by the page. {`max_ms`, `max_bytes`}: how long and
         how much it may send; a request not waiting for it is `invalid_state`."""
@@ -335,7 +333,7 @@ class Recordings(Actor):
         )
 
     @handles("capability_gateway.record_stop")
-    async def record_stop(self, msg: Message) -> Any:
+    async def record_stop(self, msg: Message[RecordStart]) -> Any:
         """The user's stop of a recording the gateway makes (the terminal's `/stop`):
         {`stopped`}: whether one was under way."""
         live = self.recordings.get(str(msg.body["request_id"]))
@@ -353,7 +351,7 @@ class Recordings(Actor):
         await self._end(live, CapabilityResult.FAILED, str(Code.WITHDRAWN), None, why)
 
     @handles("capability_gateway.stop")
-    async def stop_own(self, msg: Message) -> None:
+    async def stop_own(self, msg: Message[Withdraw]) -> None:
         """An app ends its own recording early (its surface's Stop); another's, or one
         not under way, is left alone."""
         scope = msg.sender.removeprefix("app.")
@@ -396,7 +394,7 @@ class Recordings(Actor):
     # -- what was recorded --------------------------------------------------------------------
 
     @handles("capability_gateway.recorded")
-    async def recorded(self, msg: Message) -> Any:
+    async def recorded(self, msg: Message[Recorded]) -> Any:
         """What the page recorded (from the web host's upload route): {`status`, `code`?},
         the request's outcome."""
         live = self.recordings.get(str(msg.body["request_id"]))

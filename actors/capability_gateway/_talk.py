@@ -31,9 +31,10 @@ from actors.kernel import Actor, Message, derive_id, handles
 
 from ._apps import AppFacts, app_facts
 from ._db import GatewayFile
-from ._recording import MAX_RECORDING_BYTES, RECORD, UPLOAD_GRACE_S, LiveRecording
+from ._recording import RECORD, UPLOAD_GRACE_S, LiveRecording
 from ._recording import TALK_PREFIX as RECORDING_TALK_PREFIX
 from ._requests import Pending, audit_row, finished_row, now_ms
+from .door import MAX_RECORDING_BYTES, Talk
 
 CHAT_OWN: Final = frozenset({"speech.speak", "speech.transcribe"})
 CHAT_OWN_WHY: Final = "the chat's own, in a conversation the user put in voice mode: no card"
@@ -61,7 +62,7 @@ class Talks(Actor):
     _refusal: Callable[..., tuple[CapabilityResult, str | None, str, str] | None]
 
     @handles("capability_gateway.talk")
-    async def talk(self, msg: Message) -> Any:
+    async def talk(self, msg: Message[Talk]) -> Any:
         """The page's talk button: {`request_id`, `max_ms`, `max_bytes`} of the recording
         started for the chat; a refusal's code and one sentence for the person otherwise."""
         await self.loaded.wait()  # type: ignore[attr-defined]

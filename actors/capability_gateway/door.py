@@ -12,7 +12,7 @@ and so does the chat's push-to-talk (the web host). An app takes back only its o
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, Final, Literal, NotRequired
 
 from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
@@ -20,14 +20,18 @@ from typing_extensions import TypedDict
 from actors.contracts import FILE_OPEN_MAX_BYTES, SCOPE_CHAT, SCOPE_SETTINGS
 from actors.kernel import APPS, Door, accept
 
-from ._recording import MAX_RECORDING_BYTES
-
 _CLOSED = ConfigDict(extra="forbid")
 # An app's own id for a request: what it asks again with to learn the outcome.
 _REQUEST_ID = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,80}$")]
 # The gateway's key of a request: `<app_scope>/<the app's request id>`.
 _REQUEST_KEY = Annotated[str, Field(pattern=r"^[a-z0-9_.-]{1,64}/[A-Za-z0-9_.:-]{1,80}$")]
 _NAME = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+# A recording the page sends: an artifact holds at most 192 KiB by default
+# (`ArtifactLimits`): a page's Opus at 12 kb/s fills it in about two minutes, a 16 kHz WAV
+# in six seconds.
+MAX_RECORDING_BYTES: Final = 192 * 1024
 
 
 class Request(TypedDict):

@@ -50,9 +50,10 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 import trio
+from typing_extensions import TypeVar as DefaultedTypeVar
 
 from actors.contracts import ContractError
 
@@ -68,14 +69,19 @@ log = logging.getLogger("lineup.actor")
 _ACK_BATCH = 64
 
 
-class Message(NamedTuple):
+# A message's body as its handler reads it: the type its door declares (`Message[Report]`),
+# or `Any` for a handler that reads it itself.
+Body = DefaultedTypeVar("Body", default=Any)
+
+
+class Message(NamedTuple, Generic[Body]):
     """One delivered message. A tuple: built for every delivery, and a frozen dataclass
     costs twice as much to build."""
 
     id: str
     sender: str
     type: str
-    body: Any
+    body: Body
     seq: int
     attempt: int
     wants_reply: bool = False

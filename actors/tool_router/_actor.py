@@ -74,7 +74,7 @@ from ._policy import CAPABILITIES_SECTION, POLICY_FILE, Policy, load_policy, pol
 from ._policy_edit import checked_policy, inventories_view, policy_view, write_policy
 from ._policy_watch import changes_of
 from ._steps import Steps
-from .door import DOOR
+from .door import DOOR, DeadlineRequest, Inbound, Interrupt, NoFields, PolicyReplace, Report
 
 log = logging.getLogger("lineup.tool_router")
 
@@ -290,7 +290,7 @@ class ToolRouterActor(Actor):
 
     @handles("tool_router.inbound")
     @stepped
-    async def inbound(self, msg: Message) -> None:
+    async def inbound(self, msg: Message[Inbound]) -> None:
         fresh = {
             c: a for c, a in msg.body.get("associate", {}).items() if c not in self.conversations
         }
@@ -620,7 +620,7 @@ class ToolRouterActor(Actor):
 
     @handles("tool_router.apps")
     @stepped
-    async def apps_changed(self, msg: Message) -> None:
+    async def apps_changed(self, msg: Message[dict[str, Any]]) -> None:
         before = self.apps
         self.apps, self.foreground = app_views(msg.body, self.core)
         for call in list(self.calls.values()):
@@ -634,7 +634,7 @@ class ToolRouterActor(Actor):
 
     @handles("tool_router.report")
     @stepped
-    async def report(self, msg: Message) -> None:
+    async def report(self, msg: Message[Report]) -> None:
         body = msg.body
         call = self.calls.get(str(body["call_id"]))
         if call is None:
@@ -690,16 +690,16 @@ class ToolRouterActor(Actor):
 
     @handles("tool_router.deadline")
     @stepped
-    async def deadline(self, msg: Message) -> dict[str, Any]:
+    async def deadline(self, msg: Message[DeadlineRequest]) -> dict[str, Any]:
         return await self.operations.request(msg)
 
     @handles("tool_router.interrupt")
     @stepped
-    async def interrupt(self, msg: Message) -> dict[str, Any] | None:
+    async def interrupt(self, msg: Message[Interrupt]) -> dict[str, Any] | None:
         return await self.operations.user_stop(msg)
 
     @handles("tool_router.policy.get")
-    async def policy_get(self, msg: Message) -> dict[str, Any]:
+    async def policy_get(self, msg: Message[NoFields]) -> dict[str, Any]:
         """The policy file and, per conversation, the revision published and every
         installed tool's visibility with its reason."""
         await self.loaded.wait()
@@ -707,7 +707,7 @@ class ToolRouterActor(Actor):
 
     @handles("tool_router.policy.replace")
     @stepped
-    async def policy_replace(self, msg: Message) -> dict[str, Any]:
+    async def policy_replace(self, msg: Message[PolicyReplace]) -> dict[str, Any]:
         """The user's new policy: checked, written whole, in force at once (a revision for
         each conversation whose visible tools change), audited. A broken one changes nothing."""
         raw = msg.body["policy"]
@@ -773,7 +773,7 @@ class ToolRouterActor(Actor):
         audit = {"code": code, "detail": detail, "message_id": msg.id}
         await self.cast("store", "store.audit", audit, id=new_id())
 
-    async def _progress(self, call: Call, body: dict[str, Any], report_id: str) -> None:
+    async def _progress(self, call: Call, body: Report, report_id: str) -> None:
         payload = {k: body[k] for k in ("stage", "percent", "message") if body.get(k) is not None}
         call.note("progress", **payload)
         call.arm()

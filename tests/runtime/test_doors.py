@@ -4,6 +4,9 @@ takes, from whom, and an app process reaches only its SDK's surface."""
 from __future__ import annotations
 
 import importlib
+import inspect
+import typing
+from typing import Final
 
 from actors import runtime_children
 from actors.kernel import APPS, Actor, Door, load_door
@@ -43,6 +46,34 @@ def test_every_runtime_actor_declares_exactly_what_it_handles() -> None:
         assert door.types() == set(actor._handlers), name
         for message_type in door.types():
             assert door.senders_of(message_type), f"{name} {message_type}: nobody may send it"
+
+
+def _declared_body(handler: object) -> object:
+    """The body type a handler's message is annotated with (`Message[T]`), or None."""
+    hints = typing.get_type_hints(inspect.unwrap(handler))  # type: ignore[arg-type]
+    message = next(iter(v for k, v in hints.items() if k != "return"), None)
+    args = typing.get_args(message)
+    return args[0] if args else None
+
+
+# Actors whose every handler names its body's type, as their door declares it.
+TYPED: Final = ("tool_router", "capability_gateway")
+
+
+def test_a_handler_reads_its_body_as_the_type_its_door_declares() -> None:
+    """A handler that names its message's body type (`msg: Message[Report]`) names the one
+    its door validates: the shape is declared once, in the door, and read as such."""
+    typed = 0
+    for name, actor, door in _runtime_actors():
+        for message_type, attribute in actor._handlers.items():
+            declared = _declared_body(getattr(actor, attribute))
+            rule = door.accepts[message_type]
+            if declared is None:
+                assert name not in TYPED, f"{name} {message_type}: its handler names no body type"
+                continue
+            typed += 1
+            assert declared == rule.body, (name, message_type, declared, rule.body)
+    assert typed >= 21
 
 
 def test_an_app_reaches_only_its_sdk() -> None:
