@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import trio
+from pydantic import JsonValue
 
 from actors.contracts import Code, ContractError
 from actors.kernel import (
@@ -226,7 +227,7 @@ class AppManagerActor(Actor):
     # -- requests ------------------------------------------------------------------------
 
     @handles("app_manager.request")
-    async def request(self, msg: Message) -> Any:
+    async def request(self, msg: Message[dict[str, JsonValue]]) -> Any:
         await self.loaded.wait()
         body = dict(msg.body or {})
         ids = DerivedIds(msg.id)
@@ -430,7 +431,7 @@ class AppManagerActor(Actor):
     # -- from the host and the supervisor --------------------------------------------------
 
     @handles("app_manager.host_intent")
-    async def host_intent(self, msg: Message) -> None:
+    async def host_intent(self, msg: Message[dict[str, Any]]) -> None:
         """A host lifecycle intent, checked and audited by the host actor. The window's
         foreground / background are kept for the record; opening, focusing and closing
         an app are navigation, run as operations like the CLI's."""
@@ -457,7 +458,7 @@ class AppManagerActor(Actor):
             await self._persist(ids, operations=[op])
 
     @handles("kernel.actor_failed")
-    async def actor_failed(self, msg: Message) -> None:
+    async def actor_failed(self, msg: Message[dict[str, Any]]) -> None:
         """An app process is past its restart intensity: its instances fail, and the
         instance below the failed one in the focus stack comes back."""
         await self.loaded.wait()

@@ -14,13 +14,14 @@ import logging
 from typing import Any
 
 import trio
+from pydantic import JsonValue
 
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
 from ._delivery import project, rejection_envelope, tool_call_view, user_envelope
 from ._filter_chain import Accepted, FilterContext, Rejected, check_inbound
-from .door import DOOR
+from .door import DOOR, Apps, Duplicates, Inbound
 
 log = logging.getLogger("lineup.router")
 
@@ -108,7 +109,7 @@ class RouterActor(Actor):
             self.ctx.apps = {**configured, **FilterContext.from_config(apps).apps}
 
     @handles("router.apps")
-    async def apps(self, msg: Message) -> None:
+    async def apps(self, msg: Message[Apps]) -> None:
         """The registry changed: which apps are installed, enabled, subscribed, running."""
         _only_from(msg, "app_manager")
         await self.loaded.wait()
@@ -117,7 +118,7 @@ class RouterActor(Actor):
     # -- inbound ---------------------------------------------------------------------------
 
     @handles("router.inbound")
-    async def inbound(self, msg: Message) -> None:
+    async def inbound(self, msg: Message[Inbound]) -> None:
         """A run of the AppServer stream: `items` [[seq, message JSON text], ...], in order."""
         _only_from(msg, "transport")
         await self.loaded.wait()
@@ -172,7 +173,7 @@ class RouterActor(Actor):
         self.forwarded += sum(1 for a in accepted if a.deliver_to is not None)
 
     @handles("router.inbound.duplicates")
-    async def inbound_duplicates(self, msg: Message) -> None:
+    async def inbound_duplicates(self, msg: Message[Duplicates]) -> None:
         """Agent messages the store found stored already under another seq:
         `items` [{id, seq, envelope}]; each agent gets its `duplicate` answer."""
         _only_from(msg, "store")
@@ -194,7 +195,7 @@ class RouterActor(Actor):
     # -- outbound: the user's actions, into the outbox (docs/protocol.md §4.5) ---------------
 
     @handles("router.action")
-    async def action(self, msg: Message) -> None:
+    async def action(self, msg: Message[dict[str, JsonValue]]) -> None:
         """A declarative action from an app: `action` (send_text | answer), `id` (the envelope
         id the app minted for its local echo), `conversation_id`, `text` / `response`."""
         ids = DerivedIds(msg.id)

@@ -12,10 +12,10 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from actors.contracts import Code, ContractError
+from actors.contracts import Code, ContractError, OutboxVerdict
 from actors.kernel import Message, applied_once, derive_id, handles
 
 from ._apps import AppTables
@@ -25,7 +25,7 @@ from ._overview import OverviewTables
 from ._schema import open_db
 from ._session_data import SessionDataTables
 from ._upkeep import StoreUpkeep
-from .door import DOOR
+from .door import DOOR, Audit, Empty, Enqueue, Lifecycle, Pending, Persist
 
 log = logging.getLogger("lineup.store")
 
@@ -116,7 +116,7 @@ class StoreActor(
         )
 
     def _enqueue(
-        self, items: list[dict[str, Any]], fresh: list[dict[str, Any]] | None = None
+        self, items: Sequence[Mapping[str, Any]], fresh: list[dict[str, Any]] | None = None
     ) -> list[int]:
         """Queue `items` once each (by key); their orders. With `fresh`, the items new to
         the outbox are added to it as the transport submits them: {order, key, envelope}."""
@@ -141,7 +141,7 @@ class StoreActor(
     # -- inbound: the persist step of the filter chain ----------------------------------------
 
     @handles("store.inbound.persist")
-    async def inbound_persist(self, msg: Message) -> Any:
+    async def inbound_persist(self, msg: Message[Persist]) -> Any:
         """Persist what the router accepted, its rejections and the cursor, in one commit.
 
         Body: `items` [{seq, id, conversation_id, app_scope, type, sender_kind, sender_id,
@@ -227,7 +227,7 @@ class StoreActor(
             await self._after_persist(body, reply)
         return reply
 
-    async def _after_persist(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
+    async def _after_persist(self, body: Mapping[str, Any], reply: dict[str, Any]) -> None:
         """The casts that follow a persist, in a fixed order (see `inbound_persist`)."""
         fresh = set(reply["fresh"])
         by_app: dict[str, list[dict[str, Any]]] = {}
@@ -265,23 +265,23 @@ class StoreActor(
         await self.cast("transport", "transport.persisted", {"cursor": reply["cursor"]})
 
     @handles("store.cursor.get")
-    async def cursor_get(self, msg: Message) -> Any:
+    async def cursor_get(self, msg: Message[Empty]) -> Any:
         return {"cursor": self._cursor()}
 
     @handles("store.conversations")
-    async def conversations(self, msg: Message) -> Any:
+    async def conversations(self, msg: Message[Empty]) -> Any:
         rows = self.db.execute("SELECT conversation_id, agent_id FROM conversations")
         return {"conversations": dict(rows.fetchall())}
 
     # -- outbox (docs/protocol.md §4.5) ----------------------------------------------------
 
     @handles("store.outbox.enqueue")
-    async def outbox_enqueue(self, msg: Message) -> Any:
+    async def outbox_enqueue(self, msg: Message[Enqueue]) -> Any:
         """Body `items` [{key, envelope, origin, conversation_id}]; reply `orders`."""
         return self._once(msg, lambda: {"orders": self._enqueue(msg.body["items"])})
 
     @handles("store.outbox.pending")
-    async def outbox_pending(self, msg: Message) -> Any:
+    async def outbox_pending(self, msg: Message[Pending]) -> Any:
         """Items still waiting for a verdict, in local order after `after`."""
         rows = self.db.execute(
             "SELECT local_order, key, envelope FROM outbox"
@@ -291,7 +291,7 @@ class StoreActor(
         return {"items": [{"order": o, "key": k, "envelope": e} for o, k, e in rows]}
 
     @handles("store.outbox.settle")
-    async def outbox_settle(self, msg: Message) -> Any:
+    async def outbox_settle(self, msg: Message[OutboxVerdict]) -> Any:
         """Record the AppServer's verdict once: `key`, `status`, `seq`?, `code`?, `detail`?;
         then, after the commit, tell the app whose action it was (`app.action.state`).
 
@@ -344,7 +344,7 @@ class StoreActor(
     # -- audit and lifecycle -----------------------------------------------------------------
 
     @handles("store.audit")
-    async def audit(self, msg: Message) -> None:
+    async def audit(self, msg: Message[Audit]) -> None:
         body = msg.body
         self._once(
             msg,
@@ -358,7 +358,7 @@ class StoreActor(
         )
 
     @handles("store.lifecycle.set")
-    async def lifecycle_set(self, msg: Message) -> None:
+    async def lifecycle_set(self, msg: Message[Lifecycle]) -> None:
         """The runtime's connection lifecycle, reported by the transport."""
         self._set_lifecycle(msg.body["state"], msg.body.get("detail", ""))
 

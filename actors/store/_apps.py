@@ -21,6 +21,7 @@ from ._app_rows import INSTANCE_COLUMNS, OPERATION_COLUMNS, RECORD_COLUMNS, load
 from ._artifacts import forget_artifacts
 from ._diagnostics import forget_diagnostics
 from ._session_data import forget_scopes
+from .door import AppsWrite, Empty
 
 
 def _replace(db: sqlite3.Connection, table: str, columns: tuple[str, ...], rows: list[Any]) -> None:
@@ -82,12 +83,12 @@ class AppTables(Actor):
     sweep_artifacts: Callable[[], int]
 
     @handles("store.apps.load")
-    async def apps_load(self, msg: Message) -> Any:
+    async def apps_load(self, msg: Message[Empty]) -> Any:
         _only(msg, READERS)
         return load_apps(self.db)
 
     @handles("store.apps.write")
-    async def apps_write(self, msg: Message) -> Any:
+    async def apps_write(self, msg: Message[AppsWrite]) -> Any:
         """Body: `records`, `operations`, `instances` (whole rows), `remove_records`,
         `remove_instances`, `settings` {name: value}; reply {"written": True}, once."""
 

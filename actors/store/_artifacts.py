@@ -74,6 +74,8 @@ from typing import Any, Final
 from actors.contracts import SCOPE_CHAT, Code, ContractError, fsync_directory, replace_file
 from actors.kernel import Actor, ArtifactLimits, Message, crash_point, handles, new_id
 
+from .door import ArtifactCreate, ArtifactId, ArtifactKeep, ArtifactPage
+
 log = logging.getLogger("lineup.store")
 
 ARTIFACTS_DIR: Final = "artifacts"
@@ -314,7 +316,7 @@ class ArtifactTables(Actor):
         }
 
     @handles("store.artifacts.create")
-    async def artifacts_create(self, msg: Message) -> Any:
+    async def artifacts_create(self, msg: Message[ArtifactCreate]) -> Any:
         """Body `data`, `media_type`, `title`, `conversation_id`?; reply the reference
         {artifact_id, title, media_type, size}, once per request."""
         try:
@@ -324,7 +326,7 @@ class ArtifactTables(Actor):
         return self._create(msg, fields)
 
     @handles("store.artifacts.keep")
-    async def artifacts_keep(self, msg: Message) -> Any:
+    async def artifacts_keep(self, msg: Message[ArtifactKeep]) -> Any:
         """From the capability gateway: a create's body and the `app_scope` it is for; the
         same reference, once per request (a provider's repeat gets the first artifact)."""
         return self._create(msg, self._checked_create(msg, str(msg.body["app_scope"])))
@@ -366,7 +368,7 @@ class ArtifactTables(Actor):
             raise self._artifact_refused(msg, error) from None
 
     @handles("store.artifacts.read")
-    async def artifacts_read(self, msg: Message) -> Any:
+    async def artifacts_read(self, msg: Message[ArtifactId]) -> Any:
         """Body `artifact_id`; reply {artifact: its row, data: its bytes}."""
         artifact_id = str(msg.body["artifact_id"])
         try:
@@ -385,14 +387,14 @@ class ArtifactTables(Actor):
         return {"artifact": row, "data": data}
 
     @handles("store.artifacts.meta")
-    async def artifacts_meta(self, msg: Message) -> Any:
+    async def artifacts_meta(self, msg: Message[ArtifactId]) -> Any:
         """Body `artifact_id`; reply {artifact: its row, or null}."""
         artifact_id = str(msg.body["artifact_id"])
         found = artifact_row(self.db, artifact_id) if ARTIFACT_ID.fullmatch(artifact_id) else None
         return {"artifact": found}
 
     @handles("store.artifacts.list")
-    async def artifacts_list(self, msg: Message) -> Any:
+    async def artifacts_list(self, msg: Message[ArtifactPage]) -> Any:
         """A page of the sender's own artifacts, oldest first, after the one named `after`:
         {artifacts: [row], next: the id to ask after, or null at the end}. A page is
         bounded so that its answer fits a frame whatever the titles."""

@@ -28,11 +28,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, Message, handles
+
+from .door import DiagnosticsReport
 
 APP_PREFIX: Final = "app."  # the supervisor names every app process so
 EVENTS_KEPT: Final = 100  # per app, the newest
@@ -44,7 +46,7 @@ def _now_ms() -> int:
 
 
 def write_report(
-    db: sqlite3.Connection, app_scope: str, report: dict[str, Any], now_ms: int
+    db: sqlite3.Connection, app_scope: str, report: Mapping[str, Any], now_ms: int
 ) -> None:
     """One report of `app_scope`: its health replaced, its events appended and trimmed."""
     events = list(report.get("events", ()))
@@ -122,7 +124,7 @@ class DiagnosticsTables(Actor):
     _once: Callable[[Message, Callable[[], Any]], Any]
 
     @handles("store.diagnostics.report")
-    async def diagnostics_report(self, msg: Message) -> None:
+    async def diagnostics_report(self, msg: Message[DiagnosticsReport]) -> None:
         """Body: `health` {status, detail} and/or `events` [{level, name, fields}]."""
         if not msg.sender.startswith(APP_PREFIX):  # the door admits apps only
             raise ContractError(Code.SENDER_NOT_ALLOWED, "only an app reports diagnostics")

@@ -16,6 +16,8 @@ from typing import Any, Final
 
 from actors.kernel import Actor, Message, handles
 
+from .door import Empty
+
 # How long an app's data stays: the one statement of it, shown by the settings app and the
 # CLI as the store gives it.
 RETENTION: Final = (
@@ -101,6 +103,6 @@ class OverviewTables(Actor):
     db: sqlite3.Connection
 
     @handles("store.app_data.overview")
-    async def data_overview(self, msg: Message) -> Any:
+    async def data_overview(self, msg: Message[Empty]) -> Any:
         """Body {}; reply `app_data_overview`'s. A read: nothing is written or recorded."""
         return app_data_overview(self.db)

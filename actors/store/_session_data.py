@@ -71,6 +71,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, Message, crash_point, derive_id, handles
 
+from .door import SessionDataGet, SessionDataReplace
+
 TABLE: Final = "app_session_data"
 ANSWERS: Final = "app_session_requests"
 KEEP_ANSWERS: Final = 256  # per app: the answers to its newest replaces
@@ -241,13 +243,13 @@ class SessionDataTables(Actor):
         return self._session_limits
 
     @handles("store.session_data.get")
-    async def session_data_get(self, msg: Message) -> Any:
+    async def session_data_get(self, msg: Message[SessionDataGet]) -> Any:
         """Body {`instance_id`?}; reply {`instance_id`, `data`, `revision`}."""
         scope = app_scope_of(msg.sender)
         return snapshot(self.db, scope, live_instance(self.db, scope, msg.body.get("instance_id")))
 
     @handles("store.session_data.replace")
-    async def session_data_replace(self, msg: Message) -> Any:
+    async def session_data_replace(self, msg: Message[SessionDataReplace]) -> Any:
         """Body {`instance_id`?, `data`, `expected_revision`}; reply {`instance_id`,
         `revision`} (the new one), then `app.session_data.changed` to the app's process."""
         scope = app_scope_of(msg.sender)

@@ -40,7 +40,7 @@ from actors.runtime_token import TokenError, load_token
 from link import Link, LinkFailed, LinkState, Received, Submission
 
 from ._lifecycle import Lifecycle, lifecycle_of
-from .door import DOOR
+from .door import DOOR, Persisted, Queued, Submit, ToolEnvelope, Wake
 
 log = logging.getLogger("lineup.transport")
 
@@ -70,12 +70,12 @@ class TransportActor(Actor):
         # What wakes brought since the outbox was last taken: items (submitted without
         # reading them back when they follow on from the last one taken), or a wake
         # without items, which means "read what is pending".
-        self.woken: list[dict[str, Any]] = []
+        self.woken: list[Queued] = []
         self.woken_unread = False
         self.forwarded = 0
         # The tool router's envelopes: those given before the link was up (their message's
         # seq, the items), and those waiting for their verdict, by key.
-        self.unsent: list[tuple[int, list[dict[str, Any]]]] = []
+        self.unsent: list[tuple[int, list[ToolEnvelope]]] = []
         self.submitting: dict[str, Submission] = {}
         self.nursery.start_soon(self._main)
 
@@ -101,8 +101,9 @@ class TransportActor(Actor):
     # -- messages from the store and the router --------------------------------------------
 
     @handles("transport.persisted")
-    async def persisted_upto(self, msg: Message) -> None:  # from the store, after its commit
-        """The store committed everything up to `cursor`: ack it to the server (§4.4)."""
+    async def persisted_upto(self, msg: Message[Persisted]) -> None:
+        """From the store, after its commit: it committed everything up to `cursor`; ack it
+        to the server (§4.4)."""
         cursor = int(msg.body["cursor"])
         self.persisted = max(self.persisted, cursor)
         while self.inflight and self.inflight[0] <= self.persisted:
@@ -112,7 +113,7 @@ class TransportActor(Actor):
             self.link.ack(self.persisted)
 
     @handles("transport.outbox.wake")
-    async def wake(self, msg: Message) -> None:
+    async def wake(self, msg: Message[Wake]) -> None:
         items = (msg.body or {}).get("items")
         if items:
             self.woken.extend(items)
@@ -121,7 +122,7 @@ class TransportActor(Actor):
         self.outbox_wake.set()
 
     @handles("transport.submit")
-    async def submit(self, msg: Message) -> Any:
+    async def submit(self, msg: Message[Submit]) -> Any:
         """The tool router's envelopes for the agent: on the link now (or once it is up),
         and this message acknowledged once every one has its verdict."""
         items = list(msg.body["items"])
@@ -131,7 +132,7 @@ class TransportActor(Actor):
             self._submit(self.link, msg.seq, items)
         return ACK_LATER
 
-    def _submit(self, link: Link, seq: int, items: list[dict[str, Any]]) -> None:
+    def _submit(self, link: Link, seq: int, items: list[ToolEnvelope]) -> None:
         waiting: list[tuple[str, Submission]] = []
         refused: list[tuple[str, ContractError]] = []
         for item in items:
@@ -174,7 +175,7 @@ class TransportActor(Actor):
         audit = {"code": code, "detail": detail[:500], "message_id": key}
         await self.cast("store", "store.audit", audit, id=derive_id(key, 0x5F))
 
-    def _take_woken(self, after: int) -> list[dict[str, Any]] | None:
+    def _take_woken(self, after: int) -> list[Queued] | None:
         """The woken items that follow on from order `after` without a gap, or None when
         the pending ones must be read from the store (a gap, or a wake without items)."""
         items = sorted((i for i in self.woken if int(i["order"]) > after), key=lambda i: i["order"])

@@ -30,7 +30,7 @@ from ._changes import CHAT_CHANGED, REGISTRY_CHANGED, SAFETY_S, PageNotices
 from ._notifications import NOTIFY, PAGES, PageNotifications
 from ._state import start_run, write_endpoint, write_failure
 from ._uploads import PagesAndUploads
-from .door import DOOR
+from .door import DOOR, Download, LookAgain, Notify, PagesAsked, RecordingStop
 
 log = logging.getLogger("lineup.web_host")
 
@@ -96,15 +96,15 @@ class WebHostActor(SurfacePushes, Actor):
         raise failed
 
     @handles(CHAT_CHANGED)
-    async def _chat_changed(self, msg: Message) -> None:
+    async def _chat_changed(self, msg: Message[LookAgain]) -> None:
         self.notices.chat.notice()
 
     @handles(REGISTRY_CHANGED)
-    async def _registry_changed(self, msg: Message) -> None:
+    async def _registry_changed(self, msg: Message[LookAgain]) -> None:
         self.notices.registry.notice()
 
     @handles(NOTIFY)
-    async def _notify(self, msg: Message) -> Any:
+    async def _notify(self, msg: Message[Notify]) -> Any:
         """Shown on the open pages meanwhile; answered once a page showed it, or by its
         deadline: the actor goes on with other messages while the pages answer."""
 
@@ -116,7 +116,7 @@ class WebHostActor(SurfacePushes, Actor):
         return REPLY_LATER
 
     @handles(PAGES)
-    async def _pages(self, msg: Message) -> Any:
+    async def _pages(self, msg: Message[PagesAsked]) -> Any:
         """How many pages are open, or show the conversation `conversation_id`: {`pages`}."""
         conversation = msg.body.get("conversation_id")
         if conversation is None:
@@ -124,7 +124,7 @@ class WebHostActor(SurfacePushes, Actor):
         return {"pages": self.pages.showing(str(conversation))}
 
     @handles("web_host.download")
-    async def _download(self, msg: Message) -> Any:
+    async def _download(self, msg: Message[Download]) -> Any:
         """A file the gateway saved in the runtime's downloads for the pages of a
         conversation, handed to each as a download: {`pages`} that got it."""
         name = str(msg.body["name"])
@@ -132,7 +132,7 @@ class WebHostActor(SurfacePushes, Actor):
         return {"pages": await self.pages.hand_over(str(msg.body["conversation_id"]), name, href)}
 
     @handles("web_host.recording.stop")
-    async def _recording_stop(self, msg: Message) -> None:
+    async def _recording_stop(self, msg: Message[RecordingStop]) -> None:
         """The gateway ends a recording: the pages of its conversation stop and send it."""
         await self.pages.tell_stop(str(msg.body["conversation_id"]), str(msg.body["request_id"]))
 

@@ -79,6 +79,7 @@ from ._surfaces import (
     surfaces_shown,
     warm_surfaces,
 )
+from .door import SurfacePush
 
 log = logging.getLogger("lineup.web_host")
 
@@ -553,5 +554,5 @@ class SurfacePushes(Actor):
     surfaces: Surfaces
 
     @handles(PUSH)
-    async def _surface_push(self, msg: Message) -> None:
+    async def _surface_push(self, msg: Message[SurfacePush]) -> None:
         await self.surfaces.push(msg)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import trio
@@ -67,7 +67,7 @@ class PageNotifications:
             waiting[1].append(shown_as)
             waiting[0].set()
 
-    async def show(self, body: dict[str, Any]) -> str:
+    async def show(self, body: Mapping[str, Any]) -> str:
         """How the first page showed it (`system`, `toast`), or "" if none did by its
         deadline (`deadline_ms`, wall clock)."""
         left_s = body["deadline_ms"] / 1000 - time.time()
