@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from actors.kernel import Actor, Message, handles
 
+from .door import InteractionSettings, Recorded
+
 if TYPE_CHECKING:
     from ._app_core import AppCore
 
@@ -87,12 +89,12 @@ class InteractionInbox(Actor):
     on_interaction_settings: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
     @handles("app.interaction.recorded")
-    async def _interaction_recorded(self, msg: Message) -> None:
+    async def _interaction_recorded(self, msg: Message[Recorded]) -> None:
         self._from(msg, "capability_gateway")  # the gateway kept it; nobody else's word
         with self._ids.deriving(msg.id):
             await self.on_recorded(dict(msg.body))
 
     @handles("app.interaction.settings")
-    async def _interaction_settings(self, msg: Message) -> Any:
+    async def _interaction_settings(self, msg: Message[InteractionSettings]) -> Any:
         self._from(msg, "debug", "app.settings")
         return await self.on_interaction_settings(dict(msg.body))

@@ -63,7 +63,7 @@ from ._settings import SettingsAPI
 from ._surface import SurfaceAPI, SurfaceInbox, declared_events, declares_surface
 from ._tools import TOOL_ROUTER, ToolsAPI
 from ._view import WITHDRAW, ConversationView, ViewModel
-from .door import DOOR
+from .door import DOOR, Deliver, ToolCancel, ToolInvoke
 
 log = logging.getLogger("lineup.app")
 
@@ -334,7 +334,7 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
         )
 
     @handles("app.deliver")
-    async def _deliver(self, msg: Message) -> None:
+    async def _deliver(self, msg: Message[Deliver]) -> None:
         self._from(msg, STORE)  # the store delivers what it has persisted
         with self._ids.deriving(msg.id):
             messages = msg.body["messages"]
@@ -360,7 +360,7 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
             self._ack(auto)
 
     @handles("app.action.state")
-    async def _action_state(self, msg: Message) -> None:
+    async def _action_state(self, msg: Message[dict[str, Any]]) -> None:
         # The router refuses an action; the store records the AppServer's verdict on it.
         self._from(msg, ROUTER, STORE)
         body = msg.body
@@ -369,7 +369,7 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
                 await self._apply({**event, "state": body["state"], "code": body.get("code")})
 
     @handles("app.tool.event")
-    async def _tool_event(self, msg: Message) -> None:
+    async def _tool_event(self, msg: Message[dict[str, Any]]) -> None:
         """A step of an agent's tool call, for the timeline: the tool router's word only."""
         self._from(msg, TOOL_ROUTER)
         body = dict(msg.body or {})
@@ -379,14 +379,14 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
             )
 
     @handles("app.lifecycle")
-    async def _lifecycle(self, msg: Message) -> None:
+    async def _lifecycle(self, msg: Message[dict[str, Any]]) -> None:
         # Instances are the app manager's to move; nobody else's word counts.
         self._from(msg, APP_MANAGER)
         with self._ids.deriving(msg.id):
             await self.sdk.lifecycle._fire(dict(msg.body or {}))
 
     @handles("app.input")
-    async def _input(self, msg: Message) -> None:
+    async def _input(self, msg: Message[dict[str, Any]]) -> None:
         # The user's side reaches an app only through the host actor: an
         # input from anyone else is not the user's, whatever it says.
         self._from(msg, HOST)
@@ -394,14 +394,14 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
             await self.on_input(dict(msg.body or {}))
 
     @handles("app.tool.invoke")
-    async def _tool_invoke(self, msg: Message) -> None:
+    async def _tool_invoke(self, msg: Message[ToolInvoke]) -> None:
         # The tool router alone decides that a call may run (visibility, revision,
         # arguments, activation): a call from anyone else is not the agent's.
         self._from(msg, TOOL_ROUTER)
         await self.sdk.tools._invoke(msg.id, dict(msg.body))
 
     @handles("app.capability.consent")
-    async def _capability_consent(self, msg: Message) -> None:
+    async def _capability_consent(self, msg: Message[dict[str, Any]]) -> None:
         """A consent card opened or closed, for the timeline: the gateway's word only."""
         self._from(msg, GATEWAY)
         card = dict(msg.body)
@@ -411,12 +411,12 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
             )
 
     @handles("app.tool.cancel")
-    async def _tool_cancel(self, msg: Message) -> None:
+    async def _tool_cancel(self, msg: Message[ToolCancel]) -> None:
         self._from(msg, TOOL_ROUTER)
         await self.sdk.tools._cancel(str(msg.body["call_id"]))
 
     @handles("app.tool.deadline")
-    async def _tool_deadline(self, msg: Message) -> None:
+    async def _tool_deadline(self, msg: Message[dict[str, Any]]) -> None:
         # Only the runtime keeps deadline operations: its word alone says how one goes.
         self._from(msg, TOOL_ROUTER)
         with self._ids.deriving(msg.id):

@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from actors.kernel import Actor, Message, handles
 
+from .door import SessionDataChanged
+
 if TYPE_CHECKING:
     from ._app_core import AppCore, SdkFace
 
@@ -159,7 +161,7 @@ class SessionDataInbox(Actor):
     _from: Callable[..., None]
 
     @handles(CHANGED)
-    async def _session_data_changed(self, msg: Message) -> None:
+    async def _session_data_changed(self, msg: Message[SessionDataChanged]) -> None:
         self._from(msg, STORE)  # the store announces what it committed; nobody else
         await self.sdk.session_data._changed(dict(msg.body))
         await self.sdk.surface._session_changed(str(msg.body.get("instance_id")))

@@ -211,7 +211,7 @@ class SurfaceInbox(Actor):
     _ids: Any
 
     @handles(REQUEST)
-    async def _surface_request(self, msg: Message) -> Any:
+    async def _surface_request(self, msg: Message[dict[str, Any]]) -> Any:
         self._from(msg, WEB_HOST)  # a surface speaks only through the web host's checks
         with self._ids.deriving(msg.id):
             return await self.sdk.surface._request(msg)
