@@ -147,8 +147,8 @@ class RuntimeProcess:
         assert self.process is not None
         return tree_cpu_s(self.process.pid)
 
-    def schedstat(self) -> tuple[float, int]:
-        """Seconds run and wake-ups of this runtime's threads so far (`tree_schedstat`)."""
+    def schedstat(self) -> dict[int, tuple[int, int]]:
+        """What this runtime's threads have run so far, per thread (`tree_schedstat`)."""
         assert self.process is not None
         return tree_schedstat(self.process.pid)
 
@@ -198,19 +198,31 @@ def tree_cpu_s(root: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def tree_schedstat(root: int) -> tuple[float, int]:
-    """What the threads of `root`'s tree have had of the CPU so far, from the scheduler's
-    own count (`/proc/PID/task/TID/schedstat`): seconds run, to the nanosecond, and times
-    scheduled in, each one a wake-up of a thread that was waiting."""
-    seconds, slices = 0, 0
+def tree_schedstat(root: int) -> dict[int, tuple[int, int]]:
+    """What each thread of `root`'s tree has had of the CPU so far, from the scheduler's
+    own count (`/proc/PID/task/TID/schedstat`): thread id -> (nanoseconds run, times
+    scheduled in, each one a wake-up of a thread that was waiting)."""
+    threads: dict[int, tuple[int, int]] = {}
     for pid in _tree(root):
         for task in Path(f"/proc/{pid}/task").glob("*/schedstat"):
             try:
                 ran_ns, _, times = task.read_text().split()
             except (OSError, ValueError):  # gone meanwhile
                 continue
-            seconds, slices = seconds + int(ran_ns), slices + int(times)
-    return seconds / 1e9, slices
+            threads[int(task.parent.name)] = (int(ran_ns), int(times))
+    return threads
+
+
+def schedstat_since(
+    before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]]
+) -> tuple[float, int]:
+    """Seconds run and wake-ups between two `tree_schedstat` counts: per thread, so a
+    thread that ended in between (a worker thread let go) takes back nothing."""
+    ran, woke = 0, 0
+    for tid, (ran_ns, times) in after.items():
+        ran_before, times_before = before.get(tid, (0, 0))
+        ran, woke = ran + ran_ns - ran_before, woke + times - times_before
+    return ran / 1e9, woke
 
 
 def tree_memory(root: int) -> dict[str, float]:

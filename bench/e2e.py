@@ -45,7 +45,7 @@ from ._e2e_flow import (
     wait_arrivals,
     window,
 )
-from ._e2e_procs import AppServerProcess, RuntimeProcess, prefill, wait_for
+from ._e2e_procs import AppServerProcess, RuntimeProcess, prefill, schedstat_since, wait_for
 from ._e2e_report import PACED_RATE, print_table, result_record
 from ._options import add_synchronous_argument
 from ._procs import Processes
@@ -216,10 +216,11 @@ async def _idle(runtime: RuntimeProcess, seconds: float) -> dict[str, float]:
     """The CPU time the runtime's processes use in `seconds` with nothing to do, in % of
     one core (`cpu_pct`), and how often their threads wake (`wakeups_per_s`). The window
     is the measurement itself, not a wait for anything."""
-    (ran, woke), began = runtime.schedstat(), time.monotonic()
+    before, began = runtime.schedstat(), time.monotonic()
     await trio.sleep(seconds)
-    (ran_after, woke_after), took = runtime.schedstat(), time.monotonic() - began
-    return {"cpu_pct": (ran_after - ran) / took * 100, "wakeups_per_s": (woke_after - woke) / took}
+    ran, woke = schedstat_since(before, runtime.schedstat())
+    took = time.monotonic() - began
+    return {"cpu_pct": ran / took * 100, "wakeups_per_s": woke / took}
 
 
 async def _reconnected(runtime: RuntimeProcess) -> int:
