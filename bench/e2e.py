@@ -10,9 +10,10 @@ message through transport, router, store and into the chat app's inbox, acknowle
 - catch-up: a backlog written into the stopped AppServer's store while the runtime is down,
   from the runtime's reconnect (its `synchronizing`) to the last message in the chat;
 - cold start: `lineup run` (embedded AppServer) on a fresh data dir → `online`;
-- idle: then, that runtime left alone, the CPU time all its processes use in `--idle-s`
-  seconds as a share of one core (`idle_cpu_pct`) and how often their threads wake
-  (`idle_wakeups_per_s`), from the scheduler's own count; the same after the catch-up
+- idle: then, that runtime left alone (from `IDLE_SETTLE_S` after `online`: its start is
+  over), the CPU time all its processes use in `--idle-s` seconds as a share of one core
+  (`idle_cpu_pct`) and how often their threads wake (`idle_wakeups_per_s`), from the
+  scheduler's own count, thread by thread; the same right after the catch-up
   (`idle_after_catchup_*`), which includes the work a catch-up leaves behind it;
 - memory: the summed RSS of the runtime's processes (supervisor and actors) after catch-up.
 
@@ -52,6 +53,7 @@ from ._procs import Processes
 from ._runner import run_bench
 
 DEFAULT_MESSAGES = 5_000
+IDLE_SETTLE_S = 5.0  # after `online`, before the idle window: what starting does is done
 DEFAULT_PACED = 1_000
 DEFAULT_BACKLOG = 100_000
 DEFAULT_IDLE_S = 60.0
@@ -114,7 +116,9 @@ async def _cold_start(procs: Processes, work: Path, args: argparse.Namespace) ->
     try:
         online = await runtime.wait_online()
         memory = runtime.memory()
-        # Then nothing to do: the user's runtime, its AppServer and demo agent, left alone.
+        # Then nothing to do: the runtime left alone, once what it does as it comes up (its
+        # apps' first steps, the first looks of its actors) is over.
+        await trio.sleep(IDLE_SETTLE_S)
         idle = await _idle(runtime, args.idle_s)
     finally:
         runtime.stop()
