@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 from typing import Final
 
-from actors.kernel import older_rows
+from actors.kernel import move_rows_once
 
 from ._db import GRANT_COLUMNS, REQUEST_COLUMNS
 
@@ -26,32 +26,11 @@ _TABLES: Final = (("capability_requests", REQUEST_COLUMNS), ("capability_grants"
 def move_from_runtime_db(db: sqlite3.Connection, data_dir: Path) -> dict[str, int] | None:
     """Copy the capability rows `runtime.db` holds into `db`, once per data dir: how many
     of each were moved, or None when that was done before (or there was nothing to move)."""
-    if db.execute("SELECT 1 FROM gateway_state WHERE name = ?", (MOVED,)).fetchone():
-        return None
     source = Path(data_dir) / RUNTIME_DB
-    found = older_rows(source, _TABLES) if source.exists() else {}
-    moved: dict[str, int] = {}
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        for table, (names, rows) in found.items():
-            before = db.total_changes
-            db.executemany(
-                f"INSERT OR IGNORE INTO {table} ({', '.join(names)})"
-                f" VALUES ({', '.join('?' * len(names))})",
-                rows,
-            )
-            moved[table] = db.total_changes - before
-        db.execute(
-            "INSERT INTO gateway_state (name, value) VALUES (?, ?)", (MOVED, sum(moved.values()))
+    moved = move_rows_once(db, source, _TABLES, state_table="gateway_state", mark=MOVED)
+    if moved is not None:
+        log.info(
+            "moved the capability gateway's rows from runtime.db into capability_gateway.db: %s",
+            ", ".join(f"{count} {table}" for table, count in moved.items()),
         )
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    if not any(moved.values()):
-        return None
-    log.info(
-        "moved the capability gateway's rows from runtime.db into capability_gateway.db: %s",
-        ", ".join(f"{count} {table}" for table, count in moved.items()),
-    )
     return moved

@@ -48,6 +48,7 @@ _LAZY = {
     "crash_point": "._faults",
     "RowCodec": "._rows",
     "open_read_only": "._read_only",
+    "move_rows_once": "._read_only",
     "older_rows": "._read_only",
     "read_file": "._read_only",
     "DEFAULT_MAX_FRAME": "._frames",
@@ -117,7 +118,7 @@ if TYPE_CHECKING:
     from ._preflight import DataDirUnusable, check_data_dir
     from ._prefork import prefork_zygote
     from ._process import log_tail
-    from ._read_only import older_rows, open_read_only, read_file
+    from ._read_only import move_rows_once, older_rows, open_read_only, read_file
     from ._rows import RowCodec
     from ._specs import ArtifactLimits, ChildSpec, Restart, RuntimeConfig
     from ._supervisor import Supervisor
@@ -181,6 +182,7 @@ __all__ = [
     "mailbox_listing",
     "mailbox_names",
     "message_path",
+    "move_rows_once",
     "new_id",
     "older_rows",
     "open_read_only",

@@ -51,3 +51,42 @@ def older_rows(
         return found
     finally:
         old.close()
+
+
+def move_rows_once(
+    db: sqlite3.Connection,
+    source: Path,
+    tables: tuple[tuple[str, tuple[str, ...]], ...],
+    *,
+    state_table: str,
+    mark: str,
+    also: Callable[[sqlite3.Connection], None] | None = None,
+) -> dict[str, int] | None:
+    """Copy the rows of `tables` an older file (`source`, only read) holds into the actor's
+    own `db`, once: in one transaction with `also` (what else the move takes) and the mark
+    `mark` in `state_table` (name, value) that it was done. How many rows of each table
+    were moved, or None when that was done before or there was nothing to move."""
+    if db.execute(f"SELECT 1 FROM {state_table} WHERE name = ?", (mark,)).fetchone():
+        return None
+    found = older_rows(source, tables) if source.exists() else {}
+    moved: dict[str, int] = {}
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for table, (names, rows) in found.items():
+            before = db.total_changes
+            db.executemany(
+                f"INSERT OR IGNORE INTO {table} ({', '.join(names)})"
+                f" VALUES ({', '.join('?' * len(names))})",
+                rows,
+            )
+            moved[table] = db.total_changes - before
+        if also is not None:
+            also(db)
+        db.execute(
+            f"INSERT INTO {state_table} (name, value) VALUES (?, ?)", (mark, sum(moved.values()))
+        )
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return moved if any(moved.values()) else None

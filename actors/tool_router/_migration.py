@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 from typing import Final
 
-from actors.kernel import older_rows
+from actors.kernel import move_rows_once, older_rows
 
 from ._db import CALL_COLUMNS, DEADLINE_COLUMNS, INVENTORY_COLUMNS
 
@@ -31,49 +31,23 @@ _TABLES: Final = (
 def move_from_runtime_db(db: sqlite3.Connection, data_dir: Path) -> dict[str, int] | None:
     """Copy the tool rows `runtime.db` holds into `db`, once per data dir: how many of each
     were moved, or None when that was done before (or there was nothing to move)."""
-    if db.execute("SELECT 1 FROM tool_state WHERE name = ?", (MOVED,)).fetchone():
-        return None
     source = Path(data_dir) / RUNTIME_DB
-    found = _read_old(source) if source.exists() else {}
-    moved: dict[str, int] = {}
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        for table, (names, rows) in found.items():
-            if table == "tool_state":
-                db.executemany(
-                    "INSERT INTO tool_state (name, value) VALUES (?, ?) ON CONFLICT(name)"
-                    " DO UPDATE SET value = max(value, excluded.value)",
-                    rows,
-                )
-                continue
-            marks = ", ".join("?" * len(names))
-            before = db.total_changes
-            db.executemany(
-                f"INSERT OR IGNORE INTO {table} ({', '.join(names)}) VALUES ({marks})", rows
-            )
-            moved[table] = db.total_changes - before
-        db.execute(
-            "INSERT INTO tool_state (name, value) VALUES (?, ?)", (MOVED, sum(moved.values()))
+
+    def revision(db: sqlite3.Connection) -> None:
+        """The highest revision the older file issued: never issued again."""
+        found = older_rows(source, (("tool_state", ("name", "value")),)).get("tool_state")
+        rows = [row for row in found[1] if row[0] == "revision"] if found else []
+        db.executemany(
+            "INSERT INTO tool_state (name, value) VALUES (?, ?) ON CONFLICT(name)"
+            " DO UPDATE SET value = max(value, excluded.value)",
+            rows,
         )
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    if not any(moved.values()):
-        return None
-    log.info(
-        "moved the tool router's rows from runtime.db into tool_router.db: %s",
-        ", ".join(f"{count} {table}" for table, count in moved.items()),
-    )
+
+    also = revision if source.exists() else None
+    moved = move_rows_once(db, source, _TABLES, state_table="tool_state", mark=MOVED, also=also)
+    if moved is not None:
+        log.info(
+            "moved the tool router's rows from runtime.db into tool_router.db: %s",
+            ", ".join(f"{count} {table}" for table, count in moved.items()),
+        )
     return moved
-
-
-def _read_old(source: Path) -> dict[str, tuple[list[str], list[tuple[object, ...]]]]:
-    """The tool tables of an old `runtime.db`, read-only: per table, its columns (those
-    the tool router keeps, an older file may lack a later one) and rows."""
-    found = older_rows(source, _TABLES)
-    revision = older_rows(source, (("tool_state", ("name", "value")),)).get("tool_state")
-    if revision is not None:
-        names, rows = revision
-        found["tool_state"] = (names, [row for row in rows if row[0] == "revision"])
-    return found
