@@ -84,6 +84,8 @@ async def test_an_idle_link_keeps_its_connection_alive(
         await link.wait_state("live")
         await trio.sleep(6)  # the subject of the test: six idle intervals pass
         assert (link.statistics().connects, link.state) == (1, "live")
+        # The server's pings, answered, kept it busy: it sent none of its own.
+        assert server.statistics().pings_sent >= 5 and link.statistics().pings_sent == 0
         async with runtime_link(server, peer_id="writer", receive=False) as writer:
             await writer.submit(user_text("still there?"))
         assert [r.seq for r in await collect(link, 1)] == [1]
