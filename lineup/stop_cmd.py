@@ -63,12 +63,22 @@ def runtime_pid(data_dir: Path) -> int | None:
 
 
 def _ended(pid: int) -> bool:
-    """True once `pid` has exited (a zombie left for its parent to reap counts as ended)."""
+    """True once `pid` has exited: every thread of it gone or a zombie (a zombie left for
+    its parent to reap counts as ended). Its first thread shows as a zombie while the
+    others are still being torn down, so one thread's state is not enough."""
     try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
         return True
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/stat") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if state not in ("Z", "X"):
+            return False
+    return True
 
 
 def _stop(args: argparse.Namespace) -> int:

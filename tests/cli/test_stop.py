@@ -56,8 +56,9 @@ def test_lineup_stop_stops_a_headless_runtime_and_returns_once_it_has_ended(
     assert record["stopped"] is True
     assert record["pid"] == process.pid
     assert record["asked_by"] == "control socket"
-    # It returned once the process had ended: nothing is left to wait for.
-    assert process.poll() == 0, log.read_text()[-3000:]
+    # It returned once the process had ended: nothing is left to wait for but the kernel's
+    # word to its parent, which follows the last thread's end at once.
+    assert process.wait(timeout=1) == 0, log.read_text()[-3000:]
     assert not runtime_processes(process)
     assert "stopped" in log.read_text()
 
