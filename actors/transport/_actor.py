@@ -103,7 +103,7 @@ class TransportActor(Actor):
     @handles("transport.persisted")
     async def persisted_upto(self, msg: Message[Persisted]) -> None:
         """From the store, after its commit: it committed everything up to `cursor`; ack it
-        to the server (§4.4)."""
+        to the server (docs/protocol.md, 4.4)."""
         cursor = int(msg.body["cursor"])
         self.persisted = max(self.persisted, cursor)
         while self.inflight and self.inflight[0] <= self.persisted:

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from actors.kernel._waiting import waits_for_work
+
 from .conftest import MakeRuntime
 from .helpers import child, wait_until
 
@@ -115,9 +117,9 @@ def test_an_idle_actor_is_not_woken_by_its_heartbeat(make_runtime: MakeRuntime) 
     other tests here show a stopped or frozen one is still pinged and found out."""
     rt = make_runtime(_config()).start()
     pid = rt.wait_actor("e")["pid"]
-    time.sleep(AFTER)  # the start's own messages have settled
+    wait_until(lambda: waits_for_work(pid), SLACK, "e to wait for work once started")
     before = _wakeups(pid)
-    time.sleep(IDLE_TICKS * INTERVAL)
+    time.sleep(IDLE_TICKS * INTERVAL)  # the subject of the test: the idle ticks pass
     woken = _wakeups(pid) - before
     # A ping on each tick would have woken it at least once a tick.
     assert woken < IDLE_TICKS / 4, woken
