@@ -39,10 +39,11 @@ def user_data_bytes(data_dir: Path) -> int:
 USER_TABLES: Final = {"runtime.db": ("messages", "outbox", "artifacts"), "app.db": ("events",)}
 
 
-def kept_user_data_bytes(data_dir: Path) -> int | None:
+def kept_user_data_bytes(data_dir: Path, artifacts_bytes: int) -> int | None:
     """The user's data as it is kept: the bytes of `USER_TABLES` with their indexes, and
-    the artifacts' files; None where SQLite cannot measure a table (no `dbstat`)."""
-    total = part_sizes(data_dir)["artifacts"]
+    the artifacts' files (`artifacts_bytes`, as the sample's parts measured them); None
+    where SQLite cannot measure a table (no `dbstat`)."""
+    total = artifacts_bytes
     files = [data_dir / "runtime.db", *sorted(data_dir.glob("apps/*/app.db"))]
     for path in files:
         if not path.exists():
@@ -95,12 +96,13 @@ class Sampler:
             size = rss_bytes(pid)
             if size is not None:
                 rss[name] = size
+        parts = part_sizes(self.data_dir)
         self.samples.append(
             {
                 "at_s": round(at_s, 1),
-                "parts": part_sizes(self.data_dir),
+                "parts": parts,
                 "user_data": user_data_bytes(self.data_dir),
-                "kept_user_data": kept_user_data_bytes(self.data_dir),
+                "kept_user_data": kept_user_data_bytes(self.data_dir, parts["artifacts"]),
                 "rss": rss,
             }
         )
