@@ -410,15 +410,28 @@ class _Connection:
         self._nonce = 0
         self._interval = 15.0
         self._timed_out = False
+        # The heartbeat sleeps in this scope until the next thing it must do; a frame sent
+        # or received moves that time on, so an answered ping from the server costs the
+        # heartbeat no wake-up of its own.
+        self._heartbeat_due = trio.CancelScope()
+
+    def _due(self) -> float:
+        """When the heartbeat must act: give up, or ping."""
+        return min(
+            self._last_received + 3 * self._interval,
+            self._last_sent + self._interval * PING_SLACK,
+        )
 
     async def _send(self, frame: Frame | str) -> None:
         text = frame if isinstance(frame, str) else encode_frame(frame).decode()
         await self._ws.send_message(text)
         self._last_sent = trio.current_time()
+        self._heartbeat_due.deadline = self._due()
 
     async def _receive(self) -> Frame | StreamFrame:
         raw = await self._ws.get_message()
         self._last_received = trio.current_time()
+        self._heartbeat_due.deadline = self._due()
         if self._link._raw_messages:
             stream = read_stream_frame(raw)
             if stream is not None:
@@ -556,9 +569,5 @@ class _Connection:
                 await self._send(Ping(frame="ping", nonce=self._nonce))
                 self._link._pings += 1
                 continue
-            await trio.sleep_until(
-                min(
-                    self._last_received + 3 * self._interval,
-                    self._last_sent + self._interval * PING_SLACK,
-                )
-            )
+            with trio.CancelScope(deadline=self._due()) as self._heartbeat_due:
+                await trio.sleep_forever()

@@ -33,8 +33,10 @@ call) falls silent, while a handler that awaits does not. A child silent for
 `lineup debug status` says `degraded` with the reason naming it, until it answers again.
 With `restart_unresponsive` (off by default) the supervisor is its watchdog: it SIGKILLs
 the child, which restarts by its policy like after any crash (the reason says the watchdog
-killed it; a message it was handling is blamed, as for any crash). An idle runtime's
-heartbeat wakes the supervisor once an interval and no child; the ping is one small frame
+killed it; a message it was handling is blamed, as for any crash). A child seen waiting for
+work is looked at again only at every third tick (the whole intervals in
+`unresponsive_after`), which finds one stuck meanwhile as soon: an idle runtime's heartbeat
+wakes the supervisor once in 15 s and no child; the ping is one small frame
 on the channel's ordinary writer, and nothing is added to the path of a message.
 
 **Lifecycle record.** The supervisor keeps the last 1000 lifecycle events of its children
@@ -786,16 +788,25 @@ class Supervisor:
         whose loop is seen waiting for work (`waits_for_work`) is not pinged at all."""
         config = self.config
         interval = config.heartbeat_interval
+        # A child seen waiting for work is looked at again at the next of every
+        # `idle_ticks`-th tick (the same ticks for every child), no later than its silence
+        # could reach `unresponsive_after`: one stuck meanwhile is pinged then and found
+        # silent one tick later, as when every tick looks; an idle runtime's heartbeat
+        # wakes the supervisor once in `idle_ticks` ticks.
+        idle_ticks = max(1, math.floor(config.unresponsive_after / interval))
         name = child.spec.name
         child.unresponsive = False
         n = 0
+        every = interval
         while True:
-            await trio.sleep_until((math.floor(trio.current_time() / interval) + 1) * interval)
+            await trio.sleep_until((math.floor(trio.current_time() / every) + 1) * every)
+            every = interval
             if child.state != "running":
                 continue
             if child.silent_s() >= interval / 2:
                 if waits_for_work(process.pid):  # it would answer at once: not woken to ask
                     child.last_heard = time.monotonic()
+                    every = interval * idle_ticks
                 else:
                     n += 1
                     try:

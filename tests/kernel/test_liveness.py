@@ -125,3 +125,29 @@ def test_an_idle_actor_is_not_woken_by_its_heartbeat(make_runtime: MakeRuntime) 
     assert woken < IDLE_TICKS / 4, woken
     assert rt.actors()["e"]["state"] == "running"
     assert rt.status()["state"] == "running"
+
+
+def _main_thread_wakeups(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/task/{pid}/status").read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no context switches shown for {pid}")
+
+
+def test_an_idle_runtime_wakes_the_supervisor_once_in_several_ticks(
+    make_runtime: MakeRuntime,
+) -> None:
+    """Children seen waiting for work are looked at again only at every sixth tick here
+    (the whole intervals in `unresponsive_after`): the supervisor itself sleeps through
+    the ticks between."""
+    rt = make_runtime(_config()).start()
+    pids = [rt.wait_actor(name)["pid"] for name in ("e", "f")]
+    for pid in pids:
+        wait_until(lambda pid=pid: waits_for_work(pid), SLACK, "the actors to wait for work")
+    supervisor = rt.process.pid if rt.process is not None else 0
+    before = _main_thread_wakeups(supervisor)
+    time.sleep(IDLE_TICKS * INTERVAL)  # the subject of the test: the idle ticks pass
+    woken = _main_thread_wakeups(supervisor) - before
+    # Looking at every tick would wake it at least once a tick.
+    assert woken <= IDLE_TICKS // 2, woken
+    assert rt.status()["state"] == "running"
