@@ -2,13 +2,15 @@
 
 Every hop between two of the runtime's processes is a durable message in `mailbox.db`, and
 each one about the call carries its id in its frame: the agent's envelope as the transport
-hands it to the router, the router's run for the store, the store's hand-over to the tool
-router, the call given to the app, the app's report, the envelopes for the agent. The hops
-of one call are those messages, in mailbox order, and the replies to any of them that were
-calls (a reply is a hop back). Beside the path, and not counted: the chat's view of the call
-(`app.tool.event`), and the runtime's own envelopes about it coming back in the AppServer's
-stream, which the router and the store keep as the conversation's history (of the messages
-that carry the agent's stream, only the ones with its `lineup.tool.invoke` are the call's).
+hands it to the router, the router's hand-over to the tool router, the call given to the
+app, the app's report, the envelopes for the agent. The hops of one call are those
+messages, in mailbox order, and the replies to any of them that were calls (a reply is a
+hop back). Beside the path, and not counted: the chat's view of the call
+(`app.tool.event`); the router's run for the store (`store.inbound.persist`, sent before
+the hand-over to the tool router, which does not wait for its answer) and its answer to
+the transport (the stream's ack); and the runtime's own envelopes about the call coming
+back in the AppServer's stream, which the router keeps as the conversation's history (of
+the runs of the agent's stream, only the one with its `lineup.tool.invoke` is the call's).
 The file is read read-only while the runtime runs.
 """
 
@@ -19,8 +21,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Final
 
-BESIDE_THE_PATH: Final = frozenset({"app.tool.event"})
-STREAM: Final = frozenset({"router.inbound", "store.inbound.persist"})
+BESIDE_THE_PATH: Final = frozenset({"app.tool.event", "store.inbound.persist"})
+STREAM: Final = "router.inbound"
 INVOKE: Final = b"lineup.tool.invoke"
 
 
@@ -35,9 +37,11 @@ def call_hops(data_dir: Path, call_id: str) -> list[str]:
         ).fetchall()
         hops: list[str] = []
         for message_id, sender, recipient, type_, frame in rows:
-            if type_ in BESIDE_THE_PATH or (type_ in STREAM and INVOKE not in frame):
+            if type_ in BESIDE_THE_PATH or (type_ == STREAM and INVOKE not in frame):
                 continue
             hops.append(f"{sender} → {recipient} {type_}")
+            if type_ == STREAM:
+                continue
             answered = db.execute(
                 "SELECT 1 FROM replies WHERE caller = ? AND request_id = ?", (sender, message_id)
             ).fetchone()

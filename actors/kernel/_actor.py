@@ -237,12 +237,14 @@ class Actor:
         *,
         timeout: float,
         id: str | None = None,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> Any:
         """Send a durable request and wait up to `timeout` seconds for its reply.
 
         The request survives the callee's crashes; a request that dies (max_deliver
         failures) is answered with CallFailed("dead_letter"). A timeout does not withdraw
-        the request: it will still be handled.
+        the request: it will still be handled. Started with `nursery.start`, the call is
+        started once its request is sent: calls started one after another are sent in order.
         """
         message_id = id or self._next_id()
         frame = {
@@ -253,7 +255,7 @@ class Actor:
             "body": pack_body(body),
             "call": True,
         }
-        return await self._request(message_id, frame, timeout, to, type)
+        return await self._request(message_id, frame, timeout, to, type, task_status=task_status)
 
     async def call_until_answered(
         self,
@@ -264,15 +266,20 @@ class Actor:
         id: str,
         first_timeout: float = 0.25,
         max_timeout: float = 2.0,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> Any:
         """`call`, asked again with the same id until it is answered: it outlives the
         callee's restarts, and a repeated id is answered with the first reply. The first
-        wait is short, since a call sent before the callee is ready is answered late."""
+        wait is short, since a call sent before the callee is ready is answered late.
+        Started with `nursery.start`, it is started once its first request is sent."""
         timeout = first_timeout
         while True:
             try:
-                return await self.call(to, type, body, timeout=timeout, id=id)
+                return await self.call(
+                    to, type, body, timeout=timeout, id=id, task_status=task_status
+                )
             except CallTimeout:
+                task_status = trio.TASK_STATUS_IGNORED  # started at the first sending
                 timeout = min(timeout * 2, max_timeout)
                 log.debug("%s did not answer %s %s yet; asking again", to, type, id)
 
@@ -317,7 +324,16 @@ class Actor:
         frame = {"type": "kernel.supervise", "corr": nonce, "op": op, **fields}
         return await self._request(nonce, frame, timeout, "supervisor", f"supervise {op}")
 
-    async def _request(self, key: str, frame: Frame, timeout: float, to: str, what: str) -> Any:
+    async def _request(
+        self,
+        key: str,
+        frame: Frame,
+        timeout: float,
+        to: str,
+        what: str,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> Any:
         """Send `frame` and wait for the `kernel.reply` whose `corr` is `key`."""
         if timeout <= 0:
             raise ValueError("`timeout` must be positive")
@@ -326,6 +342,7 @@ class Actor:
         self._calls[key] = (done, slot)
         try:
             await self._connected().send(frame)
+            task_status.started()
             with trio.move_on_after(timeout):
                 await done.wait()
         finally:

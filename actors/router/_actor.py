@@ -2,7 +2,7 @@
 
 Effects are made replay-safe by deterministic ids: everything a handler sends gets
 `derive_id(handled message id, n)` in a fixed order, and what it delivers is decided by
-the store's reply (recorded with the persist transaction), not by what the router happens
+the store's answer (recorded with the persist transaction), not by what the router happens
 to remember. A replayed handler therefore sends the same messages with the same ids, and
 the mailbox keeps the first of each.
 """
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Final
 
 import trio
 from pydantic import JsonValue
@@ -19,11 +20,13 @@ from pydantic import JsonValue
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
-from ._delivery import project, rejection_envelope, tool_call_view, user_envelope
+from ._delivery import app_actor, project, rejection_envelope, tool_call_view, user_envelope
 from ._filter_chain import Accepted, FilterContext, Rejected, check_inbound
-from .door import DOOR, Apps, Duplicates, Inbound
+from .door import DOOR, Apps, Inbound
 
 log = logging.getLogger("lineup.router")
+
+_CHUNK_BYTES: Final = 512 * 1024  # app deliveries stay well under the kernel's 1 MiB frame
 
 
 def _only_from(msg: Message, sender: str) -> None:
@@ -45,8 +48,8 @@ def _outbox_item(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def _persist_item(a: Accepted) -> dict[str, Any]:
-    """One accepted message as the store keeps it, with its app projection if delivered."""
-    item = {
+    """One accepted message as the store keeps it."""
+    return {
         "seq": a.seq,
         "id": a.env.id,
         "conversation_id": a.env.scope.conversation_id,
@@ -55,13 +58,44 @@ def _persist_item(a: Accepted) -> dict[str, Any]:
         "sender_kind": a.env.sender.kind,
         "sender_id": a.env.sender.id,
         "envelope": a.text,
-        "deliver_to": a.deliver_to,
     }
-    if a.deliver_to is not None:
-        item["view"] = project(a.env, a.seq)
-    if a.to_tool_router:
-        item["tool_call"] = tool_call_view(a.env, a.seq)
-    return item
+
+
+def _chunks(accepted: list[Accepted]) -> Iterator[list[dict[str, Any]]]:
+    """Consecutive runs of the messages' app projections, each well under the kernel's
+    1 MiB frame: a projection is never larger than its envelope text, so the text's length
+    (plus room for the keys) bounds its packed size."""
+    chunk: list[dict[str, Any]] = []
+    size = 0
+    for a in accepted:
+        cost = len(a.text) + 512
+        if chunk and size + cost > _CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(project(a.env, a.seq))
+        size += cost
+    if chunk:
+        yield chunk
+
+
+def _answers(rejected: list[Rejected]) -> Iterator[dict[str, Any]]:
+    """The answers to the agent's rejected messages (a message that is not the agent's, or
+    names no conversation, gets none)."""
+    for rejection in rejected:
+        if rejection.env is not None and rejection.env.sender.kind == "agent":
+            answer = rejection_envelope(rejection.env, rejection.code, rejection.detail)
+            if answer is not None:
+                yield answer
+
+
+def _rejection_row(r: Rejected) -> dict[str, Any]:
+    """A rejection as the store audits it."""
+    return {
+        "seq": r.seq,
+        "message_id": r.env.id if r.env is not None else r.message_id,
+        "code": str(r.code),
+        "detail": r.detail,
+    }
 
 
 def _check_user_side(app: str) -> None:
@@ -70,7 +104,7 @@ def _check_user_side(app: str) -> None:
 
 
 class RouterActor(Actor):
-    """Filter chain, persistence through the store, delivery to app inboxes."""
+    """Filter chain, persisting through the store, delivery to app inboxes."""
 
     door = DOOR
 
@@ -79,7 +113,7 @@ class RouterActor(Actor):
         self.user_id = str(self.config.get("user_id", "user"))
         self.call_timeout = float(self.config.get("call_timeout", 2.0))
         self.floor = 0
-        self.forwarded = 0  # accepted messages handed to the store for an app's inbox
+        self.forwarded = 0  # fresh messages delivered to an app's inbox
         self.rejected = 0
         # What the router needs from the store is loaded in a task of its own, and every
         # handler waits for it before it filters anything.
@@ -118,8 +152,15 @@ class RouterActor(Actor):
     # -- inbound ---------------------------------------------------------------------------
 
     @handles("router.inbound")
-    async def inbound(self, msg: Message[Inbound]) -> None:
-        """A run of the AppServer stream: `items` [[seq, message JSON text], ...], in order."""
+    async def inbound(self, msg: Message[Inbound]) -> Any:
+        """A run of the AppServer stream: `items` [[seq, message JSON text], ...], in order.
+
+        Filtered, then persisted through the store in one commit; the agent's tool calls
+        and newly associated conversations go to the tool router as soon as that request is
+        sent (the mailbox holds it before them, and the tool router knows its calls by id),
+        each app's fresh messages to its inbox once the store answered which are fresh, and
+        a duplicate's answer into the outbox. The reply tells the transport how far the
+        stream is durable (`cursor`) and whether the outbox has something new (`outbox`)."""
         _only_from(msg, "transport")
         await self.loaded.wait()
         ids = DerivedIds(msg.id)
@@ -138,59 +179,84 @@ class RouterActor(Actor):
                     self.ctx.conversations[conversation] = verdict.associates
             elif seq > self.floor:  # below the floor it was audited when first seen
                 rejected.append(verdict)
-        outbox = []
-        for rejection in rejected:
-            answer = (
-                rejection_envelope(rejection.env, rejection.code, rejection.detail)
-                if rejection.env is not None and rejection.env.sender.kind == "agent"
-                else None
-            )
-            if answer is not None:
-                outbox.append(_outbox_item(answer))
+        outbox = [_outbox_item(answer) for answer in _answers(rejected)]
         request = {
             "items": [_persist_item(a) for a in accepted],
-            "rejections": [
-                {
-                    "seq": r.seq,
-                    "message_id": r.env.id if r.env is not None else r.message_id,
-                    "code": str(r.code),
-                    "detail": r.detail,
-                }
-                for r in rejected
-            ],
+            "rejections": [_rejection_row(r) for r in rejected],
             "outbox": outbox,
             "associate": associate,
             "cursor": cursor,
-            # The store delivers the fresh ones and tells the transport once it committed
-            # (`actors.store`'s docstring, "Why the store delivers"): a cast, no reply.
-            "deliver": True,
         }
-        await self.cast("store", "store.inbound.persist", request, id=ids.next())
-        # Everything up to `cursor` is now in the store's durable mailbox: a re-sent
-        # rejection below it was in this request already.
-        self.floor = max(self.floor, cursor)
+        stored: dict[str, Any] = {}
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self._persist, request, ids.next(), stored)
+            calls = [tool_call_view(a.env, a.seq) for a in accepted if a.to_tool_router]
+            if calls or associate:
+                await self.cast(
+                    "tool_router",
+                    "tool_router.inbound",
+                    {"calls": calls, "associate": associate},
+                    id=ids.next(),
+                )
+        # Everything up to `cursor` is now in the store: a re-sent rejection below it was
+        # in this request already.
+        self.floor = max(self.floor, stored["cursor"])
         self.rejected += len(rejected)
-        self.forwarded += sum(1 for a in accepted if a.deliver_to is not None)
+        await self._deliver(accepted, set(stored["fresh"]), ids)
+        answered = await self._answer_duplicates(accepted, stored["duplicates"], ids)
+        return {"cursor": stored["cursor"], "outbox": bool(outbox) or answered}
 
-    @handles("router.inbound.duplicates")
-    async def inbound_duplicates(self, msg: Message[Duplicates]) -> None:
-        """Agent messages the store found stored already under another seq:
-        `items` [{id, seq, envelope}]; each agent gets its `duplicate` answer."""
-        _only_from(msg, "store")
-        ids = DerivedIds(msg.id)
-        items = []
-        for dup in msg.body["items"]:
-            verdict = check_inbound(int(dup["seq"]), dup["envelope"], self.ctx)
-            if verdict.env is None or verdict.env.sender.kind != "agent":
-                continue
-            answer = rejection_envelope(
-                verdict.env, "duplicate", f"id already stored ({dup['seq']})"
+    async def _persist(
+        self,
+        request: dict[str, Any],
+        id: str,
+        into: dict[str, Any],
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """The store's commit of a run; started once the request is sent."""
+        into.update(
+            await self.call_until_answered(
+                "store",
+                "store.inbound.persist",
+                request,
+                id=id,
+                max_timeout=self.call_timeout,
+                task_status=task_status,
             )
+        )
+
+    async def _deliver(self, accepted: list[Accepted], fresh: set[str], ids: DerivedIds) -> None:
+        """Each app's fresh messages to its inbox, per app in stream order. The store's
+        reply decides what is fresh and the ids derive from the run's, so a replayed run
+        sends the same messages and each inbox keeps them once."""
+        by_app: dict[str, list[Accepted]] = {}
+        for a in accepted:
+            if a.deliver_to is not None and a.env.id in fresh:
+                by_app.setdefault(a.deliver_to, []).append(a)
+        for app in sorted(by_app):
+            for chunk in _chunks(by_app[app]):
+                await self.cast(app_actor(app), "app.deliver", {"messages": chunk}, id=ids.next())
+                self.forwarded += len(chunk)
+
+    async def _answer_duplicates(
+        self, accepted: list[Accepted], duplicates: list[dict[str, Any]], ids: DerivedIds
+    ) -> bool:
+        """An agent's message whose id the store holds under another seq gets its
+        `duplicate` answer in the outbox; True when there was one. A tool call or cancel is
+        the tool router's to answer: it knows its calls by id and answers one asked again
+        from its record."""
+        by_id = {a.env.id: a for a in accepted}
+        items = []
+        for dup in duplicates:
+            a = by_id.get(dup["id"])
+            if a is None or a.env.sender.kind != "agent" or a.to_tool_router:
+                continue
+            answer = rejection_envelope(a.env, "duplicate", f"id already stored ({dup['seq']})")
             if answer is not None:
                 items.append(_outbox_item(answer))
         if items:
             await self._store("store.outbox.enqueue", {"items": items}, ids.next())
-            await self.cast("transport", "transport.outbox.wake", {}, id=ids.next())
+        return bool(items)
 
     # -- outbound: the user's actions, into the outbox (docs/protocol.md §4.5) ---------------
 

@@ -4,9 +4,8 @@ Apps never see a raw agent envelope (the runtime never broadcasts one): they get
 projection for their own scope — id, type, conversation, sender, payload, sequence — with
 no target, no routing fields of other apps, and no legacy fields.
 
-The router hands each projection to the store with the message it persists; the store sends
-them on after its commit (`app.deliver`, cut into chunks well under the kernel's 1 MiB
-frame).
+The router sends each projection to its app once the store has committed the message
+(`app.deliver`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""What the router takes, and from whom: the stream and the AppServer's verdicts from the
-transport, duplicates from the store, the registry's view from the app manager, and from
+"""What the router takes, and from whom: the stream from the transport (a call, answered
+once the run is durable and delivered), the registry's view from the app manager, and from
 any app process its declarative actions (the SDK's surface). Whether an app may speak for
 the user is the router's next check: only chat."""
 
@@ -20,11 +20,6 @@ class Inbound(TypedDict):
     items: list[tuple[int, str]]
 
 
-class Duplicates(TypedDict):
-    __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    items: list[dict[str, Any]]
-
-
 class Apps(TypedDict, total=False):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     apps: dict[str, dict[str, Any]]
@@ -33,7 +28,6 @@ class Apps(TypedDict, total=False):
 DOOR = Door(
     {
         "router.inbound": accept("transport", body=Inbound),
-        "router.inbound.duplicates": accept("store", body=Duplicates),
         "router.apps": accept("app_manager", body=Apps),
         # The action's own fields are the contract's (`user_envelope` names a bad one).
         "router.action": accept(APPS, body=dict[str, JsonValue]),

@@ -12,7 +12,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from actors.contracts import Code, ContractError, OutboxVerdict
@@ -34,25 +34,6 @@ _CURSOR = "appserver"
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-_CHUNK_BYTES = 512 * 1024  # app deliveries stay well under the kernel's 1 MiB frame
-
-
-def _chunks(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    """Consecutive runs of the items' views; a view is never larger than its envelope
-    text, so the envelope's length (plus room for the keys) bounds its packed size."""
-    chunk: list[dict[str, Any]] = []
-    size = 0
-    for item in items:
-        cost = len(item["envelope"]) + 512
-        if chunk and size + cost > _CHUNK_BYTES:
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(item["view"])
-        size += cost
-    if chunk:
-        yield chunk
 
 
 class StoreActor(
@@ -78,10 +59,9 @@ class StoreActor(
         self.open_artifacts()  # its quotas, and the files of a create a crash cut short
         self.start_upkeep()  # the bounds of its request records and audit, and its WAL
         self.persisted = 0
-        self.delivered = 0
 
     def statistics_extra(self) -> dict[str, Any]:
-        return {"persisted": self.persisted, "delivered": self.delivered, "cursor": self._cursor()}
+        return {"persisted": self.persisted, "cursor": self._cursor()}
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -151,14 +131,8 @@ class StoreActor(
         `duplicates` [{id, seq}] (an id already stored under another seq: the
         filter chain's dedup step), `cursor`.
 
-        With `deliver` true (the router's way), the store also does what follows the commit
-        itself, after it: each fresh item's `view` (its app projection) goes to its app's
-        inbox (`app.deliver`, per app in stream order), `transport.persisted {cursor}` lets
-        the transport ack, `router.inbound.duplicates` hands duplicates back for their
-        answer, and `transport.outbox.wake` announces rejection envelopes. Doing this here
-        rather than in the router after a reply saves a hop and a mailbox commit on every
-        message's way to the app. A replay gets the recorded reply and sends the same
-        messages again with the same derived ids, which the mailbox keeps once.
+        The router delivers the fresh ones and answers the duplicates from this reply; a
+        replay gets the recorded reply, so it decides the same.
         """
         body = msg.body
 
@@ -222,47 +196,7 @@ class StoreActor(
             self.persisted += len(fresh)
             return {"fresh": fresh, "duplicates": duplicates, "cursor": cursor}
 
-        reply = self._once(msg, apply)
-        if body.get("deliver") and reply is not None:
-            await self._after_persist(body, reply)
-        return reply
-
-    async def _after_persist(self, body: Mapping[str, Any], reply: dict[str, Any]) -> None:
-        """The casts that follow a persist, in a fixed order (see `inbound_persist`)."""
-        fresh = set(reply["fresh"])
-        by_app: dict[str, list[dict[str, Any]]] = {}
-        for item in body.get("items", []):
-            if item.get("deliver_to") and item["id"] in fresh and "view" in item:
-                by_app.setdefault(item["deliver_to"], []).append(item)
-        for app in sorted(by_app):
-            for chunk in _chunks(by_app[app]):
-                await self.cast(f"app.{app}", "app.deliver", {"messages": chunk})
-                self.delivered += len(chunk)
-        calls = [
-            item["tool_call"]
-            for item in body.get("items", [])
-            if "tool_call" in item and item["id"] in fresh
-        ]
-        if calls or body.get("associate"):
-            # The tool router learns of new conversations (to publish their inventory) and
-            # takes the calls, in stream order, once they are stored.
-            await self.cast(
-                "tool_router",
-                "tool_router.inbound",
-                {"calls": calls, "associate": body.get("associate", {})},
-            )
-        if reply["duplicates"]:
-            envelopes = {i["id"]: i for i in body.get("items", [])}
-            items = [
-                {**dup, "envelope": envelopes[dup["id"]]["envelope"]}
-                for dup in reply["duplicates"]
-                if envelopes.get(dup["id"], {}).get("sender_kind") == "agent"
-            ]
-            if items:
-                await self.cast("router", "router.inbound.duplicates", {"items": items})
-        if body.get("outbox"):
-            await self.cast("transport", "transport.outbox.wake", {})
-        await self.cast("transport", "transport.persisted", {"cursor": reply["cursor"]})
+        return self._once(msg, apply)
 
     @handles("store.cursor.get")
     async def cursor_get(self, msg: Message[Empty]) -> Any:

@@ -43,7 +43,6 @@ class Persist(TypedDict, total=False):
     outbox: list[dict[str, Any]]
     associate: dict[str, str]
     cursor: int
-    deliver: bool
 
 
 class OutboxItem(TypedDict):

@@ -1,6 +1,6 @@
 """The tool router actor: the one owner of tools.
 
-- `tool_router.inbound` (from the store, once it stored them): the agent's tool calls and
+- `tool_router.inbound` (from the router, beside their persisting): the agent's tool calls and
   cancels in stream order, and conversations newly associated with an agent;
 - `tool_router.apps` (from the app manager): the registry and the live instances changed;
 - `tool_router.report` (from an app process): progress, result or error of one of its calls,
@@ -286,7 +286,7 @@ class ToolRouterActor(Actor):
                 async with self.steps.own():
                     await self.publish(self.conversations)
 
-    # -- from the store: calls, cancels, conversations ----------------------------------------
+    # -- from the router: calls, cancels, conversations ---------------------------------------
 
     @handles("tool_router.inbound")
     @stepped

@@ -70,7 +70,7 @@ class PolicyReplace(TypedDict):
 
 DOOR = Door(
     {
-        "tool_router.inbound": accept("store", body=Inbound),
+        "tool_router.inbound": accept("router", body=Inbound),
         "tool_router.apps": accept("app_manager", body=dict[str, Any]),
         "tool_router.report": accept(APPS, body=Report),
         "tool_router.deadline": accept(APPS, body=DeadlineRequest),

@@ -2,26 +2,24 @@
 
 `_actor` runs the link, with the token `actors.runtime_token` reads (from the user's keyring
 or the data dir's 0600 file); `_lifecycle` maps link states to the runtime lifecycle.
-Messages:
+What it takes, from whom and in what shape is its `door` (`lineup protocol messages --to
+transport`): the router's word that the outbox has something new, and the tool router's
+envelopes for the agent, each message acknowledged once the AppServer has given every
+envelope in it a verdict.
 
-| type | from | body | effect |
-|---|---|---|---|
-| `transport.persisted` | store | `cursor` | ack it to the AppServer; frees the window |
-| `transport.outbox.wake` | router, store | `{}` | read newly queued outbox items and submit them |
-| `transport.submit` | tool_router | `items` [{`key`, `envelope`, …}] | submit; ack at verdicts |
-
-It sends `router.inbound` {`items`: [[seq, JSON text]]} (each message's text exactly as
-the AppServer sent it: the link reads stream frames with `raw_messages`),
-`store.outbox.settle` {`key`, `status`, `seq` / `code` / `detail`} and
-`store.lifecycle.set` {`state`, `detail`}, `store.audit` (a refused tool router envelope), and
-calls `store.cursor.get` and `store.outbox.pending`.
+It calls `router.inbound` {`items`: [[seq, JSON text]]} (each message's text exactly as
+the AppServer sent it: the link reads stream frames with `raw_messages`), answered once
+the run is durable and delivered; sends `store.outbox.settle` {`key`, `status`, `seq` /
+`code` / `detail`}, `store.lifecycle.set` {`state`, `detail`} and `store.audit` (a refused
+tool router envelope); and calls `store.cursor.get` and `store.outbox.pending`.
 
 - **Batching across hops.** One kernel message carries a run of the stream (up to 512
   items / 600 KiB: `batch_items`, `batch_bytes`); at most 8 unpersisted batches are in
   flight (`inflight_batches`).
 - **The cursor is acked after the commit.** The store writes the messages, the audit of
-  rejections, the rejection envelopes (outbox) and the cursor in one transaction; only then
-  does it tell the transport (`transport.persisted`), which acks it to the AppServer.
+  rejections, the rejection envelopes (outbox) and the cursor in one transaction; the
+  router's answer to the batch carries that cursor, which the transport acks to the
+  AppServer.
   After a restart the transport syncs from the store's cursor.
 - **Raw messages.** With `raw_messages`, a stream frame in the compact form is parsed once,
   its shell (keys, seqs rising, stamps, at most 256 items) checked as the frame models

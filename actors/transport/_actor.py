@@ -5,8 +5,9 @@ cursor, live delivery, cumulative acks, submissions resent with their idempotenc
 their verdict, heartbeats, reconnects with exponential backoff and jitter), as a `runtime`.
 
 - **Cursor.** The link starts from the store's cursor, the highest seq persisted. It acks
-  a seq to the server only when the store reports (`transport.persisted`, sent after its
-  commit) that it committed every message up to it (§4.4).
+  a seq to the server only when the router's answer to a batch (`router.inbound`, a call
+  answered after the store's commit and the deliveries) says every message up to it is
+  durable (§4.4).
 - **Batching.** Whatever the link has received is cut into `router.inbound` messages of up
   to `batch_items` items / `batch_bytes` bytes; at most `inflight_batches` are unpersisted
   at once, which is the back-pressure of a catch-up.
@@ -30,7 +31,7 @@ import logging
 import os
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import trio
 
@@ -40,9 +41,13 @@ from actors.runtime_token import TokenError, load_token
 from link import Link, LinkFailed, LinkState, Received, Submission
 
 from ._lifecycle import Lifecycle, lifecycle_of
-from .door import DOOR, Persisted, Queued, Submit, ToolEnvelope, Wake
+from .door import DOOR, Queued, Submit, ToolEnvelope, Wake
 
 log = logging.getLogger("lineup.transport")
+
+# How long a batch's answer is awaited before it is asked again under the same id (the
+# router answers a repeated id once it has handled the first).
+HAND_OVER_WAIT_S: Final = 10.0
 
 _LINK_STATES: tuple[LinkState, ...] = ("connecting", "syncing", "live", "backoff", "failed")
 
@@ -98,19 +103,7 @@ class TransportActor(Actor):
             )
         return stats
 
-    # -- messages from the store and the router --------------------------------------------
-
-    @handles("transport.persisted")
-    async def persisted_upto(self, msg: Message[Persisted]) -> None:
-        """From the store, after its commit: it committed everything up to `cursor`; ack it
-        to the server (docs/protocol.md, 4.4)."""
-        cursor = int(msg.body["cursor"])
-        self.persisted = max(self.persisted, cursor)
-        while self.inflight and self.inflight[0] <= self.persisted:
-            self.inflight.popleft()
-        self.room.set()
-        if self.link is not None:
-            self.link.ack(self.persisted)
+    # -- messages from the router and the tool router -------------------------------------
 
     @handles("transport.outbox.wake")
     async def wake(self, msg: Message[Wake]) -> None:
@@ -237,7 +230,7 @@ class TransportActor(Actor):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._run_link, self.link)
             nursery.start_soon(self._watch, self.link)
-            nursery.start_soon(self._pump, self.link)
+            nursery.start_soon(self._pump, self.link, nursery)
             nursery.start_soon(self._drain_outbox, self.link, nursery)
 
     async def _run_link(self, link: Link) -> None:
@@ -264,7 +257,7 @@ class TransportActor(Actor):
             except LinkFailed:
                 continue
 
-    async def _pump(self, link: Link) -> None:
+    async def _pump(self, link: Link, nursery: trio.Nursery) -> None:
         """The link's messages, in order, cut into batches for the router."""
         async for first in link.messages:
             items: list[tuple[int, str]] = [(first.seq, _text(first))]
@@ -280,10 +273,38 @@ class TransportActor(Actor):
             while len(self.inflight) >= self.inflight_batches:
                 self.room = trio.Event()
                 await self.room.wait()
-            last = items[-1][0]
-            self.inflight.append(last)
-            await self.cast("router", "router.inbound", {"items": items})
+            self.inflight.append(items[-1][0])
+            # Each batch is sent before the next one (`start` returns once it is sent), and
+            # its answer awaited beside the others.
+            await nursery.start(self._hand_over, link, items)
             self.forwarded += len(items)
+
+    async def _hand_over(
+        self,
+        link: Link,
+        items: list[tuple[int, str]],
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """One batch to the router, which answers once it is durable and delivered: how far
+        the stream is durable (acked to the server, docs/protocol.md 4.4, which frees the
+        window) and whether the run queued answers in the outbox."""
+        answer = await self.call_until_answered(
+            "router",
+            "router.inbound",
+            {"items": items},
+            id=new_id(),
+            first_timeout=HAND_OVER_WAIT_S,
+            max_timeout=HAND_OVER_WAIT_S,
+            task_status=task_status,
+        )
+        self.persisted = max(self.persisted, int(answer["cursor"]))
+        while self.inflight and self.inflight[0] <= self.persisted:
+            self.inflight.popleft()
+        self.room.set()
+        link.ack(self.persisted)
+        if answer.get("outbox"):
+            self.woken_unread = True
+            self.outbox_wake.set()
 
     async def _drain_outbox(self, link: Link, nursery: trio.Nursery) -> None:
         """Outbox items, in local order, onto the link (those a wake brought, or read from the

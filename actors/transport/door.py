@@ -1,6 +1,6 @@
-"""What the transport takes, and from whom: the store says how far the stream is durable
-(after its commit), and the router or the store that the outbox has something new; the
-tool router gives it its envelopes for the agent. The stream's position and the outbox are
+"""What the transport takes, and from whom: the router that the outbox has something new
+(how far the stream is durable is the router's answer to each run it is handed); the tool
+router gives it its envelopes for the agent. The stream's position and the outbox are
 written by nobody else."""
 
 from __future__ import annotations
@@ -11,11 +11,6 @@ from typing_extensions import TypedDict
 from actors.kernel import Door, accept
 
 _CLOSED = ConfigDict(extra="forbid")
-
-
-class Persisted(TypedDict):
-    __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    cursor: int
 
 
 class Queued(TypedDict):
@@ -43,8 +38,7 @@ class Submit(TypedDict):
 
 DOOR = Door(
     {
-        "transport.persisted": accept("store", body=Persisted),
-        "transport.outbox.wake": accept("router", "store", body=Wake),
+        "transport.outbox.wake": accept("router", body=Wake),
         "transport.submit": accept("tool_router", body=Submit),
     }
 )

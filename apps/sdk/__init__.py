@@ -24,7 +24,7 @@ runtime's files.
   and the app's state patches to it.
 
 Kernel messages an app process answers: `app.deliver` {`messages`: [projection]} from the
-store, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.lifecycle`
+router, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.lifecycle`
 from the app manager, `app.input` {...} from the host actor only (the user's side; any
 other sender's is refused and counted), `app.tool.invoke` {`call_id`, `method`,
 `arguments`, `app_scope`, `conversation_id`, `instance_id`}, `app.tool.cancel`

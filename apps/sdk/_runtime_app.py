@@ -335,7 +335,7 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
 
     @handles("app.deliver")
     async def _deliver(self, msg: Message[Deliver]) -> None:
-        self._from(msg, STORE)  # the store delivers what it has persisted
+        self._from(msg, ROUTER)  # the router delivers what the store has persisted
         with self._ids.deriving(msg.id):
             messages = msg.body["messages"]
             for message in self._log.add_agent_messages(msg.id, messages):

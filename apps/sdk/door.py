@@ -72,7 +72,7 @@ class InteractionSettings(TypedDict):
 
 DOOR = Door(
     {
-        "app.deliver": accept("store", body=Deliver),
+        "app.deliver": accept("router", body=Deliver),
         "app.action.state": accept("router", "store", body=dict[str, Any]),
         "app.input": accept("host", body=dict[str, Any]),
         "app.lifecycle": accept("app_manager", body=dict[str, Any]),

@@ -97,10 +97,9 @@ def test_bench_tools_reports_every_figure_and_cleans_up(tmp_path: Path) -> None:
     # the app, back to the transport, with no store round trip on the way.
     hops = record["call_hops"]
     assert record["hops_per_call"] == len(hops)
-    assert hops[:3] == [
+    assert hops[:2] == [
         "transport → router router.inbound",
-        "router → store store.inbound.persist",
-        "store → tool_router tool_router.inbound",
+        "router → tool_router tool_router.inbound",
     ], hops
     assert hops[-3:] == [
         "tool_router → app.benchtool app.tool.invoke",

@@ -49,7 +49,7 @@ async def test_why_follows_an_agent_message_to_the_chat(stack: Stack) -> None:
     def delivered() -> dict[str, Any] | None:
         path = path_of(stack.data_dir, message_id)
         hops = {(h["from"], h["to"], h["type"]): h for h in path["mailbox"]}
-        hop = hops.get(("store", "app.chat", "app.deliver"))
+        hop = hops.get(("router", "app.chat", "app.deliver"))
         return path if hop is not None and hop["state"] == "done" else None
 
     path = await wait_for(delivered, 30, "the delivery to the chat, done")
@@ -58,15 +58,15 @@ async def test_why_follows_an_agent_message_to_the_chat(stack: Stack) -> None:
     assert stored["seq"] >= 1 and stored["conversation_id"] == CONVERSATION
     assert stored["sender_kind"] == "agent" and stored["app_scope"] == "chat"
     hops = [(h["from"], h["to"]) for h in path["mailbox"]]
-    # From the transport through the router and the store to the chat, in that order.
+    # From the transport to the router, stored, then delivered to the chat, in that order.
     assert hops.index(("transport", "router")) < hops.index(("router", "store"))
-    assert hops.index(("router", "store")) < hops.index(("store", "app.chat"))
+    assert hops.index(("router", "store")) < hops.index(("router", "app.chat"))
     assert [e["kind"] for e in path["apps"] if e["app"] == "chat"] == ["agent"]
     assert all(h["attempts"] >= 1 for h in path["mailbox"])
 
     code, text = why(stack.data_dir, message_id, as_json=False)
     assert code == 0
-    assert f"seq {stored['seq']}" in text and "store -> app.chat app.deliver [done" in text
+    assert f"seq {stored['seq']}" in text and "router -> app.chat app.deliver [done" in text
     assert "app chat: agent lineup.message" in text
 
     # Stopped: the same path, from the files.

@@ -92,8 +92,8 @@ async def speak_as_agent(app: HostileApp, options: dict[str, Any]) -> dict[str, 
         {"interaction_id": VICTIM_QUESTION, "reason": "the app says so"},
         "lineup.interaction.withdraw",
     )
-    body = {"items": [message, prompt], "cursor": 900002, "deliver": True}
-    withdraw = {"items": [withdrawal], "cursor": 900003, "deliver": True}
+    body = {"items": [message, prompt], "cursor": 900002}
+    withdraw = {"items": [withdrawal], "cursor": 900003}
     return {
         "persist": await app.attempt("store", "store.inbound.persist", body),
         "deliver": await app.attempt("app.chat", "app.deliver", {"messages": [message["view"]]}),
@@ -156,7 +156,6 @@ async def cut_stream(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]
     far = 10**12
     return {
         "persist": await app.attempt("store", "store.inbound.persist", {"cursor": far}),
-        "persisted": await app.attempt("transport", "transport.persisted", {"cursor": far}),
         "inbound": await app.attempt("router", "router.inbound", {"items": [[far, "{}"]]}),
     }
 
