@@ -7,20 +7,21 @@ read-only, and `_migration.py` moves the rows an older data dir kept in the stor
 
 The tool router is the one owner of tools: the inventory each conversation's agent is
 given and every call's lifecycle. Only it writes `tool_router.db`; no step of a call waits
-for the store, which persists the agent's `lineup.tool.invoke` with the rest of the
-stream beside the call's way here, and keeps the audit rows the tool router casts it. What it holds in
-memory (open calls, the inventories) is rebuilt from its file at start; the apps' view and
-the conversations' agents it asks the store.
+for the store, which persists the agent's `lineup.tool.invoke` with the rest of the stream
+beside the call's way here, and keeps the audit rows the tool router casts it. What it
+holds in memory (open calls, the inventories) is rebuilt from its file at start; the apps'
+view and the conversations' agents it asks the store.
 
 **Inputs.** The agent's `lineup.tool.invoke` and `lineup.tool.cancel` pass the router's
 filter chain (validation, the agent's association with the conversation), and the router
 hands them over as soon as it has sent the run to the store (`tool_router.inbound`, in
 stream order, with the conversations newly associated with an agent): the mailbox holds
-the run for the store before them, so a call never runs unrecorded. The app manager sends its view whenever the registry or the instances
-change (`tool_router.apps`). An app reports on its own calls (`tool_router.report`) and
-asks about its deadline operations (`tool_router.deadline`); the chat app passes on the
-user's stop of a call (`tool_router.interrupt`); the settings app reads and replaces the
-policy (`tool_router.policy.get`, `.replace`, `_policy_edit`).
+the run for the store before them, so a call never runs unrecorded. The app manager sends
+its view whenever the registry or the instances change (`tool_router.apps`). An app
+reports on its own calls (`tool_router.report`) and asks about its deadline operations
+(`tool_router.deadline`); the chat app passes on the user's stop of a call
+(`tool_router.interrupt`); the settings app reads and replaces the policy
+(`tool_router.policy.get`, `.replace`, `_policy_edit`).
 
 **A call** (`_calls`), one row per `call_id`:
 
