@@ -127,6 +127,7 @@ def default_config(
     root = Path(data_dir).resolve()
     settings: dict[str, dict[str, object]] = {
         "store": {"data_dir": str(root)},
+        "router": {"data_dir": str(root)},
         "app_manager": {"data_dir": str(root)},
         # The tool router offers agents the tools whose capabilities this host serves.
         "tool_router": {

@@ -106,7 +106,7 @@ class AppsRuntime:
             raise BenchError(f"the supervisor exited{self.procs.tail(self.name)}")
 
     def _registry_loaded(self) -> bool:
-        from actors.store import read_apps
+        from actors.app_manager.registry import read_apps
 
         self._alive()
         try:
@@ -142,7 +142,7 @@ class AppsRuntime:
         return elapsed_ms
 
     def _ended(self, operation_id: str) -> dict[str, Any] | None:
-        from actors.store import read_apps
+        from actors.app_manager.registry import read_apps
 
         self._alive()
         for row in read_apps(self.data_dir)["operations"]:

@@ -147,7 +147,7 @@ class AppOperations:
 
 
 def _version(runtime: Runtime) -> str | None:
-    from actors.store import read_apps
+    from actors.app_manager.registry import read_apps
 
     for record in read_apps(runtime.data_dir)["records"]:
         if record["app_scope"] == UPDATED_APP:

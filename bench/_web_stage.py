@@ -65,7 +65,7 @@ async def _until(check: Any, what: str) -> Any:
 
 def _launched(data_dir: Path, since_ms: int) -> dict[str, Any] | None:
     """The pomodoro's launch operation begun since `since_ms`, once it succeeded."""
-    from actors.store import read_apps
+    from actors.app_manager.registry import read_apps
 
     for op in read_apps(data_dir)["operations"]:
         if op["kind"] == "launch" and op["app_scope"] == APP_SCOPE and op["created_ms"] >= since_ms:
@@ -130,7 +130,7 @@ async def _call(client: Any, following: trio.Nursery) -> tuple[Any, int, _Follow
 
 
 def _live_instances(data_dir: Path) -> list[str]:
-    from actors.store import read_apps
+    from actors.app_manager.registry import read_apps
 
     return [
         i["instance_id"]

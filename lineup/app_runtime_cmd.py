@@ -33,7 +33,7 @@ APP_HELP = "the app's name, as `lineup app list` shows it"
 
 
 def _operation(data_dir: Path, operation_id: str) -> dict[str, Any] | None:
-    from actors.store import read_operation
+    from actors.app_manager.registry import read_operation
 
     return read_operation(data_dir, operation_id)
 
@@ -145,7 +145,7 @@ _NEXT_STEPS = {
 
 def _installed(data_dir: Path) -> list[str]:
     """The app scopes in the registry ([] when it cannot be read)."""
-    from actors.store import read_apps
+    from actors.app_manager.registry import read_apps
 
     try:
         return [str(row["app_scope"]) for row in read_apps(data_dir)["records"]]
@@ -197,8 +197,8 @@ def refusal_sentence(op: dict[str, Any], data_dir: Path) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     from actors.app_manager import AppRecord
+    from actors.app_manager.registry import read_apps
     from actors.kernel import supervisor_pid_alive
-    from actors.store import read_apps
 
     data_dir = data_dir_of(args)
     if not (data_dir / "runtime.db").exists():

@@ -113,7 +113,7 @@ TABLE_BOUNDS: Final[dict[str, tuple[str, str]]] = {
     "runtime.db/audit": ("20,000 rows, 90 days", "the newest kept"),
     "runtime.db/app_diagnostic_events": ("100 an app", "the newest kept"),
     "runtime.db/app_session_requests": ("256 an app", "the newest kept"),
-    "runtime.db/app_operations": ("1,000 finished", "the newest kept"),
+    "app_manager.db/app_operations": ("1,000 finished", "the newest kept"),
     "runtime.db/artifacts": ("per-app quotas", "the user's: kept"),
     "runtime.db/app_session_data": ("128 KiB an instance", "replaced whole"),
     "tool_router.db/tool_calls": ("7 days once finished", "older ones go"),

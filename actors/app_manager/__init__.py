@@ -11,12 +11,15 @@
 The signed bundle's tools (`lineup app keygen|build|sign|verify`) and a registry row read
 back (`AppRecord`, `lineup app list`) are its public face for the command line.
 
-Its state lives in `runtime.db` (tables `app_records`, `app_operations`, `app_instances`,
-`app_settings`), written by the store one step at a time (`store.apps.write`, whole rows in
-one transaction, taken from the app manager only; `store.apps.load` from the app manager
-and the router). Each write is a replacement that is safe to repeat and goes with a fresh
-id, so a handler replayed after a crash that takes another path than its first run still
-has its rows written.
+Its state lives in its own `app_manager.db` (`_db`: tables `app_records`,
+`app_operations`, `app_instances`, `app_settings`), written by it alone, one step a
+transaction, whole rows at a time: a write is a replacement that is safe to repeat, so a
+handler replayed after a crash that takes another path than its first run has its rows
+written too. Everyone else reads the file read-only (`registry`: the command line, the web
+host, the router and the tool router when they start, the capability gateway at each
+request, the store for an app's live instances); an older data dir's rows are moved in
+from `runtime.db` once (`_migration`). A removed app's data in the store goes with it
+(`store.apps.removed`, told before the removal is committed).
 
 - **Records** (`_registry`): `AppRecord` with `app_scope`, `kind` (core | installed),
   `installed_version`, `previous_version`, `enabled`, `install_state` (installed |
@@ -51,8 +54,9 @@ has its rows written.
   is signed by another key. Remove and install again starts afresh, without the old data.
 - **Routing**: after each change the manager writes the router's view of the apps
   (`app_settings.routing`: enabled, subscriptions from the manifest, live instances) and
-  casts `router.apps`; a router that restarts reads it from the store. So an agent message
-  for a disabled or removed app gets `app_disabled` / `app_not_installed`. The tool router
+  casts `router.apps`; a router that restarts reads it from the app manager's file. So an
+  agent message for a disabled or removed app gets `app_disabled` / `app_not_installed`.
+  The tool router
   gets its view too (`tool_router.apps`), and once the write has committed a web host,
   where the runtime runs one, is told to look again (`web_host.registry.changed`, a cast
   with an empty body).

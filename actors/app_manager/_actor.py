@@ -39,7 +39,9 @@ from actors.kernel import (
 )
 
 from ._cache import BundleCache, bundle_cache_dir
+from ._db import RegistryFile
 from ._focus import Focus, Instance, startup_target
+from ._migration import move_from_runtime_db
 from ._registry import AppOperation, AppRecord, check_request, core_records
 from ._requests import HOST_NAVIGATION, NAVIGATION, check_requester, request_fields
 from ._start_failure import start_failure
@@ -72,6 +74,9 @@ class AppManagerActor(Actor):
         self.default_app: str | None = None
         self.host_intents: list[dict[str, Any]] = []
         self.registry_watcher = self.config.get("registry_watcher")
+        # Its own file (`_db`), an older data dir's registry moved into it first.
+        self.file = RegistryFile.open(self.data_dir)
+        move_from_runtime_db(self.file.db, self.data_dir)
         # The registry is loaded in a task of its own, and handlers wait for it.
         self.loaded = trio.Event()
         self.nursery.start_soon(self._load)
@@ -85,14 +90,10 @@ class AppManagerActor(Actor):
             "host_intents": self.host_intents[-10:],
         }
 
-    # -- the store -----------------------------------------------------------------------
-
-    async def _store(self, type: str, body: Any, id: str) -> Any:
-        return await self.call_until_answered("store", type, body, id=id)
+    # -- its file ----------------------------------------------------------------------------
 
     async def _load(self) -> None:
-        # Fresh ids: a load is a read, and a replayed id would get the first run's answer.
-        state = await self._store("store.apps.load", {}, new_id())
+        state = self.file.load()
         self.records = {r["app_scope"]: AppRecord.from_row(r) for r in state["records"]}
         loaded = [AppOperation.from_row(o) for o in state["operations"]]
         finished = {o.operation_id for o in [o for o in loaded if o.done][-KEEP_OPERATIONS:]}
@@ -185,12 +186,20 @@ class AppManagerActor(Actor):
         }
         # Fresh ids, not derived ones: both are whole-state replacements, safe to apply
         # twice, and a replayed handler that took another path than its first run must
-        # have its own rows written (a derived id would get the first run's answer).
+        # have its views sent (a derived id would be taken for the first run's message).
         # The router's mailbox has the new view before the operation is seen to end, so an
         # agent message sent after that is filtered by it (mailbox order is arrival order).
         await self.cast("router", "router.apps", {"apps": routing}, id=new_id())
         await self.cast("tool_router", "tool_router.apps", self._tool_view(), id=new_id())
-        await self._store("store.apps.write", body, new_id())
+        if remove_records:
+            # What the store keeps of a removed app (its session data, artifacts and
+            # diagnostics) goes with its record. The word goes before the record's removal
+            # is committed: a removal cut short by a crash resumes from its operation's row
+            # and is committed then, so a forgotten app is always a removed one.
+            await self.cast(
+                "store", "store.apps.removed", {"app_scopes": list(remove_records)}, id=new_id()
+            )
+        self.file.write(body)  # a few steps an operation: the loop waits for the sync
         if self.registry_watcher:
             # A cast, once the rows are committed: the pages frame an app in front as soon
             # as the launch is written, and nothing here waits on the web host. One that is
@@ -202,7 +211,7 @@ class AppManagerActor(Actor):
 
     def _tool_view(self) -> dict[str, Any]:
         """The tool router's view: every record, the live instances and the focus stack
-        (the shape of the store's `store.apps.load`, which it reads at start)."""
+        (the shape of `registry.read_apps`, which it reads at start)."""
         return {
             "records": [r.to_row() for r in self.records.values()],
             "instances": [i.to_row() for i in self.focus.instances.values() if i.live],
@@ -211,7 +220,7 @@ class AppManagerActor(Actor):
 
     def _routing(self) -> dict[str, Any]:
         """The router's view of the apps (filter chain steps 4, 6, 7), kept with the
-        registry so that a router that restarts finds it in the store."""
+        registry so that a router that restarts finds it in the app manager's file."""
         apps = {}
         for scope, record in self.records.items():
             # A core app's manifest is the one its code declares, not kept in its record.

@@ -20,6 +20,7 @@ from typing import Any, Final
 from actors.contracts import Code, ContractError
 
 from ._registry import RECOVERY_APP, AppRecord, now_ms
+from ._rows import LIVE_STATES
 
 TRANSITIONS: Final[dict[str, frozenset[str]]] = {
     "not_running": frozenset({"launching"}),
@@ -32,7 +33,6 @@ TRANSITIONS: Final[dict[str, frozenset[str]]] = {
     "closed": frozenset(),
     "failed": frozenset(),
 }
-LIVE_STATES: Final = frozenset({"launching", "active", "backgrounded", "suspended", "restoring"})
 
 
 @dataclass

@@ -87,8 +87,8 @@ request's deadline `expired`; the card is closed in every case. A yes is checked
 against what may have changed while the user decided (the app removed, disabled or no
 longer declaring the capability: `permission_denied`; the policy: `policy_denied`). A
 `file.open` card is answered by the file the user chooses (`_file_open`). The registry is
-read from the store for each request (`store.apps.load`), so a request that waited in the
-gateway's mailbox while its app was disabled is judged as the app is now.
+read from the app manager's file for each request (read-only), so a request that waited in
+the gateway's mailbox while its app was disabled is judged as the app is now.
 
 **Grants** (`capability_grants`, one per app and capability): `once` records the user's
 last allow-once and covers nothing more; `session` lasts until the runtime restarts (a

@@ -52,6 +52,7 @@ from typing import Any, Final
 
 import trio
 
+from actors.app_manager.registry import RegistryReader
 from actors.contracts import SCOPE_CHAT, CapabilityResult, Code, ContractError
 from actors.kernel import (
     REPLY_LATER,
@@ -99,6 +100,9 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
 
     async def on_start(self) -> None:
         self.data_dir = Path(str(self.config.get("data_dir", ".")))
+        # The app manager's registry, read-only, one reader at a time (`registry`).
+        self.registry_reader = RegistryReader(self.data_dir)
+        self.registry_reading = trio.Lock()
         self.core = {str(m["app_scope"]): m for m in self.config.get("core_apps", [])}
         # Where a file.save ends when no page takes it: the user's downloads folder where
         # the runtime is the user's (`lineup run`), else the runtime's own downloads.
@@ -148,6 +152,12 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
             "recordings": self.recordings_now() if hasattr(self, "recordings") else {},
             **self.counts,
         }
+
+    async def registry(self) -> dict[str, Any]:
+        """The app registry as the app manager last committed it (read for each request, so
+        that a request is judged as its app is now)."""
+        async with self.registry_reading:
+            return await trio.to_thread.run_sync(self.registry_reader.apps)
 
     async def store(self, type_: str, body: dict[str, Any]) -> Any:
         return await self.call_until_answered(
@@ -213,7 +223,7 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
         stored = self.file.request(key)
         if stored is not None:  # decided already: the same outcome again, never a second run
             return result_of(stored)
-        facts = app_facts(await self.store("store.apps.load", {}), scope, self.core)
+        facts = app_facts(await self.registry(), scope, self.core)
         created = now_ms()
         row: dict[str, Any] = {
             "request_id": key,
@@ -379,7 +389,7 @@ class CapabilityGatewayActor(Talks, Recordings, FileChoices, ArtifactSaves, Effe
         """What changed while the user decided that refuses the request even so: the app
         removed, disabled or updated to a manifest without the capability, or the policy
         now denying it. (The foreground is not asked again: the user answered in the chat.)"""
-        facts = app_facts(await self.store("store.apps.load", {}), row["app_scope"], self.core)
+        facts = app_facts(await self.registry(), row["app_scope"], self.core)
         if not facts.installed or row["capability"] not in facts.capabilities:
             return CapabilityResult.PERMISSION_DENIED, "no longer declared by the app"
         if not facts.enabled:

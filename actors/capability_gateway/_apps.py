@@ -1,5 +1,5 @@
-"""What the gateway needs to know of the requesting app, from the registry's rows (the store's
-`store.apps.load` reply, read for each request so that it is never stale): its manifest's
+"""What the gateway needs to know of the requesting app, from the registry's rows (the app
+manager's file, read for each request so that it is never stale): its manifest's
 capabilities and title, whether it is enabled, whether it is in the foreground, and the
 conversation its consent card belongs in.
 """
@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
+from actors.app_manager.registry import LIVE_STATES
 from actors.contracts import RUNTIME_GLOBAL_CONVERSATION
-
-LIVE_STATES: Final = frozenset({"launching", "active", "backgrounded", "suspended", "restoring"})
 
 
 @dataclass(frozen=True)

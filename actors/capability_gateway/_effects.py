@@ -44,6 +44,7 @@ class Effects(SavePlaces, Actor):
     counts: dict[str, int]
     write: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
     store: Callable[[str, dict[str, Any]], Awaitable[Any]]
+    registry: Callable[[], Awaitable[dict[str, Any]]]
     _settle: Callable[[Pending, dict[str, Any], str], Awaitable[None]]
 
     async def _start(
@@ -197,7 +198,7 @@ class Effects(SavePlaces, Actor):
         place; for `notification.show` the app's title, which the notification is shown
         under."""
         if row["capability"] == "notification.show":
-            registry = await self.store("store.apps.load", {})
+            registry = await self.registry()
             return {"app_title": app_facts(registry, row["app_scope"], self.core).title}
         if row["capability"] != "file.save":
             return None

@@ -192,6 +192,7 @@ class Recordings(Actor):
     counts: dict[str, int]
     write: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
     store: Callable[[str, dict[str, Any]], Awaitable[Any]]
+    registry: Callable[[], Awaitable[dict[str, Any]]]
     _card: Callable[..., Awaitable[None]]
     _changed_since: Callable[[dict[str, Any]], Awaitable[tuple[CapabilityResult, str] | None]]
     _settle: Callable[[Pending, dict[str, Any], str], Awaitable[None]]
@@ -314,11 +315,7 @@ class Recordings(Actor):
                 await self._end(live, CapabilityResult.FAILED, str(Code.FAILED), None, why)
 
     async def _in_front(self, app_scope: str) -> bool:
-        try:
-            registry = await self.store("store.apps.load", {})
-        except CallFailed:  # the store is slow: the recording's clock still runs
-            return True
-        return app_facts(registry, app_scope, self.core).foreground
+        return app_facts(await self.registry(), app_scope, self.core).foreground
 
     async def _tell_stop(self, live: LiveRecording) -> None:
         log.info("the recording %s stops: %s", live.key, live.stopped)

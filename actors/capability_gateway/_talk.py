@@ -59,6 +59,7 @@ class Talks(Actor):
     file: GatewayFile
     write: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
     store: Callable[[str, dict[str, Any]], Awaitable[Any]]
+    registry: Callable[[], Awaitable[dict[str, Any]]]
     _refusal: Callable[..., tuple[CapabilityResult, str | None, str, str] | None]
 
     @handles("capability_gateway.talk")
@@ -70,7 +71,7 @@ class Talks(Actor):
         stored = self.file.request(key)
         if stored is not None or key in self.recordings:
             raise ContractError(Code.INVALID_STATE, "This recording was made already: talk again.")
-        facts: AppFacts = app_facts(await self.store("store.apps.load", {}), SCOPE_CHAT, self.core)
+        facts: AppFacts = app_facts(await self.registry(), SCOPE_CHAT, self.core)
         created = now_ms()
         row: dict[str, Any] = {
             "request_id": key,

@@ -11,10 +11,17 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def open_read_only(path: Path) -> sqlite3.Connection:
+def open_read_only(path: Path, *, any_thread: bool = False) -> sqlite3.Connection:
     """The file at `path` (it must exist) for reading only, in autocommit; a writer's lock
-    is waited for up to 10 s."""
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=10)
+    is waited for up to 10 s. With `any_thread`, a connection kept for a reader that reads
+    from worker threads, one at a time."""
+    return sqlite3.connect(
+        f"file:{path}?mode=ro",
+        uri=True,
+        isolation_level=None,
+        timeout=10,
+        check_same_thread=not any_thread,
+    )
 
 
 def read_file(path: Path, read: Callable[[sqlite3.Connection], T], empty: T) -> T:

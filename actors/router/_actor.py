@@ -17,6 +17,7 @@ from typing import Any, Final
 import trio
 from pydantic import JsonValue
 
+from actors.app_manager.registry import read_apps
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 
@@ -115,16 +116,18 @@ class RouterActor(Actor):
         self.floor = 0
         self.forwarded = 0  # fresh messages delivered to an app's inbox
         self.rejected = 0
-        # What the router needs from the store is loaded in a task of its own, and every
-        # handler waits for it before it filters anything.
+        # What the router needs from the store and the app manager's file is loaded in a task
+        # of its own, and every handler waits for it before it filters anything.
         self.loaded = trio.Event()
         self.nursery.start_soon(self._load)
 
     async def _load(self) -> None:
         reply = await self._store("store.conversations", {}, new_id())
         self.ctx.conversations.update(reply["conversations"])
-        registry = await self._store("store.apps.load", {}, new_id())
-        self._set_apps(registry["settings"].get("routing"))
+        data_dir = self.config.get("data_dir")
+        if data_dir:  # the app manager's view, as last committed (later ones are cast)
+            registry = await trio.to_thread.run_sync(read_apps, str(data_dir))
+            self._set_apps(registry["settings"].get("routing"))
         self.floor = (await self._store("store.cursor.get", {}, new_id()))["cursor"]
         self.loaded.set()
 

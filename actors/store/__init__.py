@@ -10,8 +10,10 @@ A committed session-data replace is announced to the app's process after the com
 (`app.session_data.changed` {`instance_id`, `data`, `revision`}); `_session_data` has the rules.
 
 `read_lifecycle`, `read_outbox`, `read_session_data` and the others read the file directly
-(read-only), for the CLI; `RuntimeReader` keeps it
-open for a reader that reads the registry and the lifecycle again and again (the web host).
+(read-only), for the CLI; `RuntimeReader` keeps it open for a reader that reads the
+lifecycle again and again (the web host). The app registry is the app manager's own file
+(`actors.app_manager.registry`), which the store reads read-only where it judges an app's
+request by it (`_apps`).
 
 **Replays decide nothing new.** Every mutating request is applied with `applied_once` on
 its kernel id and its reply is stored in the same transaction (`requests`, `_actor`): a
@@ -47,14 +49,12 @@ _LAZY = {
     "StoreActor": "._actor",
     "is_artifact_id": "._artifacts",
     "open_db": "._schema",
-    "read_apps": "._reads",
     "read_artifact": "._reads",
     "read_artifact_data": "._reads",
     "read_artifacts": "._reads",
     "read_audit": "._reads",
     "read_diagnostics": "._reads",
     "read_lifecycle": "._reads",
-    "read_operation": "._reads",
     "read_outbox": "._reads",
     "read_outbox_envelopes": "._reads",
     "read_session_data": "._reads",
@@ -66,14 +66,12 @@ if TYPE_CHECKING:
     from ._file import DB_FILE
     from ._reads import (
         RuntimeReader,
-        read_apps,
         read_artifact,
         read_artifact_data,
         read_artifacts,
         read_audit,
         read_diagnostics,
         read_lifecycle,
-        read_operation,
         read_outbox,
         read_outbox_envelopes,
         read_session_data,
@@ -92,14 +90,12 @@ __all__ = [
     "StoreActor",
     "is_artifact_id",
     "open_db",
-    "read_apps",
     "read_artifact",
     "read_artifact_data",
     "read_artifacts",
     "read_audit",
     "read_diagnostics",
     "read_lifecycle",
-    "read_operation",
     "read_outbox",
     "read_outbox_envelopes",
     "read_session_data",

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from actors.app_manager.registry import RegistryReader
 from actors.contracts import Code, ContractError, OutboxVerdict
 from actors.kernel import Message, applied_once, derive_id, handles
 
@@ -56,6 +57,7 @@ class StoreActor(
         if not data_dir:
             raise RuntimeError("the store needs `data_dir` in its config")
         self.db = open_db(data_dir, synchronous=str(self.config.get("synchronous", "FULL")))
+        self.registry = RegistryReader(data_dir)  # the app manager's, read-only (`_apps`)
         self.open_artifacts()  # its quotas, and the files of a create a crash cut short
         self.start_upkeep()  # the bounds of its request records and audit, and its WAL
         self.persisted = 0

@@ -12,7 +12,7 @@ Who may do what (the app's scope is the sender the supervisor stamped, never a b
 
 - an app creates artifacts of its own, each within `ArtifactLimits` (its config's
   `artifact_limits`); a conversation it names must be one an instance of it is in
-  (`app_instances`), else `ownership_mismatch`;
+  (a live instance in the app manager's registry), else `ownership_mismatch`;
 - an app reads and lists its own artifacts; the chat app reads any (it shows them); an id
   that is not the app's own gets `ownership_mismatch` whether it exists or not, so no app
   learns what others made;
@@ -21,7 +21,7 @@ Who may do what (the app's scope is the sender the supervisor stamped, never a b
 - the capability gateway keeps an artifact a provider made for an app (`store.artifacts.keep`:
   the app named in its body, which only the gateway's door takes), within that app's quotas;
   the conversation it names is kept only when an instance of the app is in it;
-- an app's artifacts go with its record when the app is removed (`store.apps.write`).
+- an app's artifacts go with its record when the app is removed (`store.apps.removed`).
 
 Refusals of an app are audited, at most once per sender every `REFUSAL_AUDIT_S` seconds
 (with the count since), so a flood costs the store one row.
@@ -71,6 +71,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
+from actors.app_manager.registry import RegistryReader
 from actors.contracts import SCOPE_CHAT, Code, ContractError, fsync_directory, replace_file
 from actors.kernel import Actor, ArtifactLimits, Message, crash_point, handles, new_id
 
@@ -98,7 +99,6 @@ _MEDIA_TYPE: Final = re.compile(
     r"([a-z][a-z0-9]{0,30})/([a-z0-9][a-z0-9!#$&^_.+-]{0,126})", re.IGNORECASE
 )
 # Instances that are over: a conversation is an app's only while one is not.
-_ENDED_STATES: Final = ("closed", "failed")
 REFUSAL_AUDIT_S: Final = 10.0
 # Rows in one answer to a list: a row is at most ~4.3 KiB (a title of 1,000 characters of
 # four bytes), so a page stays well under the 1 MiB frame.
@@ -186,6 +186,7 @@ class ArtifactTables(Actor):
     """The store's handlers for artifacts (mixed into `StoreActor`)."""
 
     db: sqlite3.Connection
+    registry: RegistryReader
     _once: Callable[[Message, Callable[[], Any]], Any]
     _audit: Callable[[str, str, str | None, int | None, str], None]
     artifact_limits: ArtifactLimits
@@ -246,12 +247,9 @@ class ArtifactTables(Actor):
         return msg.sender.removeprefix("app.")
 
     def _instance_in(self, scope: str, conversation_id: str) -> str | None:
-        row = self.db.execute(
-            "SELECT instance_id FROM app_instances WHERE app_scope = ? AND conversation_id = ?"
-            f" AND state NOT IN {_ENDED_STATES} ORDER BY updated_ms DESC LIMIT 1",
-            (scope, conversation_id),
-        ).fetchone()
-        return str(row[0]) if row else None
+        """The live instance of `scope` in the conversation, the one active last."""
+        found = [i for i, c in self.registry.live_instances(scope) if c == conversation_id]
+        return found[0] if found else None
 
     def _check_quota(self, scope: str, size: int) -> None:
         limits = self.artifact_limits

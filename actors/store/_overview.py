@@ -14,6 +14,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Final
 
+from actors.app_manager.registry import RegistryReader
 from actors.kernel import Actor, Message, handles
 
 from .door import Empty
@@ -59,12 +60,14 @@ def _diagnostics(db: sqlite3.Connection) -> dict[str, dict[str, Any]]:
     }
 
 
-def _registry(db: sqlite3.Connection) -> dict[str, dict[str, Any]]:
-    rows = db.execute("SELECT app_scope, kind, enabled FROM app_records").fetchall()
-    return {str(scope): {"kind": kind, "enabled": bool(enabled)} for scope, kind, enabled in rows}
+def _registry(apps: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        str(r["app_scope"]): {"kind": r["kind"], "enabled": bool(r["enabled"])}
+        for r in apps["records"]
+    }
 
 
-def app_data_overview(db: sqlite3.Connection) -> dict[str, Any]:
+def app_data_overview(db: sqlite3.Connection, registered: dict[str, Any]) -> dict[str, Any]:
     """Each app's data: `apps` [{app_scope, kind, enabled, session_data {instances,
     revisions, bytes}, artifacts {count, bytes}, diagnostics {health, detail, health_at_ms,
     events_total} | null}] sorted by scope, and the `retention` rule."""
@@ -80,7 +83,7 @@ def app_data_overview(db: sqlite3.Connection) -> dict[str, Any]:
         ("count", "bytes"),
     )
     diagnostics = _diagnostics(db)
-    registry = _registry(db)
+    registry = _registry(registered)
     scopes = sorted({*registry, *session, *artifacts, *diagnostics})
     apps = [
         {
@@ -101,8 +104,9 @@ class OverviewTables(Actor):
     `StoreActor`)."""
 
     db: sqlite3.Connection
+    registry: RegistryReader
 
     @handles("store.app_data.overview")
     async def data_overview(self, msg: Message[Empty]) -> Any:
         """Body {}; reply `app_data_overview`'s. A read: nothing is written or recorded."""
-        return app_data_overview(self.db)
+        return app_data_overview(self.db, self.registry.apps())

@@ -1,7 +1,6 @@
 """The store's reads for the command line and the web host: `runtime.db` opened read-only,
-runtime up or not. What the app registry's rows need is imported here; the rest, which
-shares its row formats with the store's handlers (and so imports the kernel), only when
-its reader runs.
+runtime up or not. What shares its row formats with the store's handlers (and so imports
+the kernel) is imported only when its reader runs.
 """
 
 from __future__ import annotations
@@ -14,9 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from actors.kernel import read_file
+from actors.kernel import open_read_only, read_file
 
-from ._app_rows import OPERATION_COLUMNS, load_apps, operation_from_row
 from ._file import DB_FILE
 
 T = TypeVar("T")
@@ -82,21 +80,11 @@ def read_diagnostics(data_dir: Path, recent: int = 5) -> dict[str, dict[str, Any
     return _reading(data_dir, lambda db: diagnostics_of(db, recent), {})
 
 
-def _no_apps() -> dict[str, Any]:
-    return {"records": [], "operations": [], "instances": [], "settings": {}}
-
-
-def read_apps(data_dir: Path) -> dict[str, Any]:
-    """The app registry as the app manager last wrote it (read-only, runtime up or not)."""
-    return _reading(data_dir, load_apps, _no_apps())
-
-
 class RuntimeReader:
     """`runtime.db` kept open read-only, for a reader that looks again and again (each of
-    the web host's page sockets): a connection's first statement reads the schema, so the
-    registry read on a fresh connection costs about eight times what it costs on a kept one
-    (7.5 against 0.9 ms, on a loaded 2-core machine). One caller at a time, from any thread.
-    """
+    the web host's page sockets, for the link's state): a connection's first statement
+    reads the schema, so a read on a fresh connection costs several times what it costs on
+    a kept one. One caller at a time, from any thread."""
 
     def __init__(self, data_dir: Path) -> None:
         self.path = Path(data_dir) / DB_FILE
@@ -105,13 +93,7 @@ class RuntimeReader:
 
     def _open(self) -> sqlite3.Connection | None:
         if self.db is None and self.path.exists():
-            self.db = sqlite3.connect(
-                f"file:{self.path}?mode=ro",
-                uri=True,
-                isolation_level=None,
-                timeout=10,
-                check_same_thread=False,  # the web host reads it from its worker threads
-            )
+            self.db = open_read_only(self.path, any_thread=True)
         return self.db
 
     def changed(self) -> bool:
@@ -127,20 +109,6 @@ class RuntimeReader:
         changed, self.seen = version != self.seen, version
         return changed
 
-    def apps(self) -> dict[str, Any]:
-        """As `read_apps`, all of it from one snapshot of the file."""
-        db = self._open()
-        if db is None:
-            return _no_apps()
-        try:
-            db.execute("BEGIN")
-            try:
-                return load_apps(db)
-            finally:
-                db.execute("COMMIT")
-        except sqlite3.OperationalError:  # a file from before the registry's tables
-            return _no_apps()
-
     def lifecycle(self) -> dict[str, Any] | None:
         """As `read_lifecycle`."""
         db = self._open()
@@ -155,16 +123,6 @@ class RuntimeReader:
         if self.db is not None:
             self.db.close()
             self.db = None
-
-
-def read_operation(data_dir: Path, operation_id: str) -> dict[str, Any] | None:
-    """One app operation's row (what `lineup app ...` follows to its end), or None."""
-    rows = _read(
-        data_dir,
-        f"SELECT {', '.join(OPERATION_COLUMNS)} FROM app_operations WHERE operation_id = ?",
-        (operation_id,),
-    )
-    return operation_from_row(rows[0]) if rows else None
 
 
 def read_artifacts(data_dir: Path, *, conversation_id: str | None = None) -> list[dict[str, Any]]:

@@ -70,55 +70,6 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
         "pos",
     ),
     "lifecycle": ({"name": str, "state": str, "detail": str, "at_ms": int}, "name"),
-    # The app manager's state: the app registry, its operations, instances and the focus stack.
-    # The app manager decides every value; the store keeps whole rows, replaced at once.
-    "app_records": (
-        {
-            "app_scope": str,
-            "kind": str,
-            "name": str,
-            "installed_version": str,
-            "previous_version": str,
-            "enabled": int,
-            "install_state": str,
-            "active_instance_count": int,
-            "installed_at_ms": int,
-            "enabled_at_ms": int,
-            "bundle_digest": str,
-            "previous_digest": str,
-            "manifest": str,
-        },
-        "app_scope",
-    ),
-    "app_operations": (
-        {
-            "operation_id": str,
-            "kind": str,
-            "app_scope": str,
-            "state": str,
-            "step": str,
-            "progress": int,
-            "code": str,
-            "detail": str,
-            "request": str,
-            "created_ms": int,
-            "updated_ms": int,
-        },
-        "operation_id",
-    ),
-    "app_instances": (
-        {
-            "instance_id": str,
-            "app_scope": str,
-            "conversation_id": str,
-            "state": str,
-            "mode": str,
-            "created_ms": int,
-            "updated_ms": int,
-        },
-        "instance_id",
-    ),
-    "app_settings": ({"name": str, "value": str}, "name"),
     # Each app instance's session data: the app's JSON object (compact text), the revision
     # of its last replace, its size (`_session_data`).
     "app_session_data": (

@@ -7,7 +7,7 @@ writes, their durability and their clean-up, and checks nothing but that it is J
 
 - **Who.** The scope is the sender's stamp (`app.<scope>`), never a body field: only an
   app's own process reads or writes its data, and the runtime's actors and the operator
-  have none. The instance is a live instance of that scope in `app_instances` (the app
+  have none. The instance is a live instance of that scope in the registry (the app
   manager's record): an id of another scope is `ownership_mismatch`, decided from the id
   alone (instance ids are `<scope>:<local>`), so the answer says nothing about another
   app's instances; a closed instance (a stale context) or an unknown id is
@@ -68,6 +68,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from actors.app_manager.registry import RegistryReader
 from actors.contracts import Code, ContractError
 from actors.kernel import Actor, Message, crash_point, derive_id, handles
 
@@ -79,9 +80,6 @@ KEEP_ANSWERS: Final = 256  # per app: the answers to its newest replaces
 COLUMNS: Final = ("app_scope", "instance_id", "data", "revision", "size_bytes", "updated_ms")
 SUMMARY_COLUMNS: Final = ("app_scope", "instance_id", "revision", "size_bytes", "updated_ms")
 CHANGED: Final = "app.session_data.changed"
-# The app manager's live instance states: an instance in any other (closing, closed,
-# failed) is a stale context. (`tests/session_data` holds the two lists together.)
-LIVE_STATES: Final = ("launching", "active", "backgrounded", "suspended", "restoring")
 _APP_PREFIX: Final = "app."
 _encode: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
@@ -146,33 +144,25 @@ def app_scope_of(sender: str) -> str:
     return sender.removeprefix(_APP_PREFIX)
 
 
-def live_instance(db: sqlite3.Connection, scope: str, instance_id: Any) -> str:
-    """The instance a request of `scope` is about (see the module's rule)."""
-    live = ", ".join("?" * len(LIVE_STATES))
+def live_instance(registry: RegistryReader, scope: str, instance_id: Any) -> str:
+    """The instance a request of `scope` is about (see the module's rule), by the registry
+    as the app manager last committed it."""
+    live = [instance for instance, _ in registry.live_instances(scope)]
     if instance_id is None:
-        rows = db.execute(
-            f"SELECT instance_id FROM app_instances WHERE app_scope = ? AND state IN ({live})",
-            (scope, *LIVE_STATES),
-        ).fetchall()
-        if len(rows) == 1:
-            return str(rows[0][0])
-        if not rows:
+        if len(live) == 1:
+            return live[0]
+        if not live:
             raise ContractError(Code.INSTANCE_NOT_FOUND, f"{scope} has no running instance")
         raise ContractError(
             Code.INVALID_PAYLOAD,
-            f"instance_id: {scope} has {len(rows)} running instances; name the one meant",
+            f"instance_id: {scope} has {len(live)} running instances; name the one meant",
         )
     instance = str(instance_id)
     if not instance.startswith(f"{scope}:"):
         raise ContractError(
             Code.OWNERSHIP_MISMATCH, f"{instance[:140]!r} is not an instance of {scope}"
         )
-    row = db.execute(
-        "SELECT 1 FROM app_instances"
-        f" WHERE instance_id = ? AND app_scope = ? AND state IN ({live})",
-        (instance, scope, *LIVE_STATES),
-    ).fetchone()
-    if row is None:
+    if instance not in live:
         raise ContractError(Code.INSTANCE_NOT_FOUND, f"no running instance {instance[:140]!r}")
     return instance
 
@@ -235,6 +225,7 @@ class SessionDataTables(Actor):
     """The store's handlers for the apps' session data (mixed into `StoreActor`)."""
 
     db: sqlite3.Connection
+    registry: RegistryReader
     _session_limits: SessionDataLimits | None = None
 
     def session_limits(self) -> SessionDataLimits:
@@ -246,7 +237,9 @@ class SessionDataTables(Actor):
     async def session_data_get(self, msg: Message[SessionDataGet]) -> Any:
         """Body {`instance_id`?}; reply {`instance_id`, `data`, `revision`}."""
         scope = app_scope_of(msg.sender)
-        return snapshot(self.db, scope, live_instance(self.db, scope, msg.body.get("instance_id")))
+        return snapshot(
+            self.db, scope, live_instance(self.registry, scope, msg.body.get("instance_id"))
+        )
 
     @handles("store.session_data.replace")
     async def session_data_replace(self, msg: Message[SessionDataReplace]) -> Any:
@@ -256,7 +249,7 @@ class SessionDataTables(Actor):
         body = msg.body
 
         def apply() -> dict[str, Any]:
-            instance = live_instance(self.db, scope, body.get("instance_id"))
+            instance = live_instance(self.registry, scope, body.get("instance_id"))
             text = check_data(body.get("data"), self.session_limits())
             current = snapshot(self.db, scope, instance)["revision"]
             expected = body.get("expected_revision")

@@ -83,15 +83,9 @@ class Lifecycle(_LifecycleRequired, total=False):
     detail: str
 
 
-class AppsWrite(TypedDict, total=False):
+class AppsRemoved(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    records: list[dict[str, Any]]
-    operations: list[dict[str, Any]]
-    instances: list[dict[str, Any]]
-    settings: dict[str, Any]
-    remove_records: list[str]
-    remove_instances: list[str]
-    keep_operations: int | None
+    app_scopes: list[AppScope]
 
 
 # An instance id as the app manager makes them (`<scope>:<local>`), bounded.
@@ -188,10 +182,8 @@ DOOR = Door(
             body=Audit,
         ),
         "store.lifecycle.set": accept("transport", body=Lifecycle),
-        "store.apps.load": accept(
-            "app_manager", "router", "tool_router", "capability_gateway", body=Empty
-        ),
-        "store.apps.write": accept("app_manager", body=AppsWrite),
+        # Apps the app manager is removing: what the store keeps of them goes.
+        "store.apps.removed": accept("app_manager", body=AppsRemoved),
         "store.diagnostics.report": accept(APPS, body=DiagnosticsReport),
         # An app's own session data (the scope is the sender's stamp): see the docstring.
         "store.session_data.get": accept(APPS, body=SessionDataGet),

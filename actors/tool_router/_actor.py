@@ -35,6 +35,7 @@ from typing import Any, Final, TypeVar
 
 import trio
 
+from actors.app_manager.registry import read_apps
 from actors.contracts import (
     APP_TOOL_ERROR_CODES,
     DEFAULT_TOOL_TIMEOUT_MS,
@@ -179,7 +180,7 @@ class ToolRouterActor(Actor):
         await Actor.cast(self, to, type_, body, id=message_id)
 
     async def _load(self) -> None:
-        registry = await self.store("store.apps.load", {})
+        registry = await trio.to_thread.run_sync(read_apps, self.data_dir)
         conversations = await self.store("store.conversations", {})
         self.conversations = dict(conversations["conversations"])
         self.apps, self.foreground = app_views(registry, self.core)

@@ -1,8 +1,9 @@
 """The tool router's view of the apps, from the registry's rows.
 
 The app manager sends it whenever the registry or the instances change (`tool_router.apps`,
-the same shape as the store's `store.apps.load` reply): records (an installed app's verified
-manifest; a core app's is the one its code declares), live instances, the focus stack.
+the same shape as `registry.read_apps`, which the tool router reads when it starts):
+records (an installed app's verified manifest; a core app's is the one its code declares),
+live instances, the focus stack.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._inventory import AppView
+from actors.app_manager.registry import LIVE_STATES
 
-LIVE_STATES = frozenset({"launching", "active", "backgrounded", "suspended", "restoring"})
+from ._inventory import AppView
 
 
 def _views(

@@ -32,9 +32,10 @@ chat and the registry it is a UI client, as the terminal chat is:
   are calls of its own to the capability gateway, whose answers the page needs;
 - it reads the chat app's view of the page's conversation, folded from its log as `lineup
   chat history` does (`apps.sdk` `EventLog`, `ConversationView`); the registry, the focus
-  stack, the default app, the last operations and the link state with the store's
-  read-only reader, kept open per page socket (`RuntimeReader`: a fresh connection's first
-  statement reads the schema, about 8x a registry read on a kept one); an artifact's bytes
+  stack, the default app and the last operations from the app manager's file, and the link
+  state from the store's, each with its owner's read-only reader kept open per page socket
+  (`RegistryReader`, `RuntimeReader`: a fresh connection's first statement reads the
+  schema, several times a read on a kept one); an artifact's bytes
   for a preview or a download (`read_artifact_data`);
 - it never talks to the AppServer or the store's writer, reaches an app's process only to
   relay its surface's requests (`app.surface.request`), and never reads or serves the

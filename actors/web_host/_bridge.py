@@ -53,6 +53,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from actors.app_manager.registry import LIVE_STATES, RegistryReader
 from actors.contracts import (
     BridgeMessage,
     CapabilityAsk,
@@ -64,12 +65,10 @@ from actors.contracts import (
     check_bridge_text,
 )
 from actors.kernel import Actor, CallFailed, Message, handles
-from actors.store import RuntimeReader
 
 from ._changes import PageNotices
 from ._surfaces import (
     BRIDGE_PATH,
-    LIVE_STATES,
     Surface,
     find_surface,
     new_token,
@@ -133,7 +132,7 @@ class _Page:
     not by the tokens it still holds, whose close may be on its way."""
 
     send: Send
-    reader: RuntimeReader
+    reader: RegistryReader
     tokens: set[str] = field(default_factory=set)
     framed: str | None = None
     # The one in front could not be opened: tried again at the next look, notice or not.
@@ -172,7 +171,7 @@ class Surfaces:
         # kept of an instance (its state, its calls) ends with it, so a runtime that
         # launches apps for months keeps only its live instances' here.
         self.live: frozenset[str] = frozenset()
-        self._reader = RuntimeReader(data_dir)
+        self._reader = RegistryReader(data_dir)
         self._reading = trio.Lock()  # the reader takes one caller at a time
         self.states: dict[str, Any] = {}  # instance -> its merged state
         # instance -> call id -> the call, as its app handed it to the instance's surfaces
@@ -261,7 +260,7 @@ class Surfaces:
                 async with lock:
                     await websocket.send_text(json.dumps(frame, ensure_ascii=False))
 
-        page = _Page(send, RuntimeReader(self.data_dir))
+        page = _Page(send, RegistryReader(self.data_dir))
         tokens, last = BURST, trio.current_time()
         try:
             async with trio.open_nursery() as nursery:

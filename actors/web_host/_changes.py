@@ -11,7 +11,7 @@ A notice says "look again", never what changed: each page socket then reads the 
 or the registry itself (`_views`, `_surfaces`), exactly as it would without notices. So a
 notice can cost a look that finds nothing, never a wrong page.
 
-The registry notice is a cast after each committed registry write (`store.apps.write`),
+The registry notice is a cast after each committed registry write (its own `app_manager.db`),
 never a call: the app manager never waits on the web host, and a web host that is down
 finds the notices in its durable inbox, one look each. Where the runtime runs a web host,
 `actors.runtime_children.default_config` names it to the chat app (`view_watcher`) and to

@@ -62,6 +62,7 @@ import contextlib
 import json
 import logging
 import sqlite3
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
@@ -69,6 +70,7 @@ from typing import Any, Final
 import trio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from actors.app_manager.registry import RegistryReader
 from actors.contracts import ContractError, file_wanted
 from actors.kernel import CallFailed, ControlError, derive_id, ui_request
 from actors.store import RuntimeReader
@@ -124,6 +126,24 @@ class _Changes:
         if self.db is not None:
             self.db.close()
             self.db = None
+
+
+@dataclass(frozen=True)
+class _RuntimeFiles:
+    """What a page shows of the runtime, each read from its owner's file kept open: the
+    registry (the app manager's) and the link's state (the store's `runtime.db`)."""
+
+    registry: RegistryReader
+    runtime: RuntimeReader
+
+    def changed(self) -> bool:
+        # Both asked, so that each one's version is brought up to date.
+        registry, runtime = self.registry.changed(), self.runtime.changed()
+        return registry or runtime
+
+    def close(self) -> None:
+        self.registry.close()
+        self.runtime.close()
 
 
 class PageSocket:
@@ -398,7 +418,7 @@ class PageSocket:
 
     async def _push(self, hello: Hello) -> None:
         chat_log = _Changes(self.data_dir / "apps" / "chat" / "app.db")
-        runtime_db = RuntimeReader(self.data_dir)
+        runtime_db = _RuntimeFiles(RegistryReader(self.data_dir), RuntimeReader(self.data_dir))
         try:
             # First the notice to wait for, then the version: a write during the fold
             # below is seen next time.
@@ -444,9 +464,9 @@ class PageSocket:
                     break
             fold = follower.look()
 
-    async def _follow_runtime(self, runtime_db: RuntimeReader) -> None:
+    async def _follow_runtime(self, runtime_db: _RuntimeFiles) -> None:
         """The registry and the link state: at each notice of the app manager (or after
-        `safety_s` without one), if `runtime.db` changed."""
+        `safety_s` without one), if the app manager's file or `runtime.db` changed."""
         while True:
             # The notice to wait for first, then the version: a write during the read
             # below makes one more look.
@@ -472,10 +492,11 @@ class PageSocket:
         frame = {"t": "view", "pos": pos, "reset": reset, "items": items, "tasks": tasks}
         await self.send({**frame, "mode": mode})
 
-    async def _send_registry(self, runtime_db: RuntimeReader) -> None:
+    async def _send_registry(self, runtime_db: _RuntimeFiles) -> None:
         # Read in the event loop: on the kept connection a read is ≈1 ms, less than a
         # worker thread's round trip on a busy machine (tens of ms).
-        snapshot, link = registry(runtime_db.apps()), link_state(runtime_db.lifecycle())
+        snapshot = registry(runtime_db.registry.apps())
+        link = link_state(runtime_db.runtime.lifecycle())
         if snapshot != self.registry:
             self.registry = snapshot
             await self.send({"t": "registry", **snapshot})

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from actors.app_manager.registry import LIVE_STATES
 from actors.contracts import (
     DEFAULT_DISPLAY_MODES,
     AppManifest,
@@ -56,7 +57,6 @@ from actors.contracts import (
 BRIDGE_PATH: Final = "/surface-bridge.js"
 SURFACE_PREFIX: Final = "/surface/"
 # The app manager's live instance states: a surface is shown only for one of these.
-LIVE_STATES: Final = frozenset({"launching", "active", "backgrounded", "suspended", "restoring"})
 MEDIA_TYPES: Final = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",

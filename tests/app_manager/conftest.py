@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from actors import runtime_children
-from actors.store import read_apps
+from actors.app_manager.registry import read_apps
 from tests.kernel.conftest import RuntimeFactory
 from tests.kernel.helpers import REPO_ROOT, Runtime, wait_until
 from tests.runtime.conftest import stack  # noqa: F401 - the runtime tests' AppServer stack

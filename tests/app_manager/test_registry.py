@@ -40,11 +40,11 @@ def _refusals_change_nothing(apps: Apps, bundles: Bundles, tmp_path: Path) -> No
     assert (code, out["state"], out["code"]) == (1, "rolled_back", "same_version")
     assert (apps.record("pomodoro"), apps.cache_entries()) == before
 
-    # Only the app manager writes the registry: anyone else's write is refused, unwritten.
-    forged = {**before[0], "app_scope": "forged", "enabled": True}  # type: ignore[dict-item]
-    apps.runtime.send("store", "store.apps.write", {"records": [forged]})
+    # Only the app manager says an app is gone: anyone else's word is refused, and what the
+    # store keeps of the app stays.
+    apps.runtime.send("store", "store.apps.removed", {"app_scopes": ["pomodoro"]})
     apps.runtime.wait_drained("store", 10)
-    assert apps.record("forged") is None
+    assert (apps.record("pomodoro"), apps.cache_entries()) == before
 
 
 def test_install_enable_update_rollback_disable_remove(

@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 
 from actors.app_manager._bundle import key_id, load_public_key
+from actors.app_manager._db import RegistryFile
 from actors.app_manager._registry import SIGNERS_KEY, AppRecord
-from actors.store import DB_FILE
-from actors.store._apps import load_apps, write_apps
-from actors.store._schema import open_db
+from actors.app_manager.registry import DB_FILE
 from tests.kernel.conftest import RuntimeFactory
 from tests.kernel.helpers import REPO_ROOT, wait_until
 
@@ -303,7 +302,7 @@ def test_a_record_without_recorded_signers_is_pinned_to_its_cache_entrys_key(
 
 
 def test_the_signers_travel_in_the_manifest_column(tmp_path: Path) -> None:
-    """The store keeps its columns; the signers ride in the manifest's JSON and come back
+    """The registry keeps its columns; the signers ride in the manifest's JSON and come back
     out of it, and the record's public form names them without the manifest."""
     record = AppRecord(
         "pomodoro",
@@ -317,9 +316,9 @@ def test_the_signers_travel_in_the_manifest_column(tmp_path: Path) -> None:
         previous_signer_key_id="c" * 16,
         previous_signer_public_key="d" * 64,
     )
-    db = open_db(tmp_path)
-    write_apps(db, {"records": [record.to_row()]})
-    (row,) = load_apps(db)["records"]
+    registry = RegistryFile.open(tmp_path)
+    registry.write({"records": [record.to_row()]})
+    (row,) = registry.load()["records"]
     assert row["manifest"][SIGNERS_KEY]["signer_key_id"] == "a" * 16
     assert AppRecord.from_row(row) == record
     public = record.public()

@@ -119,6 +119,9 @@ class Hostile:
     def runtime_rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return _rows(self.data_dir / "runtime.db", query, params)
 
+    def registry_rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return _rows(self.data_dir / "app_manager.db", query, params)
+
     def tool_router_rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return _rows(self.data_dir / "tool_router.db", query, params)
 

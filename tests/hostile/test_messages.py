@@ -38,7 +38,7 @@ async def test_the_hostile_app_speaks_for_nobody(hostile: Hostile) -> None:
     await agent.ask_confirm(CONVERSATION, "Keep it?", interaction_id=VICTIM_QUESTION)
     await wait_for(lambda: _open(stack) == [VICTIM_QUESTION], 30, "the agent's question")
     restarts = hostile.restarts()
-    operations = hostile.runtime_rows("SELECT count(*) FROM app_operations")[0][0]
+    operations = hostile.registry_rows("SELECT count(*) FROM app_operations")[0][0]
     await hostile.install(
         {
             "attacks": [
@@ -103,7 +103,7 @@ async def test_the_hostile_app_speaks_for_nobody(hostile: Hostile) -> None:
         " AND recipient NOT IN ('router', 'app_manager')"
     ) == [(0,)]
     assert (
-        hostile.runtime_rows("SELECT count(*) FROM app_operations")[0][0] == operations + 3
+        hostile.registry_rows("SELECT count(*) FROM app_operations")[0][0] == operations + 3
     )  # install, enable, launch
     # No core actor restarted, none grew.
     now = hostile.restarts()

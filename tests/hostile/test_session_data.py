@@ -134,10 +134,10 @@ def _runtime_facts(hostile: Hostile) -> dict[str, list[tuple[Any, ...]]]:
         "tool_calls": hostile.tool_router_rows(
             "SELECT call_id, state, code, output FROM tool_calls ORDER BY call_id"
         ),
-        "instances": hostile.runtime_rows(
+        "instances": hostile.registry_rows(
             "SELECT instance_id, state, mode FROM app_instances ORDER BY instance_id"
         ),
-        "settings": hostile.runtime_rows("SELECT name, value FROM app_settings ORDER BY name"),
-        "operations": hostile.runtime_rows("SELECT count(*) FROM app_operations"),
+        "settings": hostile.registry_rows("SELECT name, value FROM app_settings ORDER BY name"),
+        "operations": hostile.registry_rows("SELECT count(*) FROM app_operations"),
         "outbox": hostile.runtime_rows("SELECT count(*) FROM outbox"),
     }

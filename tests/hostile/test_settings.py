@@ -5,7 +5,7 @@ anything is stored, through the SDK too, and nothing changes."""
 
 from __future__ import annotations
 
-from actors.store import read_apps
+from actors.app_manager.registry import read_apps
 from tests.runtime.helpers import CONVERSATION, texts, wait_for
 from tests.settings.helpers import settings_statistics
 

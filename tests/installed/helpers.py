@@ -18,7 +18,8 @@ import trio
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 
-from actors.store import read_apps, read_artifacts, read_session_data
+from actors.app_manager.registry import read_apps
+from actors.store import read_artifacts, read_session_data
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import Stack, wait_for

@@ -166,13 +166,20 @@ def runtime_actors() -> list[str]:
     return sorted({t.split(":")[0].split(".")[1] for t in targets if t.startswith("actors.")})
 
 
-# What the web host reads, as `lineup chat history` and `lineup app list` do: the chat
-# app's view (the SDK's log reader, the chat's text helpers) and the store's read-only
-# readers of the registry and the link state. The transport reads the AppServer token with
-# the package `lineup run` keeps it with and `lineup debug status` finds it with, no actor.
+# What an actor reads of another's, read-only. The app registry is the app manager's file,
+# read through its one public reader (`actors.app_manager.registry`) by those who judge by
+# it as it is now. The web host reads as `lineup chat history` and `lineup app list` do: the
+# chat app's view (the SDK's log reader, the chat's text helpers), the registry, and the
+# store's read-only readers of the link state. The transport reads the AppServer token
+# with the package `lineup run` keeps it with and `lineup debug status` finds it with.
+REGISTRY: Final = "actors.app_manager.registry"
 READERS: Final = {
-    "web_host": ("apps.sdk", "apps.chat", "actors.store"),
+    "web_host": ("apps.sdk", "apps.chat", "actors.store", REGISTRY),
     "transport": ("actors.runtime_token",),
+    "store": (REGISTRY,),
+    "router": (REGISTRY,),
+    "tool_router": (REGISTRY,),
+    "capability_gateway": (REGISTRY,),
 }
 
 
@@ -249,6 +256,25 @@ def test_the_capability_gateway_keeps_its_own_state() -> None:
         found = [t for t in ("capability_requests", "capability_grants") if t in text]
         assert not found and "store.capabilities" not in text, (module, found)
     readers = [m.name for m in gateway if "runtime.db" in m.read_text(encoding="utf-8")]
+    assert readers == ["_migration.py"], readers
+
+
+# The app manager's tables: its own file's, named nowhere in the store.
+REGISTRY_TABLES: Final = ("app_records", "app_operations", "app_instances", "app_settings")
+
+
+def test_the_app_manager_keeps_its_own_state() -> None:
+    """The registry is in the app manager's own file: the store has no table of it and
+    writes none (it reads its live instances through the registry's reader), and of the app
+    manager only the migration of an older data dir reads `runtime.db`."""
+    app_manager = _modules("actors/app_manager")
+    for module in app_manager:
+        assert not [n for n in imports_of(module) if n.startswith("actors.store")], module
+    for module in _modules("actors/store"):
+        text = module.read_text(encoding="utf-8")
+        assert not [table for table in REGISTRY_TABLES if table in text], module
+        assert "store.apps.write" not in text and "store.apps.load" not in text, module
+    readers = [m.name for m in app_manager if '"runtime.db"' in m.read_text(encoding="utf-8")]
     assert readers == ["_migration.py"], readers
 
 

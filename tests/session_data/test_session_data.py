@@ -9,18 +9,12 @@ from pathlib import Path
 
 import trio
 
-from actors.app_manager._focus import LIVE_STATES as APP_MANAGER_LIVE_STATES
-from actors.store._session_data import LIVE_STATES
 from tests.app_manager.conftest import lineup
 from tests.runtime.helpers import CONVERSATION, Stack
 
 from .helpers import SCOPE, notebook_ready, stored, summary
 
 INSTANCE = f"{SCOPE}:{CONVERSATION}"
-
-
-def test_the_store_knows_the_app_managers_live_states() -> None:
-    assert frozenset(LIVE_STATES) == APP_MANAGER_LIVE_STATES
 
 
 async def test_get_replace_and_a_stale_write(stack: Stack, notebook: tuple[Path, Path]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.store import read_apps
+from actors.app_manager.registry import read_apps
 from apps.chat import history, read_default_mode
 from peers.agent import AgentClient
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for

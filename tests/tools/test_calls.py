@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from actors.store import read_apps
+from actors.app_manager.registry import read_apps
 from apps.chat import history
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import trio
 
+from actors.app_manager.registry import read_apps
 from actors.contracts import utc_timestamp
-from actors.store import read_apps
 from actors.tool_router import read_tool_deadlines
 from apps.chat import history
 from lineup.terminal_chat import parse_line

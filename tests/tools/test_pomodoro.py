@@ -14,8 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from actors.app_manager.registry import read_apps
 from actors.contracts import utc_timestamp
-from actors.store import read_apps, read_lifecycle
+from actors.store import read_lifecycle
 from actors.tool_router import read_inventories, read_tool_calls, read_tool_deadlines
 from apps.chat import history
 from lineup.ui_session import UiSession

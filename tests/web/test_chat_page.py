@@ -19,7 +19,7 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from actors.store import read_apps
+from actors.app_manager.registry import read_apps
 from actors.web_host import endpoint_alive, read_endpoint
 from lineup.cli import main
 from tests.kernel.helpers import REPO_ROOT

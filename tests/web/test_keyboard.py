@@ -9,7 +9,7 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
-from actors.store import read_apps
+from actors.app_manager.registry import read_apps
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 
 from .conftest import appserver_messages, in_browser, open_page, start_web_runtime, until

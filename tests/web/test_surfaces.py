@@ -38,8 +38,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
 
+from actors.app_manager.registry import read_apps
 from actors.contracts import ContractError
-from actors.store import read_apps
 from actors.web_host._surfaces import find_surface
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT

@@ -167,7 +167,7 @@ async def forge_state(app: HostileApp, options: dict[str, Any]) -> dict[str, Any
         "audit": await app.attempt("store", "store.audit", {"code": "forged", "detail": "x"}),
         "conversations": await app.attempt("store", "store.conversations", {}),
         "cursor": await app.attempt("store", "store.cursor.get", {}),
-        "apps_write": await app.attempt("store", "store.apps.write", {"records": []}),
+        "apps_removed": await app.attempt("store", "store.apps.removed", {"app_scopes": ["chat"]}),
         "router_apps": await app.attempt("router", "router.apps", {"apps": {}}),
         "host": await app.attempt(
             "host", "host.intent", {"session_id": "s", "intent": "foreground"}

@@ -1,7 +1,7 @@
-"""The app registry's rows as `runtime.db` holds them: columns, and each row as a dict.
+"""The app registry's rows as `app_manager.db` holds them: columns, and each row as a dict.
 
-Kept apart from the store's handlers (`_apps`), which need the kernel, so that the command
-line reads the registry and follows an operation without importing trio or the contracts.
+Kept apart from the actor, which needs the kernel, so that the command line reads the
+registry and follows an operation without importing trio or the contracts.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ INSTANCE_COLUMNS: Final = (
     "created_ms",
     "updated_ms",
 )
+# The states in which an instance is live: it has (or is getting) its app's process.
+LIVE_STATES: Final = frozenset({"launching", "active", "backgrounded", "suspended", "restoring"})
 # Whole-value JSON columns: the manifest, an operation's request.
 _JSON_COLUMNS: Final = frozenset({"manifest", "request"})
 

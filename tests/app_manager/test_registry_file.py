@@ -1,0 +1,112 @@
+"""The registry in the app manager's own file: whole rows replaced, finished operations
+pruned to the newest ones kept, running operations never pruned; a data dir from before,
+with the registry in the store's `runtime.db`, has it moved once, and the file is read
+read-only by everyone else."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from actors.app_manager._db import RegistryFile
+from actors.app_manager._migration import move_from_runtime_db
+from actors.app_manager.registry import RegistryReader, read_apps, read_operation
+
+
+def _op(n: int, state: str) -> dict[str, object]:
+    return {
+        "operation_id": f"op-{n:03d}",
+        "kind": "enable",
+        "app_scope": "pomodoro",
+        "state": state,
+        "step": "",
+        "progress": 100,
+        "request": {"n": n},
+        "created_ms": n,
+        "updated_ms": n,
+    }
+
+
+def test_finished_operations_are_pruned_to_the_newest(tmp_path: Path) -> None:
+    registry = RegistryFile.open(tmp_path)
+    ops = [_op(n, "running" if n == 2 else "succeeded") for n in range(10)]
+    registry.write({"operations": ops})
+    registry.write({"keep_operations": 3})
+    kept = [(o["operation_id"], o["state"]) for o in registry.load()["operations"]]
+    assert kept == [
+        ("op-002", "running"),
+        ("op-007", "succeeded"),
+        ("op-008", "succeeded"),
+        ("op-009", "succeeded"),
+    ]
+    registry.write({"operations": [{**ops[9], "state": "failed", "code": "x"}]})
+    assert registry.load()["operations"][-1]["request"] == {"n": 9}
+    assert read_operation(tmp_path, "op-009") == {**registry.load()["operations"][-1]}
+    assert read_operation(tmp_path, "op-001") is None
+
+
+def test_a_step_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    registry = RegistryFile.open(tmp_path)
+    registry.write({"settings": {"default_app": "chat"}})
+    # The operation is written before the setting that cannot be: the step is undone whole.
+    bad = {"operations": [_op(1, "running")], "settings": {"default_app": object()}}
+    try:
+        registry.write(bad)
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("a row that cannot be written was written")
+    assert registry.load()["operations"] == []
+    assert registry.load()["settings"] == {"default_app": "chat"}
+
+
+def test_readers_see_what_was_committed_and_when_it_changed(tmp_path: Path) -> None:
+    assert read_apps(tmp_path) == {"records": [], "operations": [], "instances": [], "settings": {}}
+    reader = RegistryReader(tmp_path)
+    assert reader.live_instances("pomodoro") == [] and not reader.changed()
+    registry = RegistryFile.open(tmp_path)
+    instance = {"instance_id": "pomodoro:c1", "app_scope": "pomodoro", "conversation_id": "c1"}
+    registry.write({"instances": [{**instance, "state": "active", "updated_ms": 1}]})
+    assert reader.changed() and not reader.changed()
+    assert reader.live_instances("pomodoro") == [("pomodoro:c1", "c1")]
+    registry.write({"instances": [{**instance, "state": "closed", "updated_ms": 2}]})
+    assert reader.changed()
+    assert reader.live_instances("pomodoro") == []
+    reader.close()
+
+
+def _an_older_runtime_db(data_dir: Path) -> None:
+    """The registry as the store kept it in `runtime.db` before the app manager had a file."""
+    with closing(sqlite3.connect(data_dir / "runtime.db")) as db, db:
+        db.execute(
+            "CREATE TABLE app_records (app_scope TEXT PRIMARY KEY, kind TEXT, name TEXT,"
+            " installed_version TEXT, previous_version TEXT, enabled INTEGER,"
+            " install_state TEXT, active_instance_count INTEGER, installed_at_ms INTEGER,"
+            " enabled_at_ms INTEGER, bundle_digest TEXT, previous_digest TEXT, manifest TEXT)"
+        )
+        db.execute("CREATE TABLE app_settings (name TEXT PRIMARY KEY, value TEXT)")
+        db.execute(
+            "INSERT INTO app_records (app_scope, kind, installed_version, enabled,"
+            " install_state, manifest) VALUES ('pomodoro', 'installed', '1.0.0', 1,"
+            " 'installed', ?)",
+            (json.dumps({"app_scope": "pomodoro", "title": "Pomodoro"}),),
+        )
+        db.execute(
+            "INSERT INTO app_settings VALUES ('focus_stack', ?)", (json.dumps(["chat:main"]),)
+        )
+
+
+def test_an_older_data_dirs_registry_moves_once(tmp_path: Path) -> None:
+    _an_older_runtime_db(tmp_path)
+    registry = RegistryFile.open(tmp_path)
+    assert move_from_runtime_db(registry.db, tmp_path) == {"app_records": 1, "app_settings": 1}
+    assert move_from_runtime_db(registry.db, tmp_path) is None  # once per data dir
+    apps = read_apps(tmp_path)
+    assert [(r["app_scope"], r["enabled"]) for r in apps["records"]] == [("pomodoro", True)]
+    assert apps["records"][0]["manifest"]["title"] == "Pomodoro"
+    assert apps["settings"] == {"focus_stack": ["chat:main"]}
+    # The store's file was only read.
+    with closing(sqlite3.connect(f"file:{tmp_path / 'runtime.db'}?mode=ro", uri=True)) as db:
+        assert db.execute("SELECT count(*) FROM app_records").fetchone() == (1,)
