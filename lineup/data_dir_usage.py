@@ -34,9 +34,10 @@ batches, each its own short transaction. What grows:
   replay of its cause: 10 minutes in a running incarnation, and what came before its first
   delivery at start; pruned about once a minute inside a step's transaction.
 - `apps/<scope>/app.db` (an app's event log): the messages it was delivered (the chat app:
-  every one), its actions and its delivery ids, with no bound: it grows with the
-  conversation it mirrors (in the soak, about as fast as `runtime.db`'s messages);
-  finished tool calls go by age.
+  every one) and its actions, with no bound: it grows with the conversation it mirrors (in
+  the soak, about as fast as `runtime.db`'s messages); its delivery ids (`lineup_applied`)
+  the newest 10,000, far more than the kernel keeps in flight to it; finished tool calls
+  go by age.
 - `logs/NAME.log`: an actor's log is turned over past 4 MiB to `NAME.log.1` (one older
   copy), an app's by the supervisor as it copies it (`log_max`); a log untouched for 30
   days (a removed app's) goes; checked with the mailbox's prune
@@ -120,11 +121,18 @@ TABLE_BOUNDS: Final[dict[str, tuple[str, str]]] = {
     "tool_router.db/tool_deadlines": ("with their calls", "go with them"),
     "tool_router.db/tool_steps": ("10 minutes", "older steps go, each minute"),
     "tool_router.db/lineup_applied": ("with the steps", "go with them"),
+    "app_manager.db/app_instances": ("none", "an instance a conversation: kept"),
     "capability_gateway.db/capability_requests": ("7 days once finished", "older ones go"),
     "capability_gateway.db/capability_grants": ("one an app and capability", "the user's"),
     "capability_gateway.db/audit_outbox": ("until the store has them", "sent, then gone"),
 }
-DATABASES: Final = ("mailbox.db", "runtime.db", "tool_router.db", "capability_gateway.db")
+DATABASES: Final = (
+    "mailbox.db",
+    "runtime.db",
+    "app_manager.db",
+    "tool_router.db",
+    "capability_gateway.db",
+)
 
 
 def _size(path: Path) -> int:

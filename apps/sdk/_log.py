@@ -25,6 +25,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -67,7 +68,15 @@ CREATE TABLE IF NOT EXISTS capability_requests (
     call_id TEXT,                    -- the tool call whose handler asked (NULL: none)
     withdraw_id TEXT NOT NULL        -- the kernel id its withdrawal is sent under
 );
+CREATE TABLE IF NOT EXISTS applied_order (
+    n INTEGER PRIMARY KEY,           -- the order the kernel messages were applied in
+    id TEXT NOT NULL                 -- the kernel id, as `lineup_applied` holds it
+);
 """
+# How many applied kernel ids the log keeps (`lineup_applied`). A message is redelivered
+# only while it is in flight to the app, and the kernel's credit window holds at most a few
+# thousand in flight: an id older than the newest ten thousand is never delivered again.
+APPLIED_KEPT: Final = 10_000
 _TOOL_CALL = "SELECT call_id, method, invoke_id, body, state, reports, report FROM tool_calls"
 
 
@@ -79,8 +88,11 @@ def has_events_table(db: sqlite3.Connection) -> bool:
 
 
 class EventLog:
-    def __init__(self, app_dir: str | Path, *, readonly: bool = False) -> None:
+    def __init__(
+        self, app_dir: str | Path, *, readonly: bool = False, applied_kept: int = APPLIED_KEPT
+    ) -> None:
         path = Path(app_dir) / LOG_FILE
+        self.applied_kept = applied_kept
         if readonly:
             self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
             return
@@ -90,6 +102,33 @@ class EventLog:
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(_SCHEMA)
         ensure_applied_table(self.db)
+        # Ids applied before their order was kept are put in order once, to be let go too.
+        self.db.execute(
+            "INSERT INTO applied_order (id) SELECT id FROM lineup_applied"
+            " WHERE NOT EXISTS (SELECT 1 FROM applied_order)"
+        )
+
+    @contextmanager
+    def _applied_once(self, kernel_id: str) -> Iterator[bool]:
+        """The kernel's `applied_once`, its ids kept to the newest `applied_kept`: each
+        fresh one is put in order, and every tenth of that many the oldest beyond it go."""
+        with applied_once(self.db, kernel_id) as fresh:
+            if fresh:
+                n = int(
+                    self.db.execute(
+                        "INSERT INTO applied_order (id) VALUES (?)", (kernel_id,)
+                    ).lastrowid
+                    or 0
+                )
+                if n % max(1, self.applied_kept // 10) == 0:
+                    last = n - self.applied_kept
+                    self.db.execute(
+                        "DELETE FROM lineup_applied WHERE id IN"
+                        " (SELECT id FROM applied_order WHERE n <= ?)",
+                        (last,),
+                    )
+                    self.db.execute("DELETE FROM applied_order WHERE n <= ?", (last,))
+            yield fresh
 
     def close(self) -> None:
         self.db.close()
@@ -107,7 +146,7 @@ class EventLog:
         One statement for the run (a catch-up delivers hundreds at a time): the ids already
         in the log are read first, in the same transaction, so the rest are new."""
         new: list[dict[str, Any]] = []
-        with applied_once(self.db, kernel_id) as fresh:
+        with self._applied_once(kernel_id) as fresh:
             if not fresh or not messages:
                 return new
             known = self._known([m["id"] for m in messages])
@@ -146,7 +185,7 @@ class EventLog:
     def add_tool_event(self, kernel_id: str, event: dict[str, Any]) -> bool:
         """Record a step of an agent's tool call as the runtime reported it; False if that
         report was recorded already."""
-        with applied_once(self.db, kernel_id) as fresh:
+        with self._applied_once(kernel_id) as fresh:
             if not fresh:
                 return False
             self.db.execute(
@@ -166,7 +205,7 @@ class EventLog:
     def add_consent_event(self, kernel_id: str, card: dict[str, Any]) -> bool:
         """Record a consent card the capability gateway opened or closed; False if that
         message was recorded already."""
-        with applied_once(self.db, kernel_id) as fresh:
+        with self._applied_once(kernel_id) as fresh:
             if not fresh:
                 return False
             self.db.execute(
@@ -182,7 +221,7 @@ class EventLog:
     ) -> bool:
         """Record a fact of the Interaction App's own (`kind` 'mode' or 'speech') under the
         id `kernel_id`; False if it was recorded already."""
-        with applied_once(self.db, kernel_id) as fresh:
+        with self._applied_once(kernel_id) as fresh:
             if not fresh:
                 return False
             return bool(
@@ -210,7 +249,7 @@ class EventLog:
     ) -> bool:
         """Record a dispatched action as pending (the local echo), or one the app refused
         itself (`state="refused"` with its code: never sent); False if already there."""
-        with applied_once(self.db, kernel_id) as fresh:
+        with self._applied_once(kernel_id) as fresh:
             if not fresh:
                 return False
             return bool(
@@ -229,7 +268,7 @@ class EventLog:
             )
 
     def set_action_state(self, kernel_id: str, update: dict[str, Any]) -> bool:
-        with applied_once(self.db, kernel_id) as fresh:
+        with self._applied_once(kernel_id) as fresh:
             if not fresh:
                 return False
             return bool(

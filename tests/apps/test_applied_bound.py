@@ -1,0 +1,53 @@
+"""An app's log keeps the kernel ids it applied only as long as they can come again: the
+newest `applied_kept` (far more than the deliveries the kernel keeps in flight to an app).
+A redelivery of a recent one still adds nothing; the messages themselves are all kept."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from apps.sdk import EventLog
+from apps.sdk._log import APPLIED_KEPT
+
+KEPT = 50
+
+
+def _message(n: int) -> dict[str, object]:
+    return {"id": f"m{n}", "type": "lineup.message", "conversation_id": "main",
+            "sender": {"kind": "agent", "id": "demo"}, "payload": {"text": str(n)}}  # fmt: skip
+
+
+def _applied(folder: Path) -> int:
+    with closing(sqlite3.connect(folder / "app.db")) as db:
+        return int(db.execute("SELECT count(*) FROM lineup_applied").fetchone()[0])
+
+
+def test_the_applied_ids_are_bounded_and_the_recent_ones_still_hold(tmp_path: Path) -> None:
+    assert APPLIED_KEPT >= 4 * 2048  # well past the kernel's credit window of 2,048
+    log = EventLog(tmp_path, applied_kept=KEPT)
+    for n in range(KEPT * 6):
+        assert len(log.add_agent_messages(f"k{n}", [_message(n)])) == 1
+    assert _applied(tmp_path) <= KEPT + KEPT // 10
+    # The newest delivery again: found applied, nothing added.
+    assert log.add_agent_messages(f"k{KEPT * 6 - 1}", [_message(10**6)]) == []
+    # The oldest id is forgotten; its message, kept by its own id, is not stored twice.
+    assert log.add_agent_messages("k0", [_message(0)]) == []
+    assert log.db.execute("SELECT count(*) FROM events").fetchone()[0] == KEPT * 6
+    log.close()
+
+
+def test_ids_applied_before_their_order_was_kept_are_let_go_too(tmp_path: Path) -> None:
+    log = EventLog(tmp_path, applied_kept=KEPT)
+    log.db.execute("DROP TABLE applied_order")  # a log from before the bound
+    for n in range(KEPT):
+        log.db.execute("INSERT INTO lineup_applied (id) VALUES (?)", (f"old{n}",))
+    log.close()
+    log = EventLog(tmp_path, applied_kept=KEPT)
+    for n in range(KEPT * 3):
+        log.add_agent_messages(f"k{n}", [_message(n)])
+    with closing(sqlite3.connect(tmp_path / "app.db")) as db:
+        left = db.execute("SELECT count(*) FROM lineup_applied WHERE id LIKE 'old%'").fetchone()
+    assert left == (0,)
+    log.close()
