@@ -73,3 +73,28 @@ def fields_of(schema: dict[str, Any] | None) -> str:
         return "no fields" if schema.get("type") == "object" else str(schema.get("type", "any"))
     required = set(schema.get("required", ()))
     return ", ".join(name if name in required else f"{name}?" for name in properties)
+
+
+MARKDOWN_HEAD: Final = """# Messages between the runtime's processes
+
+Generated from the doors (each package's `door.py`) by `lineup protocol messages
+--markdown`; a test holds this file to them. For every actor, and for every app process
+(whose door is the SDK's): each message type it takes, who may send it (`debug`, the
+operator, may send every type) and its body's top-level fields (`name?` optional; the
+JSON Schemas: `lineup protocol messages --json`).
+"""
+
+
+def markdown(entries: list[dict[str, Any]]) -> str:
+    """The catalogue as a Markdown page: one table per recipient, in the doors' order."""
+    out = [MARKDOWN_HEAD.rstrip("\n")]
+    recipients = list(dict.fromkeys(entry["to"] for entry in entries))
+    for recipient in recipients:
+        title = "each app process (`app.<scope>`)" if recipient == ANY_APP else f"`{recipient}`"
+        out += ["", f"## {title}", "", "| type | from | body |", "|---|---|---|"]
+        for entry in entries:
+            if entry["to"] != recipient:
+                continue
+            senders = ", ".join("any app" if s == ANY_APP else s for s in entry["from"])
+            out.append(f"| `{entry['type']}` | {senders} | {fields_of(entry['body'])} |")
+    return "\n".join(out) + "\n"

@@ -87,7 +87,7 @@ def _write_schemas(args: argparse.Namespace) -> int:
 
 
 def _messages(args: argparse.Namespace) -> int:
-    from ._protocol_messages import ANY_APP, catalogue, fields_of
+    from ._protocol_messages import ANY_APP, catalogue, fields_of, markdown
 
     entries = catalogue()
     if args.to:
@@ -97,6 +97,9 @@ def _messages(args: argparse.Namespace) -> int:
         entries = [entry for entry in entries if entry["to"] == args.to]
     if args.json:
         _emit({"messages": entries})
+        return 0
+    if args.markdown:
+        sys.stdout.write(markdown(entries))
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -167,11 +170,15 @@ def register(subparsers: Any) -> None:
         description="List every message type the runtime's actors and app processes take, "
         "as their doors declare it: who may send it (the operator, `debug`, may send every "
         "type) and the fields of its body (`name?` optional). With --json, each body's "
-        "JSON Schema.",
+        "JSON Schema; with --markdown, the page docs/messages.md is.",
     )
     messages.add_argument("--to", metavar="ACTOR", help="only the messages ACTOR takes")
-    messages.add_argument(
+    shape = messages.add_mutually_exclusive_group()
+    shape.add_argument(
         "--json", action="store_true", help="print JSON: the types with their bodies' schemas"
+    )
+    shape.add_argument(
+        "--markdown", action="store_true", help="print a Markdown page: a table per actor"
     )
     messages.set_defaults(func=_messages)
 

@@ -1,13 +1,15 @@
 """UI sessions, UI actions and host lifecycle intents: checked, audited, passed on.
 
-| message | body | effect |
-|---|---|---|
-| `host.session.open` | `session_id`, `kind` (terminal, web) | the session is known; audited |
-| `host.session.close` | `session_id` | the session is gone; audited |
-| `host.ui.action` | `session_id`, `app_scope`, `input` {...} | `app.input` to `app.<scope>` |
-| `host.intent` | `session_id`, `intent`, `app_scope`? | `app_manager.host_intent` |
-| `host.file.chosen` | `session_id`, `request_id`, `name`, `media_type`, `data` | to the gateway |
-| `host.recording.stop` | `session_id`, `request_id` | the gateway's recording stops |
+What each message is for (its senders and body are its door's: docs/messages.md):
+
+| message | effect |
+|---|---|
+| `host.session.open` | the session is known; audited |
+| `host.session.close` | the session is gone; audited |
+| `host.ui.action` | `app.input` to `app.<scope>` |
+| `host.intent` | `app_manager.host_intent` |
+| `host.file.chosen` | to the gateway |
+| `host.recording.stop` | the gateway's recording stops |
 
 Every one is accepted only from a UI session (`ui`, a `host.*` request on the supervisor's
 UI socket) or the operator (`debug`), and audited in the store with its own code

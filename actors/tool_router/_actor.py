@@ -1,17 +1,17 @@
 """The tool router actor: the one owner of tools.
 
-- `tool_router.inbound` (from the router, beside their persisting): the agent's tool calls and
-  cancels in stream order, and conversations newly associated with an agent;
-- `tool_router.apps` (from the app manager): the registry and the live instances changed;
-- `tool_router.report` (from an app process): progress, result or error of one of its calls,
-  or a deadline that hands the call to the runtime (`_operations`);
-- `tool_router.deadline` (from an app process, a `call`): its deadline operations in the
-  conversation of one of its running calls, listed or interrupted; or one of its own open
-  deadline operations finished with its output, paused, resumed or stopped for the user
-  (`_operations`);
-- `tool_router.interrupt` (from the chat app only): the user stops a call.
-- `tool_router.policy.get` / `.replace` (from the settings app only): the user sees the
-  tool policy with each tool's visibility, and replaces it (`_policy_edit`).
+What each message is for (its senders and body are its door's: docs/messages.md):
+- `tool_router.inbound`: the agent's tool calls and cancels in stream order, and
+  conversations newly associated with an agent, as the router hands them over;
+- `tool_router.apps`: the registry and the live instances changed;
+- `tool_router.report`: progress, result or error of one of an app's calls, or a deadline
+  that hands the call to the runtime (`_operations`);
+- `tool_router.deadline`: an app's deadline operations in the conversation of one of its
+  running calls, listed or interrupted; or one of its own open deadline operations
+  finished with its output, paused, resumed or stopped for the user (`_operations`);
+- `tool_router.interrupt`: the user stops a call;
+- `tool_router.policy.get` / `.replace`: the user sees the tool policy with each tool's
+  visibility, and replaces it (`_policy_edit`).
 
 The tool router keeps its own state in `tool_router.db` (`_db`). Each handled message is a
 step (`_steps`): its writes (the call's row, its deadline operation, an inventory) and the

@@ -23,21 +23,16 @@ runtime's files.
   the surface's events, session data and capability requests, relayed by the web host,
   and the app's state patches to it.
 
-Kernel messages an app process answers: `app.deliver` {`messages`: [projection]} from the
-router, `app.action.state` {`id`, `state`, `seq`? `code`?} from the router, `app.lifecycle`
-from the app manager, `app.input` {...} from the host actor only (the user's side; any
-other sender's is refused and counted), `app.tool.invoke` {`call_id`, `method`,
-`arguments`, `app_scope`, `conversation_id`, `instance_id`}, `app.tool.cancel`
-{`call_id`} and `app.tool.deadline` (a deadline operation started or ended) from the tool
-router only, `app.session_data.changed` {`instance_id`, `data`, `revision`} from the store
-only, `app.capability.consent` (a consent card opened or closed) from the capability gateway
-only, `app.surface.request` (what its surface asks, checked) from the web host only. It
-sends `router.action`, `app_manager.request`, `tool_router.report`,
+What an app process takes, from whom and in what shape is the SDK's `door` (docs/messages.md,
+"each app process"): its deliveries from the router, the verdicts on its actions, its
+lifecycle from the app manager, the user's input from the host alone, its tool calls from
+the tool router alone, its session data's changes from the store, consent cards from the
+capability gateway, and its surface's requests from the web host; anything else is refused
+and counted. It sends `router.action`, `app_manager.request`, `tool_router.report`,
 `tool_router.deadline`, `store.session_data.get` / `.replace`, `store.artifacts.create` /
 `.read` / `.list`, `capability_gateway.request` (and the chat app
 `capability_gateway.consent`) and `web_host.surface.push` (to its own instances'
-surfaces), and nothing else reaches past the supervisor (`door` lists what it takes, from
-whom).
+surfaces), and nothing else reaches past the supervisor.
 
 **An app's inbox, kept twice.** An app process's kernel mailbox is its App Inbox:
 `mailbox.db` holds each `app.deliver` until the app has applied it, which is what survives

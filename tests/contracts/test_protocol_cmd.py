@@ -122,3 +122,24 @@ def test_messages_reads_as_a_table_and_names_what_is_not_an_actor() -> None:
     assert code == 2 and out == ""
     assert err.startswith("error: no actor 'nobody' takes messages: one of app.*,"), err
     assert "Traceback" not in err
+
+
+def test_the_messages_page_is_generated_from_the_doors() -> None:
+    """docs/messages.md is `lineup protocol messages --markdown` as the doors are now: a
+    door changed without the page regenerated fails here."""
+    from lineup._protocol_messages import catalogue, markdown
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "messages.md"
+    assert page.read_text(encoding="utf-8") == markdown(catalogue()), (
+        "regenerate it: lineup protocol messages --markdown > docs/messages.md"
+    )
+
+
+def test_messages_as_markdown_has_a_table_for_each_door(capsys: pytest.CaptureFixture[str]) -> None:
+    from lineup._protocol_messages import catalogue
+
+    assert protocol_cmd.main(["messages", "--markdown"]) == 0
+    out = capsys.readouterr().out
+    recipients = {entry["to"] for entry in catalogue()}
+    assert out.count("\n## ") == len(recipients)
+    assert "| `router.inbound` | debug, transport |" in out
