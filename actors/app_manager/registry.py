@@ -99,6 +99,21 @@ class RegistryReader:
             return []
         return [(str(i), str(c)) for i, c in rows]
 
+    def live_instance_ids(self) -> list[str]:
+        """Every live instance's id."""
+        db = self._open()
+        if db is None:
+            return []
+        marks = ", ".join("?" * len(LIVE_STATES))
+        try:
+            rows = db.execute(
+                f"SELECT instance_id FROM app_instances WHERE state IN ({marks})",
+                sorted(LIVE_STATES),
+            ).fetchall()
+        except sqlite3.OperationalError:  # not written yet
+            return []
+        return [str(row[0]) for row in rows]
+
     def close(self) -> None:
         # A version is only comparable within one connection: a new one starts afresh.
         self.seen = None

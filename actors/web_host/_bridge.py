@@ -41,7 +41,7 @@ import functools
 import json
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -171,8 +171,11 @@ class Surfaces:
         # kept of an instance (its state, its calls) ends with it, so a runtime that
         # launches apps for months keeps only its live instances' here.
         self.live: frozenset[str] = frozenset()
+        # The registry is read in the event loop, on a kept connection (a millisecond or
+        # so): a worker thread's round trip costs more, and what a worker thread allocates
+        # stays in its own malloc arena, which a long run fragments a little at each read.
         self._reader = RegistryReader(data_dir)
-        self._reading = trio.Lock()  # the reader takes one caller at a time
+        self.warmed: set[str] = set()  # the cache entries whose surfaces were checked
         self.states: dict[str, Any] = {}  # instance -> its merged state
         # instance -> call id -> the call, as its app handed it to the instance's surfaces
         self.calls: dict[str, dict[str, dict[str, Any]]] = {}
@@ -186,28 +189,33 @@ class Surfaces:
 
     async def keep_warm(self) -> None:
         """The enabled apps' surfaces read and checked before a page opens one, at start and
-        at each notice that the registry changed (`warm_surfaces`)."""
+        at each notice that the registry changed (`warm_surfaces`): each cache entry once,
+        in a worker thread (a manifest's check takes tens of ms)."""
         try:
             while True:
                 look = self.notices.registry.next_notice()
-                apps = await self._read_live()
-                await trio.to_thread.run_sync(warm_surfaces, self.data_dir, apps)
+                apps = self._reader.apps()
+                self._set_live(
+                    str(i["instance_id"]) for i in apps["instances"] if i["state"] in LIVE_STATES
+                )
+                entries = {str(r.get("bundle_digest")) for r in apps["records"] if r["enabled"]}
+                if entries - self.warmed:
+                    await trio.to_thread.run_sync(warm_surfaces, self.data_dir, apps)
+                    self.warmed |= entries
                 await look.wait()
         finally:
             self._reader.close()
 
-    async def _read_live(self) -> dict[str, Any]:
-        """The registry read again: the live instances taken from it, and what was kept of
-        the instances that ended dropped."""
-        async with self._reading:
-            apps = await trio.to_thread.run_sync(self._reader.apps)
-        self.live = frozenset(
-            str(i["instance_id"]) for i in apps["instances"] if i["state"] in LIVE_STATES
-        )
+    def _read_live(self) -> None:
+        """The live instances read again from the registry."""
+        self._set_live(self._reader.live_instance_ids())
+
+    def _set_live(self, live: Iterable[str]) -> None:
+        """The live instances as just read; what was kept of those that ended dropped."""
+        self.live = frozenset(live)
         for kept in (self.states, self.calls):
             for instance in [i for i in kept if i not in self.live]:
                 del kept[instance]
-        return apps
 
     def statistics(self) -> dict[str, Any]:
         return {
@@ -324,7 +332,7 @@ class Surfaces:
     async def _list(self, page: _Page, *, always: bool) -> None:
         """The surfaces of live instances, the one in front first, after the surface of the
         one in front opened if the page does not frame it; unless `always`, only if
-        `runtime.db` changed since the last listing. Its page's listings run one at a time
+        the registry changed since the last listing. Its page's listings run one at a time
         (`_follow_registry`)."""
         if not page.reader.changed() and not always:
             return
@@ -501,7 +509,7 @@ class Surfaces:
             self.refused[str(Code.OWNERSHIP_MISMATCH)] += 1
             raise ContractError(Code.OWNERSHIP_MISMATCH, "instance_id: not the sender's")
         if instance not in self.live:
-            await self._read_live()  # launched since the last notice, perhaps
+            self._read_live()  # launched since the last notice, perhaps
         if instance not in self.live:
             # An instance closed or never launched: nothing of it is kept (an app naming
             # made-up instances would otherwise fill the web host's memory).
