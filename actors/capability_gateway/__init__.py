@@ -6,25 +6,23 @@ safely (`_files`) and where a saved file ends (`_places`), the file the user cho
 app (`_file_open`), showing notifications (`_notifications`: the desktop, an open page, the
 terminal) and speech (`_speech`).
 
-- `capability_gateway.request` (a call, from any app): `request_id`, `capability`,
-  `purpose`, `input`?, `timeout_ms`? → {`status`, `output`, `code`?};
-- `capability_gateway.consent` (from the chat app or the host): `request_id` (the
-  gateway's key), `answer` once / session / always / deny / dismiss;
-- `capability_gateway.grants` (a call, from the settings app or the operator): →
-  {`grants`: [{`app_scope`, `capability`, `scope`, `granted_ms`}]};
-- `capability_gateway.providers` (a call, from the operator): → {`providers`:
-  [{`capability`, `by`}]}: what would serve each capability this host serves, now;
-- `capability_gateway.revoke` (a call, from the settings app or the operator):
-  `app_scope`, `capability` → {`revoked`};
-- `capability_gateway.policy.check` (a call, from the tool router): `section` (a new policy
-  file's capabilities section) → {`problem`: the first one, or null}.
-- `capability_gateway.save_artifact` (a call, from the operator, the host or the web host:
-  the user): `artifact_id`, `name`? → {`artifact_id`, `name`, `size`}: the artifact, read
-  through the store, saved into downloads (`_artifact_save`);
-- `capability_gateway.file_chosen` (a call, from the host or the web host: the user):
-  `request_id` (the gateway's key of a waiting `file.open`), `name`, `media_type`, `data`,
-  `chooser` → {`status`, `code`?}: the file the user chose, the yes to that request
-  (`_file_open`).
+What each message is for and what a call answers (who may send it and its body are its
+door's: docs/messages.md):
+
+- `capability_gateway.request`: an app's request → {`status`, `output`, `code`?};
+- `capability_gateway.consent`: the user's answer on a card (once / session / always /
+  deny / dismiss);
+- `capability_gateway.grants`: → {`grants`: [{`app_scope`, `capability`, `scope`,
+  `granted_ms`}]};
+- `capability_gateway.providers`: → {`providers`: [{`capability`, `by`}]}: what would
+  serve each capability this host serves, now;
+- `capability_gateway.revoke`: → {`revoked`};
+- `capability_gateway.policy.check`: a new policy file's capabilities section →
+  {`problem`: the first one, or null};
+- `capability_gateway.save_artifact`: the user's save → {`artifact_id`, `name`, `size`}:
+  the artifact, read through the store, saved into downloads (`_artifact_save`);
+- `capability_gateway.file_chosen`: the file the user chose for a waiting `file.open`, the
+  yes to that request → {`status`, `code`?} (`_file_open`).
 
 It sends `app.capability.consent` to the chat app (a consent card opened, then closed with
 how it ended), keeps its requests and grants in its own file (`_db`: `capability_gateway.db`)
@@ -47,24 +45,17 @@ once (`_migration`).
 
 More of what it takes:
 
-- `capability_gateway.withdraw` (from any app): `request_id` (the app's own): one not
-  answered yet ends `failed`, code `withdrawn`, audited `capability.withdrawn`, its card
-  closed; the SDK sends it when the call that asked was cancelled, or cut short by the
-  app's restart and not run again;
-- `capability_gateway.stop` (from any app): `request_id` (the app's own): the app ends its
-  own recording early;
-- `capability_gateway.record_start` (a call, from the web host): `request_id` (the
-  gateway's key of a waiting `audio.record`): the user's yes in the page → {`max_ms`,
-  `max_bytes`}, else `invalid_state`;
-- `capability_gateway.recorded` (a call, from the web host): `request_id`, `data`,
-  `media_type` (the page's word), `stopped`?: what the page recorded → {`status`,
-  `code`?}, the request's outcome;
-- `capability_gateway.record_stop` (a call, from the host for the terminal's `/stop`, or
-  the web host): `request_id`: the user's stop of a recording → {`stopped`};
-- `capability_gateway.talk` (a call, from the web host): `conversation_id` (the page's),
-  `talk_id` (the page's id for the press): the chat's push-to-talk, started at once →
-  {`request_id` (`chat/talk.<talk_id>`), `max_ms`, `max_bytes`}, else a code and one
-  sentence (`_talk`).
+- `capability_gateway.withdraw`: an app's own request not answered yet ends `failed`, code
+  `withdrawn`, audited `capability.withdrawn`, its card closed; the SDK sends it when the
+  call that asked was cancelled, or cut short by the app's restart and not run again;
+- `capability_gateway.stop`: the app ends its own recording early;
+- `capability_gateway.record_start`: the user's yes in the page to a waiting
+  `audio.record` → {`max_ms`, `max_bytes`}, else `invalid_state`;
+- `capability_gateway.recorded`: what the page recorded → {`status`, `code`?}, the
+  request's outcome;
+- `capability_gateway.record_stop`: the user's stop of a recording → {`stopped`};
+- `capability_gateway.talk`: the chat's push-to-talk, started at once → {`request_id`
+  (`chat/talk.<talk_id>`), `max_ms`, `max_bytes`}, else a code and one sentence (`_talk`).
 
 More of what it sends: `app.interaction.recorded` {`conversation_id`, `request_id`,
 `recording` {`artifact_id`, `title`, `media_type`, `size`, `duration_ms`}} to the chat app
