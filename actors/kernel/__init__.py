@@ -1,17 +1,17 @@
 """The actor kernel, shared by the supervisor and every actor process.
 
-Layers, bottom up: `_frames` (length-prefixed msgpack), `_channel` (one socketpair end,
-one writer task), `_mailbox` (the durable mailbox file), `_switchboard` (group commit and
-delivery with credits), `_process` / `_forked` + `zygote` (actor processes, exec'd or
-forked from a preloaded parent, the first of which `_prefork` forks from the supervisor),
-`_children` and `_supervisor` (OTP restart rules), `_door`, `_gate` and `_body` (who may
-send what, an app's limits, what an app's body may be), `_durability` (when a commit is on
-disk), `_preflight` (what the supervisor checks of its data dir before it writes there),
-`_sandbox`, `_containment`, `_applog`, `_quota` and `_app_zygote` (the supervisor's side of
-isolating an installed app), `_control` (the operator's debug socket), `_ui_socket` (the
-UI sessions' socket); `child` is an actor process's entry point. Actors
-see only `Actor`, `handles`, `Message`, the call errors, `REPLY_LATER` / `ACK_LATER` and
-`applied_once`.
+Layers, bottom up: `wire` (length-prefixed msgpack frames, one socketpair end with one
+writer task, and what an app's body may be: used by both sides), `_mailbox` (the durable
+mailbox file), `_switchboard` (group commit and delivery with credits), `_process` /
+`_forked` + `zygote` (actor processes, exec'd or forked from a preloaded parent, the first
+of which `_prefork` forks from the supervisor), `_children` and `_supervisor` (OTP restart
+rules), `_door` and `_gate` (who may send what, an app's limits), `_durability` (when a
+commit is on disk), `_preflight` (what the supervisor checks of its data dir before it
+writes there), `_sandbox`, `_containment`, `_applog`, `_quota` and `_app_zygote` (the
+supervisor's side of isolating an installed app), `_control` (the operator's debug
+socket), `_ui_socket` (the UI sessions' socket); `child` is an actor process's entry
+point. Actors see only `Actor`, `handles`, `Message`, the call errors, `REPLY_LATER` /
+`ACK_LATER` and `applied_once`.
 """
 
 from typing import TYPE_CHECKING
@@ -34,9 +34,9 @@ _LAZY = {
     "handles": "._actor",
     "applied_once": "._applied",
     "ensure_applied_table": "._applied",
-    "Channel": "._channel",
-    "ChannelClosed": "._channel",
-    "ChannelStatistics": "._channel",
+    "Channel": ".wire",
+    "ChannelClosed": ".wire",
+    "ChannelStatistics": ".wire",
     "settle_garbage_collector": "._collector",
     "APPS": "._door",
     "OPEN_DOOR": "._door",
@@ -51,11 +51,11 @@ _LAZY = {
     "move_rows_once": "._read_only",
     "older_rows": "._read_only",
     "read_file": "._read_only",
-    "DEFAULT_MAX_FRAME": "._frames",
-    "FrameDecoder": "._frames",
-    "FrameError": "._frames",
-    "decode_body": "._frames",
-    "encode": "._frames",
+    "DEFAULT_MAX_FRAME": ".wire",
+    "FrameDecoder": ".wire",
+    "FrameError": ".wire",
+    "decode_body": ".wire",
+    "encode": ".wire",
     "DerivedIds": "._ids",
     "derive_id": "._ids",
     "id_timestamp": "._ids",
@@ -98,7 +98,6 @@ if TYPE_CHECKING:
         handles,
     )
     from ._applied import applied_once, ensure_applied_table
-    from ._channel import Channel, ChannelClosed, ChannelStatistics
     from ._children import DataDirInUse
     from ._client import (
         ControlError,
@@ -111,7 +110,6 @@ if TYPE_CHECKING:
     from ._door import APPS, OPEN_DOOR, Accept, Door, PayloadError, accept, load_door
     from ._durability import RUNTIME_SYNCHRONOUS, Synchronous
     from ._faults import crash_point
-    from ._frames import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, decode_body, encode
     from ._ids import DerivedIds, derive_id, id_timestamp, is_valid_id, new_id
     from ._inspect import mailbox_counts, mailbox_listing, mailbox_names, message_path
     from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
@@ -122,6 +120,16 @@ if TYPE_CHECKING:
     from ._rows import RowCodec
     from ._specs import ArtifactLimits, ChildSpec, Restart, RuntimeConfig
     from ._supervisor import Supervisor
+    from .wire import (
+        DEFAULT_MAX_FRAME,
+        Channel,
+        ChannelClosed,
+        ChannelStatistics,
+        FrameDecoder,
+        FrameError,
+        decode_body,
+        encode,
+    )
 
 
 __getattr__ = lazy_exports(__name__, globals(), _LAZY)

@@ -57,12 +57,11 @@ from typing_extensions import TypeVar as DefaultedTypeVar
 
 from actors.contracts import ContractError
 
-from ._channel import Channel, ChannelClosed
 from ._door import APP_PREFIX, Door, PayloadError, app_answer, app_body, from_outside
 from ._faults import crash_point
-from ._frames import Frame, pack_body, unpack_body
 from ._ids import DerivedIds, new_id
 from ._mailbox import is_disk_full_error
+from .wire import Channel, ChannelClosed, Frame, pack_body, unpack_body
 
 log = logging.getLogger("lineup.actor")
 

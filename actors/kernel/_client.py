@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ._frames import FrameDecoder, encode
+from .wire import FrameDecoder, encode
 
 CONTROL_SOCKET = "control.sock"
 UI_SOCKET = "ui.sock"  # served by `_ui_socket`; named here for the error that points to it

@@ -46,7 +46,6 @@ from ._client import (
     control_stream,
     socket_request,
 )
-from ._frames import FrameDecoder, FrameError, encode, pack_body, unpack_body
 from ._gate import Refusal
 from ._ids import new_id
 from ._inspect import _plain, mailbox_counts, mailbox_listing
@@ -55,6 +54,7 @@ from ._specs import ChildSpec
 from ._supervisor_face import SupervisorFace
 from ._switchboard import TraceRecord
 from ._wire import ProtocolViolation, classify
+from .wire import FrameDecoder, FrameError, encode, pack_body, unpack_body
 
 log = logging.getLogger("lineup.control")
 

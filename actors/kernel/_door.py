@@ -98,9 +98,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ._body import INVALID, BodyRefused, read_app_body, read_app_value
-from ._frames import DEFAULT_MAX_FRAME
 from ._specs import DEEPEST_APP_BODY
+from .wire import DEFAULT_MAX_FRAME, INVALID, BodyRefused, read_app_body, read_app_value
 
 APPS = "app.*"  # any app process
 OPERATOR = "debug"

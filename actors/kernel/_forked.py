@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from ._frames import FrameDecoder, encode
 from ._ids import new_id
 from ._process import Incarnation
 from ._specs import ChildSpec
+from .wire import FrameDecoder, encode
 
 if TYPE_CHECKING:
     from ._prefork import PreforkedZygote

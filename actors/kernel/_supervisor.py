@@ -81,14 +81,12 @@ from typing import Any
 import trio
 
 from ._app_zygote import AppZygote
-from ._channel import Channel
 from ._children import Child, RestartHistory, lock_data_dir
 from ._containment import CgroupLimits, prepare_cgroup, runtime_id
 from ._control import serve_control
 from ._delegation import supervise_for
 from ._door import load_door
 from ._forked import Zygote
-from ._frames import Frame, FrameError, pack_body
 from ._gate import Doors, Gate, Refusal
 from ._ids import new_id
 from ._log_bound import bound_logs
@@ -102,6 +100,7 @@ from ._switchboard import Op, Switchboard, TraceRecord
 from ._ui_socket import serve_ui
 from ._waiting import waits_for_work
 from ._wire import ProtocolViolation, check_supervise, classify
+from .wire import Channel, Frame, FrameError, pack_body
 
 # Frames a child sends to the supervisor itself, not through the mailboxes.
 _SUPERVISOR_KINDS = frozenset({"kernel.ready", "kernel.supervise", "kernel.stats", "kernel.pong"})

@@ -76,10 +76,9 @@ from typing import Any
 import msgpack
 import trio
 
-from ._channel import Channel, ChannelClosed
 from ._faults import crash_point
-from ._frames import Frame, delivery
 from ._mailbox import MailboxStore, PruneStep, disk_full
+from .wire import Channel, ChannelClosed, Frame, delivery
 
 log = logging.getLogger("lineup.supervisor")
 

@@ -33,8 +33,8 @@ import traceback
 from actors.jail import exited_children, name_process
 
 from ._collector import settle_garbage_collector
-from ._frames import FrameDecoder, encode
 from .child import _die_with_parent, run_actor
+from .wire import FrameDecoder, encode
 
 ZYGOTE_NAME = "kernel-zygote"
 

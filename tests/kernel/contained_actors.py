@@ -13,7 +13,7 @@ import time
 from typing import Any, NoReturn
 
 from actors.kernel import Actor, Message, handles
-from actors.kernel._frames import encode
+from actors.kernel.wire import encode
 
 
 def _linger() -> NoReturn:

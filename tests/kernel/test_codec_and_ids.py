@@ -21,8 +21,8 @@ from actors.kernel import (
     is_valid_id,
     new_id,
 )
-from actors.kernel._frames import delivery
 from actors.kernel._ids import _decode, _encode
+from actors.kernel.wire import delivery
 
 
 def test_ids_are_time_ordered_and_unique() -> None:

@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from actors.kernel import MailboxStore, State
-from actors.kernel._channel import Channel
-from actors.kernel._frames import pack_body
 from actors.kernel._switchboard import Endpoint, Op, Outcome, Switchboard
+from actors.kernel.wire import Channel, pack_body
 
 
 @pytest.fixture
