@@ -9,13 +9,13 @@ actually in force is logged and shown for every start.
 The pieces: a child spec with `isolation` (`ChildSpec.isolation: Isolation`,
 `actors/kernel/_specs.py`) names the app's private directory, `apps/<scope>` under the data
 dir (exactly one level: an app's directory never nests in another's), and `network:
-"none"`. The supervisor plans the jail (`actors/kernel/_sandbox.py`: the app's uid, its
-environment, the sealed data dir), makes its cgroup (`actors/kernel/_containment.py`),
-holds its log (`actors/kernel/_applog.py`) and measures its directory
-(`actors/kernel/_quota.py`). The jail's steps are one function (`_launcher.jail_app`),
+"none"`. The supervisor plans the jail (`actors/kernel/spawning/_sandbox.py`: the app's uid, its
+environment, the sealed data dir), makes its cgroup (`actors/kernel/spawning/_containment.py`),
+holds its log (`actors/kernel/spawning/_applog.py`) and measures its directory
+(`actors/kernel/spawning/_quota.py`). The jail's steps are one function (`_launcher.jail_app`),
 taken either by the launcher exec'd for the app (`_launcher`, with `_init`, `_limits` and
 `_reach`) or by a child forked from the app zygote (`app_zygote`, and the supervisor's
-side `actors/kernel/_app_zygote.py`). Such a child is never forked from the kernel's
+side `actors/kernel/spawning/_app_zygote.py`). Such a child is never forked from the kernel's
 zygote, which is a copy of a trusted process (its memory, its environment); its module is
 not even preloaded there, since an import runs the app's code.
 

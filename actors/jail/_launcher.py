@@ -1,6 +1,6 @@
 """The launcher of an isolated app: `python -m actors.jail OPTIONS -- CHILD_ARGV...`.
 
-The supervisor starts it (`actors.kernel._sandbox.JailPlan.command`) so:
+The supervisor starts it (`actors.kernel.spawning._sandbox.JailPlan.command`) so:
 
     python -m actors.jail --private-dir DATA/apps/<scope> --uid N --gid N \\
         --channel-fd FD --report-fd R --parent-pid SUP --hide DATA \\
@@ -8,9 +8,9 @@ The supervisor starts it (`actors.kernel._sandbox.JailPlan.command`) so:
         python -m actors.kernel.child module:Class FD SUP
 
 with the scrubbed environment, cwd `/`, stdin from /dev/null, a pipe as stdout and stderr
-(the app's log, `actors.kernel._applog`), and two more fds: the app's channel and a pipe
+(the app's log, `actors.kernel.spawning._applog`), and two more fds: the app's channel and a pipe
 on which it reports what it enforced (close-on-exec: EOF at the exec). Before that the
-supervisor makes the app's cgroup (`actors.kernel._containment`). The launcher confines
+supervisor makes the app's cgroup (`actors.kernel.spawning._containment`). The launcher confines
 its own process, step by step, then execs the child in it. In order (`jail_app`, the same
 steps for an app forked from the app zygote):
 

@@ -2,16 +2,17 @@
 
 Layers, bottom up: `wire` (length-prefixed msgpack frames, one socketpair end with one
 writer task, and what an app's body may be: used by both sides), `_mailbox` (the durable
-mailbox file), `_switchboard` (group commit and delivery with credits), `_process` /
-`_forked` + `zygote` (actor processes, exec'd or forked from a preloaded parent, the first
-of which `_prefork` forks from the supervisor), `_children` and `_supervisor` (OTP restart
-rules), `_door` and `_gate` (who may send what, an app's limits), `_durability` (when a
-commit is on disk), `_preflight` (what the supervisor checks of its data dir before it
-writes there), `_sandbox`, `_containment`, `_applog`, `_quota` and `_app_zygote` (the
-supervisor's side of isolating an installed app), `_control` (the operator's debug
-socket), `_ui_socket` (the UI sessions' socket); `child` is an actor process's entry
-point. Actors see only `Actor`, `handles`, `Message`, the call errors, `REPLY_LATER` /
-`ACK_LATER` and `applied_once`.
+mailbox file), `_switchboard` (group commit and delivery with credits), `spawning` (actor
+processes, exec'd or forked from the kernel's zygote, and the supervisor's side of
+isolating an installed app: its zygote, jail plan, cgroup, log and quota), `_children` and
+`_supervisor` (OTP restart rules), `_door` and `_gate` (who may send what, an app's
+limits), `_durability` (when a commit is on disk), `_preflight` (what the supervisor
+checks of its data dir before it writes there), `_control` (the operator's debug socket),
+`_ui_socket` (the UI sessions' socket); `child` and `_actor` are what runs in an actor
+process, `_collector` what every zygote and actor process shares. The side packages
+import only what is below them (`tests/runtime/test_boundaries.py`). Actors see only
+`Actor`, `handles`, `Message`, the call errors, `REPLY_LATER` / `ACK_LATER` and
+`applied_once`.
 """
 
 from typing import TYPE_CHECKING
@@ -82,8 +83,8 @@ _LAZY = {
     "DataDirInUse": "._children",
     "DataDirUnusable": "._preflight",
     "check_data_dir": "._preflight",
-    "log_tail": "._process",
-    "prefork_zygote": "._prefork",
+    "log_tail": ".spawning",
+    "prefork_zygote": ".spawning",
 }
 
 if TYPE_CHECKING:
@@ -114,12 +115,11 @@ if TYPE_CHECKING:
     from ._inspect import mailbox_counts, mailbox_listing, mailbox_names, message_path
     from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
     from ._preflight import DataDirUnusable, check_data_dir
-    from ._prefork import prefork_zygote
-    from ._process import log_tail
     from ._read_only import move_rows_once, older_rows, open_read_only, read_file
     from ._rows import RowCodec
     from ._specs import ArtifactLimits, ChildSpec, Restart, RuntimeConfig
     from ._supervisor import Supervisor
+    from .spawning import log_tail, prefork_zygote
     from .wire import (
         DEFAULT_MAX_FRAME,
         Channel,

@@ -15,8 +15,8 @@ from typing import IO, Any
 import trio
 
 from ._client import supervisor_pid_alive
-from ._process import Incarnation
 from ._specs import ChildSpec
+from .spawning import Incarnation
 
 
 class RestartHistory:

@@ -80,26 +80,36 @@ from typing import Any
 
 import trio
 
-from ._app_zygote import AppZygote
 from ._children import Child, RestartHistory, lock_data_dir
-from ._containment import CgroupLimits, prepare_cgroup, runtime_id
 from ._control import serve_control
 from ._delegation import supervise_for
 from ._door import load_door
-from ._forked import Zygote
 from ._gate import Doors, Gate, Refusal
 from ._ids import new_id
 from ._log_bound import bound_logs
 from ._mailbox import MailboxStore, PruneStep, disk_full
 from ._preflight import check_data_dir, check_databases
-from ._prefork import PreforkedZygote, zygote_preload
-from ._process import ChildProcess, Incarnation, describe_exit
-from ._sandbox import JailPlan, log_jail_report, merge_report, plan_jail
 from ._specs import ChildSpec, Restart, RuntimeConfig
 from ._switchboard import Op, Switchboard, TraceRecord
 from ._ui_socket import serve_ui
 from ._waiting import waits_for_work
 from ._wire import ProtocolViolation, check_supervise, classify
+from .spawning import (
+    AppZygote,
+    CgroupLimits,
+    ChildProcess,
+    Incarnation,
+    JailPlan,
+    PreforkedZygote,
+    Zygote,
+    describe_exit,
+    log_jail_report,
+    merge_report,
+    plan_jail,
+    prepare_cgroup,
+    runtime_id,
+    zygote_preload,
+)
 from .wire import Channel, Frame, FrameError, pack_body
 
 # Frames a child sends to the supervisor itself, not through the mailboxes.

@@ -31,6 +31,8 @@ SAMPLES = "tests.kernel.sample_actors"
 
 T = TypeVar("T")
 
+ZYGOTE_MODULE = "actors.kernel.spawning.zygote"  # an exec'd zygote's `-m`
+
 
 def wait_until(
     predicate: Callable[[], T | None], timeout: float, what: str, *, interval: float = 0.02
@@ -93,7 +95,9 @@ def runtime_processes(supervisor: subprocess.Popen[bytes]) -> list[int]:
         pid = int(entry.name)
         argv = cmdline(pid)
         execd = argv[1:3] == ["-m", "actors.kernel.child"] and argv[5:6] == [str(supervisor.pid)]
-        zygote = argv[1:3] == ["-m", "actors.kernel.zygote"] and argv[3:4] == [str(supervisor.pid)]
+        zygote = argv[1:3] == ["-m", "actors.kernel.spawning.zygote"] and argv[3:4] == [
+            str(supervisor.pid)
+        ]
         forked = argv == own and pid != supervisor.pid
         if (execd or zygote or forked) and not _is_zombie(pid):
             found.append(pid)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from actors.kernel import new_id
-from actors.kernel._containment import runtime_id
+from actors.kernel.spawning._containment import runtime_id
 
 from .conftest import MakeRuntime
 from .helpers import Runtime, child, outcomes, pid_alive, wait_until

@@ -25,7 +25,7 @@ import pytest
 
 from actors.jail._report import Report
 from actors.kernel import ChildSpec, RuntimeConfig, new_id
-from actors.kernel._sandbox import JailPlan, app_id, scrubbed_environment
+from actors.kernel.spawning._sandbox import JailPlan, app_id, scrubbed_environment
 from actors.runtime_token import write_token
 
 from .conftest import MakeRuntime

@@ -13,9 +13,9 @@ from .helpers import REPO_ROOT
 PROBE = """
 import json, sys
 from actors import runtime_children
-from actors.kernel._prefork import zygote_preload
+from actors.kernel.spawning._prefork import zygote_preload
 from actors.kernel.child import load_actor
-from actors.kernel.zygote import preload
+from actors.kernel.spawning.zygote import preload
 
 targets = zygote_preload(runtime_children.default_config("/tmp/unused", web_port=0))
 preload(targets)

@@ -315,6 +315,6 @@ def test_a_new_zygote_forks_the_actors_when_the_old_one_dies(make_runtime: MakeR
     assert set(after.values()).isdisjoint(before.values())
     (again,) = [p for p in runtime_processes(rt.process) if p not in actor_processes(rt.process)]
     assert again != zygote and _comm(again) == "kernel-zygote"
-    assert cmdline(again)[2] == "actors.kernel.zygote"  # a later one is exec'd
+    assert cmdline(again)[2] == "actors.kernel.spawning.zygote"  # a later one is exec'd
     for pid in after.values():
         assert cmdline(pid) == cmdline(again) and parent_pid(pid) == again

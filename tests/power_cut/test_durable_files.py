@@ -37,7 +37,7 @@ NOT_A_FILE_WRITE = {
     # An entry being removed moves aside first (nothing is written).
     ("actors/app_manager/_cache.py", "remove"),
     # A full log is moved to `NAME.log.1`: a log may lose its tail in a cut.
-    ("actors/kernel/_applog.py", "_rotate"),
+    ("actors/kernel/spawning/_applog.py", "_rotate"),
     # A damaged database is moved aside whole, and the start refused.
     ("actors/kernel/_preflight.py", "_move_aside"),
     # The web host's files are this run's alone (its address, one-time keys, sessions): a

@@ -259,6 +259,47 @@ def test_the_capability_gateway_keeps_its_own_state() -> None:
     assert readers == ["_migration.py"], readers
 
 
+# What each side package of the kernel may import of the rest of the kernel: the wire
+# nothing but the lazy loader; spawning the wire and the shared declarations, and the
+# actor side's entry point only where the zygote hands each fork to it.
+KERNEL_SIDES: Final = {
+    "wire": {"actors.kernel._lazy"},
+    "spawning": {
+        "actors.kernel._lazy",
+        "actors.kernel.wire",
+        "actors.kernel._specs",
+        "actors.kernel._ids",
+        "actors.kernel._collector",
+    },
+}
+ZYGOTE_HANDS_OVER: Final = ("actors/kernel/spawning/zygote.py", "actors.kernel.child")
+
+
+def kernel_side_violations(base: Path = REPO_ROOT) -> list[str]:
+    found = []
+    for side, allowed in KERNEL_SIDES.items():
+        modules = _modules(f"actors/kernel/{side}", base=base)
+        assert modules, side
+        for module in modules:
+            own = f"actors.kernel.{side}"
+            for name in imports_of(module, base):
+                if not name.startswith("actors.kernel") or name.startswith(own):
+                    continue
+                where = module.relative_to(base).as_posix()
+                zygote, child = ZYGOTE_HANDS_OVER
+                if where == zygote and (name == child or name.startswith(f"{child}.")):
+                    continue
+                if not any(name == a or name.startswith(f"{a}.") for a in allowed):
+                    found.append(f"{where}: {name}")
+    return found
+
+
+def test_the_kernels_sides_import_only_what_is_below_them() -> None:
+    """The wire is the bottom; spawning sits on it and the shared declarations, and
+    reaches the actor side only where the zygote runs an actor (`child`)."""
+    assert kernel_side_violations() == []
+
+
 # The app manager's tables: its own file's, named nowhere in the store.
 REGISTRY_TABLES: Final = ("app_records", "app_operations", "app_instances", "app_settings")
 
@@ -300,6 +341,8 @@ def test_the_app_manager_keeps_its_own_state() -> None:
         ("actors/host/door.py", "from ..transport import door", actor_violations),
         ("actors/web_host/door.py", "from actors.host import door", actor_violations),
         ("actors/kernel/_control.py", "from ._supervisor import Supervisor", circle_violations),
+        ("actors/kernel/wire/_frames.py", "from .._specs import ChildSpec", kernel_side_violations),
+        ("actors/kernel/spawning/_quota.py", "from .._actor import Actor", kernel_side_violations),
         ("actors/tool_router/_artifacts.py", "from ._actor import store_of", circle_violations),
         ("actors/jail/_limits.py", "from ._launcher import set_limits", circle_violations),
         ("peers/appserver/_core.py", "from ._session import Session", circle_violations),

@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
-from ._collector import settle_garbage_collector
-from ._specs import RuntimeConfig
+from .._collector import settle_garbage_collector
+from .._specs import RuntimeConfig
 from .zygote import preload, serve
 
 

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from .._specs import ChildSpec
 from ._applog import AppLog
 from ._containment import AppCgroup
 from ._quota import watch_directory
 from ._sandbox import JailPlan
-from ._specs import ChildSpec
 
 if TYPE_CHECKING:
     from ._app_zygote import AppZygote, AppZygoteLaunch

@@ -36,7 +36,7 @@ from typing import Any
 
 import trio
 
-from ._ids import new_id
+from .._ids import new_id
 
 log = logging.getLogger("lineup.supervisor")
 

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from ._ids import new_id
+from .._ids import new_id
+from .._specs import ChildSpec
+from ..wire import FrameDecoder, encode
 from ._process import Incarnation
-from ._specs import ChildSpec
-from .wire import FrameDecoder, encode
 
 if TYPE_CHECKING:
     from ._prefork import PreforkedZygote
@@ -102,7 +102,7 @@ class Zygote:
             [
                 sys.executable,
                 "-m",
-                "actors.kernel.zygote",
+                "actors.kernel.spawning.zygote",
                 str(os.getpid()),
                 str(theirs.fileno()),
                 *self.preload,

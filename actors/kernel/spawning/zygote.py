@@ -30,11 +30,11 @@ import socket
 import sys
 import traceback
 
-from actors.jail import exited_children, name_process
+from actors.jail import die_with_parent, exited_children, name_process
 
-from ._collector import settle_garbage_collector
-from .child import _die_with_parent, run_actor
-from .wire import FrameDecoder, encode
+from .._collector import settle_garbage_collector
+from ..child import run_actor
+from ..wire import FrameDecoder, encode
 
 ZYGOTE_NAME = "kernel-zygote"
 
@@ -89,7 +89,7 @@ def preload(targets: list[str]) -> None:
 
 
 def serve(supervisor_pid: int, control_fd: int, targets: list[str]) -> None:
-    _die_with_parent(supervisor_pid)
+    die_with_parent(supervisor_pid)
     name_process(ZYGOTE_NAME)
     preload(targets)
     # The preloaded modules are permanent: a child's collections never walk them, so

@@ -61,8 +61,8 @@ from actors.contracts import replace_file
 from actors.jail import level_of, scrubbed_environment
 
 if TYPE_CHECKING:
+    from .._specs import ChildSpec
     from ._containment import AppCgroup
-    from ._specs import ChildSpec
 
 log = logging.getLogger("lineup.supervisor")
 
