@@ -13,7 +13,7 @@ batches, each its own short transaction. What grows:
 - `mailbox.db` done messages (`messages`, `replies`): kept for the dedup window, and only
   those among the newest `dedup_max_rows` seqs (24 h, 50,000 seqs); pending, in-flight and
   dead rows are never pruned. At the cap the oldest done rows go even inside the window,
-  with a warning (`actors/kernel/_mailbox.py`).
+  with a warning (`actors/kernel/supervising/_mailbox.py`).
 - `mailbox.db-wal`: copied back in the background past about 8 MB, cut to 4 MiB each time
   it starts over, and to nothing after 30 s without a batch.
 - `runtime.db` request records (`requests`, `lineup_applied`): the newest 100,000, twice
@@ -41,7 +41,7 @@ batches, each its own short transaction. What grows:
 - `logs/NAME.log`: an actor's log is turned over past 4 MiB to `NAME.log.1` (one older
   copy), an app's by the supervisor as it copies it (`log_max`); a log untouched for 30
   days (a removed app's) goes; checked with the mailbox's prune
-  (`actors/kernel/_log_bound.py`).
+  (`actors/kernel/supervising/_log_bound.py`).
 - `notifications.jsonl`: the newest 100, the oldest dropped at each write.
 - `bundles/`: the installed and the previous version of each app, a removed app's going
   with it (`actors/app_manager/_cache.py`).

@@ -8,7 +8,7 @@ The app manager fails the launch with `app_start_failed`, logs those lines, and 
 its detail one phrase read from their last line (`SCOPE did not start: its code imports a
 module it cannot find`, `… was refused a file it needs (permission denied)`, …); `lineup app
 launch` adds which log says why. When a process fails to start is the supervisor's rule
-(`actors/kernel/_supervisor.py`, "A start that fails").
+(`actors/kernel/supervising/_supervisor.py`, "A start that fails").
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ parent-death signal). The runtime takes what it needs from here: `die_with_paren
   and no channel, and cannot be reached by an app;
 - nothing it started outlives it (OS): the app is its pid namespace's init, and the kernel
   kills the namespace when it ends; its cgroup is killed and removed at every end of an
-  incarnation (`actors/kernel/_supervisor.py`);
+  incarnation (`actors/kernel/supervising/_supervisor.py`);
 - bounded processes, memory, CPU, files and log (OS and the supervisor): its cgroup's
   `pids.max`, memory limit and CPU share; `RLIMIT_FSIZE`, `RLIMIT_NPROC`,
   `RLIMIT_NOFILE`; the supervisor writes its log (capped, rotated) and measures its

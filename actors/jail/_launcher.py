@@ -5,7 +5,7 @@ The supervisor starts it (`actors.kernel.spawning._sandbox.JailPlan.command`) so
     python -m actors.jail --private-dir DATA/apps/<scope> --uid N --gid N \\
         --channel-fd FD --report-fd R --parent-pid SUP --hide DATA \\
         --cgroup DIR ... --max-file-bytes F --max-processes P -- \\
-        python -m actors.kernel.child module:Class FD SUP
+        python -m actors.kernel.actor_process.child module:Class FD SUP
 
 with the scrubbed environment, cwd `/`, stdin from /dev/null, a pipe as stdout and stderr
 (the app's log, `actors.kernel.spawning._applog`), and two more fds: the app's channel and a pipe

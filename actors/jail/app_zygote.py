@@ -21,9 +21,10 @@ It serves the supervisor on FD (a SOCK_SEQPACKET socket, one JSON message each w
   keeps of it), takes every step of the jail exactly as the exec'd launcher does
   (`jail_app`: cgroup, namespaces, the app's view with the data dir hidden and its code
   mounted, its uid, rlimits, no_new_privs, its fds) and only then, as the app, imports the
-  app and runs it as `actors.kernel.child` does. With a pid namespace (always, as root) the
-  child stays root outside it as the app's relay, and the app is its child: the app is never
-  the zygote's child, runs under a uid of its own, and cannot even name the zygote's pid.
+  app and runs it as `actors.kernel.actor_process.child` does. With a pid namespace
+  (always, as root) the child stays root outside it as the app's relay, and the app is its
+  child: the app is never the zygote's child, runs under a uid of its own, and cannot even
+  name the zygote's pid.
 
 Lifetimes chain as with the kernel's zygote: it dies with the supervisor, and the relays
 (and so the apps) die with it.
@@ -66,7 +67,7 @@ import trio
 from jsonschema import Draft202012Validator
 
 from actors.kernel import settle_garbage_collector
-from actors.kernel.child import run_actor
+from actors.kernel.actor_process.child import run_actor
 
 from ._env import die_with_parent, exited_children, name_process
 from ._launcher import (

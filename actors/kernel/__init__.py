@@ -1,16 +1,18 @@
 """The actor kernel, shared by the supervisor and every actor process.
 
-Layers, bottom up: `wire` (length-prefixed msgpack frames, one socketpair end with one
-writer task, and what an app's body may be: used by both sides), `_mailbox` (the durable
-mailbox file), `_switchboard` (group commit and delivery with credits), `spawning` (actor
-processes, exec'd or forked from the kernel's zygote, and the supervisor's side of
-isolating an installed app: its zygote, jail plan, cgroup, log and quota), `_children` and
-`_supervisor` (OTP restart rules), `_door` and `_gate` (who may send what, an app's
-limits), `_durability` (when a commit is on disk), `_preflight` (what the supervisor
-checks of its data dir before it writes there), `_control` (the operator's debug socket),
-`_ui_socket` (the UI sessions' socket); `child` and `_actor` are what runs in an actor
-process, `_collector` what every zygote and actor process shares. The side packages
-import only what is below them (`tests/runtime/test_boundaries.py`). Actors see only
+Its sides, each a package with a face of its own, bottom up: `wire` (length-prefixed
+msgpack frames, one socketpair end with one writer task, and what an app's body may be);
+`spawning` (actor processes, exec'd or forked from the kernel's zygote, and the
+supervisor's side of isolating an installed app: its zygote, jail plan, cgroup, log and
+quota); `supervising` (what runs in the supervisor's process: the restart rules, the
+mailbox and its switchboard, the door's checks, liveness, the operator's and the UI's
+sockets); `actor_process` (what runs in an actor process: its entry point `child` and the
+`Actor` base). Beside them, what both sides share: `_door` (who may send what), `_specs`
+(the runtime's configuration), `_ids`, `_durability` (when a commit is on disk),
+`_faults` (crash points), `_client` (the control socket's client), `_collector` (what
+every zygote and actor process does with the garbage collector), `_applied`, `_read_only`
+and `_rows` (an actor's own SQLite file). The supervisor's side never imports the actor
+side, nor the actor side the supervisor's (`tests/runtime/test_boundaries.py`). Actors see only
 `Actor`, `handles`, `Message`, the call errors, `REPLY_LATER` / `ACK_LATER` and
 `applied_once`.
 """
@@ -25,14 +27,14 @@ from ._lazy import lazy_exports
 _LAZY = {
     "RUNTIME_SYNCHRONOUS": "._durability",
     "Synchronous": "._durability",
-    "Actor": "._actor",
-    "ActorStatistics": "._actor",
-    "CallFailed": "._actor",
-    "REPLY_LATER": "._actor",
-    "ACK_LATER": "._actor",
-    "CallTimeout": "._actor",
-    "Message": "._actor",
-    "handles": "._actor",
+    "Actor": ".actor_process",
+    "ActorStatistics": ".actor_process",
+    "CallFailed": ".actor_process",
+    "REPLY_LATER": ".actor_process",
+    "ACK_LATER": ".actor_process",
+    "CallTimeout": ".actor_process",
+    "Message": ".actor_process",
+    "handles": ".actor_process",
     "applied_once": "._applied",
     "ensure_applied_table": "._applied",
     "Channel": ".wire",
@@ -67,39 +69,28 @@ _LAZY = {
     "control_stream": "._client",
     "supervisor_pid_alive": "._client",
     "ui_request": "._client",
-    "mailbox_counts": "._inspect",
-    "mailbox_listing": "._inspect",
-    "message_path": "._inspect",
-    "mailbox_names": "._inspect",
-    "MailboxCounts": "._mailbox",
-    "MailboxStore": "._mailbox",
-    "MessageRow": "._mailbox",
-    "State": "._mailbox",
+    "mailbox_counts": ".supervising",
+    "mailbox_listing": ".supervising",
+    "message_path": ".supervising",
+    "mailbox_names": ".supervising",
+    "MailboxCounts": ".supervising",
+    "MailboxStore": ".supervising",
+    "MessageRow": ".supervising",
+    "State": ".supervising",
     "ArtifactLimits": "._specs",
     "ChildSpec": "._specs",
     "Restart": "._specs",
     "RuntimeConfig": "._specs",
-    "Supervisor": "._supervisor",
-    "DataDirInUse": "._children",
-    "DataDirUnusable": "._preflight",
-    "check_data_dir": "._preflight",
+    "Supervisor": ".supervising",
+    "DataDirInUse": ".supervising",
+    "DataDirUnusable": ".supervising",
+    "check_data_dir": ".supervising",
     "log_tail": ".spawning",
     "prefork_zygote": ".spawning",
 }
 
 if TYPE_CHECKING:
-    from ._actor import (
-        ACK_LATER,
-        REPLY_LATER,
-        Actor,
-        ActorStatistics,
-        CallFailed,
-        CallTimeout,
-        Message,
-        handles,
-    )
     from ._applied import applied_once, ensure_applied_table
-    from ._children import DataDirInUse
     from ._client import (
         ControlError,
         control_request,
@@ -112,14 +103,34 @@ if TYPE_CHECKING:
     from ._durability import RUNTIME_SYNCHRONOUS, Synchronous
     from ._faults import crash_point
     from ._ids import DerivedIds, derive_id, id_timestamp, is_valid_id, new_id
-    from ._inspect import mailbox_counts, mailbox_listing, mailbox_names, message_path
-    from ._mailbox import MailboxCounts, MailboxStore, MessageRow, State
-    from ._preflight import DataDirUnusable, check_data_dir
     from ._read_only import move_rows_once, older_rows, open_read_only, read_file
     from ._rows import RowCodec
     from ._specs import ArtifactLimits, ChildSpec, Restart, RuntimeConfig
-    from ._supervisor import Supervisor
+    from .actor_process import (
+        ACK_LATER,
+        REPLY_LATER,
+        Actor,
+        ActorStatistics,
+        CallFailed,
+        CallTimeout,
+        Message,
+        handles,
+    )
     from .spawning import log_tail, prefork_zygote
+    from .supervising import (
+        DataDirInUse,
+        DataDirUnusable,
+        MailboxCounts,
+        MailboxStore,
+        MessageRow,
+        State,
+        Supervisor,
+        check_data_dir,
+        mailbox_counts,
+        mailbox_listing,
+        mailbox_names,
+        message_path,
+    )
     from .wire import (
         DEFAULT_MAX_FRAME,
         Channel,

@@ -20,6 +20,8 @@ what a power cut may take".
 
 from __future__ import annotations
 
+import errno
+import sqlite3
 from typing import Final, Literal
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
@@ -29,3 +31,18 @@ Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 # which is all the durability contract asks (the module's docstring). FULL syncs every
 # commit.
 RUNTIME_SYNCHRONOUS: Final[Synchronous] = "NORMAL"
+
+
+def is_disk_full_error(error: BaseException | None) -> bool:
+    """Whether `error`, or an error it was raised from, is a write that failed for want of
+    space (a file or SQLite)."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if isinstance(error, sqlite3.OperationalError) and (
+            getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+        ):
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from actors.kernel import MailboxStore
-from actors.kernel._preflight import DataDirUnusable, check_databases
+from actors.kernel.supervising._preflight import DataDirUnusable, check_databases
 from actors.store import open_db
 from tests.cli.test_bad_input import EXCEPTION_NAME
 from tests.kernel.helpers import REPO_ROOT, runtime_processes

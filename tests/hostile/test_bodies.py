@@ -18,10 +18,10 @@ from pydantic import TypeAdapter
 
 from actors import runtime_children
 from actors.kernel import PayloadError, load_door
-from actors.kernel._actor import message_from_frame
 from actors.kernel._door import APP_PREFIX
-from actors.kernel._gate import Refusal, check_body
 from actors.kernel._specs import AppLimits
+from actors.kernel.actor_process._actor import message_from_frame
+from actors.kernel.supervising._gate import Refusal, check_body
 from tests.runtime.helpers import CONVERSATION, texts, wait_for
 from tests.tools.helpers import Agent, finals, tools_of
 

@@ -84,7 +84,7 @@ class Hostile(Actor):
     @handles("hold_channel")
     async def hold_channel(self, msg: Message) -> int:
         """A child that keeps the channel and, once the app is gone, writes on it."""
-        channel = int(sys.argv[2])  # python -m actors.kernel.child TARGET FD PARENT_PID
+        channel = int(sys.argv[2])  # python -m (the child module) TARGET FD PARENT_PID
         me = os.getpid()
         child = os.fork()
         if child == 0:

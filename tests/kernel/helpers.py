@@ -4,7 +4,7 @@ Every kernel test that needs processes goes through `Runtime`: it writes the tes
 `RuntimeConfig` as JSON, starts `python -m supervisor` with the repo root on `PYTHONPATH`
 (so `tests.kernel.sample_actors` imports in the actor processes), talks to the control
 socket, and can find the actor processes of a given supervisor by their command line
-(`python -m actors.kernel.child TARGET FD SUPERVISOR_PID`), which stays true after a
+(`python -m actors.kernel.actor_process.child TARGET FD SUPERVISOR_PID`), which stays true after a
 supervisor died and its children were re-parented: that is how orphans are detected.
 """
 
@@ -32,6 +32,7 @@ SAMPLES = "tests.kernel.sample_actors"
 T = TypeVar("T")
 
 ZYGOTE_MODULE = "actors.kernel.spawning.zygote"  # an exec'd zygote's `-m`
+CHILD_MODULE = "actors.kernel.actor_process.child"  # an exec'd actor's `-m`
 
 
 def wait_until(
@@ -94,10 +95,8 @@ def runtime_processes(supervisor: subprocess.Popen[bytes]) -> list[int]:
             continue
         pid = int(entry.name)
         argv = cmdline(pid)
-        execd = argv[1:3] == ["-m", "actors.kernel.child"] and argv[5:6] == [str(supervisor.pid)]
-        zygote = argv[1:3] == ["-m", "actors.kernel.spawning.zygote"] and argv[3:4] == [
-            str(supervisor.pid)
-        ]
+        execd = argv[1:3] == ["-m", CHILD_MODULE] and argv[5:6] == [str(supervisor.pid)]
+        zygote = argv[1:3] == ["-m", ZYGOTE_MODULE] and argv[3:4] == [str(supervisor.pid)]
         forked = argv == own and pid != supervisor.pid
         if (execd or zygote or forked) and not _is_zombie(pid):
             found.append(pid)
@@ -111,7 +110,7 @@ def actor_processes(supervisor: subprocess.Popen[bytes]) -> list[int]:
     return [
         pid
         for pid in processes
-        if cmdline(pid)[1:3] == ["-m", "actors.kernel.child"] or parent_pid(pid) in processes
+        if cmdline(pid)[1:3] == ["-m", CHILD_MODULE] or parent_pid(pid) in processes
     ]
 
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from actors.kernel._waiting import waits_for_work
+from actors.kernel.supervising._waiting import waits_for_work
 
 from .conftest import MakeRuntime
 from .helpers import child, wait_until

@@ -6,7 +6,7 @@ import contextlib
 from pathlib import Path
 
 from actors.kernel import MailboxCounts, MailboxStore, State
-from actors.kernel._mailbox import WAL_KEPT_BYTES
+from actors.kernel.supervising._mailbox import WAL_KEPT_BYTES
 
 
 def _row(message_id: str, inflight: bool = False) -> tuple[str, str, str, str, bytes, bool]:

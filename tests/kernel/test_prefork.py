@@ -14,7 +14,7 @@ PROBE = """
 import json, sys
 from actors import runtime_children
 from actors.kernel.spawning._prefork import zygote_preload
-from actors.kernel.child import load_actor
+from actors.kernel.actor_process.child import load_actor
 from actors.kernel.spawning.zygote import preload
 
 targets = zygote_preload(runtime_children.default_config("/tmp/unused", web_port=0))

@@ -9,7 +9,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from actors.kernel._log_bound import bound_logs
+from actors.kernel.supervising._log_bound import bound_logs
 
 from .conftest import MakeRuntime
 from .helpers import assert_exactly_once_in_order, child, recorded, recorded_count, wait_until

@@ -69,7 +69,7 @@ def test_actors_are_forked_from_the_zygote_or_execd_by_choice(
             assert _comm(zygotes[0]) == "kernel-zygote"
             assert cmdline(pid) == cmdline(rt.pid)
         else:
-            assert cmdline(pid)[2] == "actors.kernel.child"
+            assert cmdline(pid)[2] == "actors.kernel.actor_process.child"
 
 
 def test_rest_for_one_restarts_the_later_siblings(

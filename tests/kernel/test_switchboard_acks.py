@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from actors.kernel import MailboxStore, State
-from actors.kernel._switchboard import Endpoint, Op, Outcome, Switchboard
+from actors.kernel.supervising._switchboard import Endpoint, Op, Outcome, Switchboard
 from actors.kernel.wire import Channel, pack_body
 
 

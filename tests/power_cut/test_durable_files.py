@@ -39,7 +39,7 @@ NOT_A_FILE_WRITE = {
     # A full log is moved to `NAME.log.1`: a log may lose its tail in a cut.
     ("actors/kernel/spawning/_applog.py", "_rotate"),
     # A damaged database is moved aside whole, and the start refused.
-    ("actors/kernel/_preflight.py", "_move_aside"),
+    ("actors/kernel/supervising/_preflight.py", "_move_aside"),
     # The web host's files are this run's alone (its address, one-time keys, sessions): a
     # new run begins without them, and an unreadable address is read as none.
     ("actors/web_host/_state.py", "_write_private"),

@@ -261,7 +261,13 @@ def test_the_capability_gateway_keeps_its_own_state() -> None:
 
 # What each side package of the kernel may import of the rest of the kernel: the wire
 # nothing but the lazy loader; spawning the wire and the shared declarations, and the
-# actor side's entry point only where the zygote hands each fork to it.
+# actor side's entry point only where the zygote hands each fork to it; the supervisor's
+# side the wire, spawning and the shared modules, never the actor side; the actor side the
+# wire and the shared modules alone.
+_SHARED: Final = {
+    f"actors.kernel.{name}"
+    for name in ("_lazy", "_specs", "_ids", "_door", "_durability", "_faults", "_client")
+}
 KERNEL_SIDES: Final = {
     "wire": {"actors.kernel._lazy"},
     "spawning": {
@@ -271,8 +277,10 @@ KERNEL_SIDES: Final = {
         "actors.kernel._ids",
         "actors.kernel._collector",
     },
+    "supervising": {*_SHARED, "actors.kernel.wire", "actors.kernel.spawning"},
+    "actor_process": {*_SHARED, "actors.kernel.wire", "actors.kernel._collector"},
 }
-ZYGOTE_HANDS_OVER: Final = ("actors/kernel/spawning/zygote.py", "actors.kernel.child")
+ZYGOTE_HANDS_OVER: Final = ("actors/kernel/spawning/zygote.py", "actors.kernel.actor_process.child")
 
 
 def kernel_side_violations(base: Path = REPO_ROOT) -> list[str]:
@@ -296,7 +304,8 @@ def kernel_side_violations(base: Path = REPO_ROOT) -> list[str]:
 
 def test_the_kernels_sides_import_only_what_is_below_them() -> None:
     """The wire is the bottom; spawning sits on it and the shared declarations, and
-    reaches the actor side only where the zygote runs an actor (`child`)."""
+    reaches the actor side only where the zygote runs an actor (`child`); the supervisor's
+    side never imports the actor side, nor the actor side the supervisor's."""
     assert kernel_side_violations() == []
 
 
@@ -336,13 +345,35 @@ def test_the_app_manager_keeps_its_own_state() -> None:
             private_import_violations,
         ),
         ("bench/_paths.py", "from peers.appserver._store import Store", private_import_violations),
-        ("actors/kernel/child.py", "from ..jail import _env", private_import_violations),
+        (
+            "actors/kernel/actor_process/child.py",
+            "from ...jail import _env",
+            private_import_violations,
+        ),
         ("actors/router/_actor.py", "from actors.store import StoreActor", actor_violations),
         ("actors/host/door.py", "from ..transport import door", actor_violations),
         ("actors/web_host/door.py", "from actors.host import door", actor_violations),
-        ("actors/kernel/_control.py", "from ._supervisor import Supervisor", circle_violations),
+        (
+            "actors/kernel/supervising/_control.py",
+            "from ._supervisor import Supervisor",
+            circle_violations,
+        ),
         ("actors/kernel/wire/_frames.py", "from .._specs import ChildSpec", kernel_side_violations),
-        ("actors/kernel/spawning/_quota.py", "from .._actor import Actor", kernel_side_violations),
+        (
+            "actors/kernel/spawning/_quota.py",
+            "from ..actor_process import Actor",
+            kernel_side_violations,
+        ),
+        (
+            "actors/kernel/supervising/_gate.py",
+            "from ..actor_process import Actor",
+            kernel_side_violations,
+        ),
+        (
+            "actors/kernel/actor_process/_actor.py",
+            "from ..supervising import Supervisor",
+            kernel_side_violations,
+        ),
         ("actors/tool_router/_artifacts.py", "from ._actor import store_of", circle_violations),
         ("actors/jail/_limits.py", "from ._launcher import set_limits", circle_violations),
         ("peers/appserver/_core.py", "from ._session import Session", circle_violations),

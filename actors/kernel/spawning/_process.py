@@ -125,7 +125,7 @@ class ChildProcess(Incarnation):
         command = [
             sys.executable,
             "-m",
-            "actors.kernel.child",
+            "actors.kernel.actor_process.child",
             spec.target,
             str(child_sock.fileno()),
             str(os.getpid()),

@@ -33,7 +33,7 @@ import traceback
 from actors.jail import die_with_parent, exited_children, name_process
 
 from .._collector import settle_garbage_collector
-from ..child import run_actor
+from ..actor_process.child import run_actor
 from ..wire import FrameDecoder, encode
 
 ZYGOTE_NAME = "kernel-zygote"

@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._specs import ChildSpec
+from .._specs import ChildSpec
+from ..wire import Channel, ChannelClosed, Frame, pack_body
 from ._supervisor_face import SupervisorFace
-from .wire import Channel, ChannelClosed, Frame, pack_body
 
 log = logging.getLogger("lineup.supervisor")
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import msgpack
 
-from ._ids import derive_id
+from .._ids import derive_id
+from ..wire import unpack_body
 from ._mailbox import MailboxStore, MessageRow, State
 from ._mailbox_views import EFFECTIVE_STATE
-from .wire import unpack_body
 
 
 def _plain(value: Any) -> Any:

@@ -10,10 +10,10 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
 
+from .._specs import ChildSpec, RuntimeConfig
 from ._children import Child
 from ._gate import Gate
 from ._mailbox import MailboxStore
-from ._specs import ChildSpec, RuntimeConfig
 from ._switchboard import Switchboard
 
 

@@ -17,9 +17,9 @@ import trio
 
 from actors.jail import die_with_parent, name_process
 
+from .._collector import settle_garbage_collector
+from ..wire import Channel
 from ._actor import Actor, serve
-from ._collector import settle_garbage_collector
-from .wire import Channel
 
 # The launcher of isolated apps shares it, and must not import this package (trio).
 _die_with_parent = die_with_parent

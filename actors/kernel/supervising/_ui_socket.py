@@ -22,8 +22,8 @@ from typing import Any
 
 import trio
 
+from .._door import UI
 from ._control import UI_SOCKET, inject, serve_socket
-from ._door import UI
 from ._supervisor_face import SupervisorFace
 
 HOST = "host"  # the one actor a UI session reaches

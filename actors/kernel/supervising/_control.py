@@ -38,7 +38,7 @@ from typing import Any
 
 import trio
 
-from ._client import (
+from .._client import (
     CONTROL_SOCKET,
     UI_SOCKET,
     ControlError,
@@ -46,15 +46,15 @@ from ._client import (
     control_stream,
     socket_request,
 )
+from .._ids import new_id
+from .._specs import ChildSpec
+from ..wire import FrameDecoder, FrameError, encode, pack_body, unpack_body
 from ._gate import Refusal
-from ._ids import new_id
 from ._inspect import _plain, mailbox_counts, mailbox_listing
 from ._mailbox import DISK_FULL_REASON, State, disk_full
-from ._specs import ChildSpec
 from ._supervisor_face import SupervisorFace
 from ._switchboard import TraceRecord
 from ._wire import ProtocolViolation, classify
-from .wire import FrameDecoder, FrameError, encode, pack_body, unpack_body
 
 log = logging.getLogger("lineup.control")
 

@@ -57,11 +57,11 @@ from typing_extensions import TypeVar as DefaultedTypeVar
 
 from actors.contracts import ContractError
 
-from ._door import APP_PREFIX, Door, PayloadError, app_answer, app_body, from_outside
-from ._faults import crash_point
-from ._ids import DerivedIds, new_id
-from ._mailbox import is_disk_full_error
-from .wire import Channel, ChannelClosed, Frame, pack_body, unpack_body
+from .._door import APP_PREFIX, Door, PayloadError, app_answer, app_body, from_outside
+from .._durability import is_disk_full_error
+from .._faults import crash_point
+from .._ids import DerivedIds, new_id
+from ..wire import Channel, ChannelClosed, Frame, pack_body, unpack_body
 
 log = logging.getLogger("lineup.actor")
 

@@ -76,9 +76,9 @@ from typing import Any
 import msgpack
 import trio
 
-from ._faults import crash_point
+from .._faults import crash_point
+from ..wire import Channel, ChannelClosed, Frame, delivery
 from ._mailbox import MailboxStore, PruneStep, disk_full
-from .wire import Channel, ChannelClosed, Frame, delivery
 
 log = logging.getLogger("lineup.supervisor")
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._specs import ACTOR_NAME
-from .wire import Frame
+from .._specs import ACTOR_NAME
+from ..wire import Frame
 
 MAX_TYPE = 128
 MAX_ID = 128

@@ -14,9 +14,9 @@ from typing import IO, Any
 
 import trio
 
-from ._client import supervisor_pid_alive
-from ._specs import ChildSpec
-from .spawning import Incarnation
+from .._client import supervisor_pid_alive
+from .._specs import ChildSpec
+from ..spawning import Incarnation
 
 
 class RestartHistory:

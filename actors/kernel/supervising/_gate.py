@@ -57,9 +57,9 @@ from collections import Counter
 
 import trio
 
-from ._door import APP_PREFIX, OPEN_DOOR, Door
-from ._specs import AppLimits
-from .wire import BodyRefused, Frame, read_app_body
+from .._door import APP_PREFIX, OPEN_DOOR, Door
+from .._specs import AppLimits
+from ..wire import BodyRefused, Frame, read_app_body
 
 log = logging.getLogger("lineup.supervisor")
 

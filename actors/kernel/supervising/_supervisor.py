@@ -80,21 +80,10 @@ from typing import Any
 
 import trio
 
-from ._children import Child, RestartHistory, lock_data_dir
-from ._control import serve_control
-from ._delegation import supervise_for
-from ._door import load_door
-from ._gate import Doors, Gate, Refusal
-from ._ids import new_id
-from ._log_bound import bound_logs
-from ._mailbox import MailboxStore, PruneStep, disk_full
-from ._preflight import check_data_dir, check_databases
-from ._specs import ChildSpec, Restart, RuntimeConfig
-from ._switchboard import Op, Switchboard, TraceRecord
-from ._ui_socket import serve_ui
-from ._waiting import waits_for_work
-from ._wire import ProtocolViolation, check_supervise, classify
-from .spawning import (
+from .._door import load_door
+from .._ids import new_id
+from .._specs import ChildSpec, Restart, RuntimeConfig
+from ..spawning import (
     AppZygote,
     CgroupLimits,
     ChildProcess,
@@ -110,7 +99,18 @@ from .spawning import (
     runtime_id,
     zygote_preload,
 )
-from .wire import Channel, Frame, FrameError, pack_body
+from ..wire import Channel, Frame, FrameError, pack_body
+from ._children import Child, RestartHistory, lock_data_dir
+from ._control import serve_control
+from ._delegation import supervise_for
+from ._gate import Doors, Gate, Refusal
+from ._log_bound import bound_logs
+from ._mailbox import MailboxStore, PruneStep, disk_full
+from ._preflight import check_data_dir, check_databases
+from ._switchboard import Op, Switchboard, TraceRecord
+from ._ui_socket import serve_ui
+from ._waiting import waits_for_work
+from ._wire import ProtocolViolation, check_supervise, classify
 
 # Frames a child sends to the supervisor itself, not through the mailboxes.
 _SUPERVISOR_KINDS = frozenset({"kernel.ready", "kernel.supervise", "kernel.stats", "kernel.pong"})

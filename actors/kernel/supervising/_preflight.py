@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-from ._client import CONTROL_SOCKET, UI_SOCKET
+from .._client import CONTROL_SOCKET, UI_SOCKET
 
 # A Unix socket's address holds at most 107 bytes of path (108 with the final NUL).
 SOCKET_PATH_MAX: Final = 107

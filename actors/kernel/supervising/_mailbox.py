@@ -56,7 +56,6 @@ an inflight index, cost about 30 % of the supervisor's CPU per message.
 
 from __future__ import annotations
 
-import errno
 import os
 import sqlite3
 import time
@@ -67,7 +66,7 @@ from typing import NamedTuple
 
 from actors.contracts import fsync_directory
 
-from ._durability import Synchronous
+from .._durability import Synchronous, is_disk_full_error
 from ._mailbox_views import (
     EFFECTIVE_STATE,
     IN_FLIGHT,
@@ -162,21 +161,6 @@ def disk_free(path: str | Path) -> int:
 
 def disk_full(path: str | Path) -> bool:
     return disk_free(path) < DISK_RESERVE_BYTES
-
-
-def is_disk_full_error(error: BaseException | None) -> bool:
-    """Whether `error`, or an error it was raised from, is a write that failed for want of
-    space (a file or SQLite)."""
-    seen = 0
-    while error is not None and seen < 10:
-        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
-        if isinstance(error, sqlite3.OperationalError) and (
-            getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
-        ):
-            return True
-        error, seen = error.__cause__ or error.__context__, seen + 1
-    return False
 
 
 class MailboxStore(MailboxViews):
