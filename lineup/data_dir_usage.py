@@ -82,6 +82,12 @@ PARTS: Final = (
         "see its tables",
     ),
     Part(
+        "app_manager_db",
+        ("app_manager.db", "app_manager.db-wal", "app_manager.db-shm"),
+        "the apps and their instances; 1,000 finished operations; WAL 1 MiB",
+        "see its tables",
+    ),
+    Part(
         "tool_router_db",
         ("tool_router.db", "tool_router.db-wal", "tool_router.db-shm"),
         "a week of finished calls; 10 minutes of steps",

@@ -27,6 +27,8 @@ from typing import Any, Final
 from ._rows import INSTANCE_COLUMNS, OPERATION_COLUMNS, RECORD_COLUMNS, load_apps, row_values
 
 DB_FILE: Final = "app_manager.db"
+# Past this, the WAL is copied back into the file and cut to nothing after a step.
+WAL_KEPT_BYTES: Final = 1024 * 1024
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS app_records (
@@ -67,16 +69,18 @@ def _replace(db: sqlite3.Connection, table: str, columns: tuple[str, ...], rows:
 class RegistryFile:
     """The app manager's connection to its file; one writer, in the actor's own thread."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
         self.db = db
+        self.wal = path.with_name(f"{path.name}-wal")
 
     @classmethod
     def open(cls, data_dir: str | Path) -> RegistryFile:
-        db = sqlite3.connect(db_path(data_dir), isolation_level=None)
+        path = db_path(data_dir)
+        db = sqlite3.connect(path, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         db.executescript(_SCHEMA)
-        return cls(db)
+        return cls(db, path)
 
     def load(self) -> dict[str, Any]:
         """Everything the app manager rebuilds its state from."""
@@ -113,6 +117,17 @@ class RegistryFile:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        self._keep_wal_small()
+
+    def _keep_wal_small(self) -> None:
+        """The WAL copied back and cut once it passes `WAL_KEPT_BYTES` (a step or two of
+        an install with a large manifest); a reader in the way leaves it for the next step."""
+        try:
+            size = self.wal.stat().st_size
+        except FileNotFoundError:
+            return
+        if size > WAL_KEPT_BYTES:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         self.db.close()

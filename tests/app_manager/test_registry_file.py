@@ -10,7 +10,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from actors.app_manager._db import RegistryFile
+from actors.app_manager._db import WAL_KEPT_BYTES, RegistryFile
 from actors.app_manager._migration import move_from_runtime_db
 from actors.app_manager.registry import RegistryReader, read_apps, read_operation
 
@@ -110,3 +110,16 @@ def test_an_older_data_dirs_registry_moves_once(tmp_path: Path) -> None:
     # The store's file was only read.
     with closing(sqlite3.connect(f"file:{tmp_path / 'runtime.db'}?mode=ro", uri=True)) as db:
         assert db.execute("SELECT count(*) FROM app_records").fetchone() == (1,)
+
+
+def test_the_wal_is_cut_once_it_passes_its_bound(tmp_path: Path) -> None:
+    registry = RegistryFile.open(tmp_path)
+    manifest = {"title": "Big", "notes": "x" * 200_000}
+    sizes = []
+    for n in range(12):  # each step writes a record with a large manifest
+        record = {"app_scope": f"app{n}", "kind": "installed", "manifest": manifest}
+        registry.write({"records": [record]})
+        sizes.append((tmp_path / "app_manager.db-wal").stat().st_size)
+    assert max(sizes) <= WAL_KEPT_BYTES + 300_000, sizes  # one step past the bound at most
+    assert min(sizes) == 0, sizes  # cut to nothing after the step that passed it
+    assert len(read_apps(tmp_path)["records"]) == 12
