@@ -1,4 +1,5 @@
-"""Entry point of every actor process: `python -m actors.kernel.child TARGET FD PARENT_PID`.
+"""Entry point of every actor process: `python -m actors.kernel.actor_process.child TARGET
+FD PARENT_PID`.
 
 The process ties its life to the supervisor twice over: a parent-death signal (Linux) and
 EOF on its channel. It runs in its own session, so a terminal's Ctrl-C reaches only the

@@ -1,4 +1,5 @@
-"""The supervisor's side of the zygote (`actors.kernel.zygote`): spawn by fork, learn exits.
+"""The supervisor's side of the zygote (`actors.kernel.spawning.zygote`): spawn by fork,
+learn exits.
 
 A forked actor is the zygote's child, not the supervisor's, so the supervisor cannot reap
 it: the zygote reports every exit with its status, and `ForkedProcess.wait` waits for that

@@ -3,10 +3,10 @@
 An isolated child (a `ChildSpec` with `isolation`) is never forked from the kernel's
 zygote: that zygote is a copy of a trusted process, memory and environment included. It is
 forked from the app zygote (`actors.jail.app_zygote`, which holds no secret), or exec'd as
-`python -m actors.jail OPTIONS -- python -m actors.kernel.child TARGET FD PID`; either way
-the jail's steps (`actors.jail` `jail_app`) enter namespaces, build the app's view of the
-file system and become the app's own uid before the app runs. What the supervisor decides
-is here:
+`python -m actors.jail OPTIONS -- python -m actors.kernel.actor_process.child TARGET FD
+PID`; either way the jail's steps (`actors.jail` `jail_app`) enter namespaces, build the
+app's view of the file system and become the app's own uid before the app runs. What the
+supervisor decides is here:
 
 - **who the app is**: a uid and gid of its own (`app_id`), allocated at the app's first
   start and persisted in `DATA_DIR/app_ids.json`, so its files stay its own across restarts;

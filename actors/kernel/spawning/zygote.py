@@ -1,9 +1,9 @@
 """The zygote: a preloaded parent that forks actor processes in a few milliseconds.
 
-`python -m actors.kernel.zygote SUPERVISOR_PID FD TARGET...` imports trio, the kernel and
+`python -m actors.kernel.spawning.zygote SUPERVISOR_PID FD TARGET...` imports trio, the kernel and
 the given actors (`module:Class`) once, never starts trio itself, and then serves the
 supervisor on FD: `spawn` (with the actor's channel fd attached) forks a child that runs the
-actor exactly as `actors.kernel.child` would; every child's exit is reported back as
+actor exactly as `actors.kernel.actor_process.child` would; every child's exit is reported back as
 `exited` with its wait status, since only the zygote, their parent, can reap them. A fresh
 interpreter costs ≈150 ms before an actor can say hello; a fork of this process costs ≈5 ms.
 
@@ -14,9 +14,10 @@ forked from the supervisor instead (`_prefork`) and serves the same way; either 
 
 A restart after SIGKILL takes about 35 ms (p50). `RuntimeConfig.spawn = "exec"`, and any
 child with an environment of its own (as isolated apps have), starts a new interpreter
-instead: `python -m actors.kernel.child module:Class FD PARENT_PID` (`_process`). Either
-way the actor's end of a `socketpair` is its only channel, passed over the zygote's
-control socket (`SCM_RIGHTS`) when forked; no actor opens a socket to another.
+instead: `python -m actors.kernel.actor_process.child module:Class FD PARENT_PID`
+(`_process`). Either way the actor's end of a `socketpair` is its only channel, passed over
+the zygote's control socket (`SCM_RIGHTS`) when forked; no actor opens a socket to
+another.
 """
 
 from __future__ import annotations
