@@ -114,7 +114,7 @@ class RouterActor(Actor):
         self.user_id = str(self.config.get("user_id", "user"))
         self.call_timeout = float(self.config.get("call_timeout", 2.0))
         self.floor = 0
-        self.forwarded = 0  # fresh messages delivered to an app's inbox
+        self.forwarded = 0  # messages delivered to an app's inbox
         self.rejected = 0
         # What the router needs from the store and the app manager's file is loaded in a task
         # of its own, and every handler waits for it before it filters anything.
@@ -158,12 +158,13 @@ class RouterActor(Actor):
     async def inbound(self, msg: Message[Inbound]) -> Any:
         """A run of the AppServer stream: `items` [[seq, message JSON text], ...], in order.
 
-        Filtered, then persisted through the store in one commit; the agent's tool calls
-        and newly associated conversations go to the tool router as soon as that request is
-        sent (the mailbox holds it before them, and the tool router knows its calls by id),
-        each app's fresh messages to its inbox once the store answered which are fresh, and
-        a duplicate's answer into the outbox. The reply tells the transport how far the
-        stream is durable (`cursor`) and whether the outbox has something new (`outbox`)."""
+        Filtered, then persisted through the store in one commit; as soon as that request
+        is sent (the mailbox holds it before what follows), the agent's tool calls and newly
+        associated conversations go to the tool router (which knows its calls by id) and
+        each app's messages to its inbox (whose log knows its messages by id); once the
+        store has answered, a duplicate id's answer goes into the outbox. The reply tells
+        the transport how far the stream is durable (`cursor`) and whether the outbox has
+        something new (`outbox`)."""
         _only_from(msg, "transport")
         await self.loaded.wait()
         ids = DerivedIds(msg.id)
@@ -201,11 +202,11 @@ class RouterActor(Actor):
                     {"calls": calls, "associate": associate},
                     id=ids.next(),
                 )
+            await self._deliver(accepted, ids)
         # Everything up to `cursor` is now in the store: a re-sent rejection below it was
         # in this request already.
         self.floor = max(self.floor, stored["cursor"])
         self.rejected += len(rejected)
-        await self._deliver(accepted, set(stored["fresh"]), ids)
         answered = await self._answer_duplicates(accepted, stored["duplicates"], ids)
         return {"cursor": stored["cursor"], "outbox": bool(outbox) or answered}
 
@@ -228,13 +229,15 @@ class RouterActor(Actor):
             )
         )
 
-    async def _deliver(self, accepted: list[Accepted], fresh: set[str], ids: DerivedIds) -> None:
-        """Each app's fresh messages to its inbox, per app in stream order. The store's
-        reply decides what is fresh and the ids derive from the run's, so a replayed run
-        sends the same messages and each inbox keeps them once."""
+    async def _deliver(self, accepted: list[Accepted], ids: DerivedIds) -> None:
+        """Each app's messages to its inbox, per app in stream order, once the run for the
+        store is sent (the mailbox holds it first). The ids derive from the run's, so a
+        replayed run sends the same messages and each inbox keeps them once; a message the
+        stream brings again (a re-sent seq, an id the AppServer gave a second seq) is kept
+        once by the app's log, whose key is the message's id."""
         by_app: dict[str, list[Accepted]] = {}
         for a in accepted:
-            if a.deliver_to is not None and a.env.id in fresh:
+            if a.deliver_to is not None:
                 by_app.setdefault(a.deliver_to, []).append(a)
         for app in sorted(by_app):
             for chunk in _chunks(by_app[app]):
