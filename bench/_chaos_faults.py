@@ -26,7 +26,7 @@ from typing import Any
 import trio
 
 from actors.jail import app_zygote
-from actors.kernel import zygote
+from actors.kernel.spawning import zygote
 
 from ._chaos_world import FaultyAppServer, Runtime, SmallDisk
 
