@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from actors.kernel import open_read_only, read_file
+from actors.kernel import KeptReader, read_file
 
 from ._db import DB_FILE
 from ._rows import LIVE_STATES, OPERATION_COLUMNS, load_apps, operation_from_row
@@ -39,34 +39,13 @@ def read_operation(data_dir: str | Path, operation_id: str) -> dict[str, Any] | 
     return read_file(Path(data_dir) / DB_FILE, one, None)
 
 
-class RegistryReader:
-    """`app_manager.db` kept open read-only, for a reader that looks again and again (the
-    web host's page sockets, the store's checks of live instances, the capability gateway):
-    a connection's first statement reads the schema, so a read on a fresh connection costs
-    several times what it costs on a kept one. One caller at a time, from any thread."""
+class RegistryReader(KeptReader):
+    """`app_manager.db` kept open read-only (`KeptReader`), for a reader that looks again
+    and again: the web host's page sockets, the store's checks of live instances, the
+    capability gateway."""
 
     def __init__(self, data_dir: str | Path) -> None:
-        self.path = Path(data_dir) / DB_FILE
-        self.db: sqlite3.Connection | None = None
-        self.seen: int | None = None
-
-    def _open(self) -> sqlite3.Connection | None:
-        if self.db is None and self.path.exists():
-            self.db = open_read_only(self.path, any_thread=True)
-        return self.db
-
-    def changed(self) -> bool:
-        """Whether the file was written since the last call (SQLite's `data_version`)."""
-        db = self._open()
-        if db is None:
-            return False
-        try:
-            version = int(db.execute("PRAGMA data_version").fetchone()[0])
-        except sqlite3.Error:
-            self.close()
-            return True
-        changed, self.seen = version != self.seen, version
-        return changed
+        super().__init__(Path(data_dir) / DB_FILE)
 
     def apps(self) -> dict[str, Any]:
         """As `read_apps`, all of it from one snapshot of the file."""
@@ -82,44 +61,23 @@ class RegistryReader:
         except sqlite3.OperationalError:  # not written yet
             return no_apps()
 
-    def live_instances(self, app_scope: str) -> list[tuple[str, str]]:
-        """The live instances of `app_scope`: (instance id, conversation id), the one
-        active last first."""
+    def live_instances(self, app_scope: str | None = None) -> list[tuple[str, str]]:
+        """The live instances (of `app_scope`, or of every app): (instance id, conversation
+        id), the one active last first."""
         db = self._open()
         if db is None:
             return []
         marks = ", ".join("?" * len(LIVE_STATES))
+        scoped = "" if app_scope is None else " AND app_scope = ?"
         try:
             rows = db.execute(
                 "SELECT instance_id, conversation_id FROM app_instances"
-                f" WHERE app_scope = ? AND state IN ({marks}) ORDER BY updated_ms DESC, rowid",
-                (app_scope, *sorted(LIVE_STATES)),
+                f" WHERE state IN ({marks}){scoped} ORDER BY updated_ms DESC, rowid",
+                (*sorted(LIVE_STATES), *([] if app_scope is None else [app_scope])),
             ).fetchall()
         except sqlite3.OperationalError:  # not written yet
             return []
         return [(str(i), str(c)) for i, c in rows]
-
-    def live_instance_ids(self) -> list[str]:
-        """Every live instance's id."""
-        db = self._open()
-        if db is None:
-            return []
-        marks = ", ".join("?" * len(LIVE_STATES))
-        try:
-            rows = db.execute(
-                f"SELECT instance_id FROM app_instances WHERE state IN ({marks})",
-                sorted(LIVE_STATES),
-            ).fetchall()
-        except sqlite3.OperationalError:  # not written yet
-            return []
-        return [str(row[0]) for row in rows]
-
-    def close(self) -> None:
-        # A version is only comparable within one connection: a new one starts afresh.
-        self.seen = None
-        if self.db is not None:
-            self.db.close()
-            self.db = None
 
 
 __all__ = [

@@ -24,6 +24,43 @@ def open_read_only(path: Path, *, any_thread: bool = False) -> sqlite3.Connectio
     )
 
 
+class KeptReader:
+    """An actor's file kept open read-only, for a reader that looks again and again (the
+    web host's page sockets, the store's checks of live instances): a connection's first
+    statement reads the schema, so a read on a fresh connection costs several times what it
+    costs on a kept one. One caller at a time, from any thread; no file yet reads as none."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db: sqlite3.Connection | None = None
+        self.seen: int | None = None
+
+    def _open(self) -> sqlite3.Connection | None:
+        if self.db is None and self.path.exists():
+            self.db = open_read_only(self.path, any_thread=True)
+        return self.db
+
+    def changed(self) -> bool:
+        """Whether the file was written since the last call (SQLite's `data_version`)."""
+        db = self._open()
+        if db is None:
+            return False
+        try:
+            version = int(db.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.Error:
+            self.close()
+            return True
+        changed, self.seen = version != self.seen, version
+        return changed
+
+    def close(self) -> None:
+        # A version is only comparable within one connection: a new one starts afresh.
+        self.seen = None
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+
 def read_file(path: Path, read: Callable[[sqlite3.Connection], T], empty: T) -> T:
     """What `read` finds in the file at `path`; `empty` where there is no file yet, or the
     file is from before the tables read were added."""

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from actors.kernel import open_read_only, read_file
+from actors.kernel import KeptReader, read_file
 
 from ._file import DB_FILE
 
@@ -80,34 +80,12 @@ def read_diagnostics(data_dir: Path, recent: int = 5) -> dict[str, dict[str, Any
     return _reading(data_dir, lambda db: diagnostics_of(db, recent), {})
 
 
-class RuntimeReader:
-    """`runtime.db` kept open read-only, for a reader that looks again and again (each of
-    the web host's page sockets, for the link's state): a connection's first statement
-    reads the schema, so a read on a fresh connection costs several times what it costs on
-    a kept one. One caller at a time, from any thread."""
+class RuntimeReader(KeptReader):
+    """`runtime.db` kept open read-only (`KeptReader`), for the web host's page sockets,
+    which read the link's state again and again."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.path = Path(data_dir) / DB_FILE
-        self.db: sqlite3.Connection | None = None
-        self.seen: int | None = None
-
-    def _open(self) -> sqlite3.Connection | None:
-        if self.db is None and self.path.exists():
-            self.db = open_read_only(self.path, any_thread=True)
-        return self.db
-
-    def changed(self) -> bool:
-        """Whether the file was written since the last call (SQLite's `data_version`)."""
-        db = self._open()
-        if db is None:
-            return False
-        try:
-            version = int(db.execute("PRAGMA data_version").fetchone()[0])
-        except sqlite3.Error:
-            self.close()
-            return True
-        changed, self.seen = version != self.seen, version
-        return changed
+        super().__init__(Path(data_dir) / DB_FILE)
 
     def lifecycle(self) -> dict[str, Any] | None:
         """As `read_lifecycle`."""
@@ -116,13 +94,6 @@ class RuntimeReader:
             return _lifecycle_of(db.execute(_LIFECYCLE).fetchall()) if db is not None else None
         except sqlite3.OperationalError:
             return None
-
-    def close(self) -> None:
-        # A version is only comparable within one connection: a new one starts afresh.
-        self.seen = None
-        if self.db is not None:
-            self.db.close()
-            self.db = None
 
 
 def read_artifacts(data_dir: Path, *, conversation_id: str | None = None) -> list[dict[str, Any]]:

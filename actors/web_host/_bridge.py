@@ -208,7 +208,7 @@ class Surfaces:
 
     def _read_live(self) -> None:
         """The live instances read again from the registry."""
-        self._set_live(self._reader.live_instance_ids())
+        self._set_live(instance for instance, _ in self._reader.live_instances())
 
     def _set_live(self, live: Iterable[str]) -> None:
         """The live instances as just read; what was kept of those that ended dropped."""

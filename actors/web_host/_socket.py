@@ -61,7 +61,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import sqlite3
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -72,7 +71,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from actors.app_manager.registry import RegistryReader
 from actors.contracts import ContractError, file_wanted
-from actors.kernel import CallFailed, ControlError, derive_id, ui_request
+from actors.kernel import CallFailed, ControlError, KeptReader, derive_id, ui_request
 from actors.store import RuntimeReader
 
 from . import _inputs
@@ -97,35 +96,6 @@ MAX_SAVES: Final = 4  # saves of one page under way at once
 TALK_REFUSALS: Final = frozenset(
     {"invalid_state", "permission_denied", "policy_denied", "unsupported_on_host", "rate_limited"}
 )
-
-
-class _Changes:
-    """Tells whether a SQLite file was written since the last look (`data_version`)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.db: sqlite3.Connection | None = None
-        self.seen: int | None = None
-
-    def changed(self) -> bool:
-        if self.db is None:
-            if not self.path.exists():
-                return False
-            self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-        try:
-            version = int(self.db.execute("PRAGMA data_version").fetchone()[0])
-        except sqlite3.Error:
-            self.close()
-            return True
-        changed, self.seen = version != self.seen, version
-        return changed
-
-    def close(self) -> None:
-        # A version is only comparable within one connection: a new one starts afresh.
-        self.seen = None
-        if self.db is not None:
-            self.db.close()
-            self.db = None
 
 
 @dataclass(frozen=True)
@@ -417,7 +387,7 @@ class PageSocket:
     # -- out -------------------------------------------------------------------------------
 
     async def _push(self, hello: Hello) -> None:
-        chat_log = _Changes(self.data_dir / "apps" / "chat" / "app.db")
+        chat_log = KeptReader(self.data_dir / "apps" / "chat" / "app.db")
         runtime_db = _RuntimeFiles(RegistryReader(self.data_dir), RuntimeReader(self.data_dir))
         try:
             # First the notice to wait for, then the version: a write during the fold
@@ -444,7 +414,7 @@ class PageSocket:
             chat_log.close()
             runtime_db.close()
 
-    async def _follow_chat(self, hello: Hello, chat_log: _Changes, look: trio.Event) -> None:
+    async def _follow_chat(self, hello: Hello, chat_log: KeptReader, look: trio.Event) -> None:
         """At each notice (or after `safety_s` without one), what changed in the chat's
         view since the page's last one; notices during a look make one more after it. The
         first look reads the whole log, in a worker thread; each later one what came after
