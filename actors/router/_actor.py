@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Final
 
 import trio
@@ -19,7 +20,16 @@ from pydantic import JsonValue
 
 from actors.app_manager.registry import read_apps
 from actors.contracts import Code, ContractError
-from actors.kernel import Actor, DerivedIds, Message, handles, new_id
+from actors.kernel import (
+    ACK_LATER,
+    Actor,
+    CallFailed,
+    DerivedIds,
+    Message,
+    derive_id,
+    handles,
+    new_id,
+)
 
 from ._delivery import app_actor, project, rejection_envelope, tool_call_view, user_envelope
 from ._filter_chain import Accepted, FilterContext, Rejected, check_inbound
@@ -28,6 +38,20 @@ from .door import DOOR, Apps, Inbound
 log = logging.getLogger("lineup.router")
 
 _CHUNK_BYTES: Final = 512 * 1024  # app deliveries stay well under the kernel's 1 MiB frame
+# The derived id of a run's duplicates' answers, taken once the store has answered: a slot
+# of its own, since the run's deliveries take theirs in turn meanwhile.
+DUPLICATES_SLOT: Final = 0x7D
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What answering a run takes once the store has answered it."""
+
+    caller: str
+    id: str
+    seq: int
+    accepted: list[Accepted]
+    queued: bool  # the run put answers to rejected messages in the outbox
 
 
 def _only_from(msg: Message, sender: str) -> None:
@@ -191,35 +215,35 @@ class RouterActor(Actor):
             "associate": associate,
             "cursor": cursor,
         }
-        stored: dict[str, Any] = {}
-        async with trio.open_nursery() as nursery:
-            await nursery.start(self._persist, request, ids.next(), stored)
-            calls = [tool_call_view(a.env, a.seq) for a in accepted if a.to_tool_router]
-            if calls or associate:
-                await self.cast(
-                    "tool_router",
-                    "tool_router.inbound",
-                    {"calls": calls, "associate": associate},
-                    id=ids.next(),
-                )
-            await self._deliver(accepted, ids)
-        # Everything up to `cursor` is now in the store: a re-sent rejection below it was
-        # in this request already.
-        self.floor = max(self.floor, stored["cursor"])
         self.rejected += len(rejected)
-        answered = await self._answer_duplicates(accepted, stored["duplicates"], ids)
-        return {"cursor": stored["cursor"], "outbox": bool(outbox) or answered}
+        # The store's answer is awaited beside the next runs (`_answer`): the transport is
+        # answered, and this delivery acknowledged, once it is in.
+        run = _Run(msg.sender, msg.id, msg.seq, accepted, bool(outbox))
+        await self.nursery.start(self._answer, run, request, ids.next())
+        calls = [tool_call_view(a.env, a.seq) for a in accepted if a.to_tool_router]
+        if calls or associate:
+            await self.cast(
+                "tool_router",
+                "tool_router.inbound",
+                {"calls": calls, "associate": associate},
+                id=ids.next(),
+            )
+        await self._deliver(accepted, ids)
+        return ACK_LATER
 
-    async def _persist(
+    async def _answer(
         self,
+        run: _Run,
         request: dict[str, Any],
         id: str,
-        into: dict[str, Any],
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """The store's commit of a run; started once the request is sent."""
-        into.update(
-            await self.call_until_answered(
+        """The store's commit of a run, started once the request is sent; then the
+        duplicates' answers, the transport's answer and the delivery's ack. Until the ack
+        the delivery stays in flight: a router that dies meanwhile is handed the run again
+        and sends the same messages under the same ids."""
+        try:
+            stored = await self.call_until_answered(
                 "store",
                 "store.inbound.persist",
                 request,
@@ -227,7 +251,23 @@ class RouterActor(Actor):
                 max_timeout=self.call_timeout,
                 task_status=task_status,
             )
-        )
+            # Everything up to `cursor` is now in the store: a re-sent rejection below it
+            # was in this request already.
+            self.floor = max(self.floor, stored["cursor"])
+            answered = await self._answer_duplicates(
+                run.accepted, stored["duplicates"], derive_id(run.id, DUPLICATES_SLOT)
+            )
+        except (CallFailed, ContractError) as exc:  # the run is answered, and done
+            error = (
+                exc
+                if isinstance(exc, ContractError)
+                else ContractError(Code.STORE_UNAVAILABLE, f"the store: {exc}")
+            )
+            await self.reply(run.caller, run.id, error=error)
+        else:
+            body = {"cursor": stored["cursor"], "outbox": run.queued or answered}
+            await self.reply(run.caller, run.id, body)
+        self.ack(run.seq)
 
     async def _deliver(self, accepted: list[Accepted], ids: DerivedIds) -> None:
         """Each app's messages to its inbox, per app in stream order, once the run for the
@@ -245,7 +285,7 @@ class RouterActor(Actor):
                 self.forwarded += len(chunk)
 
     async def _answer_duplicates(
-        self, accepted: list[Accepted], duplicates: list[dict[str, Any]], ids: DerivedIds
+        self, accepted: list[Accepted], duplicates: list[dict[str, Any]], id: str
     ) -> bool:
         """An agent's message whose id the store holds under another seq gets its
         `duplicate` answer in the outbox; True when there was one. A tool call or cancel is
@@ -261,7 +301,7 @@ class RouterActor(Actor):
             if answer is not None:
                 items.append(_outbox_item(answer))
         if items:
-            await self._store("store.outbox.enqueue", {"items": items}, ids.next())
+            await self._store("store.outbox.enqueue", {"items": items}, id)
         return bool(items)
 
     # -- outbound: the user's actions, into the outbox (docs/protocol.md §4.5) ---------------
