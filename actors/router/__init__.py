@@ -14,9 +14,10 @@ mailbox holds it before anything that follows), the router hands the agent's too
 to the tool router (`tool_router.inbound`), which knows its calls by id, and each app its
 messages (`app.deliver`, per app in stream order, in chunks well under the kernel's 1 MiB
 frame), whose log knows its messages by id: a message the stream brings twice is kept
-once. The store's answer names the duplicates (an id stored under another seq), which the
-router answers through the outbox, and the cursor, with which it answers the transport;
-the transport acks it to the AppServer. Nothing goes back upstream. Every id the handler
+once. The store's answer, awaited beside the next runs (the run's delivery held until
+then), names the duplicates (an id stored under another seq), which the router answers
+through the outbox, and the cursor, with which it answers the transport; the transport
+acks it to the AppServer. Nothing goes back upstream. Every id the handler
 sends under derives from the run's, in a fixed order, and the store's answer to a replayed
 request is its recorded first one, so a replayed run sends the same messages and each
 inbox keeps them once.

@@ -185,10 +185,10 @@ class RouterActor(Actor):
         Filtered, then persisted through the store in one commit; as soon as that request
         is sent (the mailbox holds it before what follows), the agent's tool calls and newly
         associated conversations go to the tool router (which knows its calls by id) and
-        each app's messages to its inbox (whose log knows its messages by id); once the
-        store has answered, a duplicate id's answer goes into the outbox. The reply tells
-        the transport how far the stream is durable (`cursor`) and whether the outbox has
-        something new (`outbox`)."""
+        each app's messages to its inbox (whose log knows its messages by id). The store's
+        answer is awaited beside the next runs (`_answer`): then a duplicate id's answer
+        goes into the outbox, and the reply tells the transport how far the stream is
+        durable (`cursor`) and whether the outbox has something new (`outbox`)."""
         _only_from(msg, "transport")
         await self.loaded.wait()
         ids = DerivedIds(msg.id)
