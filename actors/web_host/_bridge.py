@@ -22,7 +22,7 @@ holds the output to the tool's schema.
 
 What the page frames is sent to it unasked: when its surface socket opens, at each notice of
 the app manager that the registry changed (`_changes`), and after a while without one if
-`runtime.db` changed (the safety look, as the page's own socket has), the socket is sent the
+the registry changed (the safety look, as the page's own socket has), the socket is sent the
 surfaces of live instances, the one in front first (`surfaces`), and before them, when the
 surface it was last sent opened is not the one in front's, that one opened (`opened`): the
 page frames each as it comes, with no round trip of its own, and closes the one it framed
@@ -318,7 +318,7 @@ class Surfaces:
 
     async def _follow_registry(self, page: _Page) -> None:
         """The page's list, unasked: at once, then at each notice that the registry changed,
-        and after `safety_s` without one if `runtime.db` changed or the one in front could
+        and after `safety_s` without one if the registry changed or the one in front could
         not be opened."""
         noticed = True
         while True:

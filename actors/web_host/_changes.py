@@ -5,7 +5,7 @@ Two writers tell the web host after their commit, each with no content:
 - the chat app (`app.chat`, the only sender the door admits) after its log changed:
   `web_host.chat.changed`;
 - the app manager (`app_manager`, the only sender the door admits) after its registry rows
-  changed in `runtime.db`: `web_host.registry.changed`.
+  changed in its `app_manager.db`: `web_host.registry.changed`.
 
 A notice says "look again", never what changed: each page socket then reads the chat's log
 or the registry itself (`_views`, `_surfaces`), exactly as it would without notices. So a
@@ -36,7 +36,7 @@ import trio
 
 CHAT_CHANGED: Final = "web_host.chat.changed"
 REGISTRY_CHANGED: Final = "web_host.registry.changed"
-# Without a notice the chat's log and `runtime.db` are looked at this often anyway: a change
+# Without a notice the chat's log and the registry are looked at this often anyway: a change
 # that no notice follows (its writer killed between its commit and its notice; a write that
 # notices do not cover, as the link state the transport reports through the store) shows
 # within this, whatever happens to notices. A look that finds the file unchanged is one
