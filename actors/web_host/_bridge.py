@@ -89,6 +89,7 @@ CAPABILITY_TIMEOUT_S: Final = 100.0  # the user may take the gateway's full minu
 MAX_STATE_BYTES: Final = 256 * 1024  # a surface's merged state, as JSON
 MAX_OPEN: Final = 8  # surfaces one page has open at once
 MAX_IN_FLIGHT: Final = 32  # relays of one page waiting for their app at once
+MAX_CALLS_KEPT: Final = 256  # open calls kept for an instance whose surface is shown
 # Bridge frames one page may relay: a person clicks a few times a second.
 RATE_PER_S: Final = 50.0
 BURST: Final = 200.0
@@ -220,6 +221,7 @@ class Surfaces:
     def statistics(self) -> dict[str, Any]:
         return {
             "open": len(self.shown),
+            "calls_kept": sum(len(calls) for calls in self.calls.values()),
             **dict(self.counters),
             "refused": dict(self.refused),
             "page_dropped": dict(self.page_dropped),
@@ -541,8 +543,17 @@ class Surfaces:
                 raise ContractError(
                     Code.INVALID_PAYLOAD, "a tool call's call_id, method, arguments"
                 )
-            self.calls.setdefault(instance, {})[str(call["call_id"])] = call
             self.counters["tool_calls_offered"] += 1
+            # Kept only while a surface of the instance is shown, and the newest ones alone:
+            # a surface that opens later is given the app's own record of its open calls
+            # (`_offer_open_calls`), and a call that ends unanswered (its deadline, its
+            # cancel) is not told here, so one kept with no surface shown would stay as long
+            # as its instance lives.
+            if any(shown.surface.instance_id == instance for shown in self.shown.values()):
+                kept = self.calls.setdefault(instance, {})
+                kept[str(call["call_id"])] = call
+                for old in list(kept)[: max(0, len(kept) - MAX_CALLS_KEPT)]:
+                    del kept[old]
             for token, shown in list(self.shown.items()):
                 if shown.surface.instance_id == instance and call["method"] in shown.surface.tools:
                     await self._to_surface(token, _offer(instance, call))

@@ -89,6 +89,9 @@ async def test_the_surface_answers_its_apps_tool_calls_once(
     await wait_for(
         lambda: web_statistics(stack).get("tool_calls_offered") == 1, 10, "the call handed"
     )
+    # Nothing of it is kept while no surface of its instance is shown: the surface that
+    # opens is given the app's own record of its open calls.
+    assert web_statistics(stack)["calls_kept"] == 0
     assert call_row(stack, "call_fits")["state"] not in ("succeeded", "failed")
     await in_browser(open_page, browser, stack.data_dir, CONVERSATION)
     frame = await in_browser(surface_frame, browser, "canvas")
