@@ -1,10 +1,11 @@
 """The router actor: every inbound envelope through the filter chain, every outbound action.
 
 Effects are made replay-safe by deterministic ids: everything a handler sends gets
-`derive_id(handled message id, n)` in a fixed order, and what it delivers is decided by
-the store's answer (recorded with the persist transaction), not by what the router happens
-to remember. A replayed handler therefore sends the same messages with the same ids, and
-the mailbox keeps the first of each.
+`derive_id(handled message id, n)` in a fixed order (a run's duplicates' answers a slot of
+their own), what it delivers is decided by the run itself, and what it answers by the
+store's answer (recorded with the persist transaction), not by what the router happens to
+remember. A replayed handler therefore sends the same messages with the same ids, and the
+mailbox keeps the first of each.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 `_schema` creates the tables (sqlite-utils) and opens the connection; `_actor` holds the
 handlers. What it takes, from whom and in what shape is its `door` (`lineup protocol messages
---to store`); the router's run (`store.inbound.persist`) is answered with which messages are
-fresh, which duplicates, and the cursor, and the store sends nothing on for it: the router
-delivers.
+--to store`); the router's run (`store.inbound.persist`) is answered with its duplicates
+and the cursor, and the store sends nothing on for it: the router delivers.
 
 A committed session-data replace is announced to the app's process after the commit
 (`app.session_data.changed` {`instance_id`, `data`, `revision`}); `_session_data` has the rules.

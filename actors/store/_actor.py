@@ -127,20 +127,19 @@ class StoreActor(
         """Persist what the router accepted, its rejections and the cursor, in one commit.
 
         Body: `items` [{seq, id, conversation_id, app_scope, type, sender_kind, sender_id,
-        envelope, deliver_to?}], `rejections` [{seq, message_id, code, detail}], `outbox`
-        [{key, envelope, origin, conversation_id}] (rejection envelopes), `associate`
-        {conversation_id: agent_id}, `cursor`. Reply: `fresh` (ids stored now, in order),
-        `duplicates` [{id, seq}] (an id already stored under another seq: the
-        filter chain's dedup step), `cursor`.
+        envelope}], `rejections` [{seq, message_id, code, detail}], `outbox` [{key,
+        envelope, origin, conversation_id}] (rejection envelopes), `associate`
+        {conversation_id: agent_id}, `cursor`. Reply: `duplicates` [{id, seq}] (an id
+        already stored under another seq: the filter chain's dedup step), `cursor`.
 
-        The router delivers the fresh ones and answers the duplicates from this reply; a
-        replay gets the recorded reply, so it decides the same.
+        The router answers the duplicates and the transport from this reply; a replay gets
+        the recorded reply, so it decides the same.
         """
         body = msg.body
 
         def apply() -> dict[str, Any]:
             now = _now_ms()
-            fresh: list[str] = []
+            stored = 0
             duplicates: list[dict[str, Any]] = []
             for conversation, agent in body.get("associate", {}).items():
                 self.db.execute(
@@ -179,7 +178,7 @@ class StoreActor(
                             msg.sender,
                         )
                     continue
-                fresh.append(item["id"])
+                stored += 1
             for rejection in body.get("rejections", []):
                 self._audit(
                     rejection["code"],
@@ -195,8 +194,8 @@ class StoreActor(
                 " ON CONFLICT(name) DO UPDATE SET value = excluded.value",
                 (_CURSOR, cursor),
             )
-            self.persisted += len(fresh)
-            return {"fresh": fresh, "duplicates": duplicates, "cursor": cursor}
+            self.persisted += stored
+            return {"duplicates": duplicates, "cursor": cursor}
 
         return self._once(msg, apply)
 
