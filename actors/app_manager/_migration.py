@@ -33,10 +33,12 @@ def move_from_runtime_db(db: sqlite3.Connection, data_dir: Path) -> dict[str, in
     """Copy the registry's rows `runtime.db` holds into `db`, once per data dir: how many
     of each were moved, or None when that was done before (or there was nothing to move)."""
     source = Path(data_dir) / RUNTIME_DB
-    moved = move_rows_once(db, source, _TABLES, state_table="registry_state", mark=MOVED)
-    if moved is not None:
-        log.info(
-            "moved the app registry from runtime.db into app_manager.db: %s",
-            ", ".join(f"{count} {table}" for table, count in moved.items()),
-        )
-    return moved
+    return move_rows_once(
+        db,
+        source,
+        _TABLES,
+        state_table="registry_state",
+        mark=MOVED,
+        log=log,
+        what="the app registry",
+    )

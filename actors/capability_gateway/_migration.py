@@ -27,10 +27,7 @@ def move_from_runtime_db(db: sqlite3.Connection, data_dir: Path) -> dict[str, in
     """Copy the capability rows `runtime.db` holds into `db`, once per data dir: how many
     of each were moved, or None when that was done before (or there was nothing to move)."""
     source = Path(data_dir) / RUNTIME_DB
-    moved = move_rows_once(db, source, _TABLES, state_table="gateway_state", mark=MOVED)
-    if moved is not None:
-        log.info(
-            "moved the capability gateway's rows from runtime.db into capability_gateway.db: %s",
-            ", ".join(f"{count} {table}" for table, count in moved.items()),
-        )
-    return moved
+    what = "the capability gateway's rows"
+    return move_rows_once(
+        db, source, _TABLES, state_table="gateway_state", mark=MOVED, log=log, what=what
+    )

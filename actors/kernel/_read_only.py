@@ -3,6 +3,7 @@ the web host, a bench), whether the runtime is up or not."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -104,12 +105,15 @@ def move_rows_once(
     *,
     state_table: str,
     mark: str,
+    log: logging.Logger,
+    what: str,
     also: Callable[[sqlite3.Connection], None] | None = None,
 ) -> dict[str, int] | None:
     """Copy the rows of `tables` an older file (`source`, only read) holds into the actor's
     own `db`, once: in one transaction with `also` (what else the move takes) and the mark
-    `mark` in `state_table` (name, value) that it was done. How many rows of each table
-    were moved, or None when that was done before or there was nothing to move."""
+    `mark` in `state_table` (name, value) that it was done; a move that took rows is said
+    in `log` ("moved `what` from ... into ..."). How many rows of each table were moved, or
+    None when that was done before or there was nothing to move."""
     if db.execute(f"SELECT 1 FROM {state_table} WHERE name = ?", (mark,)).fetchone():
         return None
     found = older_rows(source, tables) if source.exists() else {}
@@ -133,4 +137,9 @@ def move_rows_once(
     except BaseException:
         db.execute("ROLLBACK")
         raise
-    return moved if any(moved.values()) else None
+    if not any(moved.values()):
+        return None
+    into = Path(db.execute("PRAGMA database_list").fetchone()[2]).name
+    counts = ", ".join(f"{count} {table}" for table, count in moved.items())
+    log.info("moved %s from %s into %s: %s", what, source.name, into, counts)
+    return moved

@@ -44,10 +44,7 @@ def move_from_runtime_db(db: sqlite3.Connection, data_dir: Path) -> dict[str, in
         )
 
     also = revision if source.exists() else None
-    moved = move_rows_once(db, source, _TABLES, state_table="tool_state", mark=MOVED, also=also)
-    if moved is not None:
-        log.info(
-            "moved the tool router's rows from runtime.db into tool_router.db: %s",
-            ", ".join(f"{count} {table}" for table, count in moved.items()),
-        )
-    return moved
+    what = "the tool router's rows"
+    return move_rows_once(
+        db, source, _TABLES, state_table="tool_state", mark=MOVED, log=log, what=what, also=also
+    )
