@@ -7,7 +7,7 @@ their verdict, heartbeats, reconnects with exponential backoff and jitter), as a
 - **Cursor.** The link starts from the store's cursor, the highest seq persisted. It acks
   a seq to the server only when the router's answer to a batch (`router.inbound`, a call
   answered after the store's commit and the deliveries) says every message up to it is
-  durable (§4.4).
+  durable (docs/protocol.md §4.4).
 - **Batching.** Whatever the link has received is cut into `router.inbound` messages of up
   to `batch_items` items / `batch_bytes` bytes; at most `inflight_batches` are unpersisted
   at once, which is the back-pressure of a catch-up.
