@@ -173,8 +173,7 @@ class Surfaces:
         # launches apps for months keeps only its live instances' here.
         self.live: frozenset[str] = frozenset()
         # The registry is read in the event loop, on a kept connection (a millisecond or
-        # so): a worker thread's round trip costs more, and what a worker thread allocates
-        # stays in its own malloc arena, which a long run fragments a little at each read.
+        # so): a worker thread's round trip costs more on a busy machine.
         self._reader = RegistryReader(data_dir)
         self.warmed: set[str] = set()  # the cache entries whose surfaces were checked
         self.states: dict[str, Any] = {}  # instance -> its merged state
