@@ -277,7 +277,7 @@ class RuntimeConfig(BaseModel):
         default=3600.0, gt=0, description="how often done messages past the window go"
     )
     dedup_max_rows: int = Field(
-        default=50_000,
+        default=20_000,
         ge=100,
         description="the mailbox's size cap: done messages among the newest this many seqs"
         " are kept; older ones go even inside the dedup window (with a warning)",

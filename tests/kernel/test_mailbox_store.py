@@ -6,7 +6,7 @@ import contextlib
 from pathlib import Path
 
 from actors.kernel import MailboxCounts, MailboxStore, State
-from actors.kernel.supervising._mailbox import WAL_KEPT_BYTES
+from actors.kernel.supervising._mailbox import HOLD_LIMIT, WAL_KEPT_BYTES
 
 
 def _row(message_id: str, inflight: bool = False) -> tuple[str, str, str, str, bytes, bool]:
@@ -249,6 +249,54 @@ def test_the_size_cap_takes_the_oldest_done_rows_inside_the_window_and_says_so(
     store.begin()  # within the cap nothing more goes
     assert store.prune_all(done_before_ms=0, keep_from_seq=store.cap_seq(100)).pruned == 0
     store.commit()
+    store.close()
+
+
+def _done_after_a_handed_out_row(tmp_path: Path, done: int, handed_back: bool) -> MailboxStore:
+    """A message handed to "slow" and not acked, then `done` messages to "r", acked."""
+    store = MailboxStore(tmp_path / "m.db")
+    store.begin()
+    store.insert(
+        message_id="slow", recipient="slow", sender="s", type="t", frame=b"\x80", inflight=True
+    )
+    if handed_back:
+        store.requeue("slow")  # its process died: pending again, with an attempt behind it
+    acked = store.insert_many([_row(f"d{i}", inflight=True) for i in range(done)]) or []
+    store.ack("r", acked)
+    store.commit()
+    return store
+
+
+def _kept_done(store: MailboxStore) -> set[str]:
+    return {row[0] for row in store._db.execute("SELECT id FROM messages WHERE id != 'slow'")}
+
+
+def test_a_message_handed_out_and_not_acked_holds_the_cap(tmp_path: Path) -> None:
+    """Its handler may run again and send what it sent under the same ids: every done row
+    younger than it stays past the cap, whether it is in flight or was handed back."""
+    for handed_back in (False, True):
+        where = tmp_path / str(handed_back)
+        where.mkdir()
+        store = _done_after_a_handed_out_row(where, 300, handed_back)
+        store.begin()
+        step = store.prune_all(done_before_ms=0, **store.cap_bounds(100))
+        store.commit()
+        assert step.pruned == 0
+        assert _kept_done(store) == {f"d{i}" for i in range(300)}
+        store.close()
+
+
+def test_a_stuck_message_holds_the_cap_only_so_far(tmp_path: Path) -> None:
+    """Once the message handed out is `HOLD_LIMIT` caps old, the cap takes its usual
+    rows again: one stuck message does not keep the mailbox growing."""
+    done = HOLD_LIMIT * 100 + 100
+    store = _done_after_a_handed_out_row(tmp_path, done, handed_back=False)
+    store.begin()
+    step = store.prune_all(done_before_ms=0, **store.cap_bounds(100))
+    store.commit()
+    assert step.pruned == done - 100  # every done row but the newest 100 seqs
+    assert _kept_done(store) == {f"d{i}" for i in range(done - 100, done)}
+    assert [m.id for m in store.messages(limit=1)] == ["slow"]  # live rows are never pruned
     store.close()
 
 

@@ -34,12 +34,16 @@ message). A reply names its caller, and the store keys what it applied by sender
 too.
 
 **What it keeps.** Done rows are kept for a dedup window (`dedup_window_s`, 24 h), at most
-those among the newest `dedup_max_rows` seqs (50,000: a size cap that shortens the window,
+those among the newest `dedup_max_rows` seqs (20,000: a size cap that shortens the window,
 with a warning at most once an hour), and pruned at start, once a quarter of the cap more
 frames came through, and at least every `prune_every_s` (1 h), 2,000 rows a transaction
-between batches. Pending, in-flight and dead rows are never pruned. The WAL is cut back to
-4 MiB each time it starts over, whatever its peak, and to nothing after 30 s without a
-batch.
+between batches. Pending, in-flight and dead rows are never pruned. A replayed handler's
+copies are what the dedup is for, and a handler is replayed only while its message is
+handed out and not acked: the cap never takes a done row younger than such a message
+(unless it is `HOLD_LIMIT` caps old), so the cap shortens the window only for a sender
+that sends again from its own records, whose recipient keeps applied ids of its own. The
+WAL is cut back to 4 MiB each time it starts over, whatever its peak, and to nothing after
+30 s without a batch.
 
 Inflight rows are found from the cursor onwards; a running supervisor reports the in-flight
 counts it holds in memory instead (an idle actor's cursor trails everything sent since its
@@ -120,6 +124,11 @@ CREATE TABLE IF NOT EXISTS replies (
 
 def _create_schema(db: sqlite3.Connection) -> None:
     db.executescript(_SCHEMA)
+
+
+# How far back one message handed out and not acked may hold the size cap, in caps: far
+# enough for any replay, and a stuck message does not keep the mailbox growing for good.
+HOLD_LIMIT = 4
 
 
 @dataclass(frozen=True)
@@ -510,22 +519,32 @@ class MailboxStore(MailboxViews):
         after_seq: int = 0,
         limit: int = PRUNE_CHUNK,
         keep_from_seq: int = 0,
+        held_from_seq: int | None = None,
     ) -> PruneStep:
         """Forget done messages (and their stored replies) older than the dedup window, and
         with `keep_from_seq` also the younger ones below that seq (the size cap), up to
         `limit` rows past `after_seq` at a time, oldest first, so that no transaction holds
         the mailbox long. Pending, in-flight and dead rows are never forgotten. Seqs grow
-        with time: rows are looked at until one is both too young and inside the cap."""
+        with time: rows are looked at until one is both too young and inside the cap.
+
+        A message handed out and not acked (in flight, or handed back with attempts) may
+        be handled again, and what its handler sent is sent again under the same ids: the
+        cap keeps every done row from the oldest such message on, so that those copies are
+        still dropped, unless that message is older than `held_from_seq` (a bound on how
+        far back one stuck message holds the cap: None, no bound)."""
         rows = self._db.execute(
             "SELECT seq, sender, id, coalesce(done_ms, created_ms), created_ms,"
-            f" {EFFECTIVE_STATE} = 2"
+            f" {EFFECTIVE_STATE}, attempts"
             " FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
             (after_seq, limit),
         ).fetchall()
         old: list[tuple[int, str, str]] = []
         newest_forced = None  # the youngest row the cap took inside the window
-        for seq, sender, message_id, done_ms, _, done in rows:
-            if not done or (done_ms >= done_before_ms and seq >= keep_from_seq):
+        for seq, sender, message_id, done_ms, _, state, attempts in rows:
+            handed_out = state == State.INFLIGHT or (state == State.PENDING and attempts > 0)
+            if handed_out and seq >= (held_from_seq if held_from_seq is not None else seq):
+                keep_from_seq = min(keep_from_seq, seq)
+            if state != State.DONE or (done_ms >= done_before_ms and seq >= keep_from_seq):
                 continue
             old.append((seq, sender, message_id))
             if done_ms >= done_before_ms:
@@ -545,13 +564,26 @@ class MailboxStore(MailboxViews):
         seqs are kept (a seq range, read in one lookup, not a count of rows)."""
         return max(0, (self._last_seq or self._next_seq() - 1) - max_done + 1)
 
-    def prune_all(self, *, done_before_ms: int, keep_from_seq: int = 0) -> PruneStep:
+    def cap_bounds(self, max_done: int) -> dict[str, int]:
+        """`prune`'s size cap for `max_done`: the newest `max_done` seqs, and a message
+        handed out and not acked holds it back at most `HOLD_LIMIT` times as far."""
+        return {
+            "keep_from_seq": self.cap_seq(max_done),
+            "held_from_seq": self.cap_seq(HOLD_LIMIT * max_done),
+        }
+
+    def prune_all(
+        self, *, done_before_ms: int, keep_from_seq: int = 0, held_from_seq: int | None = None
+    ) -> PruneStep:
         """Every done message older than the dedup window or below the cap, chunk after
         chunk."""
         pruned, after, newest_forced = 0, 0, None
         while True:
             step = self.prune(
-                done_before_ms=done_before_ms, after_seq=after, keep_from_seq=keep_from_seq
+                done_before_ms=done_before_ms,
+                after_seq=after,
+                keep_from_seq=keep_from_seq,
+                held_from_seq=held_from_seq,
             )
             pruned += step.pruned
             if step.newest_forced_ms is not None:

@@ -259,7 +259,7 @@ class Supervisor:
         recovered = store.recover()
         pruned = store.prune_all(
             done_before_ms=self._dedup_horizon_ms(),
-            keep_from_seq=store.cap_seq(self.config.dedup_max_rows),
+            **store.cap_bounds(self.config.dedup_max_rows),
         )
         store.commit()
         self._warn_if_capped(pruned)

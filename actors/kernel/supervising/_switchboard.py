@@ -686,5 +686,5 @@ class Switchboard:
         return self.store.prune(
             done_before_ms=before_ms,
             after_seq=after_seq,
-            keep_from_seq=self.store.cap_seq(max_done),
+            **self.store.cap_bounds(max_done),
         )
