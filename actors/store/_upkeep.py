@@ -3,11 +3,11 @@
 Two things grow with every request and are bounded here:
 
 - **Request records** (`requests` and the applied ids): the newest `REQUESTS_KEPT`. A
-  message is only redelivered while its mailbox row is live, and a replayed sender's copy
-  is dropped by the mailbox while its done row is kept, among the newest
-  `dedup_max_rows` seqs (50,000); the store's requests are a part of those messages in
-  the same order, so keeping twice as many records covers every message the mailbox could
-  still hand over again.
+  request comes again as a mailbox redelivery (its row still live: among the newest), as a
+  replayed sender's copy (dropped by the mailbox, which keeps every done row younger than
+  a message handed out and not acked), or from a sender's own records after a restart
+  (an app's unanswered actions): the records cover those for the newest 10,000 requests,
+  days of a person's use, minutes of the soak bench's load.
 - **Audit**: the newest `AUDIT_KEPT` rows, none older than `AUDIT_KEPT_DAYS`.
 
 The conversation (`messages`) is the user's and is never pruned here.
@@ -29,7 +29,7 @@ import trio
 
 log = logging.getLogger("lineup.store")
 
-REQUESTS_KEPT: Final = 100_000
+REQUESTS_KEPT: Final = 10_000
 AUDIT_KEPT: Final = 20_000
 AUDIT_KEPT_DAYS: Final = 90
 UPKEEP_EVERY: Final = 2_000
