@@ -52,10 +52,12 @@ log = logging.getLogger("lineup.tool_router")
 
 KEEP_MS: Final = 600_000  # what a step emitted is kept this long in a running incarnation
 PRUNE_EVERY_S: Final = 60.0
-# A finished call's row (and its deadline operation's) is kept this long after its last
-# change: `lineup tools calls` shows it, and a call retried with its id within this gets
-# the same outcome; then it goes, so the file is bounded by a week of calls.
+# A finished call's row (and its deadline operation's) is kept a week after its last
+# change, and only among the newest `FINISHED_KEPT` finished: `lineup tools calls` shows
+# it, and a call retried with its id meanwhile gets the same outcome (the AppServer hands
+# a run again only until the runtime's cursor passes it); then it goes.
 FINISHED_KEPT_MS: Final = 7 * 24 * 3600 * 1000
+FINISHED_KEPT: Final = 1_000
 SUBMIT: Final = "transport.submit"
 
 # A cast: [to, type, id, body].
@@ -312,7 +314,8 @@ class Steps:
 
     def _prune(self) -> None:
         """Inside a step's transaction, about once a minute: steps older than `KEEP_MS`,
-        once this incarnation has run that long, and calls finished `FINISHED_KEPT_MS` ago."""
+        once this incarnation has run that long, and calls finished `FINISHED_KEPT_MS` ago
+        or past the newest `FINISHED_KEPT` finished."""
         now = time.monotonic()
         if now - self.pruned_at < PRUNE_EVERY_S:
             return
@@ -326,15 +329,19 @@ class Steps:
         )
         self.db.execute("DELETE FROM tool_steps WHERE at_ms < ?", (before,))
         finished_before = _now_ms() - FINISHED_KEPT_MS
+        kept_from = self.db.execute(
+            "SELECT updated_ms FROM tool_calls WHERE state IN ('succeeded', 'failed')"
+            " ORDER BY updated_ms DESC LIMIT 1 OFFSET ?",
+            (FINISHED_KEPT - 1,),
+        ).fetchone()
+        if kept_from is not None:
+            finished_before = max(finished_before, int(kept_from[0]))
+        gone = " FROM tool_calls WHERE state IN ('succeeded', 'failed') AND updated_ms < ?"
         self.db.execute(
-            "DELETE FROM tool_deadlines WHERE call_id IN (SELECT call_id FROM tool_calls"
-            " WHERE state IN ('succeeded', 'failed') AND updated_ms < ?)",
+            f"DELETE FROM tool_deadlines WHERE call_id IN (SELECT call_id{gone})",
             (finished_before,),
         )
-        self.db.execute(
-            "DELETE FROM tool_calls WHERE state IN ('succeeded', 'failed') AND updated_ms < ?",
-            (finished_before,),
-        )
+        self.db.execute(f"DELETE{gone}", (finished_before,))
 
 
 def _now_ms() -> int:
