@@ -51,6 +51,7 @@ from .door import DOOR
 log = logging.getLogger("lineup.app_manager")
 
 KEEP_OPERATIONS: Final = 1000  # finished operations kept for the CLI and the audit
+KEEP_ENDED_INSTANCES: Final = 1000  # instances closed or failed, kept for `lineup app`
 # The word to the web host, where the runtime runs one (`registry_watcher`), that the
 # registry's rows changed: it carries nothing, the web host reads the rows itself.
 REGISTRY_CHANGED: Final = "web_host.registry.changed"
@@ -162,6 +163,7 @@ class AppManagerActor(Actor):
     ) -> None:
         """One transaction: these rows, the instances that changed, the focus stack (and
         each record whose count of live instances moved)."""
+        forgotten = self.focus.forget_ended(KEEP_ENDED_INSTANCES)
         changed, events = self.focus.take_changes()
         routing = self._routing()
         written = {r.app_scope: r for r in records}
@@ -177,6 +179,7 @@ class AppManagerActor(Actor):
             "remove_records": list(remove_records),
             "keep_operations": keep_operations,
             "instances": [i.to_row() for i in changed],
+            "remove_instances": forgotten,
             "settings": {
                 "focus_stack": self.focus.stack,
                 "default_app": self.default_app,

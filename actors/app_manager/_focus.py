@@ -186,6 +186,20 @@ class Focus:
     def live_of(self, scope: str) -> list[Instance]:
         return [i for i in self.instances.values() if i.app_scope == scope and i.live]
 
+    def forget_ended(self, keep: int) -> list[str]:
+        """Forget the instances that ended (closed or failed: nothing comes after) past
+        the `keep` that ended last; their ids. A launch in the same conversation makes a
+        new instance whether the old one is remembered or not."""
+        ended = [i for i in self.instances.values() if i.state in ("closed", "failed")]
+        if len(ended) <= keep:
+            return []
+        ended.sort(key=lambda i: (i.updated_ms, i.created_ms))
+        gone = [i.instance_id for i in ended[: len(ended) - keep]]
+        for instance_id in gone:
+            del self.instances[instance_id]
+            self.changed.discard(instance_id)
+        return gone
+
 
 def startup_target(
     explicit: str | None,

@@ -19,6 +19,28 @@ SCOPES = ["chat", "whiteboard", "pomodoro", "draw-and-guess"]
 CORE = frozenset(runtime_children.CORE_MANIFESTS)  # one global instance each
 
 
+def test_only_the_newest_ended_instances_are_remembered() -> None:
+    """Instances that ended past the newest `keep` are forgotten (their ids returned, to
+    go from the file); live ones stay whatever their age, and a launch in a forgotten
+    instance's conversation starts a new one."""
+    focus = Focus(CORE)
+    focus.launch("chat", None)
+    for n in range(5):
+        focus.launch("whiteboard", f"conv-{n}")
+        focus.close(f"whiteboard:conv-{n}")
+    focus.launch("pomodoro", "conv-0")
+    assert focus.forget_ended(2) == ["whiteboard:conv-0", "whiteboard:conv-1", "whiteboard:conv-2"]
+    assert set(focus.instances) == {
+        "chat:main",
+        "whiteboard:conv-3",
+        "whiteboard:conv-4",
+        "pomodoro:conv-0",
+    }
+    assert focus.forget_ended(2) == []
+    again = focus.launch("whiteboard", "conv-0")
+    assert (again.state, focus.foreground) == ("active", "whiteboard:conv-0")
+
+
 def test_launch_backgrounds_the_current_and_close_restores_it() -> None:
     focus = Focus(CORE)
     chat = focus.launch("chat", None)
