@@ -151,7 +151,11 @@ def soak_figures(samples: list[dict[str, Any]], minutes: float) -> dict[str, Any
     def total(sample: dict[str, Any]) -> int:
         return sum(sample["parts"].values())
 
-    names = sorted({name for s in warm for name in s["rss"]})
+    # A process that came and went (a launcher's helper) has no rate of its own: only
+    # those in the last sample and most of the warm ones are rated.
+    names = sorted(
+        name for name in last["rss"] if 2 * sum(name in s["rss"] for s in warm) > len(warm)
+    )
     kept = [s for s in warm if s.get("kept_user_data") is not None]
     return {
         "warmup_s": warmup_s(minutes),

@@ -11,14 +11,16 @@ when it is due by what was written (never by a poll: an idle runtime stays idle)
 batches, each its own short transaction. What grows:
 
 - `mailbox.db` done messages (`messages`, `replies`): kept for the dedup window, and only
-  those among the newest `dedup_max_rows` seqs (24 h, 50,000 seqs); pending, in-flight and
+  those among the newest `dedup_max_rows` seqs (24 h, 20,000 seqs), and every one younger
+  than a message handed out and not acked (up to four caps back); pending, in-flight and
   dead rows are never pruned. At the cap the oldest done rows go even inside the window,
   with a warning (`actors/kernel/supervising/_mailbox.py`).
 - `mailbox.db-wal`: copied back in the background past about 8 MB, cut to 4 MiB each time
   it starts over, and to nothing after 30 s without a batch.
-- `runtime.db` request records (`requests`, `lineup_applied`): the newest 100,000, twice
-  the mailbox's cap, so every message the mailbox could still redeliver or suppress has its
-  record; the oldest go, 500 a transaction, every 2,000 requests (`actors/store/_upkeep.py`).
+- `runtime.db` request records (`requests`, `lineup_applied`): the newest 10,000, for a
+  request a sender sends again from its own records (the mailbox drops a replayed
+  handler's copies); the oldest go, 500 a transaction, every 2,000 requests
+  (`actors/store/_upkeep.py`).
 - `runtime.db` audit: the newest 20,000 rows, none older than 90 days, pruned with the
   request records.
 - `runtime.db-wal`: SQLite's checkpoints; after 30 s without a request, cut to nothing.
@@ -28,8 +30,10 @@ batches, each its own short transaction. What grows:
   finished app operations, lifecycle: the newest per app or by age (100 events an app, 256
   answers an app, 7 days, 1,000 operations), the oldest going as new ones are written.
 - `tool_router.db` calls and their deadline operations: a finished call for a week after
-  its last change (`lineup tools calls` shows it, a call retried with its id gets the same
-  outcome), pruned with the steps' minute prune.
+  its last change, among the newest 1,000 finished (`lineup tools calls` shows it, a call
+  retried with its id gets the same outcome), pruned with the steps' minute prune.
+- `app_manager.db` instances: the live ones and the newest 1,000 that ended (closed or
+  failed), the oldest going as the app manager writes.
 - `tool_router.db` steps (`tool_steps`, `lineup_applied`): what each step emitted, for a
   replay of its cause: 10 minutes in a running incarnation, and what came before its first
   delivery at start; pruned about once a minute inside a step's transaction.
@@ -72,7 +76,7 @@ PARTS: Final = (
     Part(
         "mailbox",
         ("mailbox.db", "mailbox.db-wal", "mailbox.db-shm"),
-        "done messages among the newest 50,000 seqs, for 24 h; WAL 4 MiB",
+        "done messages among the newest 20,000 seqs, for 24 h; WAL 4 MiB",
         "pruned at start, as messages come and hourly; WAL cut to nothing when idle",
     ),
     Part(
@@ -84,13 +88,13 @@ PARTS: Final = (
     Part(
         "app_manager_db",
         ("app_manager.db", "app_manager.db-wal", "app_manager.db-shm"),
-        "the apps and their instances; 1,000 finished operations; WAL 1 MiB",
+        "the apps; 1,000 ended instances, 1,000 finished operations; WAL 1 MiB",
         "see its tables",
     ),
     Part(
         "tool_router_db",
         ("tool_router.db", "tool_router.db-wal", "tool_router.db-shm"),
-        "a week of finished calls; 10 minutes of steps",
+        "1,000 finished calls, a week at most; 10 minutes of steps",
         "see its tables",
     ),
     Part(
@@ -111,23 +115,23 @@ OTHER: Final = Part("other", (), "small files", "")
 
 # Tables of the databases that grow, with their bound and rule.
 TABLE_BOUNDS: Final[dict[str, tuple[str, str]]] = {
-    "mailbox.db/messages": ("50,000 seqs, 24 h", "done rows pruned; live and dead kept"),
+    "mailbox.db/messages": ("20,000 seqs, 24 h", "done rows pruned; live and dead kept"),
     "mailbox.db/replies": ("with their messages", "pruned with them"),
     "runtime.db/messages": ("none", "the conversation: the user's, kept"),
     "runtime.db/outbox": ("none", "what was sent, with its outcome: kept"),
-    "runtime.db/requests": ("100,000", "the newest kept"),
-    "runtime.db/lineup_applied": ("100,000", "with the request records"),
+    "runtime.db/requests": ("10,000", "the newest kept"),
+    "runtime.db/lineup_applied": ("10,000", "with the request records"),
     "runtime.db/audit": ("20,000 rows, 90 days", "the newest kept"),
     "runtime.db/app_diagnostic_events": ("100 an app", "the newest kept"),
     "runtime.db/app_session_requests": ("256 an app", "the newest kept"),
     "app_manager.db/app_operations": ("1,000 finished", "the newest kept"),
     "runtime.db/artifacts": ("per-app quotas", "the user's: kept"),
     "runtime.db/app_session_data": ("128 KiB an instance", "replaced whole"),
-    "tool_router.db/tool_calls": ("7 days once finished", "older ones go"),
+    "tool_router.db/tool_calls": ("1,000 finished, 7 days", "older ones go"),
     "tool_router.db/tool_deadlines": ("with their calls", "go with them"),
     "tool_router.db/tool_steps": ("10 minutes", "older steps go, each minute"),
     "tool_router.db/lineup_applied": ("with the steps", "go with them"),
-    "app_manager.db/app_instances": ("none", "an instance a conversation: kept"),
+    "app_manager.db/app_instances": ("live ones and 1,000 ended", "the oldest ended go"),
     "capability_gateway.db/capability_requests": ("7 days once finished", "older ones go"),
     "capability_gateway.db/capability_grants": ("one an app and capability", "the user's"),
     "capability_gateway.db/audit_outbox": ("until the store has them", "sent, then gone"),
