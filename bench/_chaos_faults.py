@@ -25,8 +25,8 @@ from typing import Any
 
 import trio
 
-from actors.jail import app_zygote
 from actors.kernel.spawning import zygote
+from actors.kernel.spawning.jail import app_zygote
 
 from ._chaos_world import FaultyAppServer, Runtime, SmallDisk
 

@@ -68,7 +68,7 @@ from `runtime.db` once (`_migration`). A removed app's data in the store goes wi
   foreground | background | suspend | restore | closing}.
 - **App processes**: an installed app runs while it has a live instance, as the dynamic
   child `app.<scope>`, started and stopped by the app manager (`Actor.supervise`) and
-  always isolated (`actors.jail`). Its verified code stays in the bundle cache: the
+  always isolated (`actors.kernel.spawning.jail`). Its verified code stays in the bundle cache: the
   launcher mounts the cache entry's `app/` read-only at `/tmp/app-code/app` in the app's
   view (`Isolation.code_dir`, `LINEUP_APP_CODE`), and the process starts as
   `apps.sdk._bundled:BundledApp`. The runtime never imports an app's code, and the app

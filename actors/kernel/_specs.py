@@ -8,8 +8,8 @@
 | window     | deliveries in flight to the actor at once (credits); the rest waits on disk   |
 | max_deliver| failures (crash or exception while handling) before a message is dead        |
 | isolation  | None (a trusted actor), or how an installed app's process is confined: forked |
-|            | from the app zygote or exec'd, jailed by `actors.jail`; never forked from the |
-|            | kernel's zygote                                                               |
+|            | from the app zygote or exec'd, jailed by `spawning.jail`; never forked from   |
+|            | the kernel's zygote                                                           |
 
 Strategies: one_for_one restarts only the child that died; rest_for_one also stops the
 children started after it (in reverse order) and starts them again after it. Restart
@@ -46,9 +46,9 @@ class Restart(StrEnum):
 
 
 class Isolation(BaseModel):
-    """How an installed app's process is confined (the `actors.jail` package docstring).
+    """How an installed app's process is confined (the `spawning.jail` package docstring).
 
-    The launcher (`actors.jail`) gives it a network namespace of its own (no
+    The launcher (`actors.kernel.spawning.jail`) gives it a network namespace of its own (no
     interfaces up: no network), a pid namespace of its own (it is its init: what it
     leaves dies with it), its private directory as its working directory and only
     writable place, a uid and gid of its own (allocated per app and persisted in

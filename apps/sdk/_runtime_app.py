@@ -279,7 +279,8 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
         self._refused_inputs = 0  # inputs from a sender that may not send them (see _from)
         scope = str(self.config.get("app_scope") or self.name.removeprefix("app."))
         # Its private directory: an absolute path for a core app, "." (its cwd) for an
-        # isolated one, which cannot reach the data dir (the `actors.jail` docstring).
+        # isolated one, which cannot reach the data dir (the jail's docstring, in the
+        # kernel's `spawning.jail`).
         self._log = EventLog(self.config["app_dir"])
         self._views = ViewModel()
         self._ids = _Ids()

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from actors.jail._report import Report
 from actors.kernel import ChildSpec, RuntimeConfig, new_id
 from actors.kernel.spawning._sandbox import JailPlan, app_id, scrubbed_environment
+from actors.kernel.spawning.jail._report import Report
 from actors.runtime_token import write_token
 
 from .conftest import MakeRuntime
@@ -121,7 +121,10 @@ def app_zygote_pid(rt: Runtime) -> int:
         for name in os.listdir("/proc"):
             with contextlib.suppress(OSError):
                 command = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
-                if b"actors.jail.app_zygote" in command and parent_of(int(name)) == rt.pid:
+                if (
+                    b"actors.kernel.spawning.jail.app_zygote" in command
+                    and parent_of(int(name)) == rt.pid
+                ):
                     return int(name)
         return None
 
@@ -382,7 +385,7 @@ def first_word_of_an_app_zygote(prefix: list[str], hidden: Path) -> tuple[dict[s
     with (
         ours,
         subprocess.Popen(
-            [*prefix, sys.executable, "-m", "actors.jail.app_zygote", *args],
+            [*prefix, sys.executable, "-m", "actors.kernel.spawning.jail.app_zygote", *args],
             pass_fds=[theirs.fileno()],
             env=scrubbed_environment(os.environ),
             cwd="/",
@@ -419,7 +422,7 @@ def test_without_namespaces_the_app_zygote_says_it_is_unusable(tmp_path: Path) -
 
 # What the SDK and the actor process are made of; their dependencies (pydantic's, jsonschema's,
 # trio's, the contracts' re2) and what the interpreter itself loads at start.
-SDK_AND_KERNEL = ("actors.kernel", "actors.jail", "actors.contracts", "apps.sdk")
+SDK_AND_KERNEL = ("actors.kernel", "actors.kernel.spawning.jail", "actors.contracts", "apps.sdk")
 DEPENDENCIES = {
     "trio", "outcome", "sniffio", "sortedcontainers", "idna", "msgpack",
     "pydantic", "pydantic_core", "annotated_types", "typing_extensions", "typing_inspection",

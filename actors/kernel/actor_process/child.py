@@ -16,9 +16,8 @@ import sys
 
 import trio
 
-from actors.jail import die_with_parent, name_process
-
 from .._collector import settle_garbage_collector
+from .._own_process import die_with_parent, name_process
 from ..wire import Channel
 from ._actor import Actor, serve
 

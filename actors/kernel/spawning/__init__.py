@@ -2,9 +2,10 @@
 from the supervisor before its loop starts by `_prefork`, later ones exec'd and driven by
 `_forked`), a child exec'd on its own (`_process`), and the supervisor's side of an
 isolated app: its zygote (`_app_zygote`), its jail's plan (`_sandbox`), its cgroup
-(`_containment`), its log (`_applog`) and its directory's quota (`_quota`). It runs in the
-supervisor's process and in the zygotes; what an actor process runs is the kernel's
-`child`, which the zygote hands each fork to.
+(`_containment`), its log (`_applog`) and its directory's quota (`_quota`), and the jail
+itself (`jail`: the launcher and the app zygote, which confine an installed app in its own
+process). It runs in the supervisor's process, the zygotes and the launcher; what an actor
+process runs is the kernel's `child`, which a zygote hands each fork to.
 """
 
 from typing import TYPE_CHECKING

@@ -1,4 +1,4 @@
-"""The supervisor's side of the app zygote (`actors.jail.app_zygote`): launch by fork.
+"""The supervisor's side of the app zygote (`jail.app_zygote`): launch by fork.
 
 It is started on the first launch of an installed app, exec'd like an app is (a scrubbed
 environment, no fd of the runtime's, its own session) and told, in its first message, to
@@ -95,7 +95,7 @@ class AppZygote:
             [
                 sys.executable,
                 "-m",
-                "actors.jail.app_zygote",
+                "actors.kernel.spawning.jail.app_zygote",
                 str(os.getpid()),
                 str(theirs.fileno()),
             ],

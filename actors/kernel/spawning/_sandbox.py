@@ -1,12 +1,12 @@
-"""The supervisor's side of app isolation; the launcher (`actors.jail`) enforces it.
+"""The supervisor's side of app isolation; the launcher (`actors.kernel.spawning.jail`) enforces it.
 
 An isolated child (a `ChildSpec` with `isolation`) is never forked from the kernel's
 zygote: that zygote is a copy of a trusted process, memory and environment included. It is
-forked from the app zygote (`actors.jail.app_zygote`, which holds no secret), or exec'd as
-`python -m actors.jail OPTIONS -- python -m actors.kernel.actor_process.child TARGET FD
-PID`; either way the jail's steps (`actors.jail` `jail_app`) enter namespaces, build the
-app's view of the file system and become the app's own uid before the app runs. What the
-supervisor decides is here:
+forked from the app zygote (`jail.app_zygote`, which holds no secret), or exec'd as
+`python -m actors.kernel.spawning.jail OPTIONS -- python -m
+actors.kernel.actor_process.child TARGET FD PID`; either way the jail's steps (`jail`
+`jail_app`) enter namespaces, build the app's view of the file system and become the app's
+own uid before the app runs. What the supervisor decides is here:
 
 - **who the app is**: a uid and gid of its own (`app_id`), allocated at the app's first
   start and persisted in `DATA_DIR/app_ids.json`, so its files stay its own across restarts;
@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from actors.contracts import replace_file
-from actors.jail import level_of, scrubbed_environment
+from actors.kernel.spawning.jail import level_of, scrubbed_environment
 
 if TYPE_CHECKING:
     from .._specs import ChildSpec
@@ -149,8 +149,8 @@ class JailPlan:
     max_processes: int | None = None  # RLIMIT_NPROC of its own uid
 
     def fields(self) -> dict[str, Any]:
-        """The jail as the app zygote's forked child takes it (`actors.jail.AppJail`, but
-        for the fds, which travel beside it)."""
+        """The jail as the app zygote's forked child takes it (`jail.AppJail`, but for the
+        fds, which travel beside it)."""
         return {
             "private_dir": str(self.private_dir),
             "uid": self.uid,
@@ -174,7 +174,7 @@ class JailPlan:
         return [
             sys.executable,
             "-m",
-            "actors.jail",
+            "actors.kernel.spawning.jail",
             "--private-dir",
             str(self.private_dir),
             "--uid",

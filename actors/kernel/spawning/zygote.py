@@ -31,9 +31,8 @@ import socket
 import sys
 import traceback
 
-from actors.jail import die_with_parent, exited_children, name_process
-
 from .._collector import settle_garbage_collector
+from .._own_process import die_with_parent, exited_children, name_process
 from ..actor_process.child import run_actor
 from ..wire import FrameDecoder, encode
 

@@ -621,8 +621,8 @@ class Supervisor:
 
     async def _spawn_jailed(self, spec: ChildSpec, log_dir: Path) -> Incarnation:
         """An installed app: forked from the app zygote and jailed, or exec'd through the
-        launcher (`actors.jail`); never forked from the kernel's zygote, which is a copy of
-        a trusted process (memory, fds, environment)."""
+        launcher (`actors.kernel.spawning.jail`); never forked from the kernel's zygote,
+        which is a copy of a trusted process (memory, fds, environment)."""
         isolation = spec.isolation
         assert isolation is not None
         limits = CgroupLimits(isolation.max_processes, isolation.memory_max, isolation.cpu_shares)

@@ -1,16 +1,17 @@
 """The app zygote: a preloaded, secret-free parent that forks installed apps into their jails.
 
-`python -m actors.jail.app_zygote SUPERVISOR_PID FD` is started by the supervisor as an
-app is: a scrubbed environment, stdin from /dev/null, its own session. It ties its life to
-the supervisor, and as root takes the steps that bind it to no app: a mount namespace of
-its own in which every directory of the supervisor's first message `{hide: [DIR...]}` (the
-data dir; not on its command line, which every app forked from it shows) is covered, and
-network and IPC namespaces with nothing in them. It then imports what every app imports (the
-interpreter's standard library, trio, msgpack, pydantic, jsonschema, the SDK, the contracts
-and the kernel's actor process) and nothing else: never an app's code, never the runtime's
-actors; and builds what every app builds on its first steps (a run of trio, a schema checked
-against the metaschema), so that it is shared rather than built again in each app. It
-knows no token, opens no runtime file and has no channel to any actor.
+`python -m actors.kernel.spawning.jail.app_zygote SUPERVISOR_PID FD` is started by the
+supervisor as an app is: a scrubbed environment, stdin from /dev/null, its own session. It
+ties its life to the supervisor, and as root takes the steps that bind it to no app: a
+mount namespace of its own in which every directory of the supervisor's first message
+`{hide: [DIR...]}` (the data dir; not on its command line, which every app forked from it
+shows) is covered, and network and IPC namespaces with nothing in them. It then imports
+what every app imports (the interpreter's standard library, trio, msgpack, pydantic,
+jsonschema, the SDK, the contracts and the kernel's actor process) and nothing else: never
+an app's code, never the runtime's actors; and builds what every app builds on its first
+steps (a run of trio, a schema checked against the metaschema), so that it is shared
+rather than built again in each app. It knows no token, opens no runtime file and has no
+channel to any actor.
 
 It serves the supervisor on FD (a SOCK_SEQPACKET socket, one JSON message each way):
 
@@ -66,10 +67,10 @@ from typing import Any, Final
 import trio
 from jsonschema import Draft202012Validator
 
-from actors.kernel import settle_garbage_collector
+from actors.kernel._collector import settle_garbage_collector
 from actors.kernel.actor_process.child import run_actor
 
-from ._env import die_with_parent, exited_children, name_process
+from ..._own_process import die_with_parent, exited_children, name_process
 from ._launcher import (
     CLONE_NEWIPC,
     CLONE_NEWNET,

@@ -1,8 +1,9 @@
-"""The launcher of an isolated app: `python -m actors.jail OPTIONS -- CHILD_ARGV...`.
+"""The launcher of an isolated app: `python -m actors.kernel.spawning.jail OPTIONS --
+CHILD_ARGV...`.
 
 The supervisor starts it (`actors.kernel.spawning._sandbox.JailPlan.command`) so:
 
-    python -m actors.jail --private-dir DATA/apps/<scope> --uid N --gid N \\
+    python -m actors.kernel.spawning.jail --private-dir DATA/apps/<scope> --uid N --gid N \\
         --channel-fd FD --report-fd R --parent-pid SUP --hide DATA \\
         --cgroup DIR ... --max-file-bytes F --max-processes P -- \\
         python -m actors.kernel.actor_process.child module:Class FD SUP
@@ -70,8 +71,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from ..._own_process import die_with_parent as _die_with_parent
 from . import _init
-from ._env import die_with_parent as _die_with_parent
 from ._env import scrubbed_environment
 from ._limits import (
     close_cgroups,
@@ -596,9 +597,9 @@ def jail_app(jail: AppJail, *, parent_pid: int, interpreter: str) -> dict[str, s
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     if "--" not in argv:
-        raise SystemExit("usage: python -m actors.jail OPTIONS -- CHILD_ARGV...")
+        raise SystemExit("usage: python -m actors.kernel.spawning.jail OPTIONS -- CHILD_ARGV...")
     split = argv.index("--")
-    parser = argparse.ArgumentParser(prog="python -m actors.jail")
+    parser = argparse.ArgumentParser(prog="python -m actors.kernel.spawning.jail")
     parser.add_argument("--private-dir", required=True)
     parser.add_argument("--uid", type=int, required=True)
     parser.add_argument("--gid", type=int, required=True)

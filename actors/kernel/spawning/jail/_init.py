@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable
 from typing import Final, NoReturn
 
-from ._env import set_death_signal
+from ..._own_process import set_death_signal
 
 RELAYED: Final = (
     signal.SIGTERM,

@@ -1,5 +1,5 @@
 """The isolation of installed apps, and the launcher that confines each one:
-`python -m actors.jail OPTIONS -- CHILD_ARGV...`.
+`python -m actors.kernel.spawning.jail OPTIONS -- CHILD_ARGV...`.
 
 An installed app's process gets a scrubbed environment, its own private directory, its one
 channel and nothing else: no token, no database file, no other app's directory, no network.
@@ -19,12 +19,13 @@ side `actors/kernel/spawning/_app_zygote.py`). Such a child is never forked from
 zygote, which is a copy of a trusted process (its memory, its environment); its module is
 not even preloaded there, since an import runs the app's code.
 
-This package lives outside `actors.kernel` so that starting the launcher imports nothing
-heavy (no trio, no pydantic): it runs on every launch and every restart of an installed
-app. `_env` is what it shares with the supervisor (the scrubbed environment, the
-parent-death signal). The runtime takes what it needs from here: `die_with_parent`,
-`name_process`, `exited_children` (what both zygotes reap), `scrubbed_environment`,
-`level_of` (a report's level of confinement).
+It is a part of the kernel's spawning side, and starting the launcher still imports
+nothing heavy (no trio, no pydantic; the kernel's faces load their names on first use): it
+runs on every launch and every restart of an installed app. `_env` is what it shares with
+the supervisor (the scrubbed environment); the kernel's `_own_process` what every process
+of the runtime does to itself (its name, the parent-death signal, a zygote's reaping). The
+supervisor's side takes `scrubbed_environment` and `level_of` (a report's level of
+confinement) from here.
 
 **What the OS and the supervisor enforce for an installed app:**
 
@@ -136,13 +137,7 @@ past `file_max` fails with `EFBIG`; a directory past `dir_max` ends the app with
 reason; 50 MiB on stdout leave a log and its `.1` each under 8 MiB, and
 `ftruncate`/`lseek` on its stdout fail (a pipe)."""
 
-from ._env import die_with_parent, exited_children, name_process, scrubbed_environment
+from ._env import scrubbed_environment
 from ._report import level_of
 
-__all__ = [
-    "die_with_parent",
-    "exited_children",
-    "level_of",
-    "name_process",
-    "scrubbed_environment",
-]
+__all__ = ["level_of", "scrubbed_environment"]
