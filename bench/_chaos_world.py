@@ -180,7 +180,7 @@ def _alive(pid: int) -> bool:
 async def install_apps(runtime: Runtime, bundles: Bundles) -> None:
     """Trust the key (saved whole: a power cut must not take what the user put there),
     then `lineup app install` and `enable` each app, as a user does."""
-    from actors.contracts import replace_file
+    from contracts import replace_file
 
     trusted = runtime.data_dir / "trusted_keys"
     trusted.mkdir(parents=True, exist_ok=True)

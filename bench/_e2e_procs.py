@@ -239,7 +239,7 @@ def prefill(appserver_dir: Path, *, conversation_id: str, agent_id: str, count: 
     100,000-message backlog is written here in one transaction instead, row for row what
     `Store.append` writes (the message stamped with its seq, and its submission's verdict).
     The conversation must already exist (the live phase created it)."""
-    from actors.contracts import new_message_id, utc_timestamp
+    from contracts import new_message_id, utc_timestamp
     from peers.appserver import STORE_FILE, Store
 
     path = appserver_dir / STORE_FILE

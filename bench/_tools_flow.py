@@ -156,7 +156,7 @@ async def open_bare_answerer(url: str, token: str, app_scope: str) -> AsyncItera
     `lineup.tool.invoke` at once with one `lineup.tool.result` (shaped as the tool router's,
     from the app), queued without waiting for its verdict, and acks everything it reads.
     Nothing is validated or stored on its side."""
-    from actors.contracts import new_message_id, utc_timestamp
+    from contracts import new_message_id, utc_timestamp
     from link import Link
 
     link = Link(url, role="runtime", peer_id=BARE_PEER, token=token)

@@ -88,7 +88,7 @@ def package_files(root: Path) -> PackageFiles:
     """The package's files as bundle entries, and what the rule left out. A symlink, or
     anything but a regular file, among what is packed is refused (`bundle_bad_path`)."""
     from actors.app_manager import BundleError, is_secret_key
-    from actors.contracts import Code
+    from contracts import Code
 
     rules = _rules(root)
     files: dict[str, bytes] = {}

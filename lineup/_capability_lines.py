@@ -20,7 +20,8 @@ from typing import Any
 
 from rich.text import Text
 
-from actors.contracts import (
+from apps.chat import visible
+from contracts import (
     ContractError,
     accept_words,
     check_size,
@@ -28,7 +29,6 @@ from actors.contracts import (
     file_wanted,
     size_words,
 )
-from apps.chat import visible
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,7 @@ def lock_holder(path: Path) -> int | None:
 def conversation_id(text: str) -> str:
     """An argparse `type`: a conversation id as the contracts define it (`main`, `demo-2`);
     a blank or malformed one is refused before anything runs."""
-    from actors.contracts import is_conversation_id
+    from contracts import is_conversation_id
 
     if not is_conversation_id(text):
         shown = repr(text) if text.strip() else "a blank id"

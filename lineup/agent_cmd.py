@@ -256,7 +256,7 @@ def _run_agent(target: Target, body: Callable[..., Awaitable[int]], **options: A
     """Runs `body(client)` beside a running `AgentClient`; turns failures into messages."""
     import trio
 
-    from actors.contracts import ContractError
+    from contracts import ContractError
     from link import LinkFailed
     from peers.agent import AgentClient, AgentError
 
@@ -290,7 +290,7 @@ def _run_agent(target: Target, body: Callable[..., Awaitable[int]], **options: A
 def _send(args: argparse.Namespace) -> int:
     import trio
 
-    from actors.contracts import ContractError, SubmitResult
+    from contracts import ContractError, SubmitResult
 
     try:
         target = resolve_target(args)
@@ -575,7 +575,7 @@ def _why_hidden(args: argparse.Namespace) -> str | None:
 
 
 def _call(args: argparse.Namespace) -> int:
-    from actors.contracts import is_app_scope
+    from contracts import is_app_scope
 
     try:
         arguments = json.loads(args.args)

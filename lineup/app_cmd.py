@@ -49,7 +49,7 @@ def _guarded(run: Any) -> Any:
     """Maps the two kinds of failure to their exit status; anything else is a bug."""
 
     def command(args: argparse.Namespace) -> int:
-        from actors.contracts import ContractError
+        from contracts import ContractError
 
         try:
             return int(run(args))

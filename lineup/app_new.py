@@ -13,7 +13,7 @@ import importlib.util
 import keyword
 from pathlib import Path
 
-from actors.contracts import CORE_APP_SCOPES, SCOPE_RUNTIME, is_app_scope
+from contracts import CORE_APP_SCOPES, SCOPE_RUNTIME, is_app_scope
 
 
 class NameRefused(ValueError):

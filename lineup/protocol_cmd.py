@@ -4,7 +4,7 @@
 AppServer, an agent, an app SDK) can feed it what their code produces and get the runtime's
 verdict, the same code and detail the runtime itself would reply with. `schemas` writes the
 JSON Schemas that docs/protocol.md points at; the committed copies are regenerated with
-`lineup protocol schemas actors/contracts/schemas`. `messages` lists what each actor takes,
+`lineup protocol schemas contracts/schemas`. `messages` lists what each actor takes,
 from whom and with what body, read from the doors (`_protocol_messages`).
 """
 
@@ -25,7 +25,7 @@ def _emit(value: dict[str, Any]) -> None:
 
 
 def _check(kind: str, raw: bytes, conversation: str | None) -> dict[str, Any]:
-    from actors.contracts import (
+    from contracts import (
         LegacyContext,
         encode_frame,
         validate_frame,
@@ -47,7 +47,7 @@ def _check(kind: str, raw: bytes, conversation: str | None) -> dict[str, Any]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from actors.contracts import MAX_FRAME_BYTES, MAX_MANIFEST_BYTES, ContractError
+    from contracts import MAX_FRAME_BYTES, MAX_MANIFEST_BYTES, ContractError
 
     # Reading one byte past the largest limit is enough to tell "too large" from "fits".
     raw = sys.stdin.buffer.read(max(MAX_FRAME_BYTES, MAX_MANIFEST_BYTES) + 1)
@@ -68,7 +68,7 @@ def _schemas(args: argparse.Namespace) -> int:
 
 
 def _write_schemas(args: argparse.Namespace) -> int:
-    from actors.contracts import diff_schemas, write_schemas
+    from contracts import diff_schemas, write_schemas
 
     directory = Path(args.dir)
     if args.check:

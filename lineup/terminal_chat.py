@@ -35,7 +35,7 @@ each typed line as a `host.ui.action`; on leaving it says `background` and close
 session. A card that asks for a file says what the app takes; `/attach PATH` (`~` is the
 home folder) reads the file here and says in one sentence what is wrong with a folder, a
 missing or unreadable file, or one too large or of a type the app does not take
-(`actors.contracts.chosen_type`), and sends its bytes and name, never its path
+(`contracts.chosen_type`), and sends its bytes and name, never its path
 (`host.file.chosen`). `lineup run` starts the runtime with `user_downloads`: a file an app
 saves while no page shows its conversation goes into the user's downloads folder
 (`XDG_DOWNLOAD_DIR` from the environment or `~/.config/user-dirs.dirs`, else
@@ -60,7 +60,6 @@ from rich.control import Control
 from rich.segment import ControlType
 from rich.text import Text
 
-from actors.contracts import size_words
 from actors.kernel import ControlError, ui_request
 from apps.chat import (
     artifact_label,
@@ -71,6 +70,7 @@ from apps.chat import (
     render,
     visible,
 )
+from contracts import size_words
 
 from ._capability_lines import (
     RECORDING,

@@ -5,7 +5,7 @@ Both speak the same frames (§1), so the link is role-neutral: hello, sync from 
 live delivery, cumulative acks, submissions resent with their idempotency key until their
 verdict, heartbeats, reconnects with backoff and jitter. What a role does with it (the
 runtime's cursor in its store, the agent's cursor in its state dir) stays with its user.
-It imports only `actors.contracts`, trio and trio-websocket, so the runtime and a peer
+It imports only `contracts`, trio and trio-websocket, so the runtime and a peer
 may both import it without importing each other.
 
 - `_link`: `Link`, one connection kept up across drops, and `open_websocket`;

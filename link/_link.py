@@ -34,7 +34,7 @@ from typing import Any, Final, Literal
 import trio
 import trio_websocket
 
-from actors.contracts import (
+from contracts import (
     MAX_BATCH_ITEMS,
     MAX_ENVELOPE_BYTES,
     SUPPORTED_PROTOCOL_VERSIONS,

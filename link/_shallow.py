@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from actors.contracts import MAX_BATCH_ITEMS, MAX_FRAME_BYTES, MAX_SEQUENCE
+from contracts import MAX_BATCH_ITEMS, MAX_FRAME_BYTES, MAX_SEQUENCE
 
 _BATCH: Final = '{"frame":"batch","items":['
 _DELIVER: Final = '{"frame":"deliver","seq":'

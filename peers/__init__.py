@@ -4,7 +4,7 @@ embedded default, the tests and the benchmarks.
 - `appserver`: the reference AppServer, the far end of docs/protocol.md;
 - `agent`: an agent's client of that AppServer, and the demo agent.
 
-A peer knows the runtime only as a remote party does: it imports `actors.contracts` (the
+A peer knows the runtime only as a remote party does: it imports `contracts` (the
 wire frames and the envelope) and `link` (the client end of the WebSocket), never the
 kernel, an actor, an app or the command line (tests/runtime/test_boundaries.py). The
 command line that runs them is `lineup appserver` / `lineup agent` (lineup/*_cmd.py).

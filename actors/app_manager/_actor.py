@@ -26,7 +26,6 @@ from typing import Any, Final
 import trio
 from pydantic import JsonValue
 
-from actors.contracts import Code, ContractError
 from actors.kernel import (
     Actor,
     CallFailed,
@@ -37,6 +36,7 @@ from actors.kernel import (
     log_tail,
     new_id,
 )
+from contracts import Code, ContractError
 
 from ._cache import BundleCache, bundle_cache_dir
 from ._db import RegistryFile

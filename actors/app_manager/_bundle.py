@@ -90,7 +90,7 @@ import nacl.exceptions
 import nacl.signing
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from actors.contracts import (
+from contracts import (
     CORE_APP_SCOPES,
     MAX_MANIFEST_BYTES,
     RUNTIME_SDK_FEATURES,

@@ -40,7 +40,7 @@ from typing import Final
 
 import nacl.signing
 
-from actors.contracts import RUNTIME_SDK_FEATURES, Code, fsync_directory
+from contracts import RUNTIME_SDK_FEATURES, Code, fsync_directory
 
 from ._bundle import (
     MANIFEST_NAME,

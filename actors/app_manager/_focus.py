@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from actors.contracts import Code, ContractError
+from contracts import Code, ContractError
 
 from ._registry import RECOVERY_APP, AppRecord, now_ms
 from ._rows import LIVE_STATES

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from actors.contracts import SCOPE_CHAT, Code, ContractError
+from contracts import SCOPE_CHAT, Code, ContractError
 
 # Where a record's signers travel in its row: the store keeps the columns it knows, and the
 # manifest column is the app manager's JSON. A dotted key is never a manifest field name.

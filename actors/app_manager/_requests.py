@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, Final
 
-from actors.contracts import SCOPE_APP_REGISTRY, Code, ContractError
+from contracts import SCOPE_APP_REGISTRY, Code, ContractError
 
 from ._focus import Focus
 from ._registry import AppOperation

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from actors.contracts import Code, ContractError
+from contracts import Code, ContractError
 
 from ._bundle import (
     MANIFEST_NAME,

@@ -53,7 +53,6 @@ from typing import Any, Final
 import trio
 
 from actors.app_manager.registry import RegistryReader
-from actors.contracts import SCOPE_CHAT, CapabilityResult, Code, ContractError
 from actors.kernel import (
     REPLY_LATER,
     Actor,
@@ -63,6 +62,7 @@ from actors.kernel import (
     handles,
     new_id,
 )
+from contracts import SCOPE_CHAT, CapabilityResult, Code, ContractError
 
 from ._apps import AppFacts, app_facts
 from ._artifact_save import ArtifactSaves

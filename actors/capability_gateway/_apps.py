@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.app_manager.registry import LIVE_STATES
-from actors.contracts import RUNTIME_GLOBAL_CONVERSATION
+from contracts import RUNTIME_GLOBAL_CONVERSATION
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from typing import Any
 
 import trio
 
-from actors.contracts import Code, ContractError
 from actors.kernel import Actor, CallFailed, Message, derive_id, handles
+from contracts import Code, ContractError
 
 from . import _files
 from .door import SaveArtifact

@@ -19,8 +19,8 @@ from typing import Any
 
 import trio
 
-from actors.contracts import CapabilityResult, Code, ContractError
 from actors.kernel import Actor, CallFailed, crash_point, derive_id
+from contracts import CapabilityResult, Code, ContractError
 
 from . import _files
 from ._apps import app_facts

@@ -10,7 +10,7 @@ its bytes, and which chooser it came from.
 
 The gateway takes it only for a request of that capability that is waiting for the user.
 The file's type is decided from its bytes and checked against the request's input
-(`actors.contracts.chosen_type`): a file too large (`too_large`) or of a type the app does
+(`contracts.chosen_type`): a file too large (`too_large`) or of a type the app does
 not take, or whose bytes contradict its declared type (`unsupported_media_type`), is
 refused with a sentence for the user and audited `capability.file_refused`; the card stays
 open for another choice. A file taken starts the effect: a new artifact of the app, kept
@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from actors.contracts import CapabilityResult, Code, ContractError, chosen_type, file_wanted
 from actors.kernel import Actor, Message, handles
+from contracts import CapabilityResult, Code, ContractError, chosen_type, file_wanted
 
 from ._files import safe_name
 from ._requests import Pending, audit_row, finished_row, result_of

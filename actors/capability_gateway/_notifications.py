@@ -41,7 +41,7 @@ from jeepney.io.common import RouterClosed
 from jeepney.io.trio import open_dbus_router
 from jeepney.wrappers import unwrap_msg
 
-from actors.contracts import replace_file
+from contracts import replace_file
 
 log = logging.getLogger("lineup.capability_gateway")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from actors.contracts import POLICY_FILE, read_policy_json, refuse_unknown, rule_lists
+from contracts import POLICY_FILE, read_policy_json, refuse_unknown, rule_lists
 
 SECTION: Final = "capabilities"
 

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from actors.contracts import Code, ContractError
+from contracts import Code, ContractError
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ Inputs and outputs in detail:
 - `file.open`: `input` {`accept`? (up to 16 media types `type/subtype`, `type/*`, or
   extensions such as `.png`; none: any file), `max_bytes`? (at most 192 KiB, the default;
   past it `invalid_payload`)}; the file's type is told from its bytes
-  (`actors/contracts/_file_choice.py`: PNG, JPEG, GIF, WebP, PDF, ZIP, gzip, WAV, Ogg, FLAC
+  (`contracts/_file_choice.py`: PNG, JPEG, GIF, WebP, PDF, ZIP, gzip, WAV, Ogg, FLAC
   and MP3 by their signature, a declared type the bytes contradict refused, text as its
   text type, other bytes keep a type nothing can check, else `application/octet-stream`);
   output {`artifact`: its reference}.
@@ -61,7 +61,7 @@ from typing import Any, Final
 
 import trio
 
-from actors.contracts import file_wanted
+from contracts import file_wanted
 
 from . import _files, _speech
 from ._files import Folder
@@ -133,7 +133,7 @@ def _file_save(
 
 
 def check_file_open(raw: Any) -> dict[str, Any]:
-    """`{accept?, max_bytes?}` (`actors.contracts.file_wanted`)."""
+    """`{accept?, max_bytes?}` (`contracts.file_wanted`)."""
     file_wanted(raw)
     return dict(raw or {})
 

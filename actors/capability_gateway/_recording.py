@@ -63,8 +63,8 @@ from typing import Any, Final
 
 import trio
 
-from actors.contracts import CapabilityResult, Code, ContractError
 from actors.kernel import Actor, CallFailed, Message, derive_id, handles
+from contracts import CapabilityResult, Code, ContractError
 
 from ._apps import app_facts
 from ._audio import ALIASES, WAV, AudioError, base_type, read_recording

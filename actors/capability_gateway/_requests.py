@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.contracts import CapabilityResult, Code
+from contracts import CapabilityResult, Code
 
 
 def now_ms() -> int:

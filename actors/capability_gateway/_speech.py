@@ -39,7 +39,7 @@ from typing import Any, Final
 
 import trio
 
-from actors.contracts import Code, ContractError
+from contracts import Code, ContractError
 
 from . import _opus as opus
 from ._audio import OGG, WEBM, AudioError, read_recording

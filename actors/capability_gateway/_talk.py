@@ -26,8 +26,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
-from actors.contracts import SCOPE_CHAT, CapabilityResult, Code, ContractError
 from actors.kernel import Actor, Message, derive_id, handles
+from contracts import SCOPE_CHAT, CapabilityResult, Code, ContractError
 
 from ._apps import AppFacts, app_facts
 from ._db import GatewayFile

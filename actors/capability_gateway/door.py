@@ -17,8 +17,8 @@ from typing import Annotated, Any, Final, Literal, NotRequired
 from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
 
-from actors.contracts import FILE_OPEN_MAX_BYTES, SCOPE_CHAT, SCOPE_SETTINGS
 from actors.kernel import APPS, Door, accept
+from contracts import FILE_OPEN_MAX_BYTES, SCOPE_CHAT, SCOPE_SETTINGS
 
 _CLOSED = ConfigDict(extra="forbid")
 # An app's own id for a request: what it asks again with to learn the outcome.

@@ -36,8 +36,8 @@ from typing import Any, Final, TypeVar
 
 import msgpack
 
-from actors.contracts import FILE_OPEN_MAX_BYTES, SCOPE_CHAT, Code, ContractError
 from actors.kernel import Actor, Message, handles
+from contracts import FILE_OPEN_MAX_BYTES, SCOPE_CHAT, Code, ContractError
 
 from .door import DOOR
 

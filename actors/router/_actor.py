@@ -20,7 +20,6 @@ import trio
 from pydantic import JsonValue
 
 from actors.app_manager.registry import read_apps
-from actors.contracts import Code, ContractError
 from actors.kernel import (
     ACK_LATER,
     Actor,
@@ -31,6 +30,7 @@ from actors.kernel import (
     handles,
     new_id,
 )
+from contracts import Code, ContractError
 
 from ._delivery import app_actor, project, rejection_envelope, tool_call_view, user_envelope
 from ._filter_chain import Accepted, FilterContext, Rejected, check_inbound

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from actors.contracts import (
+from actors.kernel import derive_id
+from contracts import (
     Code,
     ContractError,
     RuntimeEnvelope,
     utc_timestamp,
     validate_envelope,
 )
-from actors.kernel import derive_id
 
 ROUTER_SENDER: Final = {"kind": "runtime", "id": "runtime:router"}
 

@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from actors.contracts import (
+from contracts import (
     Code,
     ContractError,
     LegacyContext,

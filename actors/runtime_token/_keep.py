@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, cast
 
-from actors.contracts import replace_file
+from contracts import replace_file
 
 from . import _keyring
 

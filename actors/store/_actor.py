@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from actors.app_manager.registry import RegistryReader
-from actors.contracts import Code, ContractError, OutboxVerdict
 from actors.kernel import Message, applied_once, derive_id, handles
+from contracts import Code, ContractError, OutboxVerdict
 
 from ._apps import AppTables
 from ._artifacts import ArtifactTables

@@ -72,8 +72,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from actors.app_manager.registry import RegistryReader
-from actors.contracts import SCOPE_CHAT, Code, ContractError, fsync_directory, replace_file
 from actors.kernel import Actor, ArtifactLimits, Message, crash_point, handles, new_id
+from contracts import SCOPE_CHAT, Code, ContractError, fsync_directory, replace_file
 
 from .door import ArtifactCreate, ArtifactId, ArtifactKeep, ArtifactPage
 

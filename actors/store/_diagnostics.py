@@ -31,8 +31,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from actors.contracts import Code, ContractError
 from actors.kernel import Actor, Message, handles
+from contracts import Code, ContractError
 
 from .door import DiagnosticsReport
 

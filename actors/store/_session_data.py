@@ -69,8 +69,8 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from actors.app_manager.registry import RegistryReader
-from actors.contracts import Code, ContractError
 from actors.kernel import Actor, Message, crash_point, derive_id, handles
+from contracts import Code, ContractError
 
 from .door import SessionDataGet, SessionDataReplace
 

@@ -26,8 +26,8 @@ from typing import Annotated, Any, Literal, Required
 from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
 
-from actors.contracts import SCOPE_SETTINGS, AppScope, OutboxVerdict
 from actors.kernel import APPS, Door, accept
+from contracts import SCOPE_SETTINGS, AppScope, OutboxVerdict
 
 _CLOSED = ConfigDict(extra="forbid")
 

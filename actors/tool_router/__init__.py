@@ -79,7 +79,7 @@ reports on its own calls (`tool_router.report`) and asks about its deadline oper
 - **Artifacts.** A result naming an artifact is relayed only with the store's reference to
   one of the calling app's own (`_artifacts`).
 - **Schemas.** Tool schemas are an app's input, checked on this actor's loop, so a check
-  is bounded in time (`actors/contracts/_schema_check.py`): a schema that could not be is
+  is bounded in time (`contracts/_schema_check.py`): a schema that could not be is
   refused at build, install and launch, and a check of arguments or output past its budget
   ends the call `invalid_arguments` or `handler_failed` at once.
 """

@@ -22,8 +22,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from actors.contracts import Code, ContractError
 from actors.kernel import CallFailed, new_id
+from contracts import Code, ContractError
 
 from ._calls import SLOT_ACTIVATION, SLOT_STARTING, Call, envelope, outbox_item
 from ._deadlines import HANDLING as RUNTIME_OPERATION

@@ -36,7 +36,8 @@ from typing import Any, Final, TypeVar
 import trio
 
 from actors.app_manager.registry import read_apps
-from actors.contracts import (
+from actors.kernel import Actor, Message, derive_id, handles, new_id
+from contracts import (
     APP_TOOL_ERROR_CODES,
     DEFAULT_TOOL_TIMEOUT_MS,
     RUNTIME_GLOBAL_CONVERSATION,
@@ -49,7 +50,6 @@ from actors.contracts import (
     utc_timestamp,
     validate_envelope,
 )
-from actors.kernel import Actor, Message, derive_id, handles, new_id
 
 from ._activation import Activations
 from ._apps import app_views

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from actors.contracts import Code, ContractError
+from contracts import Code, ContractError
 
 if TYPE_CHECKING:
     from ._calls import Call

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from actors.contracts import DEFAULT_TOOL_TIMEOUT_MS, utc_timestamp, validate_envelope
 from actors.kernel import derive_id
+from contracts import DEFAULT_TOOL_TIMEOUT_MS, utc_timestamp, validate_envelope
 
 from ._deadlines import Deadline
 

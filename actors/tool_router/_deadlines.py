@@ -117,8 +117,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from actors.contracts import utc_timestamp
 from actors.kernel import derive_id
+from contracts import utc_timestamp
 
 WAITING_FOREGROUND: Final = "waiting_foreground"
 RUNNING: Final = "running"

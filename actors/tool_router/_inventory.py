@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from actors.contracts import RUNTIME_SDK_FEATURES, ToolDescriptor
+from contracts import RUNTIME_SDK_FEATURES, ToolDescriptor
 
 from ._policy import Policy
 

@@ -32,8 +32,8 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from actors.contracts import Code, ContractError, InventoryTool, check_tool_output
 from actors.kernel import Message, derive_id
+from contracts import Code, ContractError, InventoryTool, check_tool_output
 
 from ._artifacts import ArtifactRefused, with_artifact_reference
 from ._calls import (

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from actors.contracts import (
+from contracts import (
     MAX_POLICY_BYTES,
     POLICY_FILE,
     read_policy_json,

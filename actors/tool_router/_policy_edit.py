@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from actors.contracts import Code, ContractError, replace_file
+from contracts import Code, ContractError, replace_file
 
 from ._policy import MAX_POLICY_BYTES, POLICY_FILE, Policy, load_policy, parse_policy
 

@@ -10,8 +10,8 @@ from typing import Any, Protocol
 
 import trio
 
-from actors.contracts import ContractError
 from actors.kernel import Message
+from contracts import ContractError
 
 from ._calls import Call
 from ._inventory import AppView

@@ -43,8 +43,8 @@ from typing import Any, Final
 import msgpack
 import trio
 
-from actors.contracts import Code, ContractError, fsync_directory
 from actors.kernel import Message, new_id
+from contracts import Code, ContractError, fsync_directory
 
 from ._db import CALL_COLUMNS, DEADLINE_COLUMNS, INVENTORY_COLUMNS, replace, sync_wal
 

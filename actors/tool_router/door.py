@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
 
-from actors.contracts import SCOPE_SETTINGS
 from actors.kernel import APPS, Door, accept
+from contracts import SCOPE_SETTINGS
 
 _CLOSED = ConfigDict(extra="forbid")
 

@@ -35,9 +35,9 @@ from typing import Any, Final
 
 import trio
 
-from actors.contracts import ContractError
 from actors.kernel import ACK_LATER, Actor, Message, derive_id, handles, new_id
 from actors.runtime_token import TokenError, load_token
+from contracts import ContractError
 from link import Link, LinkFailed, LinkState, Received, Submission
 
 from ._lifecycle import Lifecycle, lifecycle_of

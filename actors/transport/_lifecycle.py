@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from actors.contracts import RuntimeState
+from contracts import RuntimeState
 
 # The contracts' runtime states are the one list of them.
 Lifecycle = RuntimeState

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qs, urlencode
 
-from actors.contracts import is_conversation_id
+from contracts import is_conversation_id
 
 from ._artifacts import ARTIFACT_PREFIX, FILE_POLICY, SAVED_PREFIX
 from ._state import new_session, session_valid, take_key

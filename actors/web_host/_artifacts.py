@@ -60,11 +60,11 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from actors.contracts import Code, is_conversation_id
 from actors.kernel import Actor, CallFailed, CallTimeout, derive_id
 from actors.store import is_artifact_id, read_artifact_data
 from apps.chat import app_dir
 from apps.sdk import EventLog
+from contracts import Code, is_conversation_id
 
 from ._inputs import Refused
 

@@ -54,7 +54,8 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from actors.app_manager.registry import LIVE_STATES, RegistryReader
-from actors.contracts import (
+from actors.kernel import Actor, CallFailed, Message, handles
+from contracts import (
     BridgeMessage,
     CapabilityAsk,
     Code,
@@ -64,7 +65,6 @@ from actors.contracts import (
     SurfaceToolAnswer,
     check_bridge_text,
 )
-from actors.kernel import Actor, CallFailed, Message, handles
 
 from ._changes import PageNotices
 from ._surfaces import (

@@ -29,9 +29,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from actors.contracts import is_app_scope, is_conversation_id
 from actors.kernel import is_valid_id
 from actors.store import is_artifact_id
+from contracts import is_app_scope, is_conversation_id
 
 from ._notifications import MAX_NOTIFICATION_ID, SHOWN_AS
 

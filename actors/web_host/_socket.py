@@ -70,9 +70,9 @@ import trio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from actors.app_manager.registry import RegistryReader
-from actors.contracts import ContractError, file_wanted
 from actors.kernel import CallFailed, ControlError, KeptReader, derive_id, ui_request
 from actors.store import RuntimeReader
+from contracts import ContractError, file_wanted
 
 from . import _inputs
 from ._artifacts import Artifacts

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from actors.app_manager.registry import LIVE_STATES
-from actors.contracts import (
+from contracts import (
     DEFAULT_DISPLAY_MODES,
     AppManifest,
     Code,

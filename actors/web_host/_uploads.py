@@ -76,8 +76,8 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from actors.contracts import Code, ContractError, FileWanted, check_size
 from actors.kernel import Actor, CallFailed, CallTimeout
+from contracts import Code, ContractError, FileWanted, check_size
 
 from ._access import cookie_name
 

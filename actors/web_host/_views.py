@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from actors.contracts import ContractError, accept_words, file_wanted, size_words
 from apps.chat import app_dir, artifact_label, refusal_sentence, visible
 from apps.sdk import ConversationView, EventLog
+from contracts import ContractError, accept_words, file_wanted, size_words
 
 from ._markdown import markdown_tree
 

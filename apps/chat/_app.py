@@ -20,8 +20,8 @@ from typing import Any
 
 import trio
 
-from actors.contracts import Code
 from apps.sdk import ConversationView, RuntimeApp, declare_app
+from contracts import Code
 
 from ._consent import consent_input
 from ._default_mode import MODES, read_default_mode, write_default_mode

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Final
 
-from actors.contracts import replace_file
+from contracts import replace_file
 
 SETTINGS_FILE: Final = "settings.json"
 MODES: Final = ("im", "audio")

@@ -17,8 +17,8 @@ from typing import Any, Final
 
 import trio
 
-from actors.contracts import new_message_id
 from apps.sdk import CallFailed, RuntimeApp
+from contracts import new_message_id
 
 log = logging.getLogger("lineup.chat")
 

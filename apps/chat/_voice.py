@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from actors.contracts import Code
+from contracts import Code
 
 from ._spoken_text import spoken_parts
 

@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from actors.contracts import Code, ContractError
 from apps.sdk import CallFailed, RuntimeApp, ToolCall, declare_app, tool
+from contracts import Code, ContractError
 
 from ._rounds import USER_DRAWS, USER_GUESSES, Rounds, same_word, scored, seconds_between
 from ._shapes import BOARD_WIDTH, COLOURS, MAX_STROKE_POINTS, SHAPE, stroke

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from actors.contracts import replace_file
+from contracts import replace_file
 
 FILE: Final = "rounds.json"
 USER_GUESSES: Final = "user_guesses"

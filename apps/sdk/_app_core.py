@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 import trio
 
-from actors.contracts import ContractError
 from actors.kernel import Message
+from contracts import ContractError
 
 from ._log import EventLog
 from ._view import ViewModel

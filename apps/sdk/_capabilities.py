@@ -34,8 +34,8 @@ from collections.abc import Callable, Collection
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
-from actors.contracts import Code
 from actors.kernel import CallFailed
+from contracts import Code
 
 if TYPE_CHECKING:
     from ._app_core import AppCore

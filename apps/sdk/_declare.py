@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Final, TypeGuard, TypeVar
 
-from actors.contracts import (
+from actors.kernel import Actor
+from contracts import (
     MANIFEST_FORMAT,
     RUNTIME_SDK_API_VERSION,
     validate_manifest,
     validate_tool_descriptor,
 )
-from actors.kernel import Actor
 
 from ._tool_table import TOOL_ATTR, ToolDeclaration, declared_tools
 

@@ -48,8 +48,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
-from actors.contracts import Code, ContractError
 from actors.kernel import Actor, DerivedIds, Message, handles, new_id
+from contracts import Code, ContractError
 
 from ._app_core import AppContext
 from ._artifacts import ArtifactsAPI

@@ -41,8 +41,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from actors.contracts import Code, ContractError, SurfaceEvent, check_event_payload
 from actors.kernel import REPLY_LATER, Actor, CallFailed, Message, handles
+from contracts import Code, ContractError, SurfaceEvent, check_event_payload
 
 if TYPE_CHECKING:
     from ._app_core import AppCore, SdkFace

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from actors.contracts import ToolDescriptor
+from contracts import ToolDescriptor
 
 if TYPE_CHECKING:
     from ._app_core import AppCore

@@ -65,8 +65,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from actors.contracts import APP_TOOL_ERROR_CODES, Code, ContractError, ToolProgress
 from actors.kernel import derive_id
+from contracts import APP_TOOL_ERROR_CODES, Code, ContractError, ToolProgress
 
 from ._capabilities import ASKING_CALL
 from ._tool_table import BoundHandler, declared_tools

@@ -39,7 +39,7 @@ RECORD_OPTIONS: tuple[dict[str, str], ...] = (
     {"id": "once", "label": "Record now"},
     {"id": "deny", "label": "Deny"},
 )
-# Why a withdrawal changed nothing (`actors.contracts.Code` values: this module is read
+# Why a withdrawal changed nothing (`contracts.Code` values: this module is read
 # where the contracts are not loaded).
 NOT_FOUND = "interaction_not_found"
 CLOSED = "interaction_closed"

@@ -24,8 +24,8 @@ import logging
 import secrets
 from typing import Any, Final
 
-from actors.contracts import Code, ContractError
 from apps.sdk import CallFailed, RuntimeApp, ToolCall, declare_app, tool
+from contracts import Code, ContractError
 
 log = logging.getLogger("lineup.app")
 

@@ -30,8 +30,8 @@ from typing import Any, Final
 
 import trio
 
-from actors.contracts import Code, ContractError
 from apps.sdk import CallFailed, RuntimeApp, ToolCall, declare_app, tool
+from contracts import Code, ContractError
 
 from ._board import KINDS, MAX_TITLE, board_of, check_title, merge, shapes_in_order, summary
 from ._render import render_png, render_svg

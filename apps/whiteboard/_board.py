@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from typing import Any, Final
 
-from actors.contracts import Code, ContractError
+from contracts import Code, ContractError
 
 WIDTH: Final = 1000
 HEIGHT: Final = 700

@@ -36,7 +36,7 @@ from typing import Any, Final, Literal
 
 import trio
 
-from actors.contracts import (
+from contracts import (
     RUNTIME_GLOBAL_CONVERSATION,
     ContractError,
     Inventory,

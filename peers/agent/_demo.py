@@ -38,7 +38,7 @@ from typing import Any, Final
 
 import trio
 
-from actors.contracts import derive_message_id
+from contracts import derive_message_id
 
 from ._client import (
     TOOL_FINAL_TYPES,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from actors.contracts import Inventory
+from contracts import Inventory
 
 # What to say to use a tool, in the order they are suggested.
 TRY: Final = (

@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import Final
 
-from actors.contracts import replace_file
+from contracts import replace_file
 
 log = logging.getLogger("lineup.agent")
 

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import trio
 
-from actors.contracts import new_message_id
+from contracts import new_message_id
 
 from ._client import TOOL_FINAL_TYPES, AgentClient, AgentMessage, SubmitRejected
 

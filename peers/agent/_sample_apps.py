@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import trio
 
-from actors.contracts import InventoryTool, derive_message_id
+from contracts import InventoryTool, derive_message_id
 
 from ._client import AgentClient, AgentError, AgentMessage, SubmitRejected
 from ._drawings import drawing, word_for

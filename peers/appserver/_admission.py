@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from actors.contracts import (
+from contracts import (
     MAX_ENVELOPE_BYTES,
     ROLE_SENDER_KINDS,
     RUNTIME_GLOBAL_CONVERSATION,

@@ -9,7 +9,7 @@ from typing import Protocol
 
 import trio
 
-from actors.contracts import MAX_BATCH_ITEMS, MAX_ENVELOPE_BYTES, MAX_FRAME_BYTES
+from contracts import MAX_BATCH_ITEMS, MAX_ENVELOPE_BYTES, MAX_FRAME_BYTES
 
 from ._admission import Admission
 from ._counters import ServerCounters

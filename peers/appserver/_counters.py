@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from actors.contracts import SubmitResult
+from contracts import SubmitResult
 
 
 @dataclass(slots=True)

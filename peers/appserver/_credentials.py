@@ -18,7 +18,7 @@ from typing import Final, Literal
 
 from pydantic import ValidationError
 
-from actors.contracts import Sender, replace_file
+from contracts import Sender, replace_file
 
 CREDENTIALS_FILE: Final = "credentials.json"
 CREDENTIALS_FORMAT: Final = "lineup.appserver.credentials.v1"

@@ -20,7 +20,7 @@ from typing import IO, Final
 import trio
 import trio_websocket
 
-from actors.contracts import (
+from contracts import (
     MAX_BATCH_ITEMS,
     MAX_FRAME_BYTES,
     replace_file,

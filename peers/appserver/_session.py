@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 import trio_websocket
 
-from actors.contracts import (
+from contracts import (
     RUNTIME_GLOBAL_CONVERSATION,
     SUPPORTED_PROTOCOL_VERSIONS,
     Ack,

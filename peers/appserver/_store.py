@@ -16,7 +16,7 @@ from typing import Final
 
 import sqlite_utils
 
-from actors.contracts import (
+from contracts import (
     RUNTIME_GLOBAL_CONVERSATION,
     Code,
     SubmitResult,

@@ -13,7 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from actors import runtime_children
 from actors.app_manager._focus import Focus, startup_target
 from actors.app_manager._registry import AppRecord
-from actors.contracts import ContractError
+from contracts import ContractError
 
 SCOPES = ["chat", "whiteboard", "pomodoro", "draw-and-guess"]
 CORE = frozenset(runtime_children.CORE_MANIFESTS)  # one global instance each

@@ -28,7 +28,7 @@ from actors.app_manager._bundle import (
     write_bundle,
 )
 from actors.app_manager._cache import BundleCache
-from actors.contracts import Code
+from contracts import Code
 from tests.app_manager.conftest import lineup
 from tests.apps.conftest import Signed
 from tests.kernel.helpers import REPO_ROOT

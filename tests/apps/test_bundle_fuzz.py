@@ -25,7 +25,7 @@ from actors.app_manager._bundle import (
     verify_bundle_data,
     write_bundle,
 )
-from actors.contracts import Code
+from contracts import Code
 from tests.apps.conftest import Signed
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from rich.text import Text
 
-from actors.contracts import Code
 from actors.web_host._views import display_item
 from apps.sdk import ViewModel
+from contracts import Code
 from lineup.terminal_chat import parse_line, render_new
 
 CONVERSATION = "c"

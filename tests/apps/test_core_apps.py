@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from actors import runtime_children
-from actors.contracts import CORE_APP_SCOPES
 from apps.sdk import manifest_of
+from contracts import CORE_APP_SCOPES
 
 
 def test_each_core_app_is_declared_as_a_core_app() -> None:

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from actors.app_manager._bundle import read_bundle
-from actors.contracts import Code, ContractError, validate_manifest
 from apps import pomodoro
 from apps.pomodoro import PomodoroApp
 from apps.sdk import (
@@ -20,6 +19,7 @@ from apps.sdk import (
     tool,
     tool_handlers,
 )
+from contracts import Code, ContractError, validate_manifest
 from tests.apps.conftest import Signed
 
 OBJECT = {"type": "object", "additionalProperties": False}

@@ -26,9 +26,9 @@ import trio
 from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
-from actors.contracts import Code, ContractError
 from actors.kernel import APPS, Actor, Door, Message, accept, derive_id, handles
 from apps.sdk import PENDING, RuntimeApp, ToolCall, declare_app, tool
+from contracts import Code, ContractError
 from tests.kernel.conftest import RuntimeFactory
 from tests.kernel.helpers import Runtime, wait_until
 

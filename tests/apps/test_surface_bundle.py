@@ -17,7 +17,7 @@ from actors.app_manager import (
     write_bundle,
     write_keypair,
 )
-from actors.contracts import Code
+from contracts import Code
 from tests.contracts._data import FIXTURES, load
 
 MANIFEST = load(FIXTURES / "manifests" / "valid" / "canvas-surface.json")

@@ -11,7 +11,7 @@ from typing import Any
 import trio
 import trio_websocket
 
-from actors.contracts import (
+from contracts import (
     ContractError,
     Frame,
     new_message_id,

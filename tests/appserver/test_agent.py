@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from actors.contracts import ContractError, validate_message
+from contracts import ContractError, validate_message
 from peers.agent import AgentClient, AgentError, LinkFailed, SubmitRejected, open_agent
 from peers.appserver import AppServer
 

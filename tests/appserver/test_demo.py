@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from actors.contracts import validate_message
+from contracts import validate_message
 from link import Link
 from peers.agent import AgentClient, run_demo_agent
 from peers.appserver import AppServer

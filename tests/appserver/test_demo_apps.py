@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 import trio
 
-from actors.contracts import derive_message_id
 from actors.store import read_artifacts
 from actors.tool_router import read_inventories, read_tool_calls
+from contracts import derive_message_id
 from lineup.ui_session import UiSession
 from peers.agent import AgentClient, run_demo_agent
 from peers.agent._drawings import drawing, word_for

@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio_websocket
 
-from actors.contracts import MAX_FRAME_BYTES, ErrorFrame, Welcome
+from contracts import MAX_FRAME_BYTES, ErrorFrame, Welcome
 from link import open_websocket
 from peers.appserver import (
     AppServer,

@@ -15,7 +15,7 @@ import trio
 import trio_websocket
 from trio.testing import MockClock
 
-from actors.contracts import Ping, Welcome, encode_frame, utc_timestamp
+from contracts import Ping, Welcome, encode_frame, utc_timestamp
 from link import Link
 
 from .conftest import StartAppServer

@@ -10,7 +10,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.contracts import InventoryTool, is_app_scope, is_tool_method
+from contracts import InventoryTool, is_app_scope, is_tool_method
 from peers.agent.mcp import BRIDGE_TOOLS, mcp_tool, natural_tool, tool_name
 
 HOST_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

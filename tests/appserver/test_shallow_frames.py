@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.contracts import encode_frame, validate_frame
-from actors.contracts._wire import Batch, Deliver, Item
+from contracts import encode_frame, validate_frame
+from contracts._wire import Batch, Deliver, Item
 from link import read_stream_frame
 
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)

@@ -7,7 +7,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from actors.contracts import (
+from contracts import (
     MAX_FRAME_BYTES,
     BacklogEnd,
     Batch,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import trio
 
-from actors.contracts import MAX_ENVELOPE_BYTES, SubmitResult
+from contracts import MAX_ENVELOPE_BYTES, SubmitResult
 
 from .conftest import StartAppServer
 from .helpers import agent_text, envelope, raw_client, runtime_link, user_text

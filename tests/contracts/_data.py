@@ -1,4 +1,4 @@
-"""Loading the golden fixtures shipped in `actors/contracts/fixtures/`."""
+"""Loading the golden fixtures shipped in `contracts/fixtures/`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from actors.contracts import fixtures_dir
+from contracts import fixtures_dir
 
 FIXTURES = fixtures_dir()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pickle
 import re
 
-from actors.contracts import (
+from contracts import (
     APP_TOOL_ERROR_CODES,
     CAPABILITY_FAILURE_CODES,
     TOOL_ERROR_CODES,

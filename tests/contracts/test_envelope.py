@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from actors.contracts import (
+from contracts import (
     ENTRY_TYPES,
     MAX_ENVELOPE_BYTES,
     MAX_JSON_DEPTH,
@@ -23,7 +23,7 @@ from actors.contracts import (
     parse_payload,
     validate_envelope,
 )
-from actors.contracts._json import encode_json
+from contracts._json import encode_json
 from tests.contracts._data import files, ids, load, valid_envelopes
 
 VALID = files("envelopes/valid/*.json")

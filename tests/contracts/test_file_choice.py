@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.contracts import (
+from contracts import (
     FILE_OPEN_MAX_BYTES,
     Code,
     ContractError,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.contracts import (
+from contracts import (
     RUNTIME_GLOBAL_CONVERSATION,
     MessageIdFactory,
     derive_message_id,
@@ -16,7 +16,7 @@ from actors.contracts import (
     new_message_id,
     utc_timestamp,
 )
-from actors.contracts._ids import (
+from contracts._ids import (
     CORE_APP_SCOPES,
     MESSAGE_ID_PATTERN,
     SCOPE_RUNTIME,

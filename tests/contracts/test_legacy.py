@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.contracts import (
+from contracts import (
     LEGACY_APP_IDS,
     LEGACY_TYPES,
     MESSAGE_TYPES,
@@ -18,7 +18,7 @@ from actors.contracts import (
     validate_envelope,
     validate_message,
 )
-from actors.contracts._legacy import LegacyMessage
+from contracts._legacy import LegacyMessage
 from tests.contracts._data import files, ids, load
 
 PAIRS = files("legacy/pairs/*.json")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.contracts import (
+from contracts import (
     RUNTIME_SDK_FEATURES,
     SDK_FEATURES,
     Code,

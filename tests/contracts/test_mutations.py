@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors.contracts import (
+from contracts import (
     MAX_ENVELOPE_BYTES,
     MAX_JSON_DEPTH,
     MESSAGE_TYPES,
@@ -34,8 +34,8 @@ from actors.contracts import (
     validate_manifest,
     validate_message,
 )
-from actors.contracts._ids import compile_pattern
-from actors.contracts._json import encode_json
+from contracts._ids import compile_pattern
+from contracts._json import encode_json
 from tests.contracts._data import valid_envelopes
 
 VALID = valid_envelopes()

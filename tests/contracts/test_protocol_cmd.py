@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from actors.contracts import diff_schemas
+from contracts import diff_schemas
 from lineup import protocol_cmd
 from tests.contracts._data import files, load
 

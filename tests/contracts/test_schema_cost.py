@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from actors.contracts import (
+from contracts import (
     Code,
     ContractError,
     ToolDescriptor,
@@ -18,7 +18,7 @@ from actors.contracts import (
     check_tool_output,
     validate_tool_descriptor,
 )
-from actors.contracts._schema_check import CHECK_BUDGET, MAX_EXPANDED
+from contracts._schema_check import CHECK_BUDGET, MAX_EXPANDED
 from tests.contracts._data import files, load
 
 

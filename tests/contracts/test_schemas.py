@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from actors.contracts import (
+from contracts import (
     MESSAGE_TYPES,
     diff_schemas,
     export_schemas,
@@ -18,7 +18,7 @@ from actors.contracts import (
 )
 from tests.contracts._data import files, load
 
-REGENERATE = "regenerate with `lineup protocol schemas actors/contracts/schemas`"
+REGENERATE = "regenerate with `lineup protocol schemas contracts/schemas`"
 
 
 @cache

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from actors.contracts import (
+from contracts import (
     MAX_BRIDGE_BYTES,
     Code,
     ContractError,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from actors.contracts import (
+from contracts import (
     CLIENT_FRAMES,
     PROTOCOL_VERSION,
     ROLE_SENDER_KINDS,
@@ -24,7 +24,7 @@ from actors.contracts import (
     validate_frame,
     validate_message,
 )
-from actors.contracts._wire import FRAME_MODELS
+from contracts._wire import FRAME_MODELS
 from tests.contracts._data import files, ids, load
 
 SESSIONS = files("wire/sessions/*.json")

@@ -20,8 +20,8 @@ from xml.sax.saxutils import escape
 
 import trio
 
-from actors.contracts import FILE_OPEN_MAX_BYTES
 from apps.chat import history, read_default_mode
+from contracts import FILE_OPEN_MAX_BYTES
 from lineup.ui_session import UiSession
 from tests.capabilities.conftest import keeper  # noqa: F401 - the signed keeper bundle
 from tests.capabilities.helpers import answer, ask, asked, card_for, cards, keeper_ready, outcome

@@ -37,8 +37,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged
 
-from actors.contracts import Inventory
 from actors.tool_router import read_tool_calls
+from contracts import Inventory
 from peers.agent.mcp import IDEMPOTENCY_KEY, KEY_FILE, LEDGER_FILE, META_CODE
 from peers.agent.mcp._calls import Calls, Follower
 from peers.agent.mcp._ledger import Ledger

@@ -26,8 +26,8 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
-from actors.contracts import utc_timestamp
 from actors.tool_router import read_tool_deadlines
+from contracts import utc_timestamp
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import (
     Agent,

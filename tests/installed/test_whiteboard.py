@@ -35,9 +35,9 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
-from actors.contracts import Code, ContractError
 from actors.store import read_artifacts, read_diagnostics
 from apps.whiteboard._board import board_of, check_shape, empty_board, merge
+from contracts import Code, ContractError
 from tests.capabilities.helpers import answer, card_for, cards
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 from tests.tools.helpers import (

@@ -13,7 +13,6 @@ from typing import Any
 import msgpack
 import trio
 
-from actors.contracts import Code, ContractError
 from actors.kernel import (
     ACK_LATER,
     REPLY_LATER,
@@ -24,6 +23,7 @@ from actors.kernel import (
     ensure_applied_table,
     handles,
 )
+from contracts import Code, ContractError
 
 
 class Producer(Actor):

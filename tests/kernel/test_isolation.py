@@ -404,12 +404,12 @@ def test_the_app_zygote_loads_only_what_every_app_loads(tmp_path: Path) -> None:
     ready, pid = first_word_of_an_app_zygote([], tmp_path)
     assert ready["type"] == "ready" and ready["pid"] == pid
     modules = set(ready["modules"])
-    assert {"trio", "msgpack", "pydantic", "jsonschema", "apps.sdk", "actors.contracts"} <= modules
-    ours_only = [m for m in modules if m.split(".")[0] in ("actors", "apps", "app")]
+    assert {"trio", "msgpack", "pydantic", "jsonschema", "apps.sdk", "contracts"} <= modules
+    ours_only = [m for m in modules if m.split(".")[0] in ("actors", "apps", "contracts", "app")]
     assert [m for m in ours_only if m.partition(".")[2] and not m.startswith(SDK_AND_KERNEL)] == []
     assert "app" not in ours_only  # an app's package: only ever imported by the app
     third_party = {m.split(".")[0] for m in modules} - set(sys.stdlib_module_names)
-    assert third_party - {"actors", "apps"} <= DEPENDENCIES
+    assert third_party - {"actors", "apps", "contracts"} <= DEPENDENCIES
 
 
 @needs_root
@@ -422,7 +422,7 @@ def test_without_namespaces_the_app_zygote_says_it_is_unusable(tmp_path: Path) -
 
 # What the SDK and the actor process are made of; their dependencies (pydantic's, jsonschema's,
 # trio's, the contracts' re2) and what the interpreter itself loads at start.
-SDK_AND_KERNEL = ("actors.kernel", "actors.kernel.spawning.jail", "actors.contracts", "apps.sdk")
+SDK_AND_KERNEL = ("actors.kernel", "actors.kernel.spawning.jail", "contracts", "apps.sdk")
 DEPENDENCIES = {
     "trio", "outcome", "sniffio", "sortedcontainers", "idna", "msgpack",
     "pydantic", "pydantic_core", "annotated_types", "typing_extensions", "typing_inspection",

@@ -29,7 +29,15 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the full jail needs r
 
 PROBE = "tests.kernel.jailed_actors:Probe"
 STARTER = "tests.kernel.starting_actors:Starter"
-COPIED = ("actors", "apps", "lineup", "supervisor.py", "tests/__init__.py", "tests/kernel")
+COPIED = (
+    "actors",
+    "apps",
+    "contracts",
+    "lineup",
+    "supervisor.py",
+    "tests/__init__.py",
+    "tests/kernel",
+)
 
 
 def make_checkout(parent: Path, *, private_files: bool) -> Path:

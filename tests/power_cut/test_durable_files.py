@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from actors.contracts import replace_file
 from bench.power_cut import PowerCutDisk
+from contracts import replace_file
 from peers.agent import open_agent
 from peers.appserver import STORE_FILE, Store, read_credentials, read_endpoint
 
@@ -102,7 +102,7 @@ def test_every_file_the_product_renames_into_place_goes_through_replace_file() -
         paths = [ROOT / top] if top.endswith(".py") else sorted((ROOT / top).rglob("*.py"))
         for path in paths:
             module = path.relative_to(ROOT).as_posix()
-            if module != "actors/contracts/_durable_file.py":
+            if module != "contracts/_durable_file.py":
                 found |= {(module, function) for function in _renames(path)}
     assert found <= NOT_A_FILE_WRITE, sorted(found - NOT_A_FILE_WRITE)
     assert len(found) >= 3  # the rule still sees the renames it allows

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import trio
 
-from actors.contracts import derive_message_id, validate_message
 from actors.tool_router import open_db
+from contracts import derive_message_id, validate_message
 from lineup.agent_cmd import main as agent_main
 from lineup.cli import main as lineup_main
 from lineup.tools_cmd import register as register_tools

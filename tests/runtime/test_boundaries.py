@@ -1,7 +1,8 @@
 """Imports follow the process and message boundaries (docs/architecture.md
 "Import boundaries"), read from every module's source (ast), relative imports resolved:
 
-- the runtime (`supervisor.py`, `actors/`, `apps/`) never imports the command line
+- the contracts (`contracts/`) import nothing of the project: every process stands on them;
+- the runtime (`supervisor.py`, `actors/`, `apps/`, `contracts/`) never imports the command line
   (`lineup`), the peers (`peers`) or the bench (`bench`); of it, only the transport imports
   the link (`link`), the client end of the AppServer's WebSocket;
 - a peer imports only the contracts, the link and its own package (and the standard
@@ -32,8 +33,10 @@ from tests.kernel.helpers import REPO_ROOT
 
 # Every top-level package of the project; any other top-level name is the standard library
 # or a third-party library.
-PROJECT = frozenset({"actors", "apps", "bench", "lineup", "link", "peers", "supervisor"})
-RUNTIME = ("supervisor.py", "actors", "apps")
+PROJECT = frozenset(
+    {"actors", "apps", "bench", "contracts", "lineup", "link", "peers", "supervisor"}
+)
+RUNTIME = ("supervisor.py", "actors", "apps", "contracts")
 OUTSIDE_THE_RUNTIME = frozenset({"lineup", "peers", "bench"})
 
 
@@ -149,9 +152,9 @@ def peer_violations(base: Path = REPO_ROOT) -> list[str]:
     found = []
     for module in _modules("peers", "link", base=base):
         own = module.relative_to(base).parts[:2]  # ("peers", NAME) or ("link", ...)
-        allowed = {"actors.contracts", "link", ".".join(own)}
+        allowed = {"contracts", "link", ".".join(own)}
         if own[0] == "link":
-            allowed = {"actors.contracts", "link"}
+            allowed = {"contracts", "link"}
         for name in imports_of(module, base):
             if name.partition(".")[0] not in PROJECT:
                 continue
@@ -195,7 +198,7 @@ def actor_violations(base: Path = REPO_ROOT) -> list[str]:
                     continue
                 parts = name.split(".")
                 if parts[0] == "actors" and len(parts) > 1:
-                    if parts[1] not in ("kernel", "contracts", actor):
+                    if parts[1] not in ("kernel", actor):
                         found.append(f"{module.relative_to(base)}: {name}")
                 elif parts[0] in ("apps", "supervisor"):
                     found.append(f"{module.relative_to(base)}: {name}")
@@ -205,7 +208,7 @@ def actor_violations(base: Path = REPO_ROOT) -> list[str]:
 def test_the_actors_are_the_runtimes_children() -> None:
     actors = runtime_actors()
     assert {"store", "router", "transport", "app_manager", "host"} <= set(actors), actors
-    assert "kernel" not in actors and "contracts" not in actors
+    assert "kernel" not in actors
 
 
 def test_the_runtime_imports_neither_the_command_line_nor_the_peers_nor_the_bench() -> None:
@@ -420,8 +423,7 @@ def test_apps_import_only_the_sdk_and_the_contracts() -> None:
             continue
         for name in imports_of(module):
             parts = name.split(".")
-            if parts[0] == "actors":
-                assert name.startswith("actors.contracts"), f"{module}: {name}"
+            assert parts[0] != "actors", f"{module}: {name}"
             if parts[0] == "apps" and len(parts) > 1:
                 assert parts[1] in ("sdk", module.relative_to(REPO_ROOT / "apps").parts[0]), (
                     f"{module}: {name}"
@@ -434,5 +436,13 @@ def test_the_sdk_reaches_the_runtime_only_through_the_kernel_and_the_contracts()
         for name in imports_of(module):
             parts = name.split(".")
             if parts[0] == "actors":
-                assert parts[1] in ("kernel", "contracts"), f"{module}: {name}"
+                assert parts[1] == "kernel", f"{module}: {name}"
             assert parts[0] not in ("lineup", "supervisor"), f"{module}: {name}"
+
+
+def test_the_contracts_import_nothing_of_the_project() -> None:
+    """The contracts are the bottom every process stands on: the runtime, the apps, the
+    peers and the command line import them, and they import none of those."""
+    for module in _modules("contracts"):
+        for name in imports_of(module):
+            assert name.partition(".")[0] not in PROJECT - {"contracts"}, f"{module}: {name}"

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from actors import runtime_children
-from actors.contracts import Code, fixtures_dir
 from actors.router import Accepted, FilterContext, Rejected, check_inbound
+from contracts import Code, fixtures_dir
 
 CORE = runtime_children.core_routing()  # the router's view of the core apps, before any other
 

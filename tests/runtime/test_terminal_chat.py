@@ -22,9 +22,9 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.text import Text
 
-from actors.contracts import utc_timestamp
 from actors.store import read_lifecycle
 from apps.chat import history
+from contracts import utc_timestamp
 from lineup.terminal_chat import (
     COMMANDS,
     TaskLine,

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from actors.contracts import Code, ContractError
 from actors.store import SessionDataLimits
 from actors.store._session_data import check_data
+from contracts import Code, ContractError
 
 
 def _refused(data: Any, limits: SessionDataLimits) -> tuple[Code, str]:

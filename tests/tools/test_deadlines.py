@@ -18,9 +18,9 @@ import pytest
 import trio
 
 from actors.app_manager.registry import read_apps
-from actors.contracts import utc_timestamp
 from actors.tool_router import read_tool_deadlines
 from apps.chat import history
+from contracts import utc_timestamp
 from lineup.terminal_chat import parse_line
 from lineup.ui_session import UiSession
 from tests.app_manager.conftest import lineup

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import trio
 
-from actors.contracts import replace_file
 from actors.tool_router import POLICY_FILE
 from actors.tool_router._policy_watch import LOOK_S, changes_of
+from contracts import replace_file
 
 # Longer than the fallback's look: a poll would have yielded in it.
 QUIET_S = LOOK_S * 1.5

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from actors.app_manager.registry import read_apps
-from actors.contracts import utc_timestamp
 from actors.store import read_lifecycle
 from actors.tool_router import read_inventories, read_tool_calls, read_tool_deadlines
 from apps.chat import history
+from contracts import utc_timestamp
 from lineup.ui_session import UiSession
 from tests.app_manager.conftest import Bundles, lineup
 from tests.runtime.helpers import given_to_agent, wait_for

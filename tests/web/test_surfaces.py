@@ -39,8 +39,8 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
 
 from actors.app_manager.registry import read_apps
-from actors.contracts import ContractError
 from actors.web_host._surfaces import find_surface
+from contracts import ContractError
 from tests.app_manager.conftest import lineup
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import Stack, wait_for

@@ -55,7 +55,7 @@ from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 import trio
 from typing_extensions import TypeVar as DefaultedTypeVar
 
-from actors.contracts import ContractError
+from contracts import ContractError
 
 from .._door import APP_PREFIX, Door, PayloadError, app_answer, app_body, from_outside
 from .._durability import is_disk_full_error

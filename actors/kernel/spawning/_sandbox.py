@@ -57,8 +57,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from actors.contracts import replace_file
 from actors.kernel.spawning.jail import level_of, scrubbed_environment
+from contracts import replace_file
 
 if TYPE_CHECKING:
     from .._specs import ChildSpec

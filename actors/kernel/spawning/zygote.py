@@ -83,7 +83,7 @@ def preload(targets: list[str]) -> None:
         module, _, name = target.partition(":")
         with contextlib.suppress(Exception):
             getattr(importlib.import_module(module), name)
-    contracts = importlib.import_module("actors.contracts")
+    contracts = importlib.import_module("contracts")
     for name in contracts.__all__:
         getattr(contracts, name)
 

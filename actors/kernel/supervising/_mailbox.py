@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from actors.contracts import fsync_directory
+from contracts import fsync_directory
 
 from .._durability import Synchronous, is_disk_full_error
 from ._mailbox_views import (

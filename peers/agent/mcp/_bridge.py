@@ -33,7 +33,7 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 
-from actors.contracts import ContractError, check_tool_arguments
+from contracts import ContractError, check_tool_arguments
 
 from .. import AgentClient, AgentMessage, SubmitRejected
 from .._client import TOOL_FINAL_TYPES

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import trio
 
-from actors.contracts import Inventory, InventoryTool
+from contracts import Inventory, InventoryTool
 
 from .. import AgentClient, AgentError, AgentMessage, LinkFailed, SubmitRejected
 from ._ledger import Ledger, Request, canonical

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from actors.contracts import derive_message_id, new_message_id
+from contracts import derive_message_id, new_message_id
 
 LEDGER_FILE: Final = "mcp.db"
 KEEP_DAYS: Final = 30

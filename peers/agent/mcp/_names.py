@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from typing import Final
 
-from actors.contracts import is_app_scope, is_tool_method
+from contracts import is_app_scope, is_tool_method
 
 MAX_NAME: Final = 64
 _KEPT: Final = 45

@@ -28,7 +28,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 from mcp.server.stdio import stdio_server
 
-from actors.contracts import replace_file
+from contracts import replace_file
 
 from .. import AgentClient
 from ._bridge import Bridge

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import mcp_types as types
 
-from actors.contracts import ChatMessage, InventoryTool
+from contracts import ChatMessage, InventoryTool
 
 from ._names import BRIDGE_SCOPE, tool_name
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import trio
 
-from actors.contracts import Code, ContractError
 from apps.sdk import CallFailed, RuntimeApp, ToolCall, declare_app, tool
+from contracts import Code, ContractError
 
 EFFECTS = "effects.log"
 SETTLE_S = 0.05

@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 
 from pydantic import TypeAdapter
 
-from actors.contracts._payloads import (
+from contracts._payloads import (
     ChatMessage,
     HostIntent,
     InteractionRequest,
@@ -28,7 +28,7 @@ from actors.contracts._payloads import (
     TaskProgress,
     UiAction,
 )
-from actors.contracts._tools import (
+from contracts._tools import (
     Inventory,
     ToolAccepted,
     ToolActivationCancelled,

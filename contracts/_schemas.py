@@ -1,9 +1,9 @@
 """The exported JSON Schemas (draft 2020-12) of every contract, and the committed copies.
 
 The schemas are generated from the models, never written by hand, and committed under
-`actors/contracts/schemas/` so that a peer in any language can use them and so that a test
+`contracts/schemas/` so that a peer in any language can use them and so that a test
 notices when a model change alters the public contract. Regenerate them with
-`lineup protocol schemas actors/contracts/schemas`.
+`lineup protocol schemas contracts/schemas`.
 
 The schemas say what the models say, minus what JSON Schema cannot: the limits on encoded
 size and nesting depth, and the cross-field rules (scope coherence, sender kinds, manifest
@@ -19,13 +19,13 @@ from typing import Any, Final
 
 from pydantic import BaseModel, TypeAdapter
 
-from actors.contracts._catalog import MESSAGE_TYPES
-from actors.contracts._codes import CapabilityResult, Code
-from actors.contracts._envelope import RuntimeEnvelope
-from actors.contracts._legacy import LEGACY_PAYLOADS, LegacyMessage
-from actors.contracts._manifest import AppManifest
-from actors.contracts._tools import JSON_SCHEMA_DIALECT, ToolDescriptor
-from actors.contracts._wire import FRAME_ADAPTER, FRAME_MODELS
+from contracts._catalog import MESSAGE_TYPES
+from contracts._codes import CapabilityResult, Code
+from contracts._envelope import RuntimeEnvelope
+from contracts._legacy import LEGACY_PAYLOADS, LegacyMessage
+from contracts._manifest import AppManifest
+from contracts._tools import JSON_SCHEMA_DIALECT, ToolDescriptor
+from contracts._wire import FRAME_ADAPTER, FRAME_MODELS
 
 SCHEMA_SUFFIX: Final = ".json"
 
@@ -111,9 +111,9 @@ def diff_schemas(directory: str | Path) -> list[str]:
 
 def schemas_dir() -> Path:
     """The committed schemas shipped inside the package."""
-    return Path(str(resources.files("actors.contracts") / "schemas"))
+    return Path(str(resources.files("contracts") / "schemas"))
 
 
 def fixtures_dir() -> Path:
     """The golden fixtures shipped inside the package."""
-    return Path(str(resources.files("actors.contracts") / "fixtures"))
+    return Path(str(resources.files("contracts") / "fixtures"))

@@ -14,14 +14,14 @@ from typing import Annotated, Any, Final, Literal, NamedTuple
 
 from pydantic import Field, StringConstraints, ValidationError, model_validator
 
-from actors.contracts import _ids
-from actors.contracts._catalog import SUBSCRIBABLE_TYPES
-from actors.contracts._codes import Code, ContractError
-from actors.contracts._ids import AppScope, CapabilityName, EntrypointId, SdkFeature, SemVer
-from actors.contracts._json import decode_json
-from actors.contracts._model import ContractModel, Label, first_violation, rule
-from actors.contracts._surface import DisplayMode, SurfaceEvent, SurfacePath, check_surface
-from actors.contracts._tools import ToolDescriptor
+from contracts import _ids
+from contracts._catalog import SUBSCRIBABLE_TYPES
+from contracts._codes import Code, ContractError
+from contracts._ids import AppScope, CapabilityName, EntrypointId, SdkFeature, SemVer
+from contracts._json import decode_json
+from contracts._model import ContractModel, Label, first_violation, rule
+from contracts._surface import DisplayMode, SurfaceEvent, SurfacePath, check_surface
+from contracts._tools import ToolDescriptor
 
 MANIFEST_FORMAT: Final = "lineup.app.v1"
 MAX_MANIFEST_BYTES: Final = 1024 * 1024

@@ -23,8 +23,8 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 from pydantic import ValidationError as ModelError
 
-from actors.contracts._codes import Code, ContractError
-from actors.contracts._ids import (
+from contracts._codes import Code, ContractError
+from contracts._ids import (
     AppScope,
     CapabilityName,
     EntrypointId,
@@ -33,8 +33,8 @@ from actors.contracts._ids import (
     Timestamp,
     ToolMethod,
 )
-from actors.contracts._json import decode_json
-from actors.contracts._model import (
+from contracts._json import decode_json
+from contracts._model import (
     ContractModel,
     JsonObject,
     Label,
@@ -42,8 +42,8 @@ from actors.contracts._model import (
     first_violation,
     rule,
 )
-from actors.contracts._payloads import Percent
-from actors.contracts._schema_check import SchemaTooCostly, first_error, schema_problem
+from contracts._payloads import Percent
+from contracts._schema_check import SchemaTooCostly, first_error, schema_problem
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 ContractVersion = Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]{0,5}$")]

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from actors.contracts._codes import Code, ContractError
+from contracts._codes import Code, ContractError
 
 # A generous bound for one envelope; bulk data travels as artifacts, not in messages.
 MAX_ENVELOPE_BYTES: Final = 256 * 1024

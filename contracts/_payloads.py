@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
-from actors.contracts._ids import (
+from contracts._ids import (
     TOOL_METHOD_PATTERN,
     AppScope,
     EntrypointId,
@@ -21,7 +21,7 @@ from actors.contracts._ids import (
     TaskId,
     instance_app_scope,
 )
-from actors.contracts._model import ContractModel, JsonObject, Label, Text, rule
+from contracts._model import ContractModel, JsonObject, Label, Text, rule
 
 MessageText = Annotated[str, StringConstraints(min_length=1, max_length=65536)]
 Percent = Annotated[int, Field(ge=0, le=100)]

@@ -20,9 +20,9 @@ from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import AfterValidator, Field, JsonValue, StringConstraints, ValidationError
 
-from actors.contracts._codes import APP_TOOL_ERROR_CODES, Code, ContractError
-from actors.contracts._ids import CallId, CapabilityName, InstanceId
-from actors.contracts._model import (
+from contracts._codes import APP_TOOL_ERROR_CODES, Code, ContractError
+from contracts._ids import CallId, CapabilityName, InstanceId
+from contracts._model import (
     ContractModel,
     JsonObject,
     Label,
@@ -30,9 +30,9 @@ from actors.contracts._model import (
     first_violation,
     rule,
 )
-from actors.contracts._payloads import Percent
-from actors.contracts._schema_check import SchemaTooCostly, first_error
-from actors.contracts._tools import ToolSchema
+from contracts._payloads import Percent
+from contracts._schema_check import SchemaTooCostly, first_error
+from contracts._tools import ToolSchema
 
 BRIDGE_VERSION: Final = 1
 # Bytes of one bridge message as UTF-8 JSON text: what the page and the web host take.

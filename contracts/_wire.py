@@ -15,19 +15,19 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, StringConstraints, TypeAdapter, ValidationError, model_validator
 
-from actors.contracts import _ids
-from actors.contracts._codes import Code, ContractError
-from actors.contracts._envelope import MAX_SEQUENCE
-from actors.contracts._ids import IdempotencyKey, Timestamp
-from actors.contracts._json import (
+from contracts import _ids
+from contracts._codes import Code, ContractError
+from contracts._envelope import MAX_SEQUENCE
+from contracts._ids import IdempotencyKey, Timestamp
+from contracts._json import (
     MAX_ENVELOPE_BYTES,
     MAX_FRAME_BYTES,
     MAX_JSON_DEPTH,
     decode_json,
     encode_json,
 )
-from actors.contracts._model import ContractModel, JsonObject, Label, Text, first_violation, rule
-from actors.contracts._tools import CodeField
+from contracts._model import ContractModel, JsonObject, Label, Text, first_violation, rule
+from contracts._tools import CodeField
 
 PROTOCOL_VERSION: Final = 1
 SUPPORTED_PROTOCOL_VERSIONS: Final = (1,)

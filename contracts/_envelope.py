@@ -26,10 +26,10 @@ from pydantic import (
     model_validator,
 )
 
-from actors.contracts import _ids
-from actors.contracts._catalog import MESSAGE_TYPES, EntryKind, MessageSpec, SenderKind, TargetKind
-from actors.contracts._codes import APP_TOOL_ERROR_CODES, Code, ContractError
-from actors.contracts._ids import (
+from contracts import _ids
+from contracts._catalog import MESSAGE_TYPES, EntryKind, MessageSpec, SenderKind, TargetKind
+from contracts._codes import APP_TOOL_ERROR_CODES, Code, ContractError
+from contracts._ids import (
     AppScope,
     CallId,
     ConversationId,
@@ -40,8 +40,8 @@ from actors.contracts._ids import (
     OperationId,
     Timestamp,
 )
-from actors.contracts._json import MAX_ENVELOPE_BYTES, decode_json, encode_json
-from actors.contracts._model import ContractModel, first_violation, rule
+from contracts._json import MAX_ENVELOPE_BYTES, decode_json, encode_json
+from contracts._model import ContractModel, first_violation, rule
 
 ENVELOPE_VERSION: Final = 1
 MAX_SEQUENCE: Final = (1 << 53) - 1  # exact in every JSON implementation

@@ -26,13 +26,13 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, StringConstraints, ValidationError
 
-from actors.contracts import _ids
-from actors.contracts._codes import Code, ContractError
-from actors.contracts._envelope import RuntimeEnvelope, check_envelope_object
-from actors.contracts._ids import CallId, ConversationId, InventoryRevision, MessageId, Timestamp
-from actors.contracts._json import MAX_ENVELOPE_BYTES, decode_json
-from actors.contracts._model import ContractModel, JsonObject, Text, first_violation
-from actors.contracts._tools import CodeField
+from contracts import _ids
+from contracts._codes import Code, ContractError
+from contracts._envelope import RuntimeEnvelope, check_envelope_object
+from contracts._ids import CallId, ConversationId, InventoryRevision, MessageId, Timestamp
+from contracts._json import MAX_ENVELOPE_BYTES, decode_json
+from contracts._model import ContractModel, JsonObject, Text, first_violation
+from contracts._tools import CodeField
 
 LEGACY_PREFIX: Final = "lineup.v1."
 # The old vendor-style app ids of the M0-M4 apps and the local scope each one maps to.
