@@ -11,7 +11,18 @@ from pathlib import Path
 from lineup.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
-HEAVY = ["actors", "apps", "peers", "link", "trio", "rich", "pydantic", "bench", "supervisor"]
+HEAVY = [
+    "actors",
+    "apps",
+    "contracts",
+    "peers",
+    "link",
+    "trio",
+    "rich",
+    "pydantic",
+    "bench",
+    "supervisor",
+]
 
 
 def test_help_imports_no_command_module() -> None:

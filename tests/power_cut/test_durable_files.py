@@ -27,7 +27,7 @@ from peers.agent import open_agent
 from peers.appserver import STORE_FILE, Store, read_credentials, read_endpoint
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("actors", "apps", "link", "lineup", "peers", "supervisor.py")
+PRODUCT = ("actors", "apps", "contracts", "link", "lineup", "peers", "supervisor.py")
 # The renames that do not put a written file in place, each with why it needs no
 # `replace_file`: (module, function).
 NOT_A_FILE_WRITE = {
