@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from pathlib import Path
 
 from actors.kernel import MailboxCounts, MailboxStore, State
@@ -310,4 +311,62 @@ def test_an_idle_truncate_leaves_no_wal_and_every_row(tmp_path: Path) -> None:
     assert store.truncate_wal()
     assert wal.stat().st_size == 0
     assert store.counts()["r"].pending == 500
+    store.close()
+
+
+def _cursor_on_disk(path: Path, recipient: str) -> int | None:
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        row = db.execute("SELECT acked FROM cursors WHERE recipient = ?", (recipient,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def test_acks_alone_are_held_until_a_transaction_writes(tmp_path: Path) -> None:
+    """A transaction of acks alone writes nothing; the next one that writes writes them
+    first, a rolled back one keeps them held, and closing the mailbox writes them."""
+    path = tmp_path / "m.db"
+    store = MailboxStore(path)
+    store.begin()
+    seqs = store.insert_many([_row(f"m{i}", inflight=True) for i in range(3)]) or []
+    assert store.commit() is True
+    before = _cursor_on_disk(path, "r")
+
+    store.begin(acks_only=True)
+    store.advance("r", seqs[1])
+    assert store.commit() is False and store.acks_held
+    assert _cursor_on_disk(path, "r") == before  # held in memory only
+    assert [m.state for m in store.messages(limit=3)] == [State.INFLIGHT] * 3  # on disk
+
+    store.begin()  # a transaction that writes: the held acks go first, and go with it
+    store.insert_many([_row("later")])
+    store.rollback()
+    assert store.acks_held and _cursor_on_disk(path, "r") == before
+
+    store.begin()
+    store.insert_many([_row("later")])
+    assert store.commit() is True and not store.acks_held
+    assert _cursor_on_disk(path, "r") == seqs[1]
+
+    store.begin(acks_only=True)
+    store.advance("r", seqs[2])
+    store.commit()
+    store.close()
+    assert _cursor_on_disk(path, "r") == seqs[2]
+
+
+def test_an_ack_that_reads_the_rows_writes_the_held_ones_first(tmp_path: Path) -> None:
+    """An ack out of order marks its rows in the same transaction: it is a write, so the
+    acks held before it are written too, and the transaction says it wrote."""
+    path = tmp_path / "m.db"
+    store = MailboxStore(path)
+    store.begin()
+    seqs = store.insert_many([_row(f"m{i}", inflight=True) for i in range(4)]) or []
+    store.commit()
+    store.begin(acks_only=True)
+    store.advance("r", seqs[0])
+    store.ack("r", [seqs[2]])  # not the oldest live one: its row is marked
+    assert store.commit() is True and not store.acks_held
+    assert _cursor_on_disk(path, "r") == seqs[0]
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        marked = dict(db.execute("SELECT id, state FROM messages").fetchall())
+    assert marked["m2"] == State.DONE and marked["m1"] == marked["m3"] == State.INFLIGHT
     store.close()

@@ -1,6 +1,7 @@
 """The switchboard's acks on a real mailbox file and a real channel: the common ack (the
 oldest in flight, nothing waiting on disk) moves the cursor without reading rows, and
-whichever way an ack goes, what the rows say afterwards is the same."""
+whichever way an ack goes, what the rows say once it is written is the same. A batch of
+acks alone is held in memory until a batch that writes, or `write_acks`."""
 
 from __future__ import annotations
 
@@ -47,8 +48,15 @@ def _messages(ids: list[str], to: str = "sink") -> list[Op]:
     return ops
 
 
-def _ack(board: Switchboard, seqs: list[int]) -> None:
+def _ack(board: Switchboard, seqs: list[int], *, written: bool = True) -> None:
+    """The sink acks `seqs`; with `written`, the acks held are written after."""
     board._apply_batch([("ack", "sink", seqs, None, None)])
+    if written:
+        _write_held_acks(board)
+
+
+def _write_held_acks(board: Switchboard) -> None:
+    board._apply_batch([("write_acks", "", None, None, None)])
 
 
 def _states(board: Switchboard, to: str = "sink") -> dict[str, State]:
@@ -77,6 +85,22 @@ def test_in_order_acks_move_the_cursor_and_the_rows_agree(board: Switchboard) ->
     board.store.begin()
     assert board.store.requeue("sink") == 0
     board.store.commit()
+
+
+def test_acks_alone_commit_nothing_and_still_hold_at_a_restart(board: Switchboard) -> None:
+    """A batch of acks alone is no commit: its credits are free at once, its cursor is
+    written by the next batch that writes, here the sink's end, which hands back only
+    what was not acked."""
+    board._apply_batch(_messages(["a", "b"]))
+    seqs = list(_sink(board).inflight)
+    batches, credits = board.batches, _sink(board).credits
+    _ack(board, seqs[:1], written=False)
+    assert board.batches == batches and board.store.acks_held
+    assert _sink(board).credits == credits + 1
+    assert _states(board)["a"] == State.INFLIGHT  # not on disk yet
+    board._apply_batch([("down", "sink", {"blame": False}, None, None)])
+    assert not board.store.acks_held and board.batches == batches + 1
+    assert _states(board) == {"a": State.DONE, "b": State.PENDING}
 
 
 def test_an_ack_that_skips_the_oldest_is_checked_against_the_rows(board: Switchboard) -> None:
@@ -229,7 +253,11 @@ class SwitchboardAcks(RuleBasedStateMachine):
     def _ack(self, seqs: list[int]) -> None:
         ids = {m.seq: m.id for m in self.board.store.messages(recipient="sink", limit=1000)}
         self.acked.update(ids[seq] for seq in seqs)
-        _ack(self.board, seqs)
+        _ack(self.board, seqs, written=False)
+
+    @rule()
+    def write_held_acks(self) -> None:
+        _write_held_acks(self.board)
 
     @precondition(lambda self: bool(self._inflight()))
     @rule()
@@ -246,16 +274,19 @@ class SwitchboardAcks(RuleBasedStateMachine):
     def rows_agree(self) -> None:
         if not hasattr(self, "board"):
             return
+        # Acks held in memory are not on disk yet: the rows may trail them, never lead.
         states = _states(self.board)
         done = {i for i, state in states.items() if state == State.DONE}
-        assert done == self.acked
         in_flight = {
             m.seq
             for m in self.board.store.messages(
                 recipient="sink", states=(State.INFLIGHT,), limit=1000
             )
         }
-        assert in_flight == set(self._inflight())
+        assert done <= self.acked and in_flight >= set(self._inflight())
+        if not self.board.store.acks_held:
+            assert done == self.acked
+            assert in_flight == set(self._inflight())
         assert set(_states(self.board, "other").values()) <= {State.PENDING}
 
 

@@ -122,6 +122,12 @@ CREATE TABLE IF NOT EXISTS replies (
 """
 
 
+_UPSERT_CURSOR = (
+    "INSERT INTO cursors (recipient, acked) VALUES (?, ?)"
+    " ON CONFLICT(recipient) DO UPDATE SET acked = excluded.acked"
+)
+
+
 def _create_schema(db: sqlite3.Connection) -> None:
     db.executescript(_SCHEMA)
 
@@ -208,18 +214,35 @@ class MailboxStore(MailboxViews):
         # seq handed out. A rollback forgets both; they are read again.
         self._cursors: dict[str, int] = {}
         self._last_seq: int | None = None
+        # Acks not written yet: a transaction of acks alone (`begin(acks_only=True)`) moves
+        # cursors in memory, and the next one that writes anything writes them first.
+        self._due: dict[str, int] = {}  # recipient -> its cursor
+        self._writing_due: dict[str, int] = {}  # written in the open transaction
+        self._acks_only = False
 
     # -- transactions ------------------------------------------------------------------
 
-    def begin(self) -> None:
+    def begin(self, *, acks_only: bool = False) -> None:
+        """Open a transaction. With `acks_only`, the acks in it (`advance`) move cursors in
+        memory only, and it writes nothing unless something else is done in it: losing an
+        ack to a crash only hands its message out again, which its recipient applies once
+        (as after its own crash before it acked)."""
         if self._in_txn:
             raise RuntimeError("a transaction is already open")
         self._db.execute("BEGIN IMMEDIATE")
         self._in_txn = True
+        self._acks_only = acks_only
+        if not acks_only:
+            self._write_due()
 
-    def commit(self) -> None:
+    def commit(self) -> bool:
+        """Commit; whether the transaction wrote anything (a transaction of acks alone
+        leaves them held: `acks_held`)."""
         self._db.execute("COMMIT")
         self._in_txn = False
+        self._writing_due.clear()
+        wrote, self._acks_only = not self._acks_only, False
+        return wrote
 
     def rollback(self) -> None:
         if self._in_txn:
@@ -227,9 +250,28 @@ class MailboxStore(MailboxViews):
             self._in_txn = False
             self._cursors.clear()
             self._last_seq = None
+            self._due = {**self._writing_due, **self._due}
+            self._writing_due.clear()
+            self._acks_only = False
+
+    @property
+    def acks_held(self) -> bool:
+        """Whether acks are held in memory, for the next transaction that writes."""
+        return bool(self._due)
+
+    def _write_due(self) -> None:
+        """Before anything else is written or read in this transaction: the acks held."""
+        self._acks_only = False
+        if self._due:
+            self._db.executemany(_UPSERT_CURSOR, list(self._due.items()))
+            self._writing_due.update(self._due)
+            self._due.clear()
 
     def close(self) -> None:
         self.rollback()
+        if self._due and not self.readonly:
+            self.begin()
+            self.commit()
         self._db.close()
 
     def wal_pages(self) -> int:
@@ -272,6 +314,8 @@ class MailboxStore(MailboxViews):
     def _cursor(self, recipient: str) -> int | None:
         acked = self._cursors.get(recipient)
         if acked is None:
+            acked = self._due.get(recipient)
+        if acked is None:
             row = self._db.execute(
                 "SELECT acked FROM cursors WHERE recipient = ?", (recipient,)
             ).fetchone()
@@ -281,11 +325,7 @@ class MailboxStore(MailboxViews):
         return acked
 
     def _move_cursor(self, recipient: str, acked: int) -> None:
-        self._db.execute(
-            "INSERT INTO cursors (recipient, acked) VALUES (?, ?)"
-            " ON CONFLICT(recipient) DO UPDATE SET acked = excluded.acked",
-            (recipient, acked),
-        )
+        self._db.execute(_UPSERT_CURSOR, (recipient, acked))
         self._cursors[recipient] = acked
 
     def _next_seq(self) -> int:
@@ -311,6 +351,7 @@ class MailboxStore(MailboxViews):
 
     def recover(self) -> int:
         """After a supervisor restart nothing is in flight: hand every inflight row back."""
+        self._write_due()
         cur = self._db.execute(
             "UPDATE messages SET state = 0 WHERE state = 1 AND seq > coalesce((SELECT acked"
             " FROM cursors c WHERE c.recipient = messages.recipient), 0)"
@@ -339,6 +380,7 @@ class MailboxStore(MailboxViews):
         """Store (id, recipient, sender, type, frame, inflight) rows in one statement; their
         seqs in order, or None (and nothing stored) if any id was seen before, so that the
         caller can fall back to `insert` one by one and learn which."""
+        self._write_due()
         if not rows:
             return []
         first = self._next_seq()
@@ -370,6 +412,7 @@ class MailboxStore(MailboxViews):
 
     def take(self, recipient: str, limit: int) -> list[Delivery]:
         """The oldest `limit` pending messages of `recipient`, now inflight, attempts raised."""
+        self._write_due()
         if limit <= 0:
             return []
         # One statement picks, marks and returns the rows (RETURNING order is unspecified,
@@ -391,6 +434,7 @@ class MailboxStore(MailboxViews):
         just below the next live one (or to the last seq, if none is left), and no message
         row is written. Any other ack marks its rows done one by one.
         """
+        self._write_due()
         wanted = sorted(set(seqs))
         if not wanted:
             return 0
@@ -424,7 +468,10 @@ class MailboxStore(MailboxViews):
         message of `recipient` at or below it has just been acked (`ack` finds that out
         from the rows)."""
         if acked > (self._cursor(recipient) or 0):
-            self._move_cursor(recipient, acked)
+            if self._acks_only:
+                self._cursors[recipient] = self._due[recipient] = acked
+            else:
+                self._move_cursor(recipient, acked)
 
     def settle(self, recipient: str, seq: int) -> None:
         """`recipient` had nothing in flight when its message `seq` came: move its cursor up
@@ -435,6 +482,7 @@ class MailboxStore(MailboxViews):
         The caller knows what is in flight; pending rows are checked here (their index
         makes it one lookup), and one below `seq` leaves the cursor where it is.
         """
+        self._write_due()
         cursor = self._cursor(recipient)
         if cursor is None or cursor >= seq - 1:
             return
@@ -451,6 +499,7 @@ class MailboxStore(MailboxViews):
 
     def requeue(self, recipient: str) -> int:
         """Hand every inflight message of `recipient` back to pending (it restarted)."""
+        self._write_due()
         cur = self._db.execute(
             f"UPDATE messages SET state = 0 WHERE {IN_FLIGHT}",
             (self._cursor(recipient) or 0, recipient),
@@ -459,6 +508,7 @@ class MailboxStore(MailboxViews):
 
     def fail(self, seq: int, error: str, *, max_deliver: int) -> bool:
         """Count one failure against an inflight message; True if it is now dead."""
+        self._write_due()
         if max_deliver <= 0:
             raise ValueError("`max_deliver` must be positive")
         self._db.execute(
@@ -477,6 +527,7 @@ class MailboxStore(MailboxViews):
         It goes to the end of its recipient's mailbox under a new seq: its old one may
         already be below the recipient's cursor, where it would count as done.
         """
+        self._write_due()
         row = self._db.execute(
             "SELECT seq, recipient FROM messages WHERE id = ? AND state = 3", (message_id,)
         ).fetchone()
@@ -499,6 +550,7 @@ class MailboxStore(MailboxViews):
         return recipient
 
     def store_reply(self, request_id: str, caller: str, frame: bytes) -> bool:
+        self._write_due()
         cur = self._db.execute(
             "INSERT INTO replies (caller, request_id, frame) VALUES (?, ?, ?)"
             " ON CONFLICT(caller, request_id) DO NOTHING",
@@ -532,6 +584,7 @@ class MailboxStore(MailboxViews):
         cap keeps every done row from the oldest such message on, so that those copies are
         still dropped, unless that message is older than `held_from_seq` (a bound on how
         far back one stuck message holds the cap: None, no bound)."""
+        self._write_due()
         rows = self._db.execute(
             "SELECT seq, sender, id, coalesce(done_ms, created_ms), created_ms,"
             f" {EFFECTIVE_STATE}, attempts"

@@ -121,6 +121,7 @@ log = logging.getLogger("lineup.supervisor")
 LIFECYCLE_KEPT = 1000
 # How long the mailbox takes no batch before its WAL is cut back to nothing.
 WAL_IDLE_S = 30.0
+ACKS_HELD_S = 0.5  # acks a batch held are written at the latest this much later
 CAP_WARNING_EVERY_S = 3600.0
 
 # Seconds the channel of an exited process is still read, for the frames it sent before
@@ -296,6 +297,7 @@ class Supervisor:
                     nursery.start_soon(self.switchboard.run_checkpoints, checkpointer)
                     nursery.start_soon(self._prune_now_and_then, self.switchboard)
                     nursery.start_soon(self.switchboard.truncate_wal_when_idle, WAL_IDLE_S)
+                    nursery.start_soon(self.switchboard.write_held_acks, ACKS_HELD_S)
                     nursery.start_soon(self._stop_on_signal, signals)
                     # Two doors: the operator's (control.sock) and the user's side's
                     # (ui.sock), which reaches only the host and can stop nothing.
