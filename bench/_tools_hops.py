@@ -21,9 +21,20 @@ from contextlib import closing
 from pathlib import Path
 from typing import Final
 
+import msgpack
+
+from actors.kernel.wire import unpack_body
+
 BESIDE_THE_PATH: Final = frozenset({"app.tool.event", "store.inbound.persist"})
 STREAM: Final = "router.inbound"
-INVOKE: Final = b"lineup.tool.invoke"
+INVOKE: Final = "lineup.tool.invoke"
+
+
+def _invokes(frame: bytes, call_id: str) -> bool:
+    """Whether a stream run holds the call's invoke: one item with both (the runtime's own
+    envelopes about the call may come back in the run of the next call's invoke)."""
+    body = unpack_body(msgpack.unpackb(frame, raw=False)["body"])
+    return any(INVOKE in text and call_id in text for _, text in body["items"])
 
 
 def call_hops(data_dir: Path, call_id: str) -> list[str]:
@@ -37,7 +48,7 @@ def call_hops(data_dir: Path, call_id: str) -> list[str]:
         ).fetchall()
         hops: list[str] = []
         for message_id, sender, recipient, type_, frame in rows:
-            if type_ in BESIDE_THE_PATH or (type_ == STREAM and INVOKE not in frame):
+            if type_ in BESIDE_THE_PATH or (type_ == STREAM and not _invokes(frame, call_id)):
                 continue
             hops.append(f"{sender} → {recipient} {type_}")
             if type_ == STREAM:

@@ -10,7 +10,8 @@ their verdict, heartbeats, reconnects with exponential backoff and jitter), as a
   durable (docs/protocol.md §4.4).
 - **Batching.** Whatever the link has received is cut into `router.inbound` messages of up
   to `batch_items` items / `batch_bytes` bytes; at most `inflight_batches` are unpersisted
-  at once, which is the back-pressure of a catch-up.
+  at once, which is the back-pressure of a catch-up. A run of nothing but the runtime's
+  own envelopes coming back waits up to `OWN_ECHO_WAIT_S` for what follows.
 - **Outbox.** Pending items are read from the store in local order and enqueued on the
   link with the envelope id as key (docs/protocol.md §4.5); each verdict goes to the store
   (`store.outbox.settle`), which settles it and tells the app that sent the item. After a
@@ -48,6 +49,12 @@ log = logging.getLogger("lineup.transport")
 # How long a batch's answer is awaited before it is asked again under the same id (the
 # router answers a repeated id once it has handled the first).
 HAND_OVER_WAIT_S: Final = 10.0
+# The runtime's own envelopes come back in the stream (the conversation's record of what it
+# said). A run of nothing else waits up to this long for what comes next and goes to the
+# router with it: a tool call's receipt and final then share the next run instead of
+# taking the inbound path twice on their own. Only the stream's ack waits for them.
+OWN_ECHO_WAIT_S: Final = 0.2
+OWN_IDS_KEPT: Final = 4096  # the ids of the newest envelopes submitted, to know their echo
 
 _LINK_STATES: tuple[LinkState, ...] = ("connecting", "syncing", "live", "backoff", "failed")
 
@@ -82,6 +89,7 @@ class TransportActor(Actor):
         # seq, the items), and those waiting for their verdict, by key.
         self.unsent: list[tuple[int, list[ToolEnvelope]]] = []
         self.submitting: dict[str, Submission] = {}
+        self.own_ids: dict[str, None] = {}  # the newest `OWN_IDS_KEPT` ids submitted
         self.nursery.start_soon(self._main)
 
     def statistics_extra(self) -> dict[str, Any]:
@@ -133,7 +141,7 @@ class TransportActor(Actor):
             submission = self.submitting.get(key)  # given again while it waits: the same
             if submission is None:
                 try:
-                    submission = link.enqueue(json.loads(item["envelope"]), idempotency_key=key)
+                    submission = self._enqueue(link, item["envelope"], key)
                 except ContractError as exc:
                     refused.append((key, exc))
                     continue
@@ -257,19 +265,48 @@ class TransportActor(Actor):
             except LinkFailed:
                 continue
 
+    def _enqueue(self, link: Link, envelope: str, key: str) -> Submission:
+        """An envelope onto the link, its id kept to know it when it comes back."""
+        message = json.loads(envelope)
+        submission = link.enqueue(message, idempotency_key=key)
+        self.own_ids[str(message.get("id"))] = None
+        if len(self.own_ids) > OWN_IDS_KEPT:
+            del self.own_ids[next(iter(self.own_ids))]
+        return submission
+
+    async def _gather(self, link: Link, first: Received) -> list[tuple[int, str]]:
+        """A batch for the router: what the link has received, up to `batch_items` and
+        `batch_bytes`, and, while it is all the runtime's own envelopes coming back, what
+        comes within `OWN_ECHO_WAIT_S` more."""
+        items: list[tuple[int, str]] = []
+        size, own, received = 0, True, first
+        while True:
+            text = _text(received)
+            items.append((received.seq, text))
+            size += len(text)
+            own = own and received.message.get("id") in self.own_ids
+            if len(items) >= self.batch_items or size >= self.batch_bytes:
+                return items
+            try:
+                received = link.messages.receive_nowait()
+                continue
+            except trio.WouldBlock:
+                if not own:
+                    return items
+            except trio.EndOfChannel:
+                return items
+            with trio.move_on_after(OWN_ECHO_WAIT_S):
+                try:
+                    received = await link.messages.receive()
+                except trio.EndOfChannel:
+                    return items
+                continue
+            return items
+
     async def _pump(self, link: Link, nursery: trio.Nursery) -> None:
         """The link's messages, in order, cut into batches for the router."""
         async for first in link.messages:
-            items: list[tuple[int, str]] = [(first.seq, _text(first))]
-            size = len(items[0][1])
-            while len(items) < self.batch_items and size < self.batch_bytes:
-                try:
-                    more = link.messages.receive_nowait()
-                except trio.WouldBlock:
-                    break
-                text = _text(more)
-                items.append((more.seq, text))
-                size += len(text)
+            items = await self._gather(link, first)
             while len(self.inflight) >= self.inflight_batches:
                 self.room = trio.Event()
                 await self.room.wait()
@@ -321,9 +358,7 @@ class TransportActor(Actor):
             for item in items:
                 after = max(after, int(item["order"]))
                 try:
-                    submission = link.enqueue(
-                        json.loads(item["envelope"]), idempotency_key=item["key"]
-                    )
+                    submission = self._enqueue(link, item["envelope"], item["key"])
                 except ContractError as exc:
                     await self._verdict(
                         item["key"],
