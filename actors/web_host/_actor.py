@@ -96,8 +96,11 @@ class WebHostActor(SurfacePushes, Actor):
         raise failed
 
     @handles(CHAT_CHANGED)
-    async def _chat_changed(self, msg: Message[LookAgain]) -> None:
+    async def _chat_changed(self, msg: Message[LookAgain]) -> Any:
+        """Passed on to the page sockets; the answer says how many pages are open (with
+        none, the chat says its changes at most once a second: `apps.chat._notices`)."""
         self.notices.chat.notice()
+        return {"pages": self.notifications.pages}
 
     @handles(REGISTRY_CHANGED)
     async def _registry_changed(self, msg: Message[LookAgain]) -> None:

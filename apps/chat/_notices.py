@@ -8,6 +8,11 @@ changes meanwhile makes one more after it. So a burst of changes costs two messa
 web host that is down holds one notice in its durable inbox, never the chat's sending
 credits. At start the chat sends one anyway: a change its last incarnation committed may
 have gone without its notice.
+
+The web host answers with how many pages are open. With none, nothing waits on a notice
+(a page that opens reads the log itself, and an open page looks again at least once a
+second anyway), so the next notice goes no sooner than `QUIET_S` later: what changes in
+that second costs one notice, not one each (an agent's tool call changes the view twice).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from contracts import new_message_id
 log = logging.getLogger("lineup.chat")
 
 CHANGED: Final = "web_host.chat.changed"
+QUIET_S: Final = 1.0  # between two notices while no page is open
 
 
 class ViewNotices:
@@ -41,6 +47,11 @@ class ViewNotices:
             await self.due.wait()
             self.due = trio.Event()
             try:
-                await self.app.call_until_answered(self.watcher, CHANGED, {}, id=new_message_id())
+                answer = await self.app.call_until_answered(
+                    self.watcher, CHANGED, {}, id=new_message_id()
+                )
             except CallFailed as failed:  # refused or dead: the next change says it again
                 log.warning("the notice to %s failed: %s", self.watcher, failed)
+                continue
+            if isinstance(answer, dict) and answer.get("pages") == 0:
+                await trio.sleep(QUIET_S)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import trio
+
 from actors import runtime_children
 from actors.kernel import load_door
 from tests.runtime.helpers import CONVERSATION, Stack, texts, wait_for
@@ -86,3 +88,20 @@ async def test_a_message_in_the_chat_reaches_the_web_host_as_a_notice(stack: Sta
         lambda: _web_host_notices(stack) > started, 30, "the notice of the greeting's change"
     )
     assert _refused_from_chat(stack) == {}
+
+
+async def test_with_no_page_open_the_chat_says_its_changes_once_a_second(stack: Stack) -> None:
+    """Nothing waits on a notice while no page is open: changes a tenth of a second apart
+    cost about one notice a second, not one each."""
+    await start_web_runtime(stack)
+    started = await wait_for(lambda: _web_host_notices(stack), 30, "the chat's first notice")
+    agent = await stack.start_agent()
+    sent = [f"paced {n}" for n in range(12)]
+    begun = trio.current_time()
+    for text in sent:
+        await agent.send_text(CONVERSATION, text)
+        await trio.sleep(0.1)  # the workload's pace: a change every tenth of a second
+    await wait_for(lambda: texts(stack.timeline()) == sent, 30, "the paced messages in the chat")
+    seconds = trio.current_time() - begun
+    said = _web_host_notices(stack) - started
+    assert 1 <= said <= seconds + 2, (said, seconds)
