@@ -423,7 +423,7 @@ class ToolRouterActor(Actor):
         if await self.operations.interrupt(call, "the agent"):
             # It had ended at its deadline: the cancel gets that outcome, as a cancel of any
             # finished call does.
-            retry = Call.from_row(call.to_row())
+            retry = call.copy()
             retry.envelope_id = str(view["envelope_id"])
             await self._again(call, retry)
 

@@ -11,6 +11,7 @@ slot: a call cannot reach the agent with two finals even if two paths race to en
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import time
@@ -95,10 +96,13 @@ class Call:
         return call
 
     def to_row(self) -> dict[str, Any]:
-        row = dataclasses.asdict(self)
-        for name in ("tool", "previous_foreground", "operation"):
-            row.pop(name)
-        return row
+        """Its stored fields, as they are (not copied: a row is written, or read into a
+        new call by `copy`, at once)."""
+        return {name: getattr(self, name) for name in _STORED}
+
+    def copy(self) -> Call:
+        """A call of its own with the same stored fields."""
+        return Call.from_row(copy.deepcopy(self.to_row()))
 
     @property
     def done(self) -> bool:
@@ -118,6 +122,15 @@ class Call:
 
     def slot_id(self, slot: int) -> str:
         return derive_id(self.envelope_id, slot)
+
+
+# What a call's row holds: every field but the descriptor, the foreground to restore and the
+# deadline operation (a table of its own).
+_STORED: Final = tuple(
+    f.name
+    for f in dataclasses.fields(Call)
+    if f.name not in ("tool", "previous_foreground", "operation")
+)
 
 
 def envelope(
