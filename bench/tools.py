@@ -36,6 +36,7 @@ import platform
 import shutil
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,14 +87,17 @@ async def _measure_path(
     err: Console,
     *,
     name: str,
+    hops_of: Callable[[str], list[str]] | None = None,
 ) -> dict[str, Any]:
     """The unloaded calls, the paced calls and the burst, each timed; what the unloaded
-    calls and the burst cost each process."""
+    calls and the burst cost each process; with `hops_of`, the hops of the last unloaded
+    call, read before the paced calls (the mailbox keeps only its newest done messages)."""
     budget = _budget(args)
     err.print(f"{name}: {args.unloaded:,} calls one at a time", highlight=False)
     meter.start()
     unloaded = await within(budget, f"{name}: the unloaded calls", caller.sequential, args.unloaded)
     unloaded_cost = meter.per_call(args.unloaded)
+    hops = hops_of(unloaded.calls[-1].call_id) if hops_of is not None else []
     err.print(f"{name}: {args.calls:,} calls at {PACED_RATE:g}/s", highlight=False)
     async with meter.deepest() as paced_mailboxes:
         paced = await within(budget, f"{name}: the paced calls", caller.paced, args.calls)
@@ -110,6 +114,7 @@ async def _measure_path(
         "burst": burst,
         "unloaded_cost": unloaded_cost,
         "burst_cost": meter.per_call(args.burst),
+        "hops": hops,
     }
 
 
@@ -179,9 +184,16 @@ async def _runtime(
             meter = Meter(
                 pids, supervisor_counters(runtime.data_dir), mailbox_depths(runtime.data_dir)
             )
-            result = await _measure_path(caller, warm, meter, args, err, name="(b) runtime")
-            # The hops of the last call made one at a time, from the mailbox's records.
-            result["hops"] = call_hops(runtime.data_dir, result["unloaded"].calls[-1].call_id)
+            # With the hops of the last call made one at a time, from the mailbox's records.
+            result = await _measure_path(
+                caller,
+                warm,
+                meter,
+                args,
+                err,
+                name="(b) runtime",
+                hops_of=lambda call_id: call_hops(runtime.data_dir, call_id),
+            )
             err.print(
                 f"(c) MCP bridge, (b) and (d) bare MCP: {args.mcp_calls:,} calls one at a time"
                 " each, in turn",
