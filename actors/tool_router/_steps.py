@@ -59,6 +59,7 @@ PRUNE_EVERY_S: Final = 60.0
 FINISHED_KEPT_MS: Final = 7 * 24 * 3600 * 1000
 FINISHED_KEPT: Final = 1_000
 SUBMIT: Final = "transport.submit"
+TRANSPORT: Final = "transport"
 
 # A cast: [to, type, id, body].
 Output = list[Any]
@@ -259,7 +260,7 @@ class Steps:
         step.open = False
         outputs: list[Output] = []
         if step.submits:
-            outputs.append(["transport", SUBMIT, new_id(), {"items": step.submits}])
+            outputs.append([TRANSPORT, SUBMIT, new_id(), {"items": step.submits}])
         outputs.extend(step.casts)
         if not step.begun and not outputs and reply is None:
             return  # nothing changed, nothing to say: nothing to record
@@ -287,12 +288,21 @@ class Steps:
         self.abandoned()
 
     async def _send_all(self, outputs: list[Output]) -> None:
-        """Send what a committed step emitted; at NORMAL, its WAL is synced first when any
-        of it is for the agent (it leaves the device)."""
-        if self.barrier and any(output[1] == SUBMIT for output in outputs):
-            self._sync()
+        """Send what a committed step emitted; at NORMAL, what is for the agent (it leaves
+        the device) only once the WAL is synced. What stays on the device goes first (the
+        app starts on a call while the WAL is synced), then the transport's, each
+        recipient's in the order emitted."""
+        if not (self.barrier and any(output[1] == SUBMIT for output in outputs)):
+            for to, type_, message_id, body in outputs:
+                await self.send(to, type_, body, message_id)
+            return
         for to, type_, message_id, body in outputs:
-            await self.send(to, type_, body, message_id)
+            if to != TRANSPORT:
+                await self.send(to, type_, body, message_id)
+        self._sync()
+        for to, type_, message_id, body in outputs:
+            if to == TRANSPORT:
+                await self.send(to, type_, body, message_id)
 
     def _sync(self) -> None:
         sync_wal(self.data_dir)
