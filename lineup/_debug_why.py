@@ -1,6 +1,8 @@
 """`lineup debug why ID`: one message followed through every record the runtime keeps.
 
-Everything is read from files, read-only, so it works with the runtime up or stopped: the
+Everything is read from files, read-only, so it works with the runtime up or stopped (a
+running supervisor writes an ack that came alone with its next batch, or half a second
+later: a hop just handled may still read in flight): the
 mailbox file (each hop between actors, its attempts and state, a call's reply), the
 store's `runtime.db` (a message from the AppServer: its seq and conversation; an outbox
 item: its state, seq and refusal code; the audit's verdicts), the tool router's
