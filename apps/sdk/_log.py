@@ -77,6 +77,10 @@ CREATE TABLE IF NOT EXISTS applied_order (
 # only while it is in flight to the app, and the kernel's credit window holds at most a few
 # thousand in flight: an id older than the newest ten thousand is never delivered again.
 APPLIED_KEPT: Final = 10_000
+# How many finished tool calls the log keeps (and none past the mailbox's dedup window): a
+# call is given again only while the tool router holds it open, and it keeps the newest
+# thousand it finished.
+FINISHED_CALLS_KEPT: Final = 1_000
 _TOOL_CALL = "SELECT call_id, method, invoke_id, body, state, reports, report FROM tool_calls"
 
 
@@ -386,9 +390,14 @@ class EventLog:
             (call_id,),
         )
 
-    def prune_tool_calls(self, before_ns: int) -> None:
+    def prune_tool_calls(self, before_ns: int, keep: int = FINISHED_CALLS_KEPT) -> None:
+        """Forget the finished calls that ended before `before_ns` or past the newest
+        `keep` finished."""
         self.db.execute(
-            "DELETE FROM tool_calls WHERE state = 'finished' AND updated_ns < ?", (before_ns,)
+            "DELETE FROM tool_calls WHERE state = 'finished' AND (updated_ns < ? OR call_id"
+            " NOT IN (SELECT call_id FROM tool_calls WHERE state = 'finished'"
+            " ORDER BY updated_ns DESC LIMIT ?))",
+            (before_ns, keep),
         )
 
     def _take(self, call_id: str, change: str, params: tuple[Any, ...]) -> int | None:

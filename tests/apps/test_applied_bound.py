@@ -51,3 +51,19 @@ def test_ids_applied_before_their_order_was_kept_are_let_go_too(tmp_path: Path) 
         left = db.execute("SELECT count(*) FROM lineup_applied WHERE id LIKE 'old%'").fetchone()
     assert left == (0,)
     log.close()
+
+
+def test_the_finished_tool_calls_are_bounded_and_open_ones_stay(tmp_path: Path) -> None:
+    """Finished calls past the newest `keep` or older than the window go; a call still
+    running stays whatever its age."""
+    log = EventLog(tmp_path)
+    rows = [("open", "running", 1), *[(f"done-{n}", "finished", 10 + n) for n in range(12)]]
+    log.db.executemany(
+        "INSERT INTO tool_calls (call_id, method, invoke_id, body, state, reports, updated_ns)"
+        " VALUES (?, 'm', 'k', '{}', ?, 0, ?)",
+        rows,
+    )
+    log.prune_tool_calls(before_ns=12, keep=5)  # done-0 and done-1 are past the window too
+    kept = {row[0] for row in log.db.execute("SELECT call_id FROM tool_calls")}
+    assert kept == {"open"} | {f"done-{n}" for n in range(7, 12)}
+    log.close()
