@@ -83,19 +83,31 @@ def operation_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
     return as_dicts(OPERATION_COLUMNS, [row])[0]
 
 
-def load_apps(db: sqlite3.Connection) -> dict[str, Any]:
-    """Everything the app manager rebuilds its state from."""
+def load_apps(
+    db: sqlite3.Connection, *, operations: int | None = None, ended: bool = True
+) -> dict[str, Any]:
+    """Everything the app manager rebuilds its state from; for a reader that shows the
+    registry, with `operations` only the newest that many (but listings) and without
+    `ended` only the live instances."""
     records = db.execute(f"SELECT {', '.join(RECORD_COLUMNS)} FROM app_records ORDER BY app_scope")
-    operations = db.execute(
-        f"SELECT {', '.join(OPERATION_COLUMNS)} FROM app_operations ORDER BY created_ms, rowid"
-    )
+    columns = ", ".join(OPERATION_COLUMNS)
+    if operations is None:
+        rows = db.execute(f"SELECT {columns} FROM app_operations ORDER BY created_ms, rowid")
+    else:
+        rows = db.execute(
+            f"SELECT {columns} FROM (SELECT {columns}, rowid AS r FROM app_operations"
+            " WHERE kind != 'list' ORDER BY created_ms DESC, rowid DESC LIMIT ?)"
+            " ORDER BY created_ms, r",
+            (operations,),
+        )
+    live = "" if ended else f" WHERE state IN ({', '.join(repr(s) for s in sorted(LIVE_STATES))})"
     instances = db.execute(
-        f"SELECT {', '.join(INSTANCE_COLUMNS)} FROM app_instances ORDER BY created_ms, rowid"
+        f"SELECT {', '.join(INSTANCE_COLUMNS)} FROM app_instances{live} ORDER BY created_ms, rowid"
     )
     settings = db.execute("SELECT name, value FROM app_settings")
     return {
         "records": as_dicts(RECORD_COLUMNS, records),
-        "operations": as_dicts(OPERATION_COLUMNS, operations),
+        "operations": as_dicts(OPERATION_COLUMNS, rows),
         "instances": as_dicts(INSTANCE_COLUMNS, instances),
         "settings": {name: json.loads(value) for name, value in settings},
     }

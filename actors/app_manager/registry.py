@@ -47,15 +47,17 @@ class RegistryReader(KeptReader):
     def __init__(self, data_dir: str | Path) -> None:
         super().__init__(Path(data_dir) / DB_FILE)
 
-    def apps(self) -> dict[str, Any]:
-        """As `read_apps`, all of it from one snapshot of the file."""
+    def apps(self, *, operations: int | None = None, ended: bool = True) -> dict[str, Any]:
+        """As `read_apps`, from one snapshot of the file; a reader that looks at every
+        change reads only what it shows (`load_apps`' `operations` and `ended`): the
+        registry keeps up to a thousand of each."""
         db = self._open()
         if db is None:
             return no_apps()
         try:
             db.execute("BEGIN")
             try:
-                return load_apps(db)
+                return load_apps(db, operations=operations, ended=ended)
             finally:
                 db.execute("COMMIT")
         except sqlite3.OperationalError:  # not written yet

@@ -194,7 +194,7 @@ class Surfaces:
         try:
             while True:
                 look = self.notices.registry.next_notice()
-                apps = self._reader.apps()
+                apps = self._reader.apps(operations=0, ended=False)
                 self._set_live(
                     str(i["instance_id"]) for i in apps["instances"] if i["state"] in LIVE_STATES
                 )
@@ -339,7 +339,7 @@ class Surfaces:
             return
         # Read in the event loop: on the kept connection a read is ≈1 ms, less than a
         # worker thread's round trip on a busy machine (tens of ms).
-        apps = page.reader.apps()
+        apps = page.reader.apps(operations=0, ended=False)
         items = surfaces_shown(apps)
         # A token lives only as long as its instance: closed, or its app disabled or removed,
         # the surface's files and relays end with it.

@@ -80,7 +80,7 @@ from ._changes import PageNotices
 from ._inputs import Choose, Hello, Record, Refused, Save, Talk
 from ._notifications import PageNotifications
 from ._uploads import PagesAndUploads, session_of
-from ._views import ChatFollower, fold_chat, link_state, registry
+from ._views import RECENT_OPERATIONS, ChatFollower, fold_chat, link_state, registry
 
 log = logging.getLogger("lineup.web_host")
 
@@ -465,7 +465,7 @@ class PageSocket:
     async def _send_registry(self, runtime_db: _RuntimeFiles) -> None:
         # Read in the event loop: on the kept connection a read is ≈1 ms, less than a
         # worker thread's round trip on a busy machine (tens of ms).
-        snapshot = registry(runtime_db.registry.apps())
+        snapshot = registry(runtime_db.registry.apps(operations=RECENT_OPERATIONS, ended=False))
         link = link_state(runtime_db.runtime.lifecycle())
         if snapshot != self.registry:
             self.registry = snapshot

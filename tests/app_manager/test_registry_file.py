@@ -123,3 +123,32 @@ def test_the_wal_is_cut_once_it_passes_its_bound(tmp_path: Path) -> None:
     assert max(sizes) <= WAL_KEPT_BYTES + 300_000, sizes  # one step past the bound at most
     assert min(sizes) == 0, sizes  # cut to nothing after the step that passed it
     assert len(read_apps(tmp_path)["records"]) == 12
+
+
+def test_a_page_reads_only_the_operations_it_shows_and_the_live_instances(
+    tmp_path: Path,
+) -> None:
+    """The registry keeps a thousand of each; a reader that looks at every change reads the
+    newest operations it shows (never a listing) and the live instances only."""
+    registry = RegistryFile.open(tmp_path)
+    ops = [_op(n, "succeeded") for n in range(8)]
+    ops[6]["kind"] = "list"
+    instance = {"app_scope": "pomodoro", "conversation_id": "c", "mode": "background"}
+    instances = [
+        {
+            **instance,
+            "instance_id": f"pomodoro:{n}",
+            "state": state,
+            "created_ms": n,
+            "updated_ms": n,
+        }
+        for n, state in enumerate(("closed", "active", "failed", "backgrounded"))
+    ]
+    registry.write({"operations": ops, "instances": instances})
+    reader = RegistryReader(tmp_path)
+    shown = reader.apps(operations=3, ended=False)
+    assert [o["operation_id"] for o in shown["operations"]] == ["op-004", "op-005", "op-007"]
+    assert [i["instance_id"] for i in shown["instances"]] == ["pomodoro:1", "pomodoro:3"]
+    whole = reader.apps()
+    assert len(whole["operations"]) == 8 and len(whole["instances"]) == 4
+    reader.close()
