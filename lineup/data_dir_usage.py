@@ -41,7 +41,7 @@ batches, each its own short transaction. What grows:
   every one) and its actions, with no bound: it grows with the conversation it mirrors (in
   the soak, about as fast as `runtime.db`'s messages); its delivery ids (`lineup_applied`)
   the newest 10,000, far more than the kernel keeps in flight to it; its finished tool
-  calls the newest 1,000, a day at most, pruned as the app starts.
+  calls the newest 1,000, a day at most, pruned as the app starts; its WAL about 1 MiB.
 - `logs/NAME.log`: an actor's log is turned over past 4 MiB to `NAME.log.1` (one older
   copy), an app's by the supervisor as it copies it (`log_max`); a log untouched for 30
   days (a removed app's) goes; checked with the mailbox's prune

@@ -9,7 +9,7 @@ from contextlib import closing
 from pathlib import Path
 
 from apps.sdk import EventLog
-from apps.sdk._log import APPLIED_KEPT
+from apps.sdk._log import APPLIED_KEPT, WAL_KEPT_BYTES, WAL_PAGES
 
 KEPT = 50
 
@@ -66,4 +66,18 @@ def test_the_finished_tool_calls_are_bounded_and_open_ones_stay(tmp_path: Path) 
     log.prune_tool_calls(before_ns=12, keep=5)  # done-0 and done-1 are past the window too
     kept = {row[0] for row in log.db.execute("SELECT call_id FROM tool_calls")}
     assert kept == {"open"} | {f"done-{n}" for n in range(7, 12)}
+    log.close()
+
+
+def test_the_logs_wal_stays_near_a_mebibyte(tmp_path: Path) -> None:
+    """Written past several MiB, an app's log leaves a WAL of about `WAL_KEPT_BYTES` (it
+    is copied back every `WAL_PAGES` pages and cut when it starts over), not SQLite's 4 MiB."""
+    log = EventLog(tmp_path)
+    text = "x" * 2000
+    for n in range(3000):  # about 6 MiB of messages, each its own transaction
+        log.add_agent_messages(f"k{n}", [{**_message(n), "payload": {"text": text}}])
+    wal = tmp_path / "app.db-wal"
+    assert wal.stat().st_size <= WAL_PAGES * 4096 * 1.2 + WAL_KEPT_BYTES
+    assert wal.stat().st_size < 2 * 1024 * 1024
+    assert log.db.execute("SELECT count(*) FROM events").fetchone()[0] == 3000
     log.close()
