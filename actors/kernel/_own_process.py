@@ -1,6 +1,6 @@
 """What a process of the runtime does to itself, kept free of heavy imports (the jail's
 launcher starts with it on every launch of an installed app): its name, dying with its
-parent, and, for a zygote, reaping what it forked.
+parent, standing alone once forked, and, for a zygote, reaping what it forked.
 """
 
 from __future__ import annotations
@@ -54,3 +54,15 @@ def exited_children() -> Iterator[tuple[int, int]]:
         if pid == 0:
             return
         yield pid, -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def stand_alone(log: int) -> None:
+    """A forked child on its own: a session of its own (a terminal's Ctrl-C reaches only the
+    supervisor), stdin from /dev/null, stdout and stderr to `log`, which is then closed."""
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.close(null)

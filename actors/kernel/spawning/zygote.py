@@ -32,7 +32,7 @@ import sys
 import traceback
 
 from .._collector import settle_garbage_collector
-from .._own_process import die_with_parent, exited_children, name_process
+from .._own_process import die_with_parent, exited_children, name_process, stand_alone
 from ..actor_process.child import run_actor
 from ..wire import FrameDecoder, encode
 
@@ -53,14 +53,7 @@ def _fork_actor(
         os.close(wake[0])
         os.close(wake[1])
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.setsid()  # a terminal's Ctrl-C reaches only the supervisor
-        log = os.open(str(request["log"]), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
-        os.close(null)
+        stand_alone(os.open(str(request["log"]), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
         status = run_actor(str(request["target"]), fd, os.getppid())
     except BaseException:
         traceback.print_exc()

@@ -70,7 +70,7 @@ from jsonschema import Draft202012Validator
 from actors.kernel._collector import settle_garbage_collector
 from actors.kernel.actor_process.child import run_actor
 
-from ..._own_process import die_with_parent, exited_children, name_process
+from ..._own_process import die_with_parent, exited_children, name_process, stand_alone
 from ._launcher import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -156,15 +156,9 @@ def _child(
     os.close(wake_r)
     os.close(wake_w)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    os.setsid()  # a terminal's Ctrl-C reaches only the supervisor
-    die_with_parent(zygote_pid)
     channel, report, log = fds
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(null)
-    os.close(log)
+    stand_alone(log)
+    die_with_parent(zygote_pid)
     if host_view is not None:
         # The jail starts where the exec'd launcher starts: in the host's view, where the
         # app's directory, its code and its cgroup are. It covers the data dir again.
