@@ -22,18 +22,20 @@ batches, each its own short transaction. What grows:
   handler's copies); the oldest go, 500 a transaction, every 2,000 requests
   (`actors/store/_upkeep.py`).
 - `runtime.db` audit: the newest 20,000 rows, none older than 90 days, pruned with the
-  request records.
+  request records; a person's routine action (an action in an app's UI, a host intent)
+  repeated within a minute is counted on the row that records it.
 - `runtime.db-wal`: SQLite's checkpoints; after 30 s without a request, cut to nothing.
 - `runtime.db` conversation (`messages`, `conversations`, and the `outbox` of what the user
   and the apps sent with its outcome): the user's, never pruned; its size is shown.
 - `runtime.db` app diagnostics, session-data answers, finished capability requests,
   finished app operations, lifecycle: the newest per app or by age (100 events an app, 256
-  answers an app, 7 days, 1,000 operations), the oldest going as new ones are written.
+  answers an app, 7 days), the oldest going as new ones are written.
 - `tool_router.db` calls and their deadline operations: a finished call for a week after
-  its last change, among the newest 1,000 finished (`lineup tools calls` shows it, a call
+  its last change, among the newest 500 finished (`lineup tools calls` shows it, a call
   retried with its id gets the same outcome), pruned with the steps' minute prune.
-- `app_manager.db` instances: the live ones and the newest 1,000 that ended (closed or
-  failed), the oldest going as the app manager writes.
+- `app_manager.db` operations and instances: the running operations and the newest 100
+  finished (the oldest going once 25 more finished), the live instances and the newest
+  100 that ended (closed or failed), the oldest going as the app manager writes.
 - `tool_router.db` steps (`tool_steps`, `lineup_applied`): what each step emitted, for a
   replay of its cause: 10 minutes in a running incarnation, and what came before its first
   delivery at start; pruned about once a minute inside a step's transaction.
@@ -41,7 +43,8 @@ batches, each its own short transaction. What grows:
   every one) and its actions, with no bound: it grows with the conversation it mirrors (in
   the soak, about as fast as `runtime.db`'s messages); its delivery ids (`lineup_applied`)
   the newest 10,000, far more than the kernel keeps in flight to it; its finished tool
-  calls the newest 1,000, a day at most, pruned as the app starts; its WAL about 1 MiB.
+  calls the newest 200, a day at most, pruned as the app starts and every 50 finished;
+  its WAL about 1 MiB.
 - `logs/NAME.log`: an actor's log is turned over past 4 MiB to `NAME.log.1` (one older
   copy), an app's by the supervisor as it copies it (`log_max`); a log untouched for 30
   days (a removed app's) goes; checked with the mailbox's prune
@@ -88,13 +91,13 @@ PARTS: Final = (
     Part(
         "app_manager_db",
         ("app_manager.db", "app_manager.db-wal", "app_manager.db-shm"),
-        "the apps; 1,000 ended instances, 1,000 finished operations; WAL 1 MiB",
+        "the apps; 100 ended instances, 100 finished operations; WAL 1 MiB",
         "see its tables",
     ),
     Part(
         "tool_router_db",
         ("tool_router.db", "tool_router.db-wal", "tool_router.db-shm"),
-        "1,000 finished calls, a week at most; 10 minutes of steps",
+        "500 finished calls, a week at most; 10 minutes of steps",
         "see its tables",
     ),
     Part(
@@ -121,17 +124,17 @@ TABLE_BOUNDS: Final[dict[str, tuple[str, str]]] = {
     "runtime.db/outbox": ("none", "what was sent, with its outcome: kept"),
     "runtime.db/requests": ("10,000", "the newest kept"),
     "runtime.db/lineup_applied": ("10,000", "with the request records"),
-    "runtime.db/audit": ("20,000 rows, 90 days", "the newest kept"),
+    "runtime.db/audit": ("20,000 rows, 90 days", "the newest kept; repeats counted"),
     "runtime.db/app_diagnostic_events": ("100 an app", "the newest kept"),
     "runtime.db/app_session_requests": ("256 an app", "the newest kept"),
-    "app_manager.db/app_operations": ("1,000 finished", "the newest kept"),
+    "app_manager.db/app_operations": ("100 finished", "the newest kept"),
     "runtime.db/artifacts": ("per-app quotas", "the user's: kept"),
     "runtime.db/app_session_data": ("128 KiB an instance", "replaced whole"),
-    "tool_router.db/tool_calls": ("1,000 finished, 7 days", "older ones go"),
+    "tool_router.db/tool_calls": ("500 finished, 7 days", "older ones go"),
     "tool_router.db/tool_deadlines": ("with their calls", "go with them"),
     "tool_router.db/tool_steps": ("10 minutes", "older steps go, each minute"),
     "tool_router.db/lineup_applied": ("with the steps", "go with them"),
-    "app_manager.db/app_instances": ("live ones and 1,000 ended", "the oldest ended go"),
+    "app_manager.db/app_instances": ("live ones and 100 ended", "the oldest ended go"),
     "capability_gateway.db/capability_requests": ("7 days once finished", "older ones go"),
     "capability_gateway.db/capability_grants": ("one an app and capability", "the user's"),
     "capability_gateway.db/audit_outbox": ("until the store has them", "sent, then gone"),

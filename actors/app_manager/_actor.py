@@ -42,7 +42,7 @@ from ._cache import BundleCache, bundle_cache_dir
 from ._db import RegistryFile
 from ._focus import Focus, Instance, startup_target
 from ._migration import move_from_runtime_db
-from ._registry import AppOperation, AppRecord, check_request, core_records
+from ._registry import AppOperation, AppRecord, check_request, core_records, forget_finished
 from ._requests import HOST_NAVIGATION, NAVIGATION, check_requester, request_fields
 from ._start_failure import start_failure
 from ._steps import Outcome, Steps
@@ -50,8 +50,12 @@ from .door import DOOR
 
 log = logging.getLogger("lineup.app_manager")
 
-KEEP_OPERATIONS: Final = 1000  # finished operations kept for the CLI and the audit
-KEEP_ENDED_INSTANCES: Final = 1000  # instances closed or failed, kept for `lineup app`
+# What the registry keeps of its history, for `lineup app` and a request sent again: the
+# newest finished operations (a launch is one) and the newest instances that ended. The
+# oldest finished operations go once `OPERATIONS_SLACK` more have finished.
+KEEP_OPERATIONS: Final = 100
+OPERATIONS_SLACK: Final = 25
+KEEP_ENDED_INSTANCES: Final = 100
 # The word to the web host, where the runtime runs one (`registry_watcher`), that the
 # registry's rows changed: it carries nothing, the web host reads the rows itself.
 REGISTRY_CHANGED: Final = "web_host.registry.changed"
@@ -164,6 +168,10 @@ class AppManagerActor(Actor):
         """One transaction: these rows, the instances that changed, the focus stack (and
         each record whose count of live instances moved)."""
         forgotten = self.focus.forget_ended(KEEP_ENDED_INSTANCES)
+        if keep_operations is None and forget_finished(
+            self.operations, KEEP_OPERATIONS, OPERATIONS_SLACK
+        ):
+            keep_operations = KEEP_OPERATIONS
         changed, events = self.focus.take_changes()
         routing = self._routing()
         written = {r.app_scope: r for r in records}

@@ -127,6 +127,18 @@ class AppOperation:
         )
 
 
+def forget_finished(operations: dict[str, AppOperation], keep: int, slack: int) -> bool:
+    """Forget the oldest finished `operations` past the newest `keep` once `slack` more
+    have finished (running ones stay); whether any went."""
+    finished = [op for op in operations.values() if op.done]
+    if len(finished) <= keep + slack:
+        return False
+    finished.sort(key=lambda op: op.created_ms)
+    for op in finished[: len(finished) - keep]:
+        del operations[op.operation_id]
+    return True
+
+
 def semver_key(version: str) -> tuple[Any, ...]:
     """Semantic Versioning 2.0.0 precedence as a sort key: numbers numerically, a
     pre-release before its release, pre-release fields numeric before alphanumeric, fewer

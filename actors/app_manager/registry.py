@@ -50,7 +50,7 @@ class RegistryReader(KeptReader):
     def apps(self, *, operations: int | None = None, ended: bool = True) -> dict[str, Any]:
         """As `read_apps`, from one snapshot of the file; a reader that looks at every
         change reads only what it shows (`load_apps`' `operations` and `ended`): the
-        registry keeps up to a thousand of each."""
+        registry keeps up to a hundred of each."""
         db = self._open()
         if db is None:
             return no_apps()

@@ -25,7 +25,7 @@ from ._diagnostics import DiagnosticsTables
 from ._overview import OverviewTables
 from ._schema import open_db
 from ._session_data import SessionDataTables
-from ._upkeep import StoreUpkeep
+from ._upkeep import StoreUpkeep, write_audit
 from .door import DOOR, Audit, Empty, Enqueue, Lifecycle, Pending, Persist
 
 log = logging.getLogger("lineup.store")
@@ -91,10 +91,14 @@ class StoreActor(
     def _audit(
         self, code: str, detail: str, message_id: str | None, seq: int | None, source: str
     ) -> None:
-        self.db.execute(
-            "INSERT INTO audit (at_ms, code, detail, message_id, seq, source)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (_now_ms(), code, detail[:500], message_id, seq, source),
+        write_audit(
+            self.db,
+            code,
+            detail[:500],
+            message_id=message_id,
+            seq=seq,
+            source=source,
+            now_ms=_now_ms(),
         )
 
     def _enqueue(

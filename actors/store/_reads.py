@@ -56,8 +56,14 @@ def read_outbox_envelopes(data_dir: Path) -> list[dict[str, Any]]:
 
 
 def read_audit(data_dir: Path) -> list[dict[str, Any]]:
-    rows = _read(data_dir, "SELECT code, detail, message_id, seq, source FROM audit ORDER BY pos")
-    keys = ("code", "detail", "message_id", "seq", "source")
+    """Every audit row, oldest first; `repeats`: how many of the same routine action it
+    stands for (`_upkeep.write_audit`)."""
+    rows = _read(
+        data_dir,
+        "SELECT code, detail, message_id, seq, source, coalesce(repeats, 1) FROM audit"
+        " ORDER BY pos",
+    )
+    keys = ("code", "detail", "message_id", "seq", "source", "repeats")
     return [dict(zip(keys, row, strict=True)) for row in rows]
 
 

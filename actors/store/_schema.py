@@ -66,6 +66,10 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
             "message_id": str,
             "seq": int,
             "source": str,
+            # A routine action repeated within a minute is counted on its first row
+            # (`_upkeep.write_audit`): how many it stands for, and the last one's time.
+            "repeats": int,
+            "last_ms": int,
         },
         "pos",
     ),

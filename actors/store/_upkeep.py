@@ -8,7 +8,12 @@ Two things grow with every request and are bounded here:
   a message handed out and not acked), or from a sender's own records after a restart
   (an app's unanswered actions): the records cover those for the newest 10,000 requests,
   days of a person's use, minutes of the soak bench's load.
-- **Audit**: the newest `AUDIT_KEPT` rows, none older than `AUDIT_KEPT_DAYS`.
+- **Audit**: the newest `AUDIT_KEPT` rows, none older than `AUDIT_KEPT_DAYS`. A person's
+  routine actions (`FOLDED_CODES`: an action in an app's UI, a host intent) are recorded by
+  kind, app and session: the same one again within `FOLD_WINDOW_MS` of a recent row's first
+  is counted on that row (`repeats`, `last_ms`) instead of taking a row of its own, so the
+  audit grows with the minutes a person acts, not with every keystroke sent. Refusals and
+  every other code keep a row each.
 
 The conversation (`messages`) is the user's and is never pruned here.
 
@@ -36,6 +41,49 @@ UPKEEP_EVERY: Final = 2_000
 CHUNK: Final = 500
 IDLE_S: Final = 30.0
 _APPLIED: Final = "lineup_applied"
+FOLDED_CODES: Final = frozenset({"ui.action", "host.intent"})
+FOLD_WINDOW_MS: Final = 60_000
+FOLD_LOOKBACK: Final = 16  # the newest rows looked at for one to count an action on
+
+
+def write_audit(
+    db: sqlite3.Connection,
+    code: str,
+    detail: str,
+    *,
+    message_id: str | None,
+    seq: int | None,
+    source: str,
+    now_ms: int,
+) -> None:
+    """One audit row, or a routine action counted on a recent row recording the same."""
+    if code in FOLDED_CODES and _fold_into_recent(db, code, detail, source, now_ms):
+        return
+    db.execute(
+        "INSERT INTO audit (at_ms, code, detail, message_id, seq, source, repeats, last_ms)"
+        " VALUES (?, ?, ?, ?, ?, ?, 1, ?)",
+        (now_ms, code, detail, message_id, seq, source, now_ms),
+    )
+
+
+def _fold_into_recent(
+    db: sqlite3.Connection, code: str, detail: str, source: str, now_ms: int
+) -> bool:
+    """Count this action on one of the newest audit rows recording the same action (code,
+    detail, source) first seen within `FOLD_WINDOW_MS`; False if there is none."""
+    row = db.execute(
+        "SELECT pos FROM (SELECT pos, at_ms, code, detail, source FROM audit"
+        " ORDER BY pos DESC LIMIT ?) WHERE code = ? AND detail = ? AND source = ?"
+        " AND at_ms >= ? ORDER BY pos DESC LIMIT 1",
+        (FOLD_LOOKBACK, code, detail, source, now_ms - FOLD_WINDOW_MS),
+    ).fetchone()
+    if row is None:
+        return False
+    db.execute(
+        "UPDATE audit SET repeats = coalesce(repeats, 1) + 1, last_ms = ? WHERE pos = ?",
+        (now_ms, row[0]),
+    )
+    return True
 
 
 def prune_requests_chunk(db: sqlite3.Connection, keep: int = REQUESTS_KEPT) -> int:

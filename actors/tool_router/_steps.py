@@ -57,7 +57,7 @@ PRUNE_EVERY_S: Final = 60.0
 # it, and a call retried with its id meanwhile gets the same outcome (the AppServer hands
 # a run again only until the runtime's cursor passes it); then it goes.
 FINISHED_KEPT_MS: Final = 7 * 24 * 3600 * 1000
-FINISHED_KEPT: Final = 1_000
+FINISHED_KEPT: Final = 500
 SUBMIT: Final = "transport.submit"
 TRANSPORT: Final = "transport"
 

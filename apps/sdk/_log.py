@@ -80,9 +80,11 @@ APPLIED_KEPT: Final = 10_000
 WAL_PAGES: Final = 256
 WAL_KEPT_BYTES: Final = 1 << 20
 # How many finished tool calls the log keeps (and none past the mailbox's dedup window): a
-# call is given again only while the tool router holds it open, and it keeps the newest
-# thousand it finished.
-FINISHED_CALLS_KEPT: Final = 1_000
+# call is given again only while the tool router holds it open, that is until its final
+# report reaches the router, and far fewer than this many are on their way at once. The
+# oldest beyond it go every `PRUNE_EVERY` calls finished, and when the app starts.
+FINISHED_CALLS_KEPT: Final = 200
+PRUNE_EVERY: Final = 50
 _TOOL_CALL = "SELECT call_id, method, invoke_id, body, state, reports, report FROM tool_calls"
 
 
@@ -99,6 +101,7 @@ class EventLog:
     ) -> None:
         path = Path(app_dir) / LOG_FILE
         self.applied_kept = applied_kept
+        self._finished = 0  # tool calls finished by this log, for `PRUNE_EVERY`
         if readonly:
             self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
             return
@@ -386,9 +389,14 @@ class EventLog:
     def finish_tool_call(self, call_id: str, report: str | None) -> int | None:
         """End an open call with its final report (JSON; None: ended without one) in one
         write; the report's index, or None if the call was not open."""
-        return self._take(
+        index = self._take(
             call_id, "reports = reports + 1, state = 'finished', report = ?", (report,)
         )
+        if index is not None:
+            self._finished += 1
+            if self._finished % PRUNE_EVERY == 0:
+                self.prune_tool_calls(before_ns=0)
+        return index
 
     def leave_tool_call_pending(self, call_id: str) -> None:
         """Its handler returned and the app finishes it later: no longer a running call."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from actors.app_manager._db import WAL_KEPT_BYTES, RegistryFile
 from actors.app_manager._migration import move_from_runtime_db
+from actors.app_manager._registry import AppOperation, forget_finished
 from actors.app_manager.registry import RegistryReader, read_apps, read_operation
 
 
@@ -45,6 +46,19 @@ def test_finished_operations_are_pruned_to_the_newest(tmp_path: Path) -> None:
     assert registry.load()["operations"][-1]["request"] == {"n": 9}
     assert read_operation(tmp_path, "op-009") == {**registry.load()["operations"][-1]}
     assert read_operation(tmp_path, "op-001") is None
+
+
+def test_the_actor_forgets_its_oldest_finished_operations_past_a_slack() -> None:
+    """As the app manager runs, its finished operations stay near the newest kept: the
+    oldest go once `slack` more have finished, a running one whatever its age."""
+    ops = {"op-000": AppOperation.from_row(_op(0, "running"))}
+    forgot_at = []
+    for n in range(1, 14):
+        ops[f"op-{n:03d}"] = AppOperation.from_row(_op(n, "succeeded"))
+        if forget_finished(ops, keep=5, slack=3):
+            forgot_at.append(n)
+    assert forgot_at == [9, 13]
+    assert list(ops) == ["op-000"] + [f"op-{n:03d}" for n in range(9, 14)]
 
 
 def test_a_step_is_written_whole_or_not_at_all(tmp_path: Path) -> None:

@@ -9,7 +9,13 @@ from contextlib import closing
 from pathlib import Path
 
 from apps.sdk import EventLog
-from apps.sdk._log import APPLIED_KEPT, WAL_KEPT_BYTES, WAL_PAGES
+from apps.sdk._log import (
+    APPLIED_KEPT,
+    FINISHED_CALLS_KEPT,
+    PRUNE_EVERY,
+    WAL_KEPT_BYTES,
+    WAL_PAGES,
+)
 
 KEPT = 50
 
@@ -80,4 +86,18 @@ def test_the_logs_wal_stays_near_a_mebibyte(tmp_path: Path) -> None:
     assert wal.stat().st_size <= WAL_PAGES * 4096 * 1.2 + WAL_KEPT_BYTES
     assert wal.stat().st_size < 2 * 1024 * 1024
     assert log.db.execute("SELECT count(*) FROM events").fetchone()[0] == 3000
+    log.close()
+
+
+def test_finishing_calls_keeps_the_newest_finished_as_the_app_runs(tmp_path: Path) -> None:
+    """Every `PRUNE_EVERY` calls finished, those past the newest `FINISHED_CALLS_KEPT` go,
+    without waiting for the app's next start; a running call stays."""
+    log = EventLog(tmp_path)
+    log.add_tool_call("k-open", {"call_id": "open", "method": "m"})
+    total = FINISHED_CALLS_KEPT + 3 * PRUNE_EVERY
+    for n in range(total):
+        log.add_tool_call(f"k{n}", {"call_id": f"c{n}", "method": "m"})
+        assert log.finish_tool_call(f"c{n}", "{}") == 0
+    kept = [row["call_id"] for row in log.tool_calls()]
+    assert kept == ["open"] + [f"c{n}" for n in range(total - FINISHED_CALLS_KEPT, total)]
     log.close()
