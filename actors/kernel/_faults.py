@@ -26,6 +26,7 @@ POINTS = (
     "capability_gateway.after_effect",  # a capability ran its effect, its end is unrecorded
     "store.artifact_mid_file",  # half an artifact's bytes are in its temporary file
     "store.artifact_before_commit",  # its file is in place, its row is not committed
+    "tool_router.unsynced",  # a step is committed, its envelopes for the agent wait unsent
 )
 
 

@@ -143,6 +143,7 @@ class ToolRouterActor(Actor):
             send=self._send,
             abandoned=self._restore,
             stepped=self._deadline_moved,
+            waiting=lambda: self.backlog,
         )
         # The deadline watch's next look (epoch ms) and what wakes it before that.
         self.next_look_ms = math.inf
@@ -175,6 +176,9 @@ class ToolRouterActor(Actor):
         if not self.steps.hold(to, type, body, message_id):
             await self._send(to, type, body, message_id)
         return message_id
+
+    async def before_acks(self) -> None:
+        await self.steps.flush_unsynced()
 
     async def _send(self, to: str, type_: str, body: Any, message_id: str) -> None:
         await Actor.cast(self, to, type_, body, id=message_id)

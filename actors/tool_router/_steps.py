@@ -8,10 +8,15 @@ once, in one transaction of `tool_router.db`, and what it emits, sent after the 
            ▼
     COMMIT (the effect, "M applied", and what the step emits)
            ▼
+    the casts that stay on the device, in order (the app, the chat, the store's audit)
+           ▼
     (at synchronous=NORMAL, the WAL synced if the step tells the agent anything)
            ▼
-    the casts, in order: first one `transport.submit` with the step's envelopes for the
-    agent, then what the handler cast (the app, the chat, the store's audit)
+    one `transport.submit` with the step's envelopes for the agent
+
+While more messages wait behind a message's step, its envelopes for the agent may wait
+for theirs (at most `UNSYNCED_MAX`): one sync of the WAL then covers them all, and they
+leave before the messages are acked (`flush_unsynced`, from the kernel's `before_acks`).
 
 A crash after the commit and before the casts left loses nothing: M was not acked, so it
 is delivered again, found applied, and what its step emitted is sent again. A step of the
@@ -43,7 +48,7 @@ from typing import Any, Final
 import msgpack
 import trio
 
-from actors.kernel import Message, new_id
+from actors.kernel import Message, crash_point, new_id
 from contracts import Code, ContractError, fsync_directory
 
 from ._db import CALL_COLUMNS, DEADLINE_COLUMNS, INVENTORY_COLUMNS, replace, sync_wal
@@ -60,6 +65,8 @@ FINISHED_KEPT_MS: Final = 7 * 24 * 3600 * 1000
 FINISHED_KEPT: Final = 500
 SUBMIT: Final = "transport.submit"
 TRANSPORT: Final = "transport"
+UNSYNCED_MAX: Final = 16  # steps' envelopes for the agent waiting for one shared sync
+MERGED_MAX_BYTES: Final = 256 * 1024  # the envelopes' text one merged submit carries
 
 # A cast: [to, type, id, body].
 Output = list[Any]
@@ -95,6 +102,7 @@ class Steps:
         send: Send,
         abandoned: Callable[[], None],
         stepped: Callable[[], None],
+        waiting: Callable[[], int] = lambda: 0,
     ) -> None:
         self.db = db
         self.abandoned = abandoned  # what is in memory is read again from the file
@@ -103,7 +111,12 @@ class Steps:
         # At NORMAL a commit is not synced: before the agent hears of a step, its WAL is.
         self.barrier = synchronous == "NORMAL"
         self.send = send
+        self.waiting = waiting  # how many messages wait behind the running one
         self.lock = trio.Lock()
+        # What committed steps emitted for the agent, waiting for the WAL's sync; sent in
+        # order under `send_lock`, so a step's own sending cannot overtake them.
+        self.unsynced: list[Output] = []
+        self.send_lock = trio.Lock()
         self.first_seq: int | None = None  # of this incarnation's first delivery
         self.started_ms = _now_ms()
         self.pruned_at = time.monotonic()
@@ -138,7 +151,7 @@ class Steps:
                 ).fetchone()
             if recorded is not None:
                 self.counts["replayed"] += 1
-                await self._send_all(_unpack(recorded[0]) or [])
+                await self._send_all(_unpack(recorded[0]) or [], deferrable=True)
                 answer = _unpack(recorded[1]) or {}
                 if "error" in answer:
                     raise ContractError(Code(answer["error"]["code"]), answer["error"]["detail"])
@@ -148,7 +161,8 @@ class Steps:
             try:
                 reply = await run()
             except ContractError as exc:  # a definite refusal: what was done before it stands
-                await self._finish(step, {"error": exc.to_dict()} if msg.wants_reply else None)
+                error = {"error": exc.to_dict()} if msg.wants_reply else None
+                await self._finish(step, error, deferrable=True)
                 raise
             except BaseException:
                 self._abandon(step)
@@ -156,7 +170,7 @@ class Steps:
             finally:
                 _current.reset(token)
                 self.stepped()
-            await self._finish(step, {"body": reply} if msg.wants_reply else None)
+            await self._finish(step, {"body": reply} if msg.wants_reply else None, deferrable=True)
             return reply
 
     # -- a step of the router's own -------------------------------------------------------
@@ -256,7 +270,9 @@ class Steps:
 
     # -- the end of a step ----------------------------------------------------------------
 
-    async def _finish(self, step: Step, reply: dict[str, Any] | None) -> None:
+    async def _finish(
+        self, step: Step, reply: dict[str, Any] | None, *, deferrable: bool = False
+    ) -> None:
         step.open = False
         outputs: list[Output] = []
         if step.submits:
@@ -279,7 +295,7 @@ class Steps:
             self.abandoned()
             raise
         self.counts["steps"] += 1
-        await self._send_all(outputs)
+        await self._send_all(outputs, deferrable=deferrable)
 
     def _abandon(self, step: Step) -> None:
         step.open = False
@@ -287,21 +303,37 @@ class Steps:
             self.db.execute("ROLLBACK")
         self.abandoned()
 
-    async def _send_all(self, outputs: list[Output]) -> None:
+    async def _send_all(self, outputs: list[Output], *, deferrable: bool = False) -> None:
         """Send what a committed step emitted; at NORMAL, what is for the agent (it leaves
         the device) only once the WAL is synced. What stays on the device goes first (the
         app starts on a call while the WAL is synced), then the transport's, each
-        recipient's in the order emitted."""
-        if not (self.barrier and any(output[1] == SUBMIT for output in outputs)):
+        recipient's in the order emitted. A message's step (`deferrable`) leaves the
+        transport's to wait for the next sync while messages wait behind it."""
+        barrier = self.barrier and (
+            bool(self.unsynced) or any(output[1] == SUBMIT for output in outputs)
+        )
+        if not barrier:
             for to, type_, message_id, body in outputs:
                 await self.send(to, type_, body, message_id)
             return
         for to, type_, message_id, body in outputs:
             if to != TRANSPORT:
                 await self.send(to, type_, body, message_id)
-        self._sync()
-        for to, type_, message_id, body in outputs:
-            if to == TRANSPORT:
+        self.unsynced.extend(output for output in outputs if output[0] == TRANSPORT)
+        if deferrable and self.waiting() > 0 and len(self.unsynced) < UNSYNCED_MAX:
+            crash_point("tool_router.unsynced")
+            return
+        await self.flush_unsynced()
+
+    async def flush_unsynced(self) -> None:
+        """Sync the WAL once and send what waited for it, in the order emitted, the steps'
+        submits merged (`merge_submits`)."""
+        async with self.send_lock:
+            if not self.unsynced:
+                return
+            outputs, self.unsynced = merge_submits(self.unsynced), []
+            self._sync()
+            for to, type_, message_id, body in outputs:
                 await self.send(to, type_, body, message_id)
 
     def _sync(self) -> None:
@@ -352,6 +384,26 @@ class Steps:
             (finished_before,),
         )
         self.db.execute(f"DELETE{gone}", (finished_before,))
+
+
+def merge_submits(outputs: list[Output]) -> list[Output]:
+    """Consecutive `transport.submit`s as one carrying their envelopes in order (up to
+    `MERGED_MAX_BYTES` of text), under the first one's id. Safe under a replay: a step
+    whose cause comes again sends its own submit again, whose envelopes the transport and
+    the AppServer take once by their keys; the first one's id the mailbox takes once."""
+    merged: list[Output] = []
+    size = 0  # of the last one's envelopes
+    for to, type_, message_id, body in outputs:
+        items = list(body["items"]) if type_ == SUBMIT else []
+        weight = sum(len(item["envelope"]) for item in items)
+        last = merged[-1] if merged else None
+        if last and last[1] == SUBMIT == type_ and size + weight <= MERGED_MAX_BYTES:
+            last[3] = {"items": [*last[3]["items"], *items]}
+            size += weight
+            continue
+        merged.append([to, type_, message_id, body])
+        size = weight
+    return merged
 
 
 def _now_ms() -> int:

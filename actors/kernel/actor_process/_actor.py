@@ -221,6 +221,17 @@ class Actor:
         """Actor-specific figures for `lineup debug actors`."""
         return {}
 
+    @property
+    def backlog(self) -> int:
+        """How many delivered messages wait for their handler behind the running one."""
+        return len(self._queue)
+
+    async def before_acks(self) -> None:
+        """Runs before the handled messages' acks go to the supervisor: a handler that left
+        some of what it emits to be sent after the messages behind it (one sync of its
+        file for several) sends it here, so that no message is acked before all it emitted
+        has left."""
+
     async def cast(self, to: str, type: str, body: Any = None, *, id: str | None = None) -> str:
         """Send a durable message and return its id; do not wait for it to be handled."""
         message_id = id or self._next_id()
@@ -493,6 +504,7 @@ class _Session:
         return len(self.acks)
 
     async def flush_acks(self) -> None:
+        await self.actor.before_acks()
         if self.acks:
             acks, self.acks = self.acks, []
             await self.channel.send({"type": "kernel.ack", "seqs": acks})
