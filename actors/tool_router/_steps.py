@@ -14,9 +14,11 @@ once, in one transaction of `tool_router.db`, and what it emits, sent after the 
            ▼
     one `transport.submit` with the step's envelopes for the agent
 
-While more messages wait behind a message's step, its envelopes for the agent may wait
-for theirs (at most `UNSYNCED_MAX`): one sync of the WAL then covers them all, and they
-leave before the messages are acked (`flush_unsynced`, from the kernel's `before_acks`).
+While more messages wait behind a message's step, its envelopes for the agent (and its
+steps of calls for the chat) may wait for theirs (at most `UNSYNCED_MAX`): one sync of the
+WAL then covers them all, they leave as one submit, a call's step for the chat that a later
+one of the same call supersedes is not sent (`merge_held`), and all of it leaves before
+the messages are acked (`flush_unsynced`, from the kernel's `before_acks`).
 
 A crash after the commit and before the casts left loses nothing: M was not acked, so it
 is delivered again, found applied, and what its step emitted is sent again. A step of the
@@ -66,6 +68,8 @@ FINISHED_KEPT: Final = 500
 SUBMIT: Final = "transport.submit"
 TRANSPORT: Final = "transport"
 UNSYNCED_MAX: Final = 16  # steps' envelopes for the agent waiting for one shared sync
+SHOWN: Final = "app.tool.event"  # a call's step for the chat's timeline
+PASSING: Final = frozenset({"accepted", "starting", "running"})  # what a later step supersedes
 MERGED_MAX_BYTES: Final = 256 * 1024  # the envelopes' text one merged submit carries
 
 # A cast: [to, type, id, body].
@@ -316,22 +320,25 @@ class Steps:
             for to, type_, message_id, body in outputs:
                 await self.send(to, type_, body, message_id)
             return
-        for to, type_, message_id, body in outputs:
-            if to != TRANSPORT:
+        defer = deferrable and self.waiting() > 0 and len(self.unsynced) < UNSYNCED_MAX
+        for output in outputs:
+            to, type_, message_id, body = output
+            if to == TRANSPORT or (type_ == SHOWN and (defer or self.unsynced)):
+                self.unsynced.append(output)  # behind what waits already, in order
+            else:
                 await self.send(to, type_, body, message_id)
-        self.unsynced.extend(output for output in outputs if output[0] == TRANSPORT)
-        if deferrable and self.waiting() > 0 and len(self.unsynced) < UNSYNCED_MAX:
+        if defer:
             crash_point("tool_router.unsynced")
             return
         await self.flush_unsynced()
 
     async def flush_unsynced(self) -> None:
-        """Sync the WAL once and send what waited for it, in the order emitted, the steps'
-        submits merged (`merge_submits`)."""
+        """Sync the WAL once and send what waited for it, in the order emitted, merged
+        (`merge_held`)."""
         async with self.send_lock:
             if not self.unsynced:
                 return
-            outputs, self.unsynced = merge_submits(self.unsynced), []
+            outputs, self.unsynced = merge_held(self.unsynced), []
             self._sync()
             for to, type_, message_id, body in outputs:
                 await self.send(to, type_, body, message_id)
@@ -386,14 +393,21 @@ class Steps:
         self.db.execute(f"DELETE{gone}", (finished_before,))
 
 
-def merge_submits(outputs: list[Output]) -> list[Output]:
-    """Consecutive `transport.submit`s as one carrying their envelopes in order (up to
-    `MERGED_MAX_BYTES` of text), under the first one's id. Safe under a replay: a step
-    whose cause comes again sends its own submit again, whose envelopes the transport and
-    the AppServer take once by their keys; the first one's id the mailbox takes once."""
+def merge_held(outputs: list[Output]) -> list[Output]:
+    """What waited, as it is sent: a call's passing step for the chat dropped when a later
+    one of the same call follows; consecutive `transport.submit`s as one carrying their
+    envelopes in order (up to `MERGED_MAX_BYTES` of text), under the first one's id.
+
+    Safe under a replay: a step whose cause comes again sends its own outputs again; the
+    transport and the AppServer take an envelope once by its key, the mailbox the first
+    submit's id once, and the chat keeps a call's final step over a passing one."""
+    last_shown = {str(o[3].get("call_id")): n for n, o in enumerate(outputs) if o[1] == SHOWN}
     merged: list[Output] = []
     size = 0  # of the last one's envelopes
-    for to, type_, message_id, body in outputs:
+    for n, (to, type_, message_id, body) in enumerate(outputs):
+        passing = type_ == SHOWN and body.get("state") in PASSING
+        if passing and last_shown[str(body.get("call_id"))] > n:
+            continue
         items = list(body["items"]) if type_ == SUBMIT else []
         weight = sum(len(item["envelope"]) for item in items)
         last = merged[-1] if merged else None

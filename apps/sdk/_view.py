@@ -203,9 +203,10 @@ class ConversationView:
         tool, app = step.get("title") or step["method"], step.get("app_title") or step["app_scope"]
         label = f"{tool} · {app}"
         task = self.tasks.setdefault(call_id, {"label": label, "status": "pending"})
-        task["status"] = _TASK_STATUS.get(state, "running")
-        if step.get("code") == "cancelled_by_user":
-            task["status"] = "cancelled"
+        if task["status"] in _OPEN_TASK_STATUSES:  # an ended task stays ended
+            task["status"] = _TASK_STATUS.get(state, "running")
+            if step.get("code") == "cancelled_by_user":
+                task["status"] = "cancelled"
         if step.get("percent") is not None:
             task["percent"] = step["percent"]
         elif state == "succeeded":

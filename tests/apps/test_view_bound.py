@@ -88,3 +88,13 @@ def test_the_same_log_folds_to_the_same_view_and_the_page_keeps_everything() -> 
     for event in log:
         page.apply(event)
     assert len(page.timeline) == 3 + 2_000 + 200
+
+
+def test_a_calls_passing_step_after_its_final_changes_nothing() -> None:
+    """A replayed step of a call can come after its final (the tool router sends a passing
+    step again when its cause comes again): the item and the task stay ended."""
+    views = ViewModel()
+    views.apply(_tool("call-1", "succeeded"))
+    view = views.apply(_tool("call-1", "running"))
+    assert [item["state"] for item in view.timeline] == ["succeeded"]
+    assert view.tasks["call-1"]["status"] == "succeeded"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import trio
 
-from actors.tool_router._steps import MERGED_MAX_BYTES, SUBMIT, merge_submits
+from actors.tool_router._steps import MERGED_MAX_BYTES, SHOWN, SUBMIT, merge_held
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 
 from .helpers import Agent, effects, install_toolbox, new_revision, read_tool_calls, stream_finals
@@ -22,9 +22,13 @@ def _submit(message_id: str, *keys: str, size: int = 10) -> list[object]:
     return ["transport", SUBMIT, message_id, {"items": items}]
 
 
+def _shown(message_id: str, call_id: str, state: str) -> list[object]:
+    return ["app.chat", SHOWN, message_id, {"call_id": call_id, "state": state}]
+
+
 def test_consecutive_submits_go_as_one_under_the_first_id() -> None:
-    chat = ["app.chat", "app.tool.event", "e1", {"state": "running"}]
-    merged = merge_submits([_submit("s1", "a"), _submit("s2", "b", "c"), chat, _submit("s3", "d")])
+    chat = _shown("e1", "c1", "running")
+    merged = merge_held([_submit("s1", "a"), _submit("s2", "b", "c"), chat, _submit("s3", "d")])
     assert [(o[0], o[1], o[2]) for o in merged] == [
         ("transport", SUBMIT, "s1"),
         ("app.chat", "app.tool.event", "e1"),
@@ -32,8 +36,21 @@ def test_consecutive_submits_go_as_one_under_the_first_id() -> None:
     ]
     assert [i["key"] for i in merged[0][3]["items"]] == ["a", "b", "c"]
     big = MERGED_MAX_BYTES // 2 + 1
-    apart = merge_submits([_submit("s1", "a", size=big), _submit("s2", "b", size=big)])
+    apart = merge_held([_submit("s1", "a", size=big), _submit("s2", "b", size=big)])
     assert [o[2] for o in apart] == ["s1", "s2"]  # together past the cap: each on its own
+
+
+def test_a_calls_passing_step_for_the_chat_goes_only_if_nothing_of_it_follows() -> None:
+    held = [
+        _shown("r1", "c1", "running"),
+        _shown("r2", "c2", "running"),
+        _submit("s1", "a"),
+        _shown("p1", "c1", "progress"),
+        _shown("f1", "c1", "succeeded"),
+    ]
+    # c1's running goes (its later steps follow); its progress stays (it carries a
+    # percent); c2's running stays: nothing of c2 follows.
+    assert [o[2] for o in merge_held(held)] == ["r2", "s1", "p1", "f1"]
 
 
 async def test_envelopes_waiting_for_a_shared_sync_survive_a_kill(
