@@ -8,11 +8,12 @@ once, in one transaction of `tool_router.db`, and what it emits, sent after the 
            ▼
     COMMIT (the effect, "M applied", and what the step emits)
            ▼
-    the casts that stay on the device, in order (the app, the chat, the store's audit)
+    the casts for the app and the store's audit, in order
            ▼
     (at synchronous=NORMAL, the WAL synced if the step tells the agent anything)
            ▼
-    one `transport.submit` with the step's envelopes for the agent
+    one `transport.submit` with the step's envelopes for the agent, then the call's steps
+    for the chat's timeline
 
 While more messages wait behind a message's step, its envelopes for the agent (and its
 steps of calls for the chat) may wait for theirs (at most `UNSYNCED_MAX`): one sync of the
@@ -309,10 +310,11 @@ class Steps:
 
     async def _send_all(self, outputs: list[Output], *, deferrable: bool = False) -> None:
         """Send what a committed step emitted; at NORMAL, what is for the agent (it leaves
-        the device) only once the WAL is synced. What stays on the device goes first (the
-        app starts on a call while the WAL is synced), then the transport's, each
-        recipient's in the order emitted. A message's step (`deferrable`) leaves the
-        transport's to wait for the next sync while messages wait behind it."""
+        the device) only once the WAL is synced. The app's and the store's go first (the
+        app starts on a call while the WAL is synced), then the transport's, then the
+        chat's (no call waits for its timeline), each recipient's in the order emitted. A
+        message's step (`deferrable`) leaves the transport's and the chat's to wait for
+        the next sync while messages wait behind it."""
         barrier = self.barrier and (
             bool(self.unsynced) or any(output[1] == SUBMIT for output in outputs)
         )
@@ -323,7 +325,7 @@ class Steps:
         defer = deferrable and self.waiting() > 0 and len(self.unsynced) < UNSYNCED_MAX
         for output in outputs:
             to, type_, message_id, body = output
-            if to == TRANSPORT or (type_ == SHOWN and (defer or self.unsynced)):
+            if to == TRANSPORT or type_ == SHOWN:
                 self.unsynced.append(output)  # behind what waits already, in order
             else:
                 await self.send(to, type_, body, message_id)
@@ -333,15 +335,17 @@ class Steps:
         await self.flush_unsynced()
 
     async def flush_unsynced(self) -> None:
-        """Sync the WAL once and send what waited for it, in the order emitted, merged
-        (`merge_held`)."""
+        """Sync the WAL once and send what waited for it, merged (`merge_held`): the
+        transport's first, then the chat's, each in the order emitted."""
         async with self.send_lock:
             if not self.unsynced:
                 return
             outputs, self.unsynced = merge_held(self.unsynced), []
             self._sync()
-            for to, type_, message_id, body in outputs:
-                await self.send(to, type_, body, message_id)
+            for first in (True, False):
+                for to, type_, message_id, body in outputs:
+                    if (to == TRANSPORT) is first:
+                        await self.send(to, type_, body, message_id)
 
     def _sync(self) -> None:
         sync_wal(self.data_dir)
