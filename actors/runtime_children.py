@@ -34,7 +34,13 @@ CORE_MANIFESTS: dict[str, dict[str, Any]] = {
 
 
 def _actor(
-    name: str, package: str, cls: str, *, reaches_outside: bool = False, **config: object
+    name: str,
+    package: str,
+    cls: str,
+    *,
+    reaches_outside: bool = False,
+    syncs_before: tuple[str, ...] = (),
+    **config: object,
 ) -> ChildSpec:
     """An actor of the runtime: its package holds its class and its door."""
     return ChildSpec(
@@ -43,6 +49,7 @@ def _actor(
         door=f"{package}.door:DOOR",
         config=config,
         reaches_outside=reaches_outside,
+        syncs_before=list(syncs_before),
     )
 
 
@@ -77,6 +84,8 @@ RUNTIME_CHILDREN = [
         "tool_router",
         "actors.tool_router",
         "ToolRouterActor",
+        # Its steps are synced before the agent hears of them (`_steps`).
+        syncs_before=("transport",),
         core_apps=list(CORE_MANIFESTS.values()),
     ),
     # The capability gateway, the transport and the user's side act beyond the device:

@@ -128,6 +128,12 @@ class ChildSpec(BaseModel):
         " the screen, the user's files): at synchronous=NORMAL the mailbox is synced before"
         " anything is delivered to it",
     )
+    syncs_before: list[str] = Field(
+        default_factory=list,
+        description="the actors reaching outside that it sends to only after it synced its"
+        " own file, sending again under the same ids what a crash cut short: its messages"
+        " to them need no sync of the mailbox first",
+    )
 
     @field_validator("name")
     @classmethod

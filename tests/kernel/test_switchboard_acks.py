@@ -40,11 +40,11 @@ def _up(board: Switchboard, sock: socket.socket, *, window: int, max_deliver: in
     board._apply_batch([("up", "sink", up, None, None)])
 
 
-def _messages(ids: list[str], to: str = "sink") -> list[Op]:
+def _messages(ids: list[str], to: str = "sink", sender: str = "producer") -> list[Op]:
     ops: list[Op] = []
     for message_id in ids:
         frame = {"v": 1, "id": message_id, "to": to, "type": "item", "body": pack_body(None)}
-        ops.append(("message", "producer", frame, None, msgpack.packb(frame)))
+        ops.append(("message", sender, frame, None, msgpack.packb(frame)))
     return ops
 
 
@@ -150,7 +150,7 @@ def test_other_recipients_rows_between_do_not_stop_the_cursor(board: Switchboard
 def test_at_normal_the_wal_is_synced_only_before_what_leaves_the_device(tmp_path: Path) -> None:
     store = MailboxStore(tmp_path / "mailbox.db", synchronous="NORMAL")
     board = Switchboard(store, batch_max=256, queue_size=64)
-    inside, outside = socket.socketpair(), socket.socketpair()
+    inside, outside, sender = socket.socketpair(), socket.socketpair(), socket.socketpair()
     try:
         _up(board, inside[0], window=8)
         up = {"channel": Channel(outside[0]), "window": 8, "max_deliver": 3}
@@ -164,9 +164,19 @@ def test_at_normal_the_wal_is_synced_only_before_what_leaves_the_device(tmp_path
         request = Outcome()
         board._apply_batch([("message", "ui", _messages(["d"])[0][2], request, None)])
         assert board.syncs == synced + 2 and request.done.is_set()
+        # An actor that syncs its own file before it sends to the transport: its deliveries
+        # there need no barrier, but one from another in the same batch does.
+        synced_first = {**up, "channel": Channel(sender[0]), "syncs_before": ["transport"]}
+        board._apply_batch([("up", "router", synced_first, None, None)])
+        board._apply_batch(_messages(["e", "f"], to="transport", sender="router"))
+        assert board.syncs == synced + 2
+        board._apply_batch(
+            _messages(["g"], to="transport", sender="router") + _messages(["h"], to="transport")
+        )
+        assert board.syncs == synced + 3
     finally:
         store.close()
-        for pair in (inside, outside):
+        for pair in (inside, outside, sender):
             for end in pair:
                 end.close()
 

@@ -782,6 +782,7 @@ class Supervisor:
                 "window": spec.window,
                 "max_deliver": spec.max_deliver,
                 "reaches_outside": spec.reaches_outside,
+                "syncs_before": spec.syncs_before,
             },
         )
         child.state = "running"

@@ -44,7 +44,10 @@ The rules:
   `lineup debug redrive ID` moves it back to pending.
 - **Durability barrier.** Before a batch's answers to the UI and control sockets and
   before its deliveries to an actor whose spec `reaches_outside`, the WAL is synced
-  (`_durability`).
+  (`_leaves`); but not for deliveries from an actor that names the recipient in its spec's
+  `syncs_before`: it synced its own file before it sent them and sends them again under
+  the same ids after a crash, so a power cut that takes them from the mailbox also takes
+  the acks that would keep them from being sent again.
 - **Checkpoints off the commit path.** `wal_autocheckpoint` is off on the switchboard's
   connection; once the WAL has grown by about 2,000 pages (8 MB, estimated from the
   commits and frames since the last one: small commits write whole pages), a second
@@ -106,6 +109,9 @@ class Endpoint:
     last_handed: int = 0
     backlog: bool = True  # pending rows may wait on disk; deliver from there first
     reaches_outside: bool = False  # `ChildSpec.reaches_outside`: a barrier precedes delivery
+    # `ChildSpec.syncs_before`: the actors reaching outside whose deliveries from this one
+    # need no barrier (it synced its own file before it sent them).
+    syncs_before: frozenset[str] = frozenset()
     delivered: int = 0
     acked: int = 0
     # Seqs that were in flight when the actor died holding several deliveries. Acks are
@@ -200,6 +206,8 @@ class Switchboard:
         # is synced (a barrier) before any of it leaves the device or tells the user it is
         # done (`_leaves`); a crash of any process still loses nothing committed.
         self.barriers = store.synchronous == "NORMAL"
+        # Of this batch's frames for each channel, the deliveries needing no barrier.
+        self._synced_out: dict[Channel, int] = {}
         self.syncs = 0
         self.frames = 0
         self.disk_full = False  # batches are held until the data dir's disk has room
@@ -348,6 +356,7 @@ class Switchboard:
     def _apply_batch(self, ops: list[Op]) -> None:
         out: Outbox = defaultdict(list)
         touched: set[str] = set()
+        self._synced_out = {}
         self.store.begin(acks_only=all(op[0] in _ACKS for op in ops))
         try:
             run: list[Op] = []  # consecutive messages, inserted with one statement
@@ -424,10 +433,18 @@ class Switchboard:
     def _leaves(self, ops: list[Op], out: Outbox) -> bool:
         """Whether what this batch committed is about to leave the device or reach the
         user: an answer to a socket's request (the UI socket's "stored", an operator's
-        send), or a delivery to an actor that reaches outside."""
+        send), or a frame for an actor that reaches outside, but deliveries from an actor
+        that synced its own file before it sent them (`syncs_before`)."""
         if any(outcome is not None for _, _, _, outcome, _ in ops):
             return True
-        return any(ep.reaches_outside and ep.channel in out for ep in self.endpoints.values())
+        synced = self._synced_out
+        for ep in self.endpoints.values():
+            channel = ep.channel
+            if not ep.reaches_outside or channel is None:
+                continue
+            if len(out.get(channel, ())) > synced.get(channel, 0):
+                return True
+        return False
 
     def _pump(self, ep: Endpoint, out: Outbox) -> None:
         """Hand out backlog from disk while the actor has credits."""
@@ -451,6 +468,10 @@ class Switchboard:
         ep.inflight[seq] = None
         ep.delivered += 1
         out[ep.channel].append(delivery(packed, sender, seq, attempt))
+        if ep.reaches_outside:
+            source = self.endpoints.get(sender)
+            if source is not None and ep.name in source.syncs_before:
+                self._synced_out[ep.channel] = self._synced_out.get(ep.channel, 0) + 1
         if self.tracers:
             self._trace({**msgpack.unpackb(packed, raw=False), "from": sender}, "deliver")
 
@@ -670,6 +691,7 @@ class Switchboard:
         ep.window = payload["window"]
         ep.max_deliver = payload["max_deliver"]
         ep.reaches_outside = payload.get("reaches_outside", False)
+        ep.syncs_before = frozenset(payload.get("syncs_before", ()))
         ep.credits = ep.window
         ep.forget_inflight()
         ep.backlog = True
