@@ -51,7 +51,7 @@ from typing import Any, Final
 import msgpack
 import trio
 
-from actors.kernel import Message, crash_point, new_id
+from actors.kernel import Message, crash_point, derive_id, new_id
 from contracts import Code, ContractError, fsync_directory
 
 from ._db import CALL_COLUMNS, DEADLINE_COLUMNS, INVENTORY_COLUMNS, replace, sync_wal
@@ -68,8 +68,9 @@ FINISHED_KEPT_MS: Final = 7 * 24 * 3600 * 1000
 FINISHED_KEPT: Final = 500
 SUBMIT: Final = "transport.submit"
 TRANSPORT: Final = "transport"
-UNSYNCED_MAX: Final = 16  # steps' envelopes for the agent waiting for one shared sync
+UNSYNCED_MAX: Final = 32  # steps' outputs waiting for one shared sync
 SHOWN: Final = "app.tool.event"  # a call's step for the chat's timeline
+SHOWN_MANY: Final = "app.tool.events"  # several, in one message
 PASSING: Final = frozenset({"accepted", "starting", "running"})  # what a later step supersedes
 MERGED_MAX_BYTES: Final = 256 * 1024  # the envelopes' text one merged submit carries
 
@@ -342,10 +343,8 @@ class Steps:
                 return
             outputs, self.unsynced = merge_held(self.unsynced), []
             self._sync()
-            for first in (True, False):
-                for to, type_, message_id, body in outputs:
-                    if (to == TRANSPORT) is first:
-                        await self.send(to, type_, body, message_id)
+            for to, type_, message_id, body in outputs:
+                await self.send(to, type_, body, message_id)
 
     def _sync(self) -> None:
         sync_wal(self.data_dir)
@@ -398,30 +397,56 @@ class Steps:
 
 
 def merge_held(outputs: list[Output]) -> list[Output]:
-    """What waited, as it is sent: a call's passing step for the chat dropped when a later
-    one of the same call follows; consecutive `transport.submit`s as one carrying their
-    envelopes in order (up to `MERGED_MAX_BYTES` of text), under the first one's id.
+    """What waited, as it is sent: the transport's first, its consecutive submits as one
+    carrying their envelopes in order (up to `MERGED_MAX_BYTES` of text); then the chat's
+    steps as one `app.tool.events`, a call's passing step dropped when a later one of the
+    same call follows; each merged message under an id of its parts (`merged_id`).
 
     Safe under a replay: a step whose cause comes again sends its own outputs again; the
-    transport and the AppServer take an envelope once by its key, the mailbox the first
-    submit's id once, and the chat keeps a call's final step over a passing one."""
-    last_shown = {str(o[3].get("call_id")): n for n, o in enumerate(outputs) if o[1] == SHOWN}
+    transport and the AppServer take an envelope once by its key, the chat a step once by
+    its id, and the chat keeps a call's final step over a passing one."""
     merged: list[Output] = []
+    parts: list[list[str]] = []  # the ids each merged message stands for
     size = 0  # of the last one's envelopes
-    for n, (to, type_, message_id, body) in enumerate(outputs):
-        passing = type_ == SHOWN and body.get("state") in PASSING
-        if passing and last_shown[str(body.get("call_id"))] > n:
-            continue
+    for to, type_, message_id, body in (o for o in outputs if o[0] == TRANSPORT):
         items = list(body["items"]) if type_ == SUBMIT else []
         weight = sum(len(item["envelope"]) for item in items)
         last = merged[-1] if merged else None
         if last and last[1] == SUBMIT == type_ and size + weight <= MERGED_MAX_BYTES:
             last[3] = {"items": [*last[3]["items"], *items]}
+            parts[-1].append(message_id)
             size += weight
             continue
         merged.append([to, type_, message_id, body])
+        parts.append([message_id])
         size = weight
-    return merged
+    for output, ids in zip(merged, parts, strict=True):
+        output[2] = merged_id(ids)
+    return merged + _merge_shown([o for o in outputs if o[0] != TRANSPORT])
+
+
+def merged_id(ids: list[str]) -> str:
+    """A message standing for the messages `ids`, in order: one of them alone keeps its
+    id; several, an id of their own derived from them all, so that the same parts always
+    make the same id and other parts (a replay merges what came again differently) never
+    do, and the mailbox drops none of them for a duplicate."""
+    return ids[0] if len(ids) == 1 else derive_id("\n".join(ids), 0)
+
+
+def _merge_shown(outputs: list[Output]) -> list[Output]:
+    """The chat's steps, as one message when there are several; a call's passing step goes
+    only if nothing later of the same call follows."""
+    last = {str(o[3].get("call_id")): n for n, o in enumerate(outputs)}
+    kept = [
+        o
+        for n, o in enumerate(outputs)
+        if o[3].get("state") not in PASSING or last[str(o[3].get("call_id"))] == n
+    ]
+    if len(kept) < 2:
+        return kept
+    steps = [{"id": message_id, "step": body} for _, _, message_id, body in kept]
+    ids = [step["id"] for step in steps]
+    return [[kept[0][0], SHOWN_MANY, merged_id(ids), {"steps": steps}]]
 
 
 def _now_ms() -> int:

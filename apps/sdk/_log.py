@@ -216,6 +216,40 @@ class EventLog:
             )
             return True
 
+    def add_tool_events(
+        self, kernel_id: str, steps: list[tuple[str, dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
+        """Record several steps of agents' tool calls, each under its own id, in one
+        transaction; the ones new to the log, in order (a step recorded already, as an
+        `app.tool.event` of its own, is not again)."""
+        new: list[dict[str, Any]] = []
+        with self._applied_once(kernel_id) as fresh:
+            if not fresh:
+                return new
+            known = self._known([step_id for step_id, _ in steps])
+            rows = []
+            for step_id, event in steps:
+                if step_id in known:
+                    continue
+                known.add(step_id)
+                new.append(event)
+                rows.append(
+                    (
+                        step_id,
+                        event["conversation_id"],
+                        _encode(event),
+                        event["state"],
+                        event.get("code"),
+                        time.time_ns(),
+                    )
+                )
+            self.db.executemany(
+                "INSERT INTO events (id, kind, conversation_id, type, body, state, code, at_ns)"
+                " VALUES (?, 'tool', ?, 'lineup.tool', ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                rows,
+            )
+        return new
+
     def add_consent_event(self, kernel_id: str, card: dict[str, Any]) -> bool:
         """Record a consent card the capability gateway opened or closed; False if that
         message was recorded already."""

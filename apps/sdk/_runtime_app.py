@@ -63,7 +63,7 @@ from ._settings import SettingsAPI
 from ._surface import SurfaceAPI, SurfaceInbox, declared_events, declares_surface
 from ._tools import TOOL_ROUTER, ToolsAPI
 from ._view import WITHDRAW, ConversationView, ViewModel
-from .door import DOOR, Deliver, ToolCancel, ToolInvoke
+from .door import DOOR, Deliver, ToolCancel, ToolInvoke, ToolSteps
 
 log = logging.getLogger("lineup.app")
 
@@ -375,6 +375,16 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
         self._from(msg, TOOL_ROUTER)
         body = dict(msg.body or {})
         if self._log.add_tool_event(msg.id, body):
+            await self._apply(
+                {"kind": "tool", "conversation_id": body["conversation_id"], "body": body}
+            )
+
+    @handles("app.tool.events")
+    async def _tool_events(self, msg: Message[ToolSteps]) -> None:
+        """Several steps of agents' tool calls, for the timeline, in the order taken."""
+        self._from(msg, TOOL_ROUTER)
+        steps = [(entry["id"], dict(entry["step"])) for entry in msg.body["steps"]]
+        for body in self._log.add_tool_events(msg.id, steps):
             await self._apply(
                 {"kind": "tool", "conversation_id": body["conversation_id"], "body": body}
             )

@@ -37,6 +37,17 @@ class ToolCancel(TypedDict):
     call_id: str
 
 
+class ToolStep(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    id: str  # the id the step would have had as an `app.tool.event` of its own
+    step: dict[str, Any]
+
+
+class ToolSteps(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    steps: list[ToolStep]
+
+
 class SessionDataChanged(TypedDict):
     __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
     instance_id: str
@@ -82,6 +93,8 @@ DOOR = Door(
         "app.tool.deadline": accept("tool_router", body=dict[str, Any]),
         # The interaction app's view of the agent's tool calls (a step of one call).
         "app.tool.event": accept("tool_router", body=dict[str, Any]),
+        # Several such steps, of one or more calls, in the order they were taken.
+        "app.tool.events": accept("tool_router", body=ToolSteps),
         # A capability consent card opened or closed (the interaction app shows it).
         "app.capability.consent": accept("capability_gateway", body=dict[str, Any]),
         # A committed replace of the app's own session data, announced after the commit.

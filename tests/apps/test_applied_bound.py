@@ -101,3 +101,20 @@ def test_finishing_calls_keeps_the_newest_finished_as_the_app_runs(tmp_path: Pat
     kept = [row["call_id"] for row in log.tool_calls()]
     assert kept == ["open"] + [f"c{n}" for n in range(total - FINISHED_CALLS_KEPT, total)]
     log.close()
+
+
+def test_steps_of_tool_calls_together_are_recorded_once_each(tmp_path: Path) -> None:
+    """Several steps in one message: each recorded once by its own id, whether it came
+    alone before or the message comes again."""
+    log = EventLog(tmp_path)
+
+    def step(call_id: str, state: str) -> dict[str, object]:
+        return {"call_id": call_id, "conversation_id": "c", "state": state}
+
+    assert log.add_tool_event("s1", step("call-1", "running"))
+    steps = [("s1", step("call-1", "running")), ("s2", step("call-1", "succeeded"))]
+    assert log.add_tool_events("batch", steps) == [step("call-1", "succeeded")]
+    assert log.add_tool_events("batch", steps) == []  # the message again
+    rows = log.db.execute("SELECT id, state FROM events WHERE kind = 'tool' ORDER BY pos")
+    assert rows.fetchall() == [("s1", "running"), ("s2", "succeeded")]
+    log.close()

@@ -49,6 +49,7 @@ async def test_a_call_the_runtime_holds_is_not_the_apps_to_end(hostile: Hostile)
     # operation went (only the tool router may): refused at the door.
     assert replies["user stop"] == "refused:sender_not_allowed", replies
     assert replies["tell chat"] == "refused:sender_not_allowed", replies
+    assert replies["tell chat steps"] == "refused:sender_not_allowed", replies
     # The call it names is not a running one of its own: the runtime's, or none at all.
     for label in ("interrupt own", "list own", "interrupt ghost"):
         assert replies[label] == "refused:ownership_mismatch", (label, replies)

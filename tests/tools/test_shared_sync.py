@@ -9,7 +9,14 @@ from pathlib import Path
 
 import trio
 
-from actors.tool_router._steps import MERGED_MAX_BYTES, SHOWN, SUBMIT, merge_held
+from actors.tool_router._steps import (
+    MERGED_MAX_BYTES,
+    SHOWN,
+    SHOWN_MANY,
+    SUBMIT,
+    merge_held,
+    merged_id,
+)
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 
 from .helpers import Agent, effects, install_toolbox, new_revision, read_tool_calls, stream_finals
@@ -26,18 +33,33 @@ def _shown(message_id: str, call_id: str, state: str) -> list[object]:
     return ["app.chat", SHOWN, message_id, {"call_id": call_id, "state": state}]
 
 
-def test_consecutive_submits_go_as_one_under_the_first_id() -> None:
-    chat = _shown("e1", "c1", "running")
-    merged = merge_held([_submit("s1", "a"), _submit("s2", "b", "c"), chat, _submit("s3", "d")])
-    assert [(o[0], o[1], o[2]) for o in merged] == [
-        ("transport", SUBMIT, "s1"),
-        ("app.chat", "app.tool.event", "e1"),
-        ("transport", SUBMIT, "s3"),
+def test_the_submits_go_as_one_then_the_chats_steps_as_one() -> None:
+    held = [
+        _submit("s1", "a"),
+        _shown("e1", "c1", "running"),
+        _submit("s2", "b", "c"),
+        _shown("e2", "c2", "running"),
+        _submit("s3", "d"),
     ]
-    assert [i["key"] for i in merged[0][3]["items"]] == ["a", "b", "c"]
+    merged = merge_held(held)
+    assert [(o[0], o[1], o[2]) for o in merged] == [
+        ("transport", SUBMIT, merged_id(["s1", "s2", "s3"])),
+        ("app.chat", SHOWN_MANY, merged_id(["e1", "e2"])),
+    ]
+    # A replay that merges what came again differently makes another id: the mailbox
+    # drops none of it for a duplicate of what went before.
+    assert merged_id(["s1", "s2", "s3"]) == merged_id(["s1", "s2", "s3"])
+    assert merged_id(["s1", "s2"]) not in {"s1", "s2", merged_id(["s1", "s2", "s3"])}
+    assert [i["key"] for i in merged[0][3]["items"]] == ["a", "b", "c", "d"]
+    assert merged[1][3]["steps"] == [
+        {"id": "e1", "step": held[1][3]},
+        {"id": "e2", "step": held[3][3]},
+    ]
     big = MERGED_MAX_BYTES // 2 + 1
     apart = merge_held([_submit("s1", "a", size=big), _submit("s2", "b", size=big)])
     assert [o[2] for o in apart] == ["s1", "s2"]  # together past the cap: each on its own
+    alone = merge_held([_submit("s1", "a"), _shown("e1", "c1", "running")])
+    assert [(o[1], o[2]) for o in alone] == [(SUBMIT, "s1"), (SHOWN, "e1")]
 
 
 def test_a_calls_passing_step_for_the_chat_goes_only_if_nothing_of_it_follows() -> None:
@@ -50,7 +72,8 @@ def test_a_calls_passing_step_for_the_chat_goes_only_if_nothing_of_it_follows() 
     ]
     # c1's running goes (its later steps follow); its progress stays (it carries a
     # percent); c2's running stays: nothing of c2 follows.
-    assert [o[2] for o in merge_held(held)] == ["r2", "s1", "p1", "f1"]
+    steps = merge_held(held)[1][3]["steps"]
+    assert [step["id"] for step in steps] == ["r2", "p1", "f1"]
 
 
 async def test_envelopes_waiting_for_a_shared_sync_survive_a_kill(
