@@ -25,7 +25,7 @@ import msgpack
 
 from actors.kernel.wire import unpack_body
 
-BESIDE_THE_PATH: Final = frozenset({"app.tool.event", "store.inbound.persist"})
+BESIDE_THE_PATH: Final = frozenset({"app.tool.event", "app.tool.events", "store.inbound.persist"})
 STREAM: Final = "router.inbound"
 INVOKE: Final = "lineup.tool.invoke"
 

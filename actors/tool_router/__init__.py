@@ -65,9 +65,9 @@ reports on its own calls (`tool_router.report`) and asks about its deadline oper
   outcome is sent again. The user's stop of an open call in the chat ends it the same way,
   naming the user.
 - **The chat shows every accepted call**: `app.tool.event` to `app.chat` at each step (its
-  state, progress and code, and for a deadline operation its timer as data), a timeline
-  item updated in place and a task in the Interaction App's view model
-  (`apps/sdk/_view.py`).
+  state, progress and code, and for a deadline operation its timer as data; several held
+  for one sync go as one `app.tool.events`, `_steps`), a timeline item updated in place
+  and a task in the Interaction App's view model (`apps/sdk/_view.py`).
 - **Reports.** The tool router takes a report only from the process of the call's app
   (`ownership_mismatch` otherwise, audited at most once per sender every ten seconds, with
   the count since the last, and never waited for: a flood costs other apps' calls
