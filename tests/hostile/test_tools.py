@@ -104,12 +104,16 @@ def _progress(stack: Stack, call_id: str) -> list[dict[str, Any]]:
 
 
 def _shown_progress(hostile: Hostile, call_id: str) -> list[dict[str, Any]]:
-    """The progress the chat was told about a call (its timeline's tool item)."""
-    frames = hostile.mailbox_rows(
-        "SELECT frame FROM messages WHERE sender = 'tool_router' AND recipient = 'app.chat'"
-        " AND type = 'app.tool.event' ORDER BY seq"
+    """The progress the chat was told about a call (its timeline's tool item), one step a
+    message or several in one."""
+    rows = hostile.mailbox_rows(
+        "SELECT type, frame FROM messages WHERE sender = 'tool_router' AND recipient = 'app.chat'"
+        " AND type IN ('app.tool.event', 'app.tool.events') ORDER BY seq"
     )
-    events = [msgpack.unpackb(msgpack.unpackb(frame)["body"]) for (frame,) in frames]
+    events = []
+    for type_, frame in rows:
+        body = msgpack.unpackb(msgpack.unpackb(frame)["body"])
+        events += [s["step"] for s in body["steps"]] if type_ == "app.tool.events" else [body]
     return [e for e in events if e["call_id"] == call_id and e["state"] == "progress"]
 
 
