@@ -37,7 +37,7 @@ batches, each its own short transaction. What grows:
   finished (the oldest going once 25 more finished), the live instances and the newest
   100 that ended (closed or failed), the oldest going as the app manager writes.
 - `tool_router.db` steps (`tool_steps`, `lineup_applied`): what each step emitted, for a
-  replay of its cause: 10 minutes in a running incarnation, and what came before its first
+  replay of its cause: 2 minutes in a running incarnation, and what came before its first
   delivery at start; pruned about once a minute inside a step's transaction.
 - `apps/<scope>/app.db` (an app's event log): the messages it was delivered (the chat app:
   every one) and its actions, with no bound: it grows with the conversation it mirrors (in
@@ -97,7 +97,7 @@ PARTS: Final = (
     Part(
         "tool_router_db",
         ("tool_router.db", "tool_router.db-wal", "tool_router.db-shm"),
-        "500 finished calls, a week at most; 10 minutes of steps",
+        "500 finished calls, a week at most; 2 minutes of steps; WAL 1 MiB",
         "see its tables",
     ),
     Part(
@@ -132,7 +132,7 @@ TABLE_BOUNDS: Final[dict[str, tuple[str, str]]] = {
     "runtime.db/app_session_data": ("128 KiB an instance", "replaced whole"),
     "tool_router.db/tool_calls": ("500 finished, 7 days", "older ones go"),
     "tool_router.db/tool_deadlines": ("with their calls", "go with them"),
-    "tool_router.db/tool_steps": ("10 minutes", "older steps go, each minute"),
+    "tool_router.db/tool_steps": ("2 minutes", "older steps go, each minute"),
     "tool_router.db/lineup_applied": ("with the steps", "go with them"),
     "app_manager.db/app_instances": ("live ones and 100 ended", "the oldest ended go"),
     "capability_gateway.db/capability_requests": ("7 days once finished", "older ones go"),

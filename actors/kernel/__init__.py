@@ -51,6 +51,7 @@ _LAZY = {
     "crash_point": "._faults",
     "RowCodec": "._rows",
     "open_read_only": "._read_only",
+    "bound_wal": "._own_file",
     "KeptReader": "._read_only",
     "move_rows_once": "._read_only",
     "older_rows": "._read_only",
@@ -104,6 +105,7 @@ if TYPE_CHECKING:
     from ._durability import RUNTIME_SYNCHRONOUS, Synchronous
     from ._faults import crash_point
     from ._ids import DerivedIds, derive_id, id_timestamp, is_valid_id, new_id
+    from ._own_file import bound_wal
     from ._read_only import KeptReader, move_rows_once, older_rows, open_read_only, read_file
     from ._rows import RowCodec
     from ._specs import ArtifactLimits, ChildSpec, Restart, RuntimeConfig
@@ -185,6 +187,7 @@ __all__ = [
     "Synchronous",
     "accept",
     "applied_once",
+    "bound_wal",
     "check_data_dir",
     "control_request",
     "control_stream",

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from actors.kernel import ensure_applied_table, open_read_only
+from actors.kernel import bound_wal, ensure_applied_table, open_read_only
 
 DB_FILE: Final = "tool_router.db"
 
@@ -135,6 +135,7 @@ def open_db(data_dir: str | Path, *, synchronous: str) -> sqlite3.Connection:
     db = sqlite3.connect(path, isolation_level=None, timeout=10)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
+    bound_wal(db)
     db.executescript(_SCHEMA)
     ensure_applied_table(db)
     return db

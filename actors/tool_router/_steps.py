@@ -58,7 +58,10 @@ from ._db import CALL_COLUMNS, DEADLINE_COLUMNS, INVENTORY_COLUMNS, replace, syn
 
 log = logging.getLogger("lineup.tool_router")
 
-KEEP_MS: Final = 600_000  # what a step emitted is kept this long in a running incarnation
+# What a step emitted is kept this long in a running incarnation: its cause comes again
+# only to a later incarnation, in its first seconds, and an incarnation prunes nothing
+# before it has run this long.
+KEEP_MS: Final = 120_000
 PRUNE_EVERY_S: Final = 60.0
 # A finished call's row (and its deadline operation's) is kept a week after its last
 # change, and only among the newest `FINISHED_KEPT` finished: `lineup tools calls` shows

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from actors.kernel import applied_once, ensure_applied_table
+from actors.kernel import applied_once, bound_wal, ensure_applied_table
 
 LOG_FILE: Final = "app.db"
 # What `json.dumps(value, ensure_ascii=False)` writes, without a new encoder per call.
@@ -77,8 +77,6 @@ CREATE TABLE IF NOT EXISTS applied_order (
 # only while it is in flight to the app, and the kernel's credit window holds at most a few
 # thousand in flight: an id older than the newest ten thousand is never delivered again.
 APPLIED_KEPT: Final = 10_000
-WAL_PAGES: Final = 256
-WAL_KEPT_BYTES: Final = 1 << 20
 # How many finished tool calls the log keeps (and none past the mailbox's dedup window): a
 # call is given again only while the tool router holds it open, that is until its final
 # report reaches the router, and far fewer than this many are on their way at once. The
@@ -109,11 +107,7 @@ class EventLog:
         self.db = sqlite3.connect(path, isolation_level=None, timeout=10)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
-        # The WAL is copied back every `WAL_PAGES` pages and cut to `WAL_KEPT_BYTES` when it
-        # starts over: each app's file then stays near its rows (SQLite's own 1,000 pages
-        # and no cut would leave 4 MiB beside each app's log).
-        self.db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
-        self.db.execute(f"PRAGMA journal_size_limit={WAL_KEPT_BYTES}")
+        bound_wal(self.db)  # each app's file stays near its rows
         self.db.executescript(_SCHEMA)
         ensure_applied_table(self.db)
         # Ids applied before their order was kept are put in order once, to be let go too.

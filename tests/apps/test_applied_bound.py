@@ -8,14 +8,9 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+from actors.kernel._own_file import WAL_KEPT_BYTES, WAL_PAGES
 from apps.sdk import EventLog
-from apps.sdk._log import (
-    APPLIED_KEPT,
-    FINISHED_CALLS_KEPT,
-    PRUNE_EVERY,
-    WAL_KEPT_BYTES,
-    WAL_PAGES,
-)
+from apps.sdk._log import APPLIED_KEPT, FINISHED_CALLS_KEPT, PRUNE_EVERY
 
 KEPT = 50
 

@@ -1,11 +1,12 @@
 """The tool router's file is bounded: a finished call and its deadline operation go a week
-after their last change, or once a thousand calls finished after it; a call still open
-stays whatever its age."""
+after their last change, or once `FINISHED_KEPT` calls finished after it; a call still open
+stays whatever its age; its WAL stays near a mebibyte."""
 
 import sqlite3
 import time
 from pathlib import Path
 
+from actors.kernel._own_file import WAL_KEPT_BYTES, WAL_PAGES
 from actors.tool_router._db import open_db
 from actors.tool_router._steps import FINISHED_KEPT, FINISHED_KEPT_MS, Steps
 
@@ -89,4 +90,18 @@ def test_only_the_newest_thousand_finished_calls_stay(tmp_path: Path) -> None:
     assert kept == {"open"} | {f"done-{i}" for i in range(extra, FINISHED_KEPT + extra)}
     operations = {row[0] for row in db.execute("SELECT call_id FROM tool_deadlines")}
     assert operations == {f"done-{extra}"}
+    db.close()
+
+
+def test_the_wal_stays_near_a_mebibyte(tmp_path: Path) -> None:
+    """Steps written past several MiB leave a WAL of about `WAL_KEPT_BYTES`, not 4 MiB."""
+    db = open_db(tmp_path, synchronous="NORMAL")
+    outputs = b"x" * 2000
+    for n in range(3000):  # about 6 MiB of steps, each its own transaction
+        db.execute(
+            "INSERT INTO tool_steps (cause, seq, at_ms, outputs) VALUES (?, ?, 0, ?)",
+            (f"m{n}", n, outputs),
+        )
+    wal = tmp_path / "tool_router.db-wal"
+    assert wal.stat().st_size <= WAL_PAGES * 4096 * 1.2 + WAL_KEPT_BYTES
     db.close()
