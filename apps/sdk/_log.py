@@ -190,32 +190,12 @@ class EventLog:
             known.update(row[0] for row in rows)
         return known
 
-    def add_tool_event(self, kernel_id: str, event: dict[str, Any]) -> bool:
-        """Record a step of an agent's tool call as the runtime reported it; False if that
-        report was recorded already."""
-        with self._applied_once(kernel_id) as fresh:
-            if not fresh:
-                return False
-            self.db.execute(
-                "INSERT INTO events (id, kind, conversation_id, type, body, state, code, at_ns)"
-                " VALUES (?, 'tool', ?, 'lineup.tool', ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
-                (
-                    kernel_id,
-                    event["conversation_id"],
-                    _encode(event),
-                    event["state"],
-                    event.get("code"),
-                    time.time_ns(),
-                ),
-            )
-            return True
-
     def add_tool_events(
         self, kernel_id: str, steps: list[tuple[str, dict[str, Any]]]
     ) -> list[dict[str, Any]]:
-        """Record several steps of agents' tool calls, each under its own id, in one
-        transaction; the ones new to the log, in order (a step recorded already, as an
-        `app.tool.event` of its own, is not again)."""
+        """Record steps of agents' tool calls as the runtime reported them (one message's,
+        or several sent together), each under its own id, in one transaction; the ones new
+        to the log, in order (a step recorded already is not again)."""
         new: list[dict[str, Any]] = []
         with self._applied_once(kernel_id) as fresh:
             if not fresh:

@@ -373,18 +373,16 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
     async def _tool_event(self, msg: Message[dict[str, Any]]) -> None:
         """A step of an agent's tool call, for the timeline: the tool router's word only."""
         self._from(msg, TOOL_ROUTER)
-        body = dict(msg.body or {})
-        if self._log.add_tool_event(msg.id, body):
-            await self._apply(
-                {"kind": "tool", "conversation_id": body["conversation_id"], "body": body}
-            )
+        await self._tool_steps(msg.id, [(msg.id, dict(msg.body or {}))])
 
     @handles("app.tool.events")
     async def _tool_events(self, msg: Message[ToolSteps]) -> None:
         """Several steps of agents' tool calls, for the timeline, in the order taken."""
         self._from(msg, TOOL_ROUTER)
-        steps = [(entry["id"], dict(entry["step"])) for entry in msg.body["steps"]]
-        for body in self._log.add_tool_events(msg.id, steps):
+        await self._tool_steps(msg.id, [(s["id"], dict(s["step"])) for s in msg.body["steps"]])
+
+    async def _tool_steps(self, kernel_id: str, steps: list[tuple[str, dict[str, Any]]]) -> None:
+        for body in self._log.add_tool_events(kernel_id, steps):
             await self._apply(
                 {"kind": "tool", "conversation_id": body["conversation_id"], "body": body}
             )

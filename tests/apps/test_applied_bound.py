@@ -106,7 +106,7 @@ def test_steps_of_tool_calls_together_are_recorded_once_each(tmp_path: Path) -> 
     def step(call_id: str, state: str) -> dict[str, object]:
         return {"call_id": call_id, "conversation_id": "c", "state": state}
 
-    assert log.add_tool_event("s1", step("call-1", "running"))
+    assert log.add_tool_events("s1", [("s1", step("call-1", "running"))])  # alone
     steps = [("s1", step("call-1", "running")), ("s2", step("call-1", "succeeded"))]
     assert log.add_tool_events("batch", steps) == [step("call-1", "succeeded")]
     assert log.add_tool_events("batch", steps) == []  # the message again
