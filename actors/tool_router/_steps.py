@@ -122,8 +122,8 @@ class Steps:
         self.send = send
         self.waiting = waiting  # how many messages wait behind the running one
         self.lock = trio.Lock()
-        # What committed steps emitted for the agent, waiting for the WAL's sync; sent in
-        # order under `send_lock`, so a step's own sending cannot overtake them.
+        # What committed steps emitted for the agent and the chat, waiting for the WAL's
+        # sync; sent in order under `send_lock`, so a step's own sending cannot overtake them.
         self.unsynced: list[Output] = []
         self.send_lock = trio.Lock()
         self.first_seq: int | None = None  # of this incarnation's first delivery

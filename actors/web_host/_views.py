@@ -340,7 +340,7 @@ def registry(apps: dict[str, Any]) -> dict[str, Any]:
         for key in apps["settings"].get("focus_stack", [])
         if key in live
     ]
-    # The registry keeps up to a thousand finished operations: only the last are shown (and
+    # The registry keeps up to a hundred finished operations: only the last are shown (and
     # only they are read, `RegistryReader.apps(operations=...)`).
     recent = [op for op in apps["operations"] if op.get("kind") != "list"][-RECENT_OPERATIONS:]
     operations = [

@@ -142,7 +142,7 @@ def test_the_wal_is_cut_once_it_passes_its_bound(tmp_path: Path) -> None:
 def test_a_page_reads_only_the_operations_it_shows_and_the_live_instances(
     tmp_path: Path,
 ) -> None:
-    """The registry keeps a thousand of each; a reader that looks at every change reads the
+    """The registry keeps a hundred of each; a reader that looks at every change reads the
     newest operations it shows (never a listing) and the live instances only."""
     registry = RegistryFile.open(tmp_path)
     ops = [_op(n, "succeeded") for n in range(8)]
