@@ -40,7 +40,9 @@ def current_url(data_dir: Path) -> str | None:
     from actors.web_host import endpoint_alive, mint_key, read_endpoint, web_url
 
     endpoint = read_endpoint(data_dir)
-    if endpoint is None or not endpoint_alive(endpoint):
+    # A failure record names the web host that could not listen; that process may still
+    # be exiting, so its being alive says nothing of an address.
+    if endpoint is None or endpoint.get("error") or not endpoint_alive(endpoint):
         return None
     return web_url(endpoint, mint_key(data_dir))
 

@@ -146,6 +146,16 @@ async def test_a_port_in_use_is_said_in_one_sentence(tmp_path: Path) -> None:
     )
 
 
+def test_a_failure_record_gives_no_address_while_its_writer_still_runs(tmp_path: Path) -> None:
+    """The web host that could not listen writes why and exits; until it has exited, the
+    record names a live process, which must not pass for one that listens."""
+    from actors.web_host._state import write_failure
+    from lineup.web_cmd import current_url
+
+    write_failure(tmp_path, 8123, "Address already in use", "boot-1")  # this live process
+    assert current_url(tmp_path) is None
+
+
 async def test_the_window_keeps_its_address_across_runs_while_the_port_is_free(
     tmp_path: Path,
 ) -> None:
