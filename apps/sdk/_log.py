@@ -396,10 +396,16 @@ class EventLog:
 
     def finish_tool_call(self, call_id: str, report: str | None) -> int | None:
         """End an open call with its final report (JSON; None: ended without one) in one
-        write; the report's index, or None if the call was not open."""
-        index = self._take(
-            call_id, "reports = reports + 1, state = 'finished', report = ?", (report,)
-        )
+        write; the report's index, or None if the call was not open.
+
+        The write is not synced before the report leaves: the runtime keeps a call's first
+        final, durably, before the agent hears it. A power cut that takes the write takes
+        all the app wrote after it; the restarted app ends the call again (run again, or
+        `handler_failed`) under the same index, so with the lost report's kernel id."""
+        with self._unsynced():
+            index = self._take(
+                call_id, "reports = reports + 1, state = 'finished', report = ?", (report,)
+            )
         if index is not None:
             self._finished += 1
             if self._finished % PRUNE_EVERY == 0:
@@ -422,6 +428,16 @@ class EventLog:
             " ORDER BY updated_ns DESC LIMIT ?))",
             (before_ns, keep),
         )
+
+    @contextmanager
+    def _unsynced(self) -> Iterator[None]:
+        """Writes a power cut may take: the WAL keeps them in order, and the next synced
+        write makes them durable with its own."""
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        try:
+            yield
+        finally:
+            self.db.execute("PRAGMA synchronous=FULL")
 
     def _take(self, call_id: str, change: str, params: tuple[Any, ...]) -> int | None:
         # Read to its end: a RETURNING statement's change commits once it is done.

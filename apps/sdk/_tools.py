@@ -33,7 +33,10 @@ The tool router casts `app.tool.invoke` {`call_id`, `method`, `arguments`, `app_
   with a message naming no exception: the traceback goes to the app's log.
 - Report n of a call has the kernel id `derive_id(call_id, n)`; n is taken in the log before
   the report is sent, and the final report is written with its index in the write that
-  ends the call. Sent again, it is the same message, which the mailbox keeps once.
+  ends the call. Sent again, it is the same message, which the mailbox keeps once. That
+  write is not synced (the runtime makes a call's first final durable before the agent
+  hears it): one a power cut takes leaves the call running, ended again at start under the
+  same index.
 - At start, a call recorded running (its handler had not returned) runs again if its tool
   is idempotent or declared `rerun_after_restart`; otherwise it ends `handler_failed`,
   since it may have done part of its work. The final report of every call finished
