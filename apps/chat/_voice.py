@@ -12,8 +12,11 @@ the parts in order, the terminal with the sound server's player. One message at 
 the order they came, in a task of its own: what the agent says is shown at once, whatever
 speech takes. A message that was sent more than `FRESH_S` before it arrives (a catch-up
 after the runtime was away) is shown, not spoken; so are the parts past `MAX_PARTS`, and
-those after the user turned the mode off. Speech that was not made (the host has no engine,
-a policy denies it, the chat asked too often) leaves the message as it is, unspoken.
+those after the user turned the mode off. A part the gateway refuses as asked too often is
+asked again once its rate may allow it (`RATE_WAIT_S`, for about half a minute), so a long
+answer is said whole at the gateway's pace. Speech that was not made (the host has no
+engine, a policy denies it, the rate did not allow it in time) leaves the message as it is,
+unspoken from there.
 
 **Writing out** (`recorded`). What the user recorded with the page's push-to-talk reaches
 the chat from the capability gateway as the chat's artifact (`app.interaction.recorded`). The
@@ -46,6 +49,11 @@ TRANSCRIBE: Final = "speech.transcribe"
 FRESH_S: Final = 60.0
 MAX_PARTS: Final = 6  # about half a minute of speech for one message
 WAITING: Final = 32  # messages waiting to be spoken; past it, the newest is shown only
+# A part the gateway refuses as asked too often is asked again this much later (its default
+# rate gives an app a request every two seconds), up to about half a minute.
+RATE_WAIT_S: Final = 2.0
+RATE_TRIES: Final = 15
+PURPOSE: Final = "Say the agent's message aloud: this conversation is in voice mode"
 REFERENCE: Final = ("artifact_id", "title", "media_type", "size")
 
 
@@ -95,12 +103,9 @@ class Speaker:
         for index, words in enumerate(parts[:MAX_PARTS]):
             if self.sdk.interaction.mode(conversation) != "audio":
                 return  # the user turned it off meanwhile: the rest is not said
-            result = await self.sdk.capabilities.request(
-                SPEAK,
-                "Say the agent's message aloud: this conversation is in voice mode",
-                {"text": words},
-                request_id=f"speak.{message_id}.{index}",
-            )
+            result = await self._ask(conversation, f"speak.{message_id}.{index}", words)
+            if result is None:
+                return  # the user turned it off while the part waited
             output = result.get("output") or {}
             if result["status"] != "completed" or not isinstance(output.get("artifact"), dict):
                 self.unspoken += 1
@@ -114,6 +119,25 @@ class Speaker:
                 conversation, message_id, index, reference, duration
             )
             self.spoken += 1
+
+    async def _ask(self, conversation: str, request_id: str, words: str) -> dict[str, Any] | None:
+        """The gateway's answer for one part. One refused as asked too often is asked again
+        under a new request id once the rate may allow it: the gateway's limit holds, the
+        chat waits for it, so a long answer is said whole. None if voice mode ended
+        meanwhile."""
+        for attempt in range(RATE_TRIES):
+            result = await self.sdk.capabilities.request(
+                SPEAK,
+                PURPOSE,
+                {"text": words},
+                request_id=f"{request_id}.{attempt}" if attempt else request_id,
+            )
+            if result.get("code") != "rate_limited":
+                break
+            await trio.sleep(RATE_WAIT_S)
+            if self.sdk.interaction.mode(conversation) != "audio":
+                return None
+        return result
 
 
 async def recorded(sdk: SDK, body: dict[str, Any]) -> None:

@@ -12,7 +12,10 @@ import wave
 from pathlib import Path
 
 from actors.capability_gateway import served_capabilities
-from tests.runtime.helpers import Stack
+from apps.chat import history
+from apps.chat._voice import MAX_PARTS as SPEECH_PARTS
+from lineup.ui_session import UiSession
+from tests.runtime.helpers import CONVERSATION, Stack, wait_for
 
 from .helpers import (
     AFTER_EFFECT,
@@ -101,3 +104,40 @@ def test_speech_is_served_only_where_its_engines_are(tmp_path: Path) -> None:
     assert "speech.transcribe" in served and "speech.speak" not in served
     tool("espeak-ng")
     assert {"speech.speak", "speech.transcribe"} <= served_capabilities({"PATH": str(tmp_path)})
+
+
+async def test_the_chat_says_every_part_of_a_long_answer_at_the_gateways_pace(
+    stack: Stack,
+) -> None:
+    """Two answers of six parts each in voice mode: more parts than the gateway lets an app
+    ask for at once (ten). The chat waits for the rate to allow the rest and says them all,
+    in order, instead of leaving the answer half said."""
+    await stack.start_appserver()
+    await stack.start_runtime()
+    agent = await stack.start_agent()
+    UiSession(stack.data_dir, session_id="test").act(
+        {"kind": "mode", "conversation_id": CONVERSATION, "mode": "audio"}
+    )
+    await wait_for(
+        lambda: history(stack.data_dir, CONVERSATION)["mode"] == "audio", 30, "voice mode"
+    )
+    sentence = "This sentence is one part of a long answer, said aloud in its turn."
+    envelopes = [
+        agent.envelope(
+            "lineup.message",
+            CONVERSATION,
+            {"text": " ".join([sentence] * SPEECH_PARTS), "format": "plain"},
+        )
+        for _ in range(2)
+    ]
+    for envelope in envelopes:
+        assert (await agent.enqueue(envelope).verdict()).status == "accepted"
+
+    def said() -> list[list[int]] | None:
+        items = {item["id"]: item for item in stack.timeline()}
+        parts = [[p["part"] for p in items.get(e["id"], {}).get("speech", [])] for e in envelopes]
+        return parts if all(len(p) == SPEECH_PARTS for p in parts) else None
+
+    assert await wait_for(said, 60, "every part said") == [list(range(SPEECH_PARTS))] * 2
+    limited = [r for r in requests(stack) if r["code"] == "rate_limited"]
+    assert limited, "the gateway let every part through at once: nothing was paced"
