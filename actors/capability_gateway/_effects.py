@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from actors.kernel import Actor, CallFailed, crash_point, derive_id
-from contracts import CapabilityResult, Code, ContractError
+from contracts import SCOPE_CHAT, CapabilityResult, Code, ContractError
 
 from . import _files
 from ._apps import app_facts
@@ -151,6 +151,7 @@ class Effects(SavePlaces, Actor):
                 "data": made.data,
                 "media_type": made.media_type,
                 "title": made.title,
+                "replaceable": _replaceable(row),
             }
             try:
                 kept[field] = await self.call(
@@ -214,3 +215,10 @@ class Effects(SavePlaces, Actor):
         if place == PAGE:
             prepared["conversation_id"] = row["conversation_id"]
         return prepared
+
+
+def _replaceable(row: dict[str, Any]) -> bool:
+    """The chat's speech is only heard (its pages and the terminal play it): a long spoken
+    conversation lets go of the oldest to keep saying the newest. Any other artifact may be
+    handed on (a tool result, a message's recording), so it stays while its app does."""
+    return bool(row["app_scope"] == SCOPE_CHAT and row["capability"] == "speech.speak")

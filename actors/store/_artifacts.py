@@ -20,7 +20,9 @@ Who may do what (the app's scope is the sender the supervisor stamped, never a b
   gateway reads it whole (the user saving it, a provider reading it);
 - the capability gateway keeps an artifact a provider made for an app (`store.artifacts.keep`:
   the app named in its body, which only the gateway's door takes), within that app's quotas;
-  the conversation it names is kept only when an instance of the app is in it;
+  the conversation it names is kept only when an instance of the app is in it; one kept
+  `replaceable` (the chat's speech) makes room for itself by letting go of the app's oldest
+  replaceable ones, never of another kind;
 - an app's artifacts go with its record when the app is removed (`store.apps.removed`).
 
 Refusals of an app are audited, at most once per sender every `REFUSAL_AUDIT_S` seconds
@@ -327,12 +329,41 @@ class ArtifactTables(Actor):
     async def artifacts_keep(self, msg: Message[ArtifactKeep]) -> Any:
         """From the capability gateway: a create's body and the `app_scope` it is for; the
         same reference, once per request (a provider's repeat gets the first artifact)."""
-        return self._create(msg, self._checked_create(msg, str(msg.body["app_scope"])))
+        fields = self._checked_create(msg, str(msg.body["app_scope"]))
+        return self._create(msg, fields, replaceable=bool(msg.body.get("replaceable")))
 
-    def _create(self, msg: Message, fields: dict[str, Any]) -> Any:
+    def _make_room(self, scope: str, size: int) -> list[str]:
+        """Let go of the app's oldest replaceable artifacts until one more of `size` bytes
+        fits its quotas (if they can make room); their ids, whose files go once the
+        transaction commits."""
+        limits = self.artifact_limits
+        count, total = self.db.execute(
+            "SELECT count(*), coalesce(sum(size), 0) FROM artifacts WHERE app_scope = ?",
+            (scope,),
+        ).fetchone()
+        gone: list[str] = []
+        if count < limits.max_count and total + size <= limits.max_total_bytes:
+            return gone
+        oldest = self.db.execute(
+            "SELECT artifact_id, size FROM artifacts WHERE app_scope = ? AND replaceable = 1"
+            " ORDER BY rowid",
+            (scope,),
+        )
+        for artifact_id, held in oldest.fetchall():
+            if count < limits.max_count and total + size <= limits.max_total_bytes:
+                break
+            gone.append(artifact_id)
+            count, total = count - 1, total - held
+        self.db.executemany("DELETE FROM artifacts WHERE artifact_id = ?", [(g,) for g in gone])
+        return gone
+
+    def _create(self, msg: Message, fields: dict[str, Any], *, replaceable: bool = False) -> Any:
         data = bytes(msg.body["data"])
+        let_go: list[str] = []
 
         def apply() -> dict[str, Any]:
+            if replaceable:
+                let_go.extend(self._make_room(fields["app_scope"], len(data)))
             self._check_quota(fields["app_scope"], len(data))
             row = {
                 **fields,
@@ -350,9 +381,9 @@ class ArtifactTables(Actor):
                 ) from None
             try:
                 self.db.execute(
-                    f"INSERT INTO artifacts ({', '.join(ARTIFACT_COLUMNS)})"
-                    f" VALUES ({', '.join('?' * len(ARTIFACT_COLUMNS))})",
-                    tuple(row[c] for c in ARTIFACT_COLUMNS),
+                    f"INSERT INTO artifacts ({', '.join(ARTIFACT_COLUMNS)}, replaceable)"
+                    f" VALUES ({', '.join('?' * len(ARTIFACT_COLUMNS))}, ?)",
+                    (*(row[c] for c in ARTIFACT_COLUMNS), int(replaceable)),
                 )
                 crash_point("store.artifact_before_commit")
             except BaseException:
@@ -361,9 +392,12 @@ class ArtifactTables(Actor):
             return reference(row)
 
         try:
-            return self._once(msg, apply)
+            made = self._once(msg, apply)
         except ContractError as error:  # a quota: the transaction wrote nothing
             raise self._artifact_refused(msg, error) from None
+        for artifact_id in let_go:  # committed without their rows (a crash: the sweep's)
+            (self.artifacts_dir / artifact_id).unlink(missing_ok=True)
+        return made
 
     @handles("store.artifacts.read")
     async def artifacts_read(self, msg: Message[ArtifactId]) -> Any:

@@ -115,6 +115,7 @@ _TABLES: Final[dict[str, tuple[dict[str, type], str | tuple[str, ...]]]] = {
             "size": int,
             "sha256": str,
             "created_ms": int,
+            "replaceable": int,  # 1: let go, oldest first, to make room for a later one
         },
         "artifact_id",
     ),

@@ -148,10 +148,13 @@ class ArtifactCreate(_ArtifactCreateRequired, total=False):
 
 
 class ArtifactKeep(ArtifactCreate, total=False):
-    """An artifact a capability's provider made, for the app it names."""
+    """An artifact a capability's provider made, for the app it names. `replaceable`: the
+    store may let it go, oldest first, to keep a later replaceable one of the same app
+    within the app's quotas."""
 
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     app_scope: Required[AppScope]
+    replaceable: bool
 
 
 class ArtifactId(TypedDict):

@@ -45,8 +45,10 @@ chat's alone (the router refuses `router.action` from any other app); the superv
 refuses the rest before it is stored (`tests/hostile/test_capabilities.py`). Tested end to
 end in Chromium (`tests/installed/test_voice_mode.py`) and in the terminal chat
 (`tests/runtime/test_terminal_chat.py`, the answer played by a real PulseAudio and heard
-from its null sink's monitor). The chat's speech stays among its artifacts, within its
-quota (`ArtifactLimits`: a part is at most 192 KiB).
+from its null sink's monitor). The chat's speech stays among its artifacts, kept
+replaceable: a part is at most 192 KiB (`ArtifactLimits`), and once the chat's artifacts
+would pass its quotas the oldest speech goes to make room for the newest; nothing kept any
+other way (a recording of the user's) is let go (`actors/store/_artifacts.py`).
 """
 
 import importlib

@@ -10,12 +10,16 @@ import io
 import math
 import wave
 from pathlib import Path
+from typing import Any
 
 from actors.capability_gateway import served_capabilities
 from apps.chat import history
 from apps.chat._voice import MAX_PARTS as SPEECH_PARTS
 from lineup.ui_session import UiSession
-from tests.runtime.helpers import CONVERSATION, Stack, wait_for
+from peers.agent import AgentClient
+from tests.artifacts.helpers import assert_whole, stored
+from tests.kernel.helpers import Runtime
+from tests.runtime.helpers import CONVERSATION, Stack, runtime_config, wait_for
 
 from .helpers import (
     AFTER_EFFECT,
@@ -29,6 +33,8 @@ from .helpers import (
     outcome,
     requests,
 )
+
+KEPT = 4  # the chat's artifacts, in the test that lets its speech go
 
 
 def _samples(data: bytes) -> tuple[tuple[int, int, int], array.array[int]]:
@@ -115,6 +121,15 @@ async def test_the_chat_says_every_part_of_a_long_answer_at_the_gateways_pace(
     await stack.start_appserver()
     await stack.start_runtime()
     agent = await stack.start_agent()
+    envelopes = await _long_answers_in_voice_mode(stack, agent)
+    said = await wait_for(lambda: _said(stack, envelopes), 60, "every part said")
+    assert [[part for part, _ in parts] for parts in said] == [list(range(SPEECH_PARTS))] * 2
+    limited = [r for r in requests(stack) if r["code"] == "rate_limited"]
+    assert limited, "the gateway let every part through at once: nothing was paced"
+
+
+async def _long_answers_in_voice_mode(stack: Stack, agent: AgentClient) -> list[dict[str, Any]]:
+    """Voice mode on, then two answers of the agent's, each `SPEECH_PARTS` parts long."""
     UiSession(stack.data_dir, session_id="test").act(
         {"kind": "mode", "conversation_id": CONVERSATION, "mode": "audio"}
     )
@@ -132,12 +147,37 @@ async def test_the_chat_says_every_part_of_a_long_answer_at_the_gateways_pace(
     ]
     for envelope in envelopes:
         assert (await agent.enqueue(envelope).verdict()).status == "accepted"
+    return envelopes
 
-    def said() -> list[list[int]] | None:
-        items = {item["id"]: item for item in stack.timeline()}
-        parts = [[p["part"] for p in items.get(e["id"], {}).get("speech", [])] for e in envelopes]
-        return parts if all(len(p) == SPEECH_PARTS for p in parts) else None
 
-    assert await wait_for(said, 60, "every part said") == [list(range(SPEECH_PARTS))] * 2
-    limited = [r for r in requests(stack) if r["code"] == "rate_limited"]
-    assert limited, "the gateway let every part through at once: nothing was paced"
+def _said(stack: Stack, envelopes: list[dict[str, Any]]) -> list[list[tuple[int, str]]] | None:
+    """Each answer's parts said, (part, its artifact), once every part of both is."""
+    items = {item["id"]: item for item in stack.timeline()}
+    said = [
+        [(p["part"], p["artifact_id"]) for p in items.get(e["id"], {}).get("speech", [])]
+        for e in envelopes
+    ]
+    return said if all(len(parts) == SPEECH_PARTS for parts in said) else None
+
+
+async def test_a_long_spoken_conversation_lets_go_of_the_oldest_speech_to_keep_talking(
+    stack: Stack,
+) -> None:
+    """The chat may keep four artifacts here: twelve parts are said all the same, each
+    making room by letting go of the oldest speech, and what stays is the newest four,
+    each row with its whole file."""
+    await stack.start_appserver()
+    config = runtime_config(stack.data_dir, stack.url)
+    for child in config["children"]:
+        if child["name"] == "store":
+            child["config"]["artifact_limits"] = {"max_count": KEPT}
+    stack.runtime = Runtime(stack.data_dir, config, log_dir=stack.base)
+    await stack.start_runtime()
+    agent = await stack.start_agent()
+    envelopes = await _long_answers_in_voice_mode(stack, agent)
+    said = await wait_for(lambda: _said(stack, envelopes), 60, "every part said")
+    assert [[part for part, _ in parts] for parts in said] == [list(range(SPEECH_PARTS))] * 2
+    newest = [artifact for parts in said for _, artifact in parts][-KEPT:]
+    chats = [row["artifact_id"] for row in stored(stack).values() if row["app_scope"] == "chat"]
+    assert chats == newest
+    assert_whole(stack)

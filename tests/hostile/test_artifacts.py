@@ -57,6 +57,11 @@ async def test_an_app_cannot_read_hand_or_make_another_apps_artifacts(
     # store takes, and what only the tool router may ask is refused before it is stored.
     assert outcomes["create as toolbox"].startswith("refused:invalid_payload")
     assert outcomes["create with a sender"].startswith("refused:invalid_payload")
+    # Nor does it make its own artifacts ones the store may let go to make room (the chat's
+    # speech is kept so by the gateway alone), or keep one for the chat itself.
+    assert outcomes["create replaceable"].startswith("refused:invalid_payload") and outcomes[
+        "keep replaceable"
+    ].startswith("refused:sender_not_allowed"), outcomes
     assert outcomes["list as toolbox"].startswith("refused:invalid_payload")
     assert outcomes["describe victim"] == "refused:sender_not_allowed"
     assert outcomes["save as the user"] == "refused:sender_not_allowed"

@@ -44,6 +44,22 @@ async def steal_artifact(app: HostileApp, options: dict[str, Any]) -> dict[str, 
             "store.artifacts.create",
             {"data": b"x", "media_type": "text/plain", "title": "x", "app_scope": "toolbox"},
         ),
+        "create replaceable": await app.attempt(
+            STORE,
+            "store.artifacts.create",
+            {"data": b"x", "media_type": "text/plain", "title": "x", "replaceable": True},
+        ),
+        "keep replaceable": await app.attempt(
+            STORE,
+            "store.artifacts.keep",
+            {
+                "data": b"x",
+                "media_type": "audio/wav",
+                "title": "x",
+                "app_scope": "chat",
+                "replaceable": True,
+            },
+        ),
         "create with a sender": await app.attempt(
             STORE,
             "store.artifacts.create",
