@@ -8,25 +8,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from apps.sdk._log import EventLog
 from bench.power_cut import PowerCutDisk
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def disk(tmp_path: Path) -> Iterator[PowerCutDisk]:
-    disk = PowerCutDisk(tmp_path / "backing", tmp_path / "mnt")
-    disk.mount()
-    try:
-        yield disk
-    finally:
-        disk.tear_down()
 
 
 def _write_then_cut(disk: PowerCutDisk, calls: int) -> list[dict[str, object]]:

@@ -18,7 +18,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import trio
 
 from bench.power_cut import PowerCutDisk
@@ -44,16 +43,6 @@ NOT_A_FILE_WRITE = {
     # new run begins without them, and an unreadable address is read as none.
     ("actors/web_host/_state.py", "_write_private"),
 }
-
-
-@pytest.fixture
-def disk(tmp_path: Path) -> Iterator[PowerCutDisk]:
-    disk = PowerCutDisk(tmp_path / "backing", tmp_path / "mnt")
-    disk.mount()
-    try:
-        yield disk
-    finally:
-        disk.tear_down()
 
 
 def test_a_replaced_file_holds_the_old_bytes_or_the_new_after_every_cut(

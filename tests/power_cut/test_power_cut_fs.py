@@ -13,7 +13,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,16 +20,6 @@ import pytest
 from bench.power_cut import PowerCutDisk
 
 KIB4 = 4096
-
-
-@pytest.fixture
-def disk(tmp_path: Path) -> Iterator[PowerCutDisk]:
-    disk = PowerCutDisk(tmp_path / "backing", tmp_path / "mnt")
-    disk.mount()
-    try:
-        yield disk
-    finally:
-        disk.tear_down()
 
 
 def write(path: Path, data: bytes, *, fsync: bool) -> None:
