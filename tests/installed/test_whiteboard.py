@@ -33,6 +33,7 @@ import trio
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
 
 from actors.store import read_artifacts, read_diagnostics
@@ -323,22 +324,40 @@ def one_final(stack: Stack, call_id: str) -> dict[str, Any]:
 
 async def _full_screen_and_back(browser: WebDriver, frame: WebElement) -> None:
     """The board asks for the whole window: the page gives it and says so; the page's
-    button gives the window back, and the board hears it is on the stage again."""
-    asked = await in_browser(ask_display, browser, frame, "fullscreen")
-    assert asked == {"mode": "fullscreen"}
-    box = await in_browser(
-        browser.execute_script,
-        "const b = document.querySelector('#surface-slot iframe').getBoundingClientRect();"
-        "return [b.left, b.width, innerWidth, document.querySelector('.side').offsetParent];",
-    )
-    assert box[0] == 0 and box[1] == box[2] and box[3] is None, box
-    await in_browser(lambda: browser.find_element(By.ID, "stage-leave").click())
-    assert await in_browser(
-        until,
-        browser,
-        lambda d: _in_frame_script(d, frame, "return lineup.display.mode();") == "stage",
-    )
-    assert await in_browser(browser.execute_script, "return document.body.dataset.display") == ""
+    button gives the window back, and the board hears it is on the stage again. Escape
+    pressed while the person draws (the keys go to the board's frame, not the page) gives
+    it back too."""
+    for leave in (_leave_by_the_button, _leave_by_escape_in_the_board):
+        asked = await in_browser(ask_display, browser, frame, "fullscreen")
+        assert asked == {"mode": "fullscreen"}
+        box = await in_browser(
+            browser.execute_script,
+            "const b = document.querySelector('#surface-slot iframe').getBoundingClientRect();"
+            "return [b.left, b.width, innerWidth, document.querySelector('.side').offsetParent];",
+        )
+        assert box[0] == 0 and box[1] == box[2] and box[3] is None, box
+        await in_browser(leave, browser, frame)
+        assert await in_browser(
+            until,
+            browser,
+            lambda d: _in_frame_script(d, frame, "return lineup.display.mode();") == "stage",
+        )
+        shown = await in_browser(browser.execute_script, "return document.body.dataset.display")
+        assert shown == "", leave
+
+
+def _leave_by_the_button(driver: WebDriver, frame: WebElement) -> None:
+    driver.find_element(By.ID, "stage-leave").click()
+
+
+def _leave_by_escape_in_the_board(driver: WebDriver, frame: WebElement) -> None:
+    driver.switch_to.frame(frame)
+    try:
+        driver.execute_script("window.focus();")  # as after a stroke: the board has the keys
+        assert driver.execute_script("return document.hasFocus();")
+        ActionChains(driver).send_keys(Keys.ESCAPE).perform()
+    finally:
+        driver.switch_to.default_content()
 
 
 def _in_frame_script(driver: WebDriver, frame: WebElement, script: str) -> Any:

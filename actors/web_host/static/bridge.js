@@ -23,6 +23,8 @@
 //     The host decides a few a second; one more rejects with code "rate_limited" and the
 //     error's `mode` is the one in force
 //   lineup.display.mode() / onChange(fn)  how it is shown now, and each change of it
+// Escape pressed inside the frame while it has the whole window asks for the stage, as the
+// page's own Escape does.
 // The bridge tells the page the document's height, and the frame's it was measured in, whenever
 // either changes; the page sizes the frame to it, within what the mode in force allows.
 // A refused request rejects with an Error whose `code` is the runtime's code.
@@ -219,6 +221,14 @@
   else addEventListener("DOMContentLoaded", () => sizes.observe(document.body));
   addEventListener("resize", tellSize);
   addEventListener("load", tellSize);
+
+  // Escape gives the whole window back, as it does on the page: a key pressed inside the
+  // frame never reaches the page, so the bridge asks for the stage on the person's behalf.
+  addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && displayMode === "fullscreen") {
+      request("display.request", { mode: "stage" }).catch(() => {});
+    }
+  }, true);
 
   Object.freeze(api.session);
   Object.freeze(api.capabilities);

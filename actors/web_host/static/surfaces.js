@@ -184,7 +184,10 @@
       if (typeof message.purpose !== "string" || message.purpose.length < 1 || message.purpose.length > 200) return "invalid_payload";
     } else if (message.type === "display.request") {
       if (typeof message.mode !== "string") return "invalid_payload";
-      if (!(declared.modes || ["stage"]).includes(message.mode)) return "undeclared_mode";
+      // Back to the stage from the whole window is the person's way out (the bridge asks it
+      // for Escape pressed inside the frame), whatever the app declared.
+      const wayOut = message.mode === "stage" && document.body.dataset.display === "fullscreen";
+      if (!wayOut && !(declared.modes || ["stage"]).includes(message.mode)) return "undeclared_mode";
     } else if (message.type === "size") {
       const pixels = (n) => Number.isInteger(n) && n >= 0 && n <= MAX_HEIGHT;
       if (!pixels(message.height) || !pixels(message.viewport)) return "invalid_payload";
