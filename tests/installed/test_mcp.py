@@ -38,7 +38,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged
 
 from actors.tool_router import read_tool_calls
+from apps.chat import history
 from contracts import Inventory
+from lineup.ui_session import UiSession
 from peers.agent.mcp import IDEMPOTENCY_KEY, KEY_FILE, LEDGER_FILE, META_CODE
 from peers.agent.mcp._calls import Calls, Follower
 from peers.agent.mcp._ledger import Ledger
@@ -271,7 +273,24 @@ async def test_an_mcp_host_drives_the_sample_apps_through_the_bridge(
                 read = await host.call("runtime_read_messages", {"wait_seconds": LIMIT_S})
                 read_texts = [m["text"] for m in read.structured_content["messages"]]
                 assert read_texts == ["Thanks, that is all"]
+                await a_message_says_the_mode_it_was_sent_in(stack, host, read)
             await refuses_without_its_key(http)
+
+
+async def a_message_says_the_mode_it_was_sent_in(
+    stack: Stack, host: Host, read: types.CallToolResult
+) -> None:
+    """What the user typed says `im`; once they turned voice mode on, `audio`."""
+    assert [m["mode"] for m in read.structured_content["messages"]] == ["im"]
+    UiSession(stack.data_dir, session_id="test").act(
+        {"kind": "mode", "conversation_id": CONVERSATION, "mode": "audio"}
+    )
+    await wait_for(lambda: history(stack.data_dir, CONVERSATION)["mode"] == "audio", 30, "audio")
+    stack.user_says("Read me the plan")
+    since = read.structured_content["cursor"]
+    later = await host.call("runtime_read_messages", {"since": since, "wait_seconds": LIMIT_S})
+    messages = later.structured_content["messages"]
+    assert [(m["text"], m["mode"]) for m in messages] == [("Read me the plan", "audio")]
 
 
 async def tools_and_calls(stack: Stack, host: Host, apps: tuple[SignedApp, SignedApp]) -> None:

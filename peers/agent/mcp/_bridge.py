@@ -173,7 +173,12 @@ class Bridge:
         ):
             payload = message.payload()
             self.ledger.add_user_message(
-                message.seq, message.id, payload.text, payload.format, message.envelope.timestamp
+                message.seq,
+                message.id,
+                payload.text,
+                payload.format,
+                message.envelope.timestamp,
+                mode=payload.mode,
             )
             self._messages_changed.set()
             self._messages_changed = trio.Event()

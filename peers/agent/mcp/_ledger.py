@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS user_messages (
     message_id TEXT NOT NULL,
     text TEXT NOT NULL,
     format TEXT NOT NULL,
-    at TEXT NOT NULL            -- the message's own timestamp (RFC 3339, UTC)
+    at TEXT NOT NULL,           -- the message's own timestamp (RFC 3339, UTC)
+    mode TEXT                   -- the conversation's mode it was sent in: im | audio
 );
 """
 
@@ -96,6 +97,9 @@ class Ledger:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(user_messages)")}
+        if "mode" not in columns:  # a ledger from before messages kept their mode
+            self._db.execute("ALTER TABLE user_messages ADD COLUMN mode TEXT")
         self._prune()
 
     def close(self) -> None:
@@ -174,18 +178,24 @@ class Ledger:
 
     # -- the user's messages -------------------------------------------------------------
 
-    def add_user_message(self, seq: int, message_id: str, text: str, fmt: str, at: str) -> None:
+    def add_user_message(
+        self, seq: int, message_id: str, text: str, fmt: str, at: str, *, mode: str | None
+    ) -> None:
         with self._db:
             self._db.execute(
-                "INSERT OR IGNORE INTO user_messages VALUES (?, ?, ?, ?, ?)",
-                (seq, message_id, text, fmt, at),
+                "INSERT OR IGNORE INTO user_messages (seq, message_id, text, format, at, mode)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (seq, message_id, text, fmt, at, mode),
             )
 
     def user_messages(self, since: int, limit: int) -> list[dict[str, Any]]:
+        """A message without a mode (the user's side said none) was written: `im`."""
         rows = self._db.execute(
-            "SELECT seq, text, format, at FROM user_messages WHERE seq > ? ORDER BY seq LIMIT ?",
+            "SELECT seq, text, format, at, mode FROM user_messages WHERE seq > ?"
+            " ORDER BY seq LIMIT ?",
             (since, limit),
         ).fetchall()
         return [
-            {"cursor": seq, "text": text, "format": fmt, "at": at} for seq, text, fmt, at in rows
+            {"cursor": seq, "text": text, "format": fmt, "at": at, "mode": mode or "im"}
+            for seq, text, fmt, at, mode in rows
         ]

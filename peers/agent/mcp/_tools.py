@@ -68,8 +68,9 @@ _MESSAGE = {
         "text": {"type": "string"},
         "format": {"enum": ["markdown", "plain"]},
         "at": {"type": "string"},
+        "mode": {"enum": ["im", "audio"]},
     },
-    "required": ["cursor", "text", "format", "at"],
+    "required": ["cursor", "text", "format", "at", "mode"],
     "additionalProperties": False,
 }
 READ_TOOL: Final = InventoryTool(
@@ -80,7 +81,9 @@ READ_TOOL: Final = InventoryTool(
     description="The messages the user wrote in the LineUp chat of this conversation after "
     "`since` (the `cursor` of an earlier answer; 0 or absent: from the first), oldest first, "
     f"at most `limit` (default 20, at most {READ_LIMIT}). With `wait_seconds`, waits up to "
-    "that long for one when there is none yet. Pass the answer's `cursor` as `since` next.",
+    "that long for one when there is none yet. Pass the answer's `cursor` as `since` next. "
+    "A message's `mode` is the conversation's when the user sent it: `audio` when they talk "
+    "and hear the answers spoken (keep those short and easy to say), `im` when they type.",
     input_schema=_schema(
         {
             "properties": {
