@@ -510,3 +510,24 @@ async def refuses_without_its_key(bridge: HttpBridge) -> None:
         with trio.fail_after(LIMIT_S):
             listed = await client.list_tools()
     assert "runtime_send_message" in {tool.name for tool in listed.tools}
+
+
+def test_a_ledger_from_before_modes_keeps_its_messages_and_reads_them_typed(
+    tmp_path: Path,
+) -> None:
+    with contextlib.closing(sqlite3.connect(tmp_path / LEDGER_FILE)) as old:
+        old.execute(
+            "CREATE TABLE user_messages (seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL,"
+            " text TEXT NOT NULL, format TEXT NOT NULL, at TEXT NOT NULL)"
+        )
+        old.execute("INSERT INTO user_messages VALUES (4, 'm4', 'kept', 'plain', 'then')")
+        old.commit()
+    ledger = Ledger(tmp_path)
+    try:
+        ledger.add_user_message(5, "m5", "spoken", "plain", "now", mode="audio")
+        assert [(m["text"], m["mode"]) for m in ledger.user_messages(0, 10)] == [
+            ("kept", "im"),
+            ("spoken", "audio"),
+        ]
+    finally:
+        ledger.close()
