@@ -201,9 +201,14 @@ async def test_the_user_talks_and_the_agent_is_spoken(
         started = [i for i in said if "Your 25-minute focus timer has started" in i["text"]]
         return started[-1] if started else None
 
-    answer = await wait_for(answer_spoken, 60, "the agent's answer spoken")
-    parts = {part["artifact_id"] for part in answer["speech"]}
-    source = await in_browser(until, browser, lambda d: played(d, parts), 60)
+    await wait_for(answer_spoken, 60, "the agent's answer spoken")
+
+    def parts() -> set[str]:
+        """The answer's parts said so far: more may come while the first plays."""
+        answer = answer_spoken()
+        return {part["artifact_id"] for part in answer["speech"]} if answer else set()
+
+    source = await in_browser(until, browser, lambda d: played(d, parts()), 60)
     speech = read_artifact_data(stack.data_dir, source.rsplit("/", 1)[-1])
     assert speech is not None
     made, wav_bytes = speech
