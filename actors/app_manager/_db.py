@@ -12,7 +12,8 @@
 Only the app manager writes it, one step a transaction (`RegistryFile.write`: whole rows
 replaced, rows removed, settings set), at `synchronous=FULL` whatever the mailbox's setting:
 its steps are few (an operation's two or three), and "the record now says 1.1.0" must
-outlive a power cut once the operation is seen to end. Every other reader opens it
+outlive a power cut once the operation is seen to end. Its WAL stays near a mebibyte
+(the kernel's `bound_wal`). Every other reader opens it
 read-only (`registry`): the command line, the web host, and the actors that judge by the
 registry as it is now.
 """
@@ -24,11 +25,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Final
 
+from actors.kernel import bound_wal
+
 from ._rows import INSTANCE_COLUMNS, OPERATION_COLUMNS, RECORD_COLUMNS, load_apps, row_values
 
 DB_FILE: Final = "app_manager.db"
-# Past this, the WAL is copied back into the file and cut to nothing after a step.
-WAL_KEPT_BYTES: Final = 1024 * 1024
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS app_records (
@@ -69,9 +70,8 @@ def _replace(db: sqlite3.Connection, table: str, columns: tuple[str, ...], rows:
 class RegistryFile:
     """The app manager's connection to its file; one writer, in the actor's own thread."""
 
-    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
-        self.wal = path.with_name(f"{path.name}-wal")
 
     @classmethod
     def open(cls, data_dir: str | Path) -> RegistryFile:
@@ -79,8 +79,9 @@ class RegistryFile:
         db = sqlite3.connect(path, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
+        bound_wal(db)  # a step or two of an install with a large manifest, at most
         db.executescript(_SCHEMA)
-        return cls(db, path)
+        return cls(db)
 
     def load(self) -> dict[str, Any]:
         """Everything the app manager rebuilds its state from."""
@@ -117,17 +118,6 @@ class RegistryFile:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        self._keep_wal_small()
-
-    def _keep_wal_small(self) -> None:
-        """The WAL copied back and cut once it passes `WAL_KEPT_BYTES` (a step or two of
-        an install with a large manifest); a reader in the way leaves it for the next step."""
-        try:
-            size = self.wal.stat().st_size
-        except FileNotFoundError:
-            return
-        if size > WAL_KEPT_BYTES:
-            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         self.db.close()
