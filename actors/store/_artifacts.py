@@ -253,7 +253,11 @@ class ArtifactTables(Actor):
         found = [i for i, c in self.registry.live_instances(scope) if c == conversation_id]
         return found[0] if found else None
 
-    def _check_quota(self, scope: str, size: int) -> None:
+    def _check_quota(self, scope: str, size: int, *, make_room: bool = False) -> list[str]:
+        """Refuse an artifact of `size` bytes that would not fit the app's quotas. With
+        `make_room` (one kept replaceable), the app's oldest replaceable artifacts go first,
+        as many as it takes, if they can make room: their ids, whose files go once the
+        transaction commits."""
         limits = self.artifact_limits
         if size > limits.max_bytes:
             raise ContractError(
@@ -263,6 +267,19 @@ class ArtifactTables(Actor):
             "SELECT count(*), coalesce(sum(size), 0) FROM artifacts WHERE app_scope = ?",
             (scope,),
         ).fetchone()
+        gone: list[str] = []
+        if make_room and (count >= limits.max_count or total + size > limits.max_total_bytes):
+            oldest = self.db.execute(
+                "SELECT artifact_id, size FROM artifacts WHERE app_scope = ? AND replaceable = 1"
+                " ORDER BY rowid",
+                (scope,),
+            )
+            for artifact_id, held in oldest.fetchall():
+                if count < limits.max_count and total + size <= limits.max_total_bytes:
+                    break
+                gone.append(artifact_id)
+                count, total = count - 1, total - held
+            self.db.executemany("DELETE FROM artifacts WHERE artifact_id = ?", [(g,) for g in gone])
         if count >= limits.max_count:
             raise ContractError(Code.QUOTA_EXCEEDED, f"the app keeps {count} artifacts, its most")
         if total + size > limits.max_total_bytes:
@@ -271,6 +288,7 @@ class ArtifactTables(Actor):
                 f"the app's artifacts would hold {total + size} bytes, over its"
                 f" {limits.max_total_bytes}",
             )
+        return gone
 
     def _readable(self, msg: Message, artifact_id: str) -> dict[str, Any]:
         """The row of an artifact the sender may read: its own app's, the chat's (any), or
@@ -332,39 +350,12 @@ class ArtifactTables(Actor):
         fields = self._checked_create(msg, str(msg.body["app_scope"]))
         return self._create(msg, fields, replaceable=bool(msg.body.get("replaceable")))
 
-    def _make_room(self, scope: str, size: int) -> list[str]:
-        """Let go of the app's oldest replaceable artifacts until one more of `size` bytes
-        fits its quotas (if they can make room); their ids, whose files go once the
-        transaction commits."""
-        limits = self.artifact_limits
-        count, total = self.db.execute(
-            "SELECT count(*), coalesce(sum(size), 0) FROM artifacts WHERE app_scope = ?",
-            (scope,),
-        ).fetchone()
-        gone: list[str] = []
-        if count < limits.max_count and total + size <= limits.max_total_bytes:
-            return gone
-        oldest = self.db.execute(
-            "SELECT artifact_id, size FROM artifacts WHERE app_scope = ? AND replaceable = 1"
-            " ORDER BY rowid",
-            (scope,),
-        )
-        for artifact_id, held in oldest.fetchall():
-            if count < limits.max_count and total + size <= limits.max_total_bytes:
-                break
-            gone.append(artifact_id)
-            count, total = count - 1, total - held
-        self.db.executemany("DELETE FROM artifacts WHERE artifact_id = ?", [(g,) for g in gone])
-        return gone
-
     def _create(self, msg: Message, fields: dict[str, Any], *, replaceable: bool = False) -> Any:
         data = bytes(msg.body["data"])
         let_go: list[str] = []
 
         def apply() -> dict[str, Any]:
-            if replaceable:
-                let_go.extend(self._make_room(fields["app_scope"], len(data)))
-            self._check_quota(fields["app_scope"], len(data))
+            let_go.extend(self._check_quota(fields["app_scope"], len(data), make_room=replaceable))
             row = {
                 **fields,
                 "artifact_id": f"art_{new_id()}",
