@@ -154,7 +154,7 @@ async def _measure(
     server = AppServerProcess(procs, work / "appserver", "appserver")
     # A short name: the control socket's path (DATA_DIR/control.sock) is bounded.
     runtime = RuntimeProcess(procs, work / "rt", "runtime")
-    from actors.web_host import endpoint_alive, read_endpoint
+    from actors.web_host import endpoint_listening, read_endpoint
     from apps.chat import app_dir
 
     await server.start()
@@ -164,7 +164,7 @@ async def _measure(
 
     def listening() -> dict[str, Any] | None:
         endpoint = read_endpoint(runtime.data_dir)
-        return endpoint if endpoint is not None and endpoint_alive(endpoint) else None
+        return endpoint if endpoint is not None and endpoint_listening(endpoint) else None
 
     endpoint = await wait_for(listening, 30, "the web host to listen")
     err.print("opening the page in headless Chromium", highlight=False)

@@ -37,12 +37,10 @@ def register(subparsers: Any) -> None:
 def current_url(data_dir: Path) -> str | None:
     """A fresh one-time address of the web host listening for the runtime on `data_dir`,
     or None when none listens."""
-    from actors.web_host import endpoint_alive, mint_key, read_endpoint, web_url
+    from actors.web_host import endpoint_listening, mint_key, read_endpoint, web_url
 
     endpoint = read_endpoint(data_dir)
-    # A failure record names the web host that could not listen; that process may still
-    # be exiting, so its being alive says nothing of an address.
-    if endpoint is None or endpoint.get("error") or not endpoint_alive(endpoint):
+    if endpoint is None or not endpoint_listening(endpoint):
         return None
     return web_url(endpoint, mint_key(data_dir))
 
@@ -93,7 +91,7 @@ def _url(args: argparse.Namespace) -> int:
 def announce(data_dir: Path, started: float, timeout: float = WAIT_S) -> str | None:
     """Wait until the web host of the runtime started at `started` (wall clock) listens,
     then print `Web: URL` on stderr; the URL, or None if it did not come up in time."""
-    from actors.web_host import endpoint_alive, read_endpoint
+    from actors.web_host import read_endpoint
 
     deadline = time.monotonic() + timeout
     endpoint_file = data_dir / "web" / "endpoint.json"
@@ -111,11 +109,10 @@ def announce(data_dir: Path, started: float, timeout: float = WAIT_S) -> str | N
                 flush=True,
             )
             return None
-        if endpoint is not None and fresh and endpoint_alive(endpoint):
-            url = current_url(data_dir)
-            if url is not None:
-                print(f"Web: {url}", file=sys.stderr, flush=True)
-                return url
+        url = current_url(data_dir) if endpoint is not None and fresh else None
+        if url is not None:
+            print(f"Web: {url}", file=sys.stderr, flush=True)
+            return url
         time.sleep(0.05)
     print(
         f"the web host did not start within {timeout:.0f} s; see {data_dir}/logs/",

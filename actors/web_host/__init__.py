@@ -94,6 +94,6 @@ says `stopped` once it has stayed down for 20 s.
 """
 
 from ._actor import WebHostActor
-from ._state import endpoint_alive, mint_key, read_endpoint, web_url
+from ._state import endpoint_listening, mint_key, read_endpoint, web_url
 
-__all__ = ["WebHostActor", "endpoint_alive", "mint_key", "read_endpoint", "web_url"]
+__all__ = ["WebHostActor", "endpoint_listening", "mint_key", "read_endpoint", "web_url"]

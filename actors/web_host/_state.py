@@ -89,8 +89,12 @@ def read_endpoint(data_dir: str | Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def endpoint_alive(endpoint: dict[str, Any]) -> bool:
-    """True while the process that wrote `endpoint` runs."""
+def endpoint_listening(endpoint: dict[str, Any]) -> bool:
+    """True while the web host that wrote `endpoint` listens: its process runs, and the
+    record is not the one it wrote when it could not listen (that process may still be
+    exiting)."""
+    if endpoint.get("error"):
+        return False
     pid = endpoint.get("pid")
     if not isinstance(pid, int) or pid <= 0:
         return False

@@ -30,7 +30,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from actors import runtime_children
-from actors.web_host import endpoint_alive, read_endpoint
+from actors.web_host import endpoint_listening, read_endpoint
 from lineup.web_cmd import current_url
 from peers.appserver import STORE_FILE
 from tests.kernel.helpers import Runtime
@@ -158,7 +158,7 @@ async def start_web_runtime(stack: Stack, **web_host: Any) -> int:
     )
     await stack.start_runtime()
     endpoint = await wait_for(
-        lambda: (e := read_endpoint(stack.data_dir)) and endpoint_alive(e) and e,
+        lambda: (e := read_endpoint(stack.data_dir)) and endpoint_listening(e) and e,
         30,
         "the web host to listen",
     )

@@ -20,7 +20,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from actors.app_manager.registry import read_apps
-from actors.web_host import endpoint_alive, read_endpoint
+from actors.web_host import endpoint_listening, read_endpoint
 from lineup.cli import main
 from tests.kernel.helpers import REPO_ROOT
 from tests.runtime.helpers import CONVERSATION, Stack, wait_for
@@ -192,7 +192,7 @@ async def test_the_agent_and_the_user_meet_in_the_page_once_also_across_a_kill(
         lambda: (
             (e := read_endpoint(stack.data_dir))
             and e["pid"] != killed["pid"]
-            and endpoint_alive(e)
+            and endpoint_listening(e)
             and e
         ),
         30,
