@@ -126,6 +126,10 @@ class Speaker:
         chat waits for it, so a long answer is said whole. None if voice mode ended
         meanwhile."""
         for attempt in range(RATE_TRIES):
+            if attempt:  # the last refusal was the rate's: wait, then ask again
+                await trio.sleep(RATE_WAIT_S)
+                if self.sdk.interaction.mode(conversation) != "audio":
+                    return None
             result = await self.sdk.capabilities.request(
                 SPEAK,
                 PURPOSE,
@@ -134,9 +138,6 @@ class Speaker:
             )
             if result.get("code") != "rate_limited":
                 break
-            await trio.sleep(RATE_WAIT_S)
-            if self.sdk.interaction.mode(conversation) != "audio":
-                return None
         return result
 
 
