@@ -1,7 +1,9 @@
 """An app's log ending tool calls until it is killed: `python tool_call_writer.py DIR
 CALLS`. Each call is recorded as running (a synced write, before its handler would run)
 and then finished with its result (a write the log does not sync); with CALLS = 2, the
-second call's record follows the first call's end. It prints `done` and waits."""
+second call's record follows the first call's end. It prints `done` and holds its files
+open until the cut kills it (a minute at most: a test that fails before its cut leaves no
+writer behind for long). The test waits for `done`, never for this."""
 
 import sys
 import time
