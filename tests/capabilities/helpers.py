@@ -157,8 +157,15 @@ def requests(stack: Stack) -> list[dict[str, Any]]:
     return [dict(zip(keys, row, strict=True)) for row in gateway_rows(stack, query)]
 
 
-def audit_of(stack: Stack, request_id: str) -> list[str]:
-    """The audit codes the gateway wrote for one request, in order."""
+async def audit_of(stack: Stack, request_id: str) -> list[str]:
+    """The audit codes the gateway wrote for one request, in order, once the store has
+    every row the gateway wrote so far: it decides in its own file, the rows waiting in its
+    `audit_outbox`, and hands them over after, so a row may trail the decision a test saw."""
+    await wait_for(
+        lambda: not gateway_rows(stack, "SELECT 1 FROM audit_outbox LIMIT 1"),
+        30,
+        "the gateway's audit rows handed to the store",
+    )
     found = rows(
         stack,
         "SELECT code FROM audit WHERE source = 'capability_gateway' AND message_id = ?"

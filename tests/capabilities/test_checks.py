@@ -48,7 +48,7 @@ async def test_undeclared_unsupported_and_background_requests_are_refused(
         ("microphone.record", "unsupported_on_host"),
         ("file.save", "permission_denied"),
     ]
-    audits = [audit_of(stack, r["request_id"]) for r in done]
+    audits = [await audit_of(stack, r["request_id"]) for r in done]
     assert audits == [
         ["capability.permission_denied"],
         ["capability.unsupported_on_host"],
@@ -90,7 +90,7 @@ async def test_policy_denies_and_a_broken_policy_denies_everything(
     policy.write_text(json.dumps({"capabilities": {"deny": ["keeper/*"]}}))
     answer(stack, card, "always")
     assert (await outcome(stack, "p-3"))["status"] == "policy_denied"
-    statuses = [(r["status"], audit_of(stack, r["request_id"])) for r in requests(stack)]
+    statuses = [(r["status"], await audit_of(stack, r["request_id"])) for r in requests(stack)]
     assert statuses == [
         ("policy_denied", ["capability.policy_denied"]),
         ("policy_denied", ["capability.policy_denied"]),
@@ -117,7 +117,7 @@ async def test_a_flood_is_rate_limited_before_the_user_is_asked(
     by_status = sorted((r["status"], r["code"]) for r in requests(stack))
     assert by_status == [("expired", None), ("expired", None), ("failed", "rate_limited")]
     for row in requests(stack):
-        codes = audit_of(stack, row["request_id"])
+        codes = await audit_of(stack, row["request_id"])
         if row["status"] == "expired":
             assert codes == ["capability.consent_asked", "capability.expired"]
         else:
@@ -147,7 +147,7 @@ async def test_a_request_that_waited_while_its_app_was_disabled_is_denied(
         "the gateway's decision on the second request",
     )
     assert done[0]["status"] == "permission_denied"
-    assert audit_of(stack, done[0]["request_id"]) == ["capability.permission_denied"]
+    assert await audit_of(stack, done[0]["request_id"]) == ["capability.permission_denied"]
     details = [row["detail"] for row in stack.audit() if row["source"] == "capability_gateway"]
     assert details[-1].endswith("the app is disabled")
 

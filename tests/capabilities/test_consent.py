@@ -96,7 +96,7 @@ async def test_deny_once_dismiss_always_across_a_restart_and_revoke(
         "completed",
         "expired",
     ]
-    assert [audit_of(stack, r["request_id"]) for r in requests(stack)] == [
+    assert [await audit_of(stack, r["request_id"]) for r in requests(stack)] == [
         ["capability.consent_asked", "capability.consent_deny"],
         ["capability.consent_asked", "capability.started", "capability.completed"],
         ["capability.consent_asked", "capability.consent_dismiss"],

@@ -43,7 +43,7 @@ async def test_a_save_cut_short_by_a_kill_is_saved_once(
     assert os.listdir(downloads) == ["notes.txt"]  # no second copy, no temporary file left
     assert (downloads / "notes.txt").read_text() == "hello"
     [row] = requests(stack)
-    assert audit_of(stack, row["request_id"]) == [
+    assert await audit_of(stack, row["request_id"]) == [
         "capability.consent_asked",
         "capability.started",
         "capability.completed",
@@ -77,7 +77,7 @@ async def test_a_request_waiting_for_the_user_outlives_a_kill_of_the_gateway(
     assert await outcome(stack, "w-1") == {"status": "completed", "output": {"shown": True}}
     assert [n["text"] for n in read_notifications(stack.data_dir)[0]] == ["after the kill"]
     [row] = requests(stack)  # the refused one forgotten, its audit row kept
-    assert audit_of(stack, row["request_id"]) == [
+    assert await audit_of(stack, row["request_id"]) == [
         "capability.consent_asked",
         "capability.started",
         "capability.completed",
@@ -108,7 +108,7 @@ async def test_a_request_whose_call_ended_first_is_taken_back(
     await wait_for(lambda: not cards(stack), 30, "both cards closed")
     assert [(r["status"], r["code"]) for r in requests(stack)] == [("failed", "withdrawn")] * 2
     for request in requests(stack):
-        assert audit_of(stack, request["request_id"]) == [
+        assert await audit_of(stack, request["request_id"]) == [
             "capability.consent_asked",
             "capability.withdrawn",
         ]

@@ -53,7 +53,7 @@ async def test_a_notification_reaches_the_desktop_once_also_across_a_kill(
         )
         assert code == 0 and "the desktop's notification service (dunst)" in out, out + err
     request_id = requests(stack)[-1]["request_id"]
-    assert audit_of(stack, request_id)[-1] == "capability.completed"
+    assert (await audit_of(stack, request_id))[-1] == "capability.completed"
     served = [a["detail"] for a in stack.audit() if a["message_id"] == request_id][-1]
     assert served.endswith("shown by the desktop's notification service (dunst)"), served
     assert not (stack.data_dir / "notifications.jsonl").exists()  # nothing for the terminal

@@ -86,7 +86,7 @@ async def test_hostile_names_stay_inside_downloads_and_session_grants_end_with_t
     assert (await outcome(stack, "f-after"))["status"] == "permission_denied"
 
     for row in requests(stack):  # every decision audited under its request
-        assert audit_of(stack, row["request_id"]), row
+        assert await audit_of(stack, row["request_id"]), row
 
 
 def _cards_before(stack: Stack) -> set[str]:

@@ -60,7 +60,7 @@ async def test_an_older_data_dirs_grants_move_once_and_still_hold(
     # The user said "always" before: no card, the notification is shown.
     assert (await asked(agent, "n-1", "notification.show", input=NOTE))["status"] == "completed"
     assert requests(stack)[0]["request_id"] == "keeper/before"
-    assert audit_of(stack, requests(stack)[-1]["request_id"]) == [
+    assert await audit_of(stack, requests(stack)[-1]["request_id"]) == [
         "capability.started",
         "capability.completed",
     ]

@@ -55,7 +55,8 @@ async def test_speech_is_kept_as_an_artifact_and_written_back_as_text(
     assert spoken["status"] == "completed", spoken
     assert (tmp_path / "once" / AFTER_EFFECT).exists()  # it did die there, and spoke again
     [row] = requests(stack)
-    assert audit_of(stack, row["request_id"])[-2:] == ["capability.started", "capability.completed"]
+    codes = await audit_of(stack, row["request_id"])
+    assert codes[-2:] == ["capability.started", "capability.completed"]
     served = [a["detail"] for a in stack.audit() if a["message_id"] == row["request_id"]][-1]
     assert served.endswith("spoken by espeak-ng on this host"), served
     reference, duration_ms = spoken["output"]["artifact"], spoken["output"]["duration_ms"]
