@@ -107,6 +107,11 @@ class AppManagerActor(Actor):
         }
         self.focus.instances = {i["instance_id"]: Instance.from_row(i) for i in state["instances"]}
         settings = state["settings"]
+        # A new epoch, on disk before any view leaves: every view this run sends is newer
+        # than one an earlier run sent, committed or not (`view_version`).
+        epoch = int((settings.get("view_version") or [0, 0])[0]) + 1
+        self.file.write({"settings": {"view_version": [epoch, 0]}})
+        self.view_version = [epoch, 0]
         self.focus.stack = [i for i in settings.get("focus_stack", []) if i in self.focus.instances]
         self.default_app = settings.get("default_app")
         ids = DerivedIds(new_id())
@@ -174,6 +179,7 @@ class AppManagerActor(Actor):
             keep_operations = KEEP_OPERATIONS
         changed, events = self.focus.take_changes()
         routing = self._routing()
+        self.view_version = [self.view_version[0], self.view_version[1] + 1]
         written = {r.app_scope: r for r in records}
         for scope, record in self.records.items():
             live = len(self.focus.live_of(scope))
@@ -193,11 +199,16 @@ class AppManagerActor(Actor):
                 "default_app": self.default_app,
                 "routing": routing,
                 "boot": self.boot_id,
+                "view_version": self.view_version,
             },
         }
         # Fresh ids, not derived ones: both are whole-state replacements, safe to apply
         # twice, and a replayed handler that took another path than its first run must
         # have its views sent (a derived id would be taken for the first run's message).
+        # The tool router's carries its version: one that holds a newer view (read from
+        # this file at its start) ignores an older one its mailbox gives it again, which
+        # would publish a state that has passed. (The router's decisions are its mailbox's
+        # order: what it is given again, it decides again in the same order.)
         # The router's mailbox has the new view before the operation is seen to end, so an
         # agent message sent after that is filtered by it (mailbox order is arrival order).
         await self.cast("router", "router.apps", {"apps": routing}, id=new_id())
@@ -227,6 +238,7 @@ class AppManagerActor(Actor):
             "records": [r.to_row() for r in self.records.values()],
             "instances": [i.to_row() for i in self.focus.instances.values() if i.live],
             "settings": {"focus_stack": self.focus.stack},
+            "version": self.view_version,
         }
 
     def _routing(self) -> dict[str, Any]:

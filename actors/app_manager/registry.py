@@ -21,6 +21,18 @@ def no_apps() -> dict[str, Any]:
     return {"records": [], "operations": [], "instances": [], "settings": {}}
 
 
+def view_version(value: Any) -> tuple[int, int]:
+    """The version of the tool router's view of the apps, as the app manager sent or
+    committed it (`[epoch, n]`: the epoch is raised, on disk, each time the app manager
+    starts, n with each change), as a pair that orders them; (0, 0) for none. The tool
+    router applies a view only if it is not older than the one it holds."""
+    if isinstance(value, list | tuple) and len(value) == 2:
+        epoch, n = value
+        if isinstance(epoch, int) and isinstance(n, int):
+            return epoch, n
+    return 0, 0
+
+
 def read_apps(data_dir: str | Path) -> dict[str, Any]:
     """Records, operations, instances and settings (read-only, runtime up or not)."""
     return read_file(Path(data_dir) / DB_FILE, load_apps, no_apps())

@@ -10,14 +10,17 @@ given and every call's lifecycle. Only it writes `tool_router.db`; no step of a 
 for the store, which persists the agent's `lineup.tool.invoke` with the rest of the stream
 beside the call's way here, and keeps the audit rows the tool router casts it. What it
 holds in memory (open calls, the inventories) is rebuilt from its file at start; the apps'
-view and the conversations' agents it asks the store.
+view it reads from the app manager's file, the conversations' agents it asks the store.
 
 **Inputs.** The agent's `lineup.tool.invoke` and `lineup.tool.cancel` pass the router's
 filter chain (validation, the agent's association with the conversation), and the router
 hands them over as soon as it has sent the run to the store (`tool_router.inbound`, in
 stream order, with the conversations newly associated with an agent): the mailbox holds
 the run for the store before them, so a call never runs unrecorded. The app manager sends
-its view whenever the registry or the instances change (`tool_router.apps`). An app
+its view whenever the registry or the instances change (`tool_router.apps`), with its
+version (`view_version`): a view older than the one held, which a restart that read a newer
+one from the file may be given again, is ignored, lest a state that has passed be published
+and the agent's calls on the current revision be refused as stale. An app
 reports on its own calls (`tool_router.report`) and asks about its deadline operations
 (`tool_router.deadline`); the chat app passes on the user's stop of a call
 (`tool_router.interrupt`); the settings app reads and replaces the policy

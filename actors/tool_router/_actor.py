@@ -35,7 +35,7 @@ from typing import Any, Final, TypeVar
 
 import trio
 
-from actors.app_manager.registry import read_apps
+from actors.app_manager.registry import read_apps, view_version
 from actors.kernel import Actor, Message, derive_id, handles, new_id
 from contracts import (
     APP_TOOL_ERROR_CODES,
@@ -114,6 +114,7 @@ class ToolRouterActor(Actor):
         self.call_timeout = float(self.config.get("call_timeout", 2.0))
         self.apps: dict[str, AppView] = {}
         self.foreground: str | None = None
+        self.apps_version = (0, 0)  # of the app manager's view held (`view_version`)
         self.conversations: dict[str, str] = {}
         self.inventories: dict[str, dict[str, Any]] = {}
         self.revision = 0
@@ -188,6 +189,7 @@ class ToolRouterActor(Actor):
         conversations = await self.store("store.conversations", {})
         self.conversations = dict(conversations["conversations"])
         self.apps, self.foreground = app_views(registry, self.core)
+        self.apps_version = view_version(registry["settings"].get("view_version"))
         self.policy = load_policy(self.data_dir)
         operations = self._read_state()
         # What a step of its own emitted just before the router stopped may not have left.
@@ -626,6 +628,12 @@ class ToolRouterActor(Actor):
     @handles("tool_router.apps")
     @stepped
     async def apps_changed(self, msg: Message[dict[str, Any]]) -> None:
+        version = view_version(msg.body.get("version"))
+        if version < self.apps_version:
+            # An older view, given again after a restart read a newer one from the file:
+            # applied, it would publish a state that has passed.
+            return
+        self.apps_version = version
         before = self.apps
         self.apps, self.foreground = app_views(msg.body, self.core)
         for call in list(self.calls.values()):

@@ -1,10 +1,12 @@
 """Calls that need their app started wait for it and run in arrival order; an activation
 that fails refuses every call that waited on it; an app disabled or updated under a running
 call ends it with its definite code; a call made while the runtime was down is answered
-once it is back."""
+once it is back, and one made before a tool router's restart is still current after it."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from .helpers import (
     final_of,
     finals,
     new_revision,
+    revision_of,
     sent,
     toolbox_ready,
 )
@@ -100,3 +103,29 @@ async def test_a_call_made_while_the_runtime_is_down(
     row = await final_of(stack, "call_offline", timeout=60)
     assert row["state"] == "succeeded" and row["output"] == {"n": 1}
     assert len(finals(stack, "call_offline")) == 1
+
+
+async def test_a_restart_publishes_no_state_that_has_passed(
+    stack: Stack, toolbox: tuple[Path, Path]
+) -> None:
+    agent = await toolbox_ready(stack, toolbox)
+    runtime = stack.runtime
+    assert runtime is not None
+    revision = revision_of(stack)
+    # The app manager's views of a disable and an enable reach a tool router that cannot
+    # take them, which then dies: its next run reads the registry (enabled) and is given
+    # both views again, the disable first.
+    pid = runtime.pid_of("tool_router")
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        app(stack, "disable", "toolbox")
+        app(stack, "enable", "toolbox")
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    runtime.wait_actor("tool_router", restarts=1)
+    # A call on the revision the agent held before: the views come before it in the tool
+    # router's mailbox, and a passing state published between would make it stale.
+    row = await agent.call("call_after", "box.echo", arguments={"value": "x"}, revision=revision)
+    assert row["state"] == "succeeded", row
+    assert revision_of(stack) == revision
