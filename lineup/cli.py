@@ -408,6 +408,12 @@ def main(argv: list[str] | None = None) -> int:
         kernel = sys.modules.get("actors.kernel")
         if kernel is not None and isinstance(exc, kernel.ControlError):
             return fail(str(exc))
+        sqlite = sys.modules.get("sqlite3")
+        if sqlite is not None and isinstance(exc, sqlite.Error):  # a data dir file unread
+            return fail(
+                f"the runtime's files could not be read ({exc}): check that the data dir is"
+                " the runtime's, readable, and on a disk that works, then try again"
+            )
         raise
 
 

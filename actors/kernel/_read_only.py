@@ -7,7 +7,7 @@ import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Final, TypeVar
 
 T = TypeVar("T")
 
@@ -62,16 +62,23 @@ class KeptReader:
             self.db = None
 
 
+# What SQLite says of a file from before the tables or columns read were added.
+_NOT_YET: Final = ("no such table", "no such column")
+
+
 def read_file(path: Path, read: Callable[[sqlite3.Connection], T], empty: T) -> T:
     """What `read` finds in the file at `path`; `empty` where there is no file yet, or the
-    file is from before the tables read were added."""
+    file is from before the tables read were added. Any other failure is raised: a file
+    that cannot be read is not an empty one."""
     if not path.exists():
         return empty
     db = open_read_only(path)
     try:
         return read(db)
-    except sqlite3.OperationalError:
-        return empty
+    except sqlite3.OperationalError as exc:
+        if str(exc).startswith(_NOT_YET):
+            return empty
+        raise
     finally:
         db.close()
 

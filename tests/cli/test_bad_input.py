@@ -203,6 +203,16 @@ def test_a_second_supervisor_on_the_same_data_dir(runtime: Path) -> None:
     assert "--data-dir" in done.stderr
 
 
+def test_a_data_dir_whose_files_cannot_be_read(tmp_path: Path) -> None:
+    """A damaged file is not an empty one: said, not listed as nothing and not a traceback."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "runtime.db").write_bytes(b"")
+    (data / "app_manager.db").write_bytes(b"not a database, " * 64)
+    code, output = _lineup(data, "app", "list")
+    _assert_human(code, output, "the runtime's files could not be read (file is not a database)")
+
+
 APP_MANAGER_CODES = [
     "already_installed",
     "app_disabled",
