@@ -632,6 +632,7 @@ class ToolRouterActor(Actor):
         if version < self.apps_version:
             # An older view, given again after a restart read a newer one from the file:
             # applied, it would publish a state that has passed.
+            log.info("a view of the apps older than the one held, ignored: %s", version)
             return
         self.apps_version = version
         before = self.apps
