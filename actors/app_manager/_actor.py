@@ -46,7 +46,7 @@ from ._registry import AppOperation, AppRecord, check_request, core_records, for
 from ._requests import HOST_NAVIGATION, NAVIGATION, check_requester, request_fields
 from ._start_failure import start_failure
 from ._steps import Outcome, Steps
-from .door import DOOR
+from .door import DOOR, ActorFailed, HostIntent
 
 log = logging.getLogger("lineup.app_manager")
 
@@ -463,18 +463,18 @@ class AppManagerActor(Actor):
     # -- from the host and the supervisor --------------------------------------------------
 
     @handles("app_manager.host_intent")
-    async def host_intent(self, msg: Message[dict[str, Any]]) -> None:
+    async def host_intent(self, msg: Message[HostIntent]) -> None:
         """A host lifecycle intent, checked and audited by the host actor. The window's
         foreground / background are kept for the record; opening, focusing and closing
         an app are navigation, run as operations like the CLI's."""
         await self.loaded.wait()
-        body = dict(msg.body or {})
-        self.host_intents.append(body)
+        body = msg.body
+        self.host_intents.append(dict(body))
         del self.host_intents[:-10]
-        kind = HOST_NAVIGATION.get(str(body.get("intent")))
+        kind = HOST_NAVIGATION.get(body["intent"])
         if kind is None or msg.sender != "host":
             return
-        scope = str(body.get("app_scope") or "")
+        scope = body["app_scope"] or ""
         op = self.operations.get(msg.id) or AppOperation(msg.id, kind, scope)
         if op.done:
             return
@@ -490,16 +490,16 @@ class AppManagerActor(Actor):
             await self._persist(ids, operations=[op])
 
     @handles("kernel.actor_failed")
-    async def actor_failed(self, msg: Message[dict[str, Any]]) -> None:
+    async def actor_failed(self, msg: Message[ActorFailed]) -> None:
         """An app process is past its restart intensity: its instances fail, and the
         instance below the failed one in the focus stack comes back."""
         await self.loaded.wait()
-        name = str(msg.body.get("name", ""))
+        name = msg.body["name"]
         scope = name.removeprefix("app.")
         if not name.startswith("app.") or scope not in self.records:
             return
         ids = DerivedIds(msg.id)
         for instance in self.focus.live_of(scope):
-            self.focus.close(instance.instance_id, failed=str(msg.body.get("reason", "")))
+            self.focus.close(instance.instance_id, failed=msg.body["reason"])
         await self._persist(ids)
         await self._stop_process(scope)  # the failed child goes: the runtime is not degraded

@@ -75,7 +75,16 @@ from ._policy import CAPABILITIES_SECTION, POLICY_FILE, Policy, load_policy, pol
 from ._policy_edit import checked_policy, inventories_view, policy_view, write_policy
 from ._policy_watch import changes_of
 from ._steps import Steps
-from .door import DOOR, DeadlineRequest, Inbound, Interrupt, NoFields, PolicyReplace, Report
+from .door import (
+    DOOR,
+    AppsView,
+    DeadlineRequest,
+    Inbound,
+    Interrupt,
+    NoFields,
+    PolicyReplace,
+    Report,
+)
 
 log = logging.getLogger("lineup.tool_router")
 
@@ -627,8 +636,8 @@ class ToolRouterActor(Actor):
 
     @handles("tool_router.apps")
     @stepped
-    async def apps_changed(self, msg: Message[dict[str, Any]]) -> None:
-        version = view_version(msg.body.get("version"))
+    async def apps_changed(self, msg: Message[AppsView]) -> None:
+        version = view_version(msg.body["version"])
         if version < self.apps_version:
             # An older view, given again after a restart read a newer one from the file:
             # applied, it would publish a state that has passed.

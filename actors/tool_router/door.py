@@ -24,6 +24,23 @@ class Inbound(TypedDict):
     associate: dict[str, str]
 
 
+class FocusSettings(TypedDict):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    focus_stack: list[str]
+
+
+class AppsView(TypedDict):
+    """The app manager's view (the shape of `actors.app_manager.registry.read_apps`, which
+    the tool router reads at start): every record and the live instances, as the
+    registry's rows, the focus stack, and the view's version (`[epoch, n]`)."""
+
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    records: list[dict[str, JsonValue]]
+    instances: list[dict[str, JsonValue]]
+    settings: FocusSettings
+    version: Annotated[list[int], Field(min_length=2, max_length=2)]
+
+
 class Report(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
     call_id: Annotated[str, Field(max_length=70)]
@@ -71,7 +88,7 @@ class PolicyReplace(TypedDict):
 DOOR = Door(
     {
         "tool_router.inbound": accept("router", body=Inbound),
-        "tool_router.apps": accept("app_manager", body=dict[str, Any]),
+        "tool_router.apps": accept("app_manager", body=AppsView),
         "tool_router.report": accept(APPS, body=Report),
         "tool_router.deadline": accept(APPS, body=DeadlineRequest),
         # The user's stop of a call: only the chat app speaks for the user (it takes its

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -289,7 +289,9 @@ class EventLog:
                 ).rowcount
             )
 
-    def set_action_state(self, kernel_id: str, update: dict[str, Any]) -> bool:
+    def set_action_state(self, kernel_id: str, update: Mapping[str, Any]) -> bool:
+        """The state an action of the app's reached (`ActionState`); False when it was
+        applied before or names no pending action of the app's."""
         with self._applied_once(kernel_id) as fresh:
             if not fresh:
                 return False

@@ -48,6 +48,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pydantic import JsonValue
+
 from actors.kernel import Actor, DerivedIds, Message, handles, new_id
 from contracts import Code, ContractError
 
@@ -63,7 +65,18 @@ from ._settings import SettingsAPI
 from ._surface import SurfaceAPI, SurfaceInbox, declared_events, declares_surface
 from ._tools import TOOL_ROUTER, ToolsAPI
 from ._view import WITHDRAW, ConversationView, ViewModel
-from .door import DOOR, Deliver, ToolCancel, ToolInvoke, ToolSteps
+from .door import (
+    DOOR,
+    ActionState,
+    ConsentCard,
+    DeadlineNews,
+    Deliver,
+    Lifecycle,
+    ToolCancel,
+    ToolEvent,
+    ToolInvoke,
+    ToolSteps,
+)
 
 log = logging.getLogger("lineup.app")
 
@@ -361,19 +374,19 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
             self._ack(auto)
 
     @handles("app.action.state")
-    async def _action_state(self, msg: Message[dict[str, Any]]) -> None:
+    async def _action_state(self, msg: Message[ActionState]) -> None:
         # The router refuses an action; the store records the AppServer's verdict on it.
         self._from(msg, ROUTER, STORE)
         body = msg.body
-        if self._log.set_action_state(msg.id, body):
+        if self._log.set_action_state(msg.id, body) and body["id"] is not None:
             for event in self._log.events_by_id(body["id"]):
                 await self._apply({**event, "state": body["state"], "code": body.get("code")})
 
     @handles("app.tool.event")
-    async def _tool_event(self, msg: Message[dict[str, Any]]) -> None:
+    async def _tool_event(self, msg: Message[ToolEvent]) -> None:
         """A step of an agent's tool call, for the timeline: the tool router's word only."""
         self._from(msg, TOOL_ROUTER)
-        await self._tool_steps(msg.id, [(msg.id, dict(msg.body or {}))])
+        await self._tool_steps(msg.id, [(msg.id, dict(msg.body))])
 
     @handles("app.tool.events")
     async def _tool_events(self, msg: Message[ToolSteps]) -> None:
@@ -388,14 +401,14 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
             )
 
     @handles("app.lifecycle")
-    async def _lifecycle(self, msg: Message[dict[str, Any]]) -> None:
+    async def _lifecycle(self, msg: Message[Lifecycle]) -> None:
         # Instances are the app manager's to move; nobody else's word counts.
         self._from(msg, APP_MANAGER)
         with self._ids.deriving(msg.id):
-            await self.sdk.lifecycle._fire(dict(msg.body or {}))
+            await self.sdk.lifecycle._fire(dict(msg.body))
 
     @handles("app.input")
-    async def _input(self, msg: Message[dict[str, Any]]) -> None:
+    async def _input(self, msg: Message[dict[str, JsonValue]]) -> None:
         # The user's side reaches an app only through the host actor: an
         # input from anyone else is not the user's, whatever it says.
         self._from(msg, HOST)
@@ -410,7 +423,7 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
         await self.sdk.tools._invoke(msg.id, dict(msg.body))
 
     @handles("app.capability.consent")
-    async def _capability_consent(self, msg: Message[dict[str, Any]]) -> None:
+    async def _capability_consent(self, msg: Message[ConsentCard]) -> None:
         """A consent card opened or closed, for the timeline: the gateway's word only."""
         self._from(msg, GATEWAY)
         card = dict(msg.body)
@@ -425,7 +438,7 @@ class RuntimeApp(InteractionInbox, SessionDataInbox, SurfaceInbox, Actor):
         await self.sdk.tools._cancel(str(msg.body["call_id"]))
 
     @handles("app.tool.deadline")
-    async def _tool_deadline(self, msg: Message[dict[str, Any]]) -> None:
+    async def _tool_deadline(self, msg: Message[DeadlineNews]) -> None:
         # Only the runtime keeps deadline operations: its word alone says how one goes.
         self._from(msg, TOOL_ROUTER)
         with self._ids.deriving(msg.id):

@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING, Any, Final
 from actors.kernel import REPLY_LATER, Actor, CallFailed, Message, handles
 from contracts import Code, ContractError, SurfaceEvent, check_event_payload
 
+from .door import SurfaceRequest
+
 if TYPE_CHECKING:
     from ._app_core import AppCore, SdkFace
 
@@ -211,7 +213,7 @@ class SurfaceInbox(Actor):
     _ids: Any
 
     @handles(REQUEST)
-    async def _surface_request(self, msg: Message[dict[str, Any]]) -> Any:
+    async def _surface_request(self, msg: Message[SurfaceRequest]) -> Any:
         self._from(msg, WEB_HOST)  # a surface speaks only through the web host's checks
         with self._ids.deriving(msg.id):
             return await self.sdk.surface._request(msg)

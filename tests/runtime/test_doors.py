@@ -69,6 +69,18 @@ def test_a_handler_reads_its_body_as_the_type_its_door_declares() -> None:
     assert typed >= 80
 
 
+def test_every_body_a_door_takes_has_a_declared_shape() -> None:
+    """No door takes a body of any shape: each declares its fields (a `TypedDict`), or,
+    for a body whose shape is its handler's to check (an app's own actions, an app
+    operation's request), any JSON object, never a value that JSON cannot hold."""
+    from apps.sdk.door import DOOR as SDK_DOOR
+
+    doors = [(name, door) for name, _, door in _runtime_actors(web=True)]
+    for name, door in [*doors, ("an app's SDK", SDK_DOOR)]:
+        for message_type, rule in door.accepts.items():
+            assert rule.body != dict[str, typing.Any], (name, message_type)
+
+
 def test_an_app_reaches_only_its_sdk() -> None:
     config = runtime_children.default_config()
     doors = {name: door for name, _, door in _runtime_actors()}
