@@ -5,7 +5,8 @@
   ones kept (`keep_operations`);
 - `app_instances` (`instance_id`): every instance and its state;
 - `app_settings` (`name`): the focus stack, the default app, the router's view of the apps
-  (`routing`) and the run that last chose the start-up target (`boot`);
+  (`routing`), the run that last chose the start-up target (`boot`) and the version of
+  the tool router's view last committed (`view_version`: `registry.view_version`);
 - `registry_state` (`name`): `moved_from_runtime_db`, once an older data dir's rows were
   copied in (`_migration`).
 
