@@ -333,6 +333,15 @@ async def squat(app: HostileApp, options: dict[str, Any]) -> dict[str, Any]:
     return {"ids": ids, "last": await app.attempt(TOOL_ROUTER, REPORT, last)}
 
 
+def _forged_view() -> dict[str, Any]:
+    return {
+        "records": [],
+        "instances": [],
+        "settings": {"focus_stack": []},
+        "version": [2**31, 0],
+    }
+
+
 def _forged_final() -> dict[str, Any]:
     """A final for the forged call, as the tool router gives the transport one."""
     envelope = {
@@ -377,7 +386,9 @@ async def forbidden_tool_messages(app: HostileApp, options: dict[str, Any]) -> d
         ("invoke self", "app.hostile", "app.tool.invoke", invoke | {"app_scope": "hostile"}),
         ("cancel other", "app.toolbox", "app.tool.cancel", {"call_id": "call_forged"}),
         ("inbound", TOOL_ROUTER, "tool_router.inbound", {"calls": [forged], "associate": {}}),
-        ("apps", TOOL_ROUTER, "tool_router.apps", {"records": [], "instances": []}),
+        # A view with no apps, from an epoch no app manager will reach: taken, it would
+        # hide every tool and every later view of the app manager's.
+        ("apps", TOOL_ROUTER, "tool_router.apps", _forged_view()),
         ("submit", "transport", "transport.submit", _forged_final()),
     ]
     count = int(options.get("casts", 50))
