@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -164,7 +164,7 @@ class RouterActor(Actor):
             "store", type, body, id=id, max_timeout=self.call_timeout
         )
 
-    def _set_apps(self, apps: dict[str, dict[str, Any]] | None) -> None:
+    def _set_apps(self, apps: Mapping[str, Mapping[str, Any]] | None) -> None:
         """The app manager's view of the apps (steps 4, 6, 7), over the configured ones."""
         if apps:
             configured = FilterContext.from_config(self.config.get("apps")).apps

@@ -25,6 +25,7 @@ stored as conversation history and never delivered as agent messages.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -54,7 +55,7 @@ class FilterContext:
     conversations: dict[str, str] = field(default_factory=dict)  # conversation → agent id
 
     @classmethod
-    def from_config(cls, apps: dict[str, dict[str, Any]] | None) -> FilterContext:
+    def from_config(cls, apps: Mapping[str, Mapping[str, Any]] | None) -> FilterContext:
         """From the routing view the app manager writes (or the supervisor's, of the core
         apps, in the router's config): {scope: {enabled, subscriptions, instances}}."""
         rules = {

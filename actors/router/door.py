@@ -5,8 +5,6 @@ the user is the router's next check: only chat."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import ConfigDict, JsonValue
 from typing_extensions import TypedDict
 
@@ -20,9 +18,18 @@ class Inbound(TypedDict):
     items: list[tuple[int, str]]
 
 
+class AppRoute(TypedDict):
+    """What the router knows of one app (filter chain steps 4, 6, 7)."""
+
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    enabled: bool
+    subscriptions: list[str]
+    instances: list[str]
+
+
 class Apps(TypedDict, total=False):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    apps: dict[str, dict[str, Any]]
+    apps: dict[str, AppRoute]
 
 
 DOOR = Door(

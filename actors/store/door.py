@@ -21,7 +21,7 @@ only artifact body that may). The settings app alone
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Required
+from typing import Annotated, Literal, Required
 
 from pydantic import ConfigDict, Field, JsonValue
 from typing_extensions import TypedDict
@@ -36,20 +36,44 @@ class Empty(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
 
 
-class Persist(TypedDict, total=False):
-    __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    items: list[dict[str, Any]]
-    rejections: list[dict[str, Any]]
-    outbox: list[dict[str, Any]]
-    associate: dict[str, str]
-    cursor: int
-
-
 class OutboxItem(TypedDict):
     key: str
     envelope: str
     origin: str | None
     conversation_id: str
+
+
+class PersistItem(TypedDict):
+    """One message of the stream the router accepted, as the store keeps it."""
+
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    seq: int
+    id: str
+    conversation_id: str
+    app_scope: str | None
+    type: str
+    sender_kind: str
+    sender_id: str
+    envelope: str
+
+
+class RejectionRow(TypedDict):
+    """One message of the stream the router rejected, as the store audits it."""
+
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    seq: int
+    message_id: str | None
+    code: str
+    detail: str
+
+
+class Persist(TypedDict, total=False):
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    items: list[PersistItem]
+    rejections: list[RejectionRow]
+    outbox: list[OutboxItem]
+    associate: dict[str, str]
+    cursor: int
 
 
 class Enqueue(TypedDict):

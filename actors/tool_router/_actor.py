@@ -78,6 +78,7 @@ from ._steps import Steps
 from .door import (
     DOOR,
     AppsView,
+    CallView,
     DeadlineRequest,
     Inbound,
     Interrupt,
@@ -319,7 +320,7 @@ class ToolRouterActor(Actor):
             if view["type"] == "lineup.tool.cancel":
                 await self._cancel(view)
 
-    async def _invoke(self, views: list[dict[str, Any]]) -> None:
+    async def _invoke(self, views: list[CallView]) -> None:
         """Take a run of calls, each checked and stored with its receipt (or its refusal) in
         the step's one transaction; a call id known already is answered from its record."""
         for view in views:
@@ -411,7 +412,7 @@ class ToolRouterActor(Actor):
             )
         self.write({"outbox": [outbox_item(env)]})
 
-    async def _cancel(self, view: dict[str, Any]) -> None:
+    async def _cancel(self, view: CallView) -> None:
         call = self.calls.get(str(view.get("call_id")))
         if call is None:
             row = call_row(self.db, str(view.get("call_id")))
@@ -807,8 +808,8 @@ class ToolRouterActor(Actor):
         await self.show(call, "progress", id=derive_id(report_id, 1), **payload)
 
 
-def _call_of(view: dict[str, Any]) -> Call:
-    payload = view.get("payload") or {}
+def _call_of(view: CallView) -> Call:
+    payload = view["payload"]
     return Call(
         call_id=str(view["call_id"]),
         envelope_id=str(view["envelope_id"]),

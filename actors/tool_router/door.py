@@ -18,9 +18,25 @@ from contracts import SCOPE_SETTINGS
 _CLOSED = ConfigDict(extra="forbid")
 
 
+class CallView(TypedDict):
+    """What the tool router needs of an agent's `lineup.tool.invoke` or `.cancel`, which
+    the router accepted (its payload checked against the contract)."""
+
+    __pydantic_config__ = _CLOSED  # type: ignore[misc]
+    type: Literal["lineup.tool.invoke", "lineup.tool.cancel"]
+    envelope_id: str
+    seq: int
+    conversation_id: str
+    agent_id: str
+    app_scope: str
+    call_id: str | None
+    revision: str | None
+    payload: dict[str, Any]  # as the contract holds an invoke's or a cancel's
+
+
 class Inbound(TypedDict):
     __pydantic_config__ = _CLOSED  # type: ignore[misc]
-    calls: list[dict[str, Any]]
+    calls: list[CallView]
     associate: dict[str, str]
 
 
