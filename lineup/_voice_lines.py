@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import queue
 import shutil
+import sqlite3
 import subprocess
 import threading
 from collections.abc import Mapping
@@ -113,7 +114,10 @@ class SpeechPlayer:
     def _play_each(self) -> None:
         assert self.command is not None
         while (artifact_id := self.waiting.get()) is not None:
-            found = read_artifact_data(self.data_dir, artifact_id)
+            try:
+                found = read_artifact_data(self.data_dir, artifact_id)
+            except sqlite3.Error:  # the store's file unread now: this one is not said
+                found = None
             if found is None:
                 continue
             try:

@@ -409,7 +409,11 @@ def main(argv: list[str] | None = None) -> int:
         if kernel is not None and isinstance(exc, kernel.ControlError):
             return fail(str(exc))
         sqlite = sys.modules.get("sqlite3")
-        if sqlite is not None and isinstance(exc, sqlite.Error):  # a data dir file unread
+        # A file of the data dir that cannot be read (damaged, locked, not a database); not
+        # a misuse of SQLite by the command itself, which stays a bug to see.
+        if sqlite is not None and (
+            isinstance(exc, sqlite.OperationalError) or type(exc) is sqlite.DatabaseError
+        ):
             return fail(
                 f"the runtime's files could not be read ({exc}): check that the data dir is"
                 " the runtime's, readable, and on a disk that works, then try again"

@@ -322,7 +322,8 @@ class RouterActor(Actor):
                 msg.sender,
                 "app.action.state",
                 {
-                    "id": body.get("id"),
+                    # The app's own id for its action, when it gave one it can know again.
+                    "id": body["id"] if isinstance(body.get("id"), str) else None,
                     "state": "rejected",
                     "code": str(exc.code),
                     "detail": exc.detail,

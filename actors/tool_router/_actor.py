@@ -638,13 +638,16 @@ class ToolRouterActor(Actor):
     @handles("tool_router.apps")
     @stepped
     async def apps_changed(self, msg: Message[AppsView]) -> None:
-        version = view_version(msg.body["version"])
-        if version < self.apps_version:
-            # An older view, given again after a restart read a newer one from the file:
-            # applied, it would publish a state that has passed.
-            log.info("a view of the apps older than the one held, ignored: %s", version)
-            return
-        self.apps_version = version
+        # The operator's view (`lineup debug send`) is applied as it is, its version
+        # neither checked nor kept: only the app manager's views order each other.
+        if msg.sender == "app_manager":
+            version = view_version(msg.body.get("version"))
+            if version < self.apps_version:
+                # An older view, given again after a restart read a newer one from the
+                # file: applied, it would publish a state that has passed.
+                log.info("a view of the apps older than the one held, ignored: %s", version)
+                return
+            self.apps_version = version
         before = self.apps
         self.apps, self.foreground = app_views(msg.body, self.core)
         for call in list(self.calls.values()):

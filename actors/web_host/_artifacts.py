@@ -49,6 +49,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import sqlite3
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,7 +146,17 @@ def _of_conversation(
 ) -> tuple[dict[str, Any], bytes] | None:
     if not shown_in(data_dir, conversation, artifact_id):
         return None
-    return read_artifact_data(data_dir, artifact_id)
+    return _artifact_data(data_dir, artifact_id)
+
+
+def _artifact_data(data_dir: Path, artifact_id: str) -> tuple[dict[str, Any], bytes] | None:
+    """As `read_artifact_data`; None, said in the log, where the store's file cannot be read
+    (the page is told the file is not here, never given an error page)."""
+    try:
+        return read_artifact_data(data_dir, artifact_id)
+    except sqlite3.Error as exc:
+        log.warning("artifact %s: the store's file could not be read: %s", artifact_id, exc)
+        return None
 
 
 def read_saved_file(data_dir: Path, name: str) -> bytes | None:
@@ -213,9 +224,7 @@ class Artifacts:
         saved = self.saved.get(request.path_params["token"])
         data = None
         if saved is not None and saved.artifact_id is not None:
-            found = await trio.to_thread.run_sync(
-                read_artifact_data, self.data_dir, saved.artifact_id
-            )
+            found = await trio.to_thread.run_sync(_artifact_data, self.data_dir, saved.artifact_id)
             data = found[1] if found is not None else None
         elif saved is not None:
             data = await trio.to_thread.run_sync(read_saved_file, self.data_dir, saved.name)
