@@ -5,11 +5,14 @@ once it is back, and one made before a tool router's restart is still current af
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
 from pathlib import Path
 
+from actors.app_manager.registry import LIVE_STATES, read_apps
+from tests.app_manager.conftest import lineup
 from tests.runtime.helpers import Stack, wait_for
 
 from .helpers import (
@@ -21,6 +24,7 @@ from .helpers import (
     revision_of,
     sent,
     toolbox_ready,
+    tools_of,
 )
 
 
@@ -129,3 +133,35 @@ async def test_a_restart_publishes_no_state_that_has_passed(
     row = await agent.call("call_after", "box.echo", arguments={"value": "x"}, revision=revision)
     assert row["state"] == "succeeded", row
     assert revision_of(stack) == revision
+
+
+async def test_an_operators_view_of_the_apps_orders_none_of_the_app_managers(
+    stack: Stack, toolbox: tuple[Path, Path]
+) -> None:
+    """The operator may hand the tool router a view by hand; whatever version it claims,
+    the app manager's next view is still taken."""
+    await toolbox_ready(stack, toolbox)
+    revision = revision_of(stack)
+    registry = read_apps(stack.data_dir)
+    view = {
+        "records": registry["records"],
+        "instances": [i for i in registry["instances"] if i["state"] in LIVE_STATES],
+        "settings": {"focus_stack": registry["settings"].get("focus_stack", [])},
+        "version": [2**31, 0],
+    }
+    body = json.dumps(view)
+    code, out, err = lineup(
+        "debug",
+        "send",
+        "tool_router",
+        "tool_router.apps",
+        "--body",
+        body,
+        "--data-dir",
+        stack.data_dir,
+    )
+    assert code == 0, out + err
+    assert revision_of(stack) == revision  # the same apps: no new revision
+    app(stack, "disable", "toolbox")
+    await new_revision(stack, revision)
+    assert "box.count" not in tools_of(stack)
