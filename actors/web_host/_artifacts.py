@@ -146,10 +146,10 @@ def _of_conversation(
 ) -> tuple[dict[str, Any], bytes] | None:
     if not shown_in(data_dir, conversation, artifact_id):
         return None
-    return _artifact_data(data_dir, artifact_id)
+    return artifact_if_readable(data_dir, artifact_id)
 
 
-def _artifact_data(data_dir: Path, artifact_id: str) -> tuple[dict[str, Any], bytes] | None:
+def artifact_if_readable(data_dir: Path, artifact_id: str) -> tuple[dict[str, Any], bytes] | None:
     """As `read_artifact_data`; None, said in the log, where the store's file cannot be read
     (the page is told the file is not here, never given an error page)."""
     try:
@@ -224,7 +224,9 @@ class Artifacts:
         saved = self.saved.get(request.path_params["token"])
         data = None
         if saved is not None and saved.artifact_id is not None:
-            found = await trio.to_thread.run_sync(_artifact_data, self.data_dir, saved.artifact_id)
+            found = await trio.to_thread.run_sync(
+                artifact_if_readable, self.data_dir, saved.artifact_id
+            )
             data = found[1] if found is not None else None
         elif saved is not None:
             data = await trio.to_thread.run_sync(read_saved_file, self.data_dir, saved.name)

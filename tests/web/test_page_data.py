@@ -6,13 +6,14 @@ by its bytes only, and a saved file's name leaves as a header that cannot be bro
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from actors.kernel import new_id
 from actors.web_host import _inputs
-from actors.web_host._artifacts import content_disposition, sniff_image
+from actors.web_host._artifacts import artifact_if_readable, content_disposition, sniff_image
 from actors.web_host._markdown import TAGS, markdown_tree
 from actors.web_host._views import display_item
 
@@ -169,6 +170,13 @@ def test_a_preview_is_a_picture_by_its_bytes() -> None:
     assert sniff_image(b"RIFF\x00\x00\x00\x00WEBPVP8 ") == "image/webp"
     for other in (b"<svg xmlns='http://www.w3.org/2000/svg'/>", b"<html><script>", b"", b"RIFF"):
         assert sniff_image(other) is None
+
+
+def test_an_artifact_whose_store_file_cannot_be_read_is_not_there(tmp_path: Path) -> None:
+    """The page is told the file is not here (a 404 with its sentence), never given an
+    error page, when the store's file cannot be read."""
+    (tmp_path / "runtime.db").write_bytes(b"not a database, " * 64)
+    assert artifact_if_readable(tmp_path, "art_" + new_id()) is None
 
 
 def test_a_saved_name_leaves_as_one_safe_header_value() -> None:
